@@ -1,0 +1,158 @@
+package env
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors the Env returns for calls out of order.
+var (
+	ErrNotReset    = errors.New("env: Step before Reset")
+	ErrEpisodeOver = errors.New("env: the episode is over (terminated or truncated); call Reset")
+	ErrNoUndo      = errors.New("env: nothing to undo")
+)
+
+// Obs is an observation in the Env's encoding: Compact is set for the
+// compact encoding and Float32 for the float32 one; the other is nil. Both
+// slices belong to the Env and are overwritten by its next call: copy them
+// to keep them.
+type Obs struct {
+	Compact []uint8
+	Float32 []float32
+}
+
+// Info is the side information of a step, as Gymnasium's info dict.
+type Info struct {
+	Score     int    // the score under the rule set
+	Runs      int    // completed runs
+	FaceDown  int    // face-down cards left on the tableau
+	Moves     int    // actions taken, deals included
+	Legal     int    // legal actions now (0 once the episode is over)
+	StockLeft int    // cards left in the stock
+	Won       bool   // all eight runs completed
+	Status    Status // playing, won or lost
+}
+
+// Env is one game behind a Gymnasium-style interface: Reset, then Step
+// until terminated or truncated. It keeps the mask and the observation in
+// buffers of its own and the undo history of the episode. An Env is not
+// safe for concurrent use; run one per goroutine.
+type Env struct {
+	rules   Rules
+	state   State
+	history []Undo
+	mask    []uint8
+	u8      []uint8
+	f32     []float32
+	legal   int
+	ready   bool
+}
+
+// New returns an Env for r. It has no game until Reset.
+func New(r Rules) *Env {
+	if r.suits == 0 {
+		panic("env: New with zero Rules; make them with NewRules")
+	}
+	e := &Env{rules: r, mask: make([]uint8, NumActions)}
+	if r.encoding == Float32 {
+		e.f32 = make([]float32, r.Float32Len())
+	} else {
+		e.u8 = make([]uint8, r.CompactLen())
+	}
+	if r.maxSteps >= 0 {
+		e.history = make([]Undo, 0, r.maxSteps)
+	}
+	return e
+}
+
+// Rules returns the Env's configuration.
+func (e *Env) Rules() Rules { return e.rules }
+
+// Reset deals the game of seed and returns its first observation and info.
+func (e *Env) Reset(seed uint64) (Obs, Info) {
+	e.state = NewGame(e.rules, seed)
+	e.history = e.history[:0]
+	e.ready = true
+	e.refresh()
+	return e.obs(), e.Info()
+}
+
+// Step plays a and returns the observation, the reward (the change of the
+// score, clamping included), whether the game terminated (won or lost) or
+// was truncated by the step limit, and the info. An illegal action returns
+// an *IllegalActionError and changes nothing; so does a Step before Reset
+// (ErrNotReset) or after the episode ended (ErrEpisodeOver).
+func (e *Env) Step(a Action) (obs Obs, reward float64, terminated, truncated bool, info Info, err error) {
+	if !e.ready {
+		return Obs{}, 0, false, false, Info{}, ErrNotReset
+	}
+	if e.state.Over() {
+		return Obs{}, 0, false, false, Info{}, ErrEpisodeOver
+	}
+	before := e.state.score
+	u, err := e.state.Step(a)
+	if err != nil {
+		return Obs{}, 0, false, false, Info{}, err
+	}
+	e.history = append(e.history, u)
+	e.legal = e.state.Mask(e.mask)
+	e.state.Update(e.u8, e.f32, u.Columns())
+	return e.obs(), float64(e.state.score - before), e.state.Terminated(), e.state.Truncated(), e.Info(), nil
+}
+
+// Undo takes back the last action of the episode, restoring the game
+// exactly, score included, even after the episode ended. It returns
+// ErrNoUndo at the start of a game.
+func (e *Env) Undo() (Obs, Info, error) {
+	if len(e.history) == 0 {
+		return Obs{}, Info{}, ErrNoUndo
+	}
+	u := e.history[len(e.history)-1]
+	e.state.Undo(u)
+	e.history = e.history[:len(e.history)-1]
+	e.legal = e.state.Mask(e.mask)
+	e.state.Update(e.u8, e.f32, u.Columns())
+	return e.obs(), e.Info(), nil
+}
+
+func (e *Env) refresh() {
+	e.legal = e.state.Mask(e.mask)
+	e.state.Observe(e.u8, e.f32)
+}
+
+func (e *Env) obs() Obs { return Obs{Compact: e.u8, Float32: e.f32} }
+
+// Info returns the info of the current position.
+func (e *Env) Info() Info {
+	s := &e.state
+	return Info{
+		Score:     int(s.score),
+		Runs:      int(s.runs),
+		FaceDown:  s.TotalFaceDown(),
+		Moves:     int(s.steps),
+		Legal:     e.legal,
+		StockLeft: s.StockLeft(),
+		Won:       s.status == Won,
+		Status:    s.status,
+	}
+}
+
+// Mask returns the legal-action mask of the current position: one byte per
+// action id, 1 exactly when Step would accept it. The slice belongs to the
+// Env; do not modify it.
+func (e *Env) Mask() []uint8 { return e.mask }
+
+// State returns a copy of the game, for search or inspection; changing it
+// does not change the Env.
+func (e *Env) State() State { return e.state }
+
+// Render returns the board as a player sees it.
+func (e *Env) Render() string {
+	if !e.ready {
+		return "(no game: call Reset)\n"
+	}
+	return e.state.Render()
+}
+
+// String describes the Env's configuration.
+func (e *Env) String() string { return fmt.Sprintf("spider env (%v)", e.rules) }

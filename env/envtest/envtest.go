@@ -1,0 +1,362 @@
+// Package envtest is the conformance checker that every configuration, the
+// batch stepper and every agent run through. It plays games through the
+// public Env API and, after every step, checks the rules' invariants: the
+// deck is whole, the mask is exactly the set of actions Step accepts, undo
+// and clones are exact, observations reveal nothing hidden and agree with
+// each other and the board, and rewards are the score's changes.
+package envtest
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/spiderenv/spider/env"
+	"github.com/spiderenv/spider/internal/rng"
+)
+
+// Policy picks an action for the game in s, given its mask. It may return
+// an illegal action only if the checker is told to expect that.
+type Policy func(s *env.State, mask []uint8) env.Action
+
+// RandomPolicy returns a policy that picks uniformly among the legal
+// actions, from its own seeded generator.
+func RandomPolicy(seed uint64) Policy {
+	g := rng.New(seed)
+	var legal []env.Action
+	return func(s *env.State, mask []uint8) env.Action {
+		legal = legal[:0]
+		for a, ok := range mask {
+			if ok != 0 {
+				legal = append(legal, env.Action(a))
+			}
+		}
+		return legal[g.IntN(len(legal))]
+	}
+}
+
+// Config says how hard to check.
+type Config struct {
+	Games int    // games to play
+	Seed  uint64 // game g is dealt from Seed+g
+	// SweepEvery tries every one of the 1081 ids with Step at every step of
+	// every SweepEvery-th game (0: never); the mask must match exactly.
+	SweepEvery int
+}
+
+// Stats sums up what the checker saw.
+type Stats struct {
+	Games, Steps, Won, Lost, Truncated int
+	MaxFaceUp                          int // most face-up cards seen in one column
+}
+
+// Check plays cfg.Games games under r with policy and fails t at the first
+// broken invariant, naming the game's seed and step.
+func Check(t testing.TB, r env.Rules, policy Policy, cfg Config) Stats {
+	t.Helper()
+	var st Stats
+	for g := range cfg.Games {
+		seed := cfg.Seed + uint64(g)
+		sweep := cfg.SweepEvery > 0 && g%cfg.SweepEvery == 0
+		if err := checkGame(r, policy, seed, sweep, &st); err != nil {
+			t.Fatalf("%v, seed %d: %v", r, seed, err)
+		}
+	}
+	return st
+}
+
+func checkGame(r env.Rules, policy Policy, seed uint64, sweep bool, st *Stats) error {
+	e := env.New(r)
+	obs, info := e.Reset(seed)
+	st.Games++
+	if err := checkPosition(e, obs, info, seed, true); err != nil {
+		return fmt.Errorf("after reset: %w", err)
+	}
+	sum := 0.0
+	for step := 0; ; step++ {
+		s := e.State()
+		if sweep {
+			if err := sweepActions(&s, e.Mask()); err != nil {
+				return fmt.Errorf("step %d: %w", step, err)
+			}
+		}
+		a := policy(&s, e.Mask())
+		if e.Mask()[a] == 0 {
+			return fmt.Errorf("step %d: policy chose %v, which the mask says is illegal", step, a)
+		}
+		before := e.State()
+		obs, reward, term, trunc, info, err := e.Step(a)
+		if err != nil {
+			return fmt.Errorf("step %d: Step(%v) refused a masked action: %v", step, a, err)
+		}
+		st.Steps++
+		sum += reward
+		after := e.State()
+		if err := checkReward(&before, &after, a, reward); err != nil {
+			return fmt.Errorf("step %d (%v): %w", step, a, err)
+		}
+		full := step%fullEvery == 0 || term || trunc
+		if err := checkPosition(e, obs, info, seed+uint64(step), full); err != nil {
+			return fmt.Errorf("step %d (%v): %w", step, a, err)
+		}
+		if err := checkUndo(e, a, &before, &after); err != nil {
+			return fmt.Errorf("step %d (%v): %w", step, a, err)
+		}
+		if term != after.Terminated() || trunc != after.Truncated() || (term && trunc) {
+			return fmt.Errorf("step %d: terminated %v truncated %v, state says %v %v", step, term, trunc, after.Terminated(), after.Truncated())
+		}
+		if max := r.MaxSteps(); max >= 0 && !term && (after.Steps() >= max) != trunc {
+			return fmt.Errorf("step %d: truncated %v at %d of %d steps", step, trunc, after.Steps(), max)
+		}
+		for c := range env.NumColumns {
+			st.MaxFaceUp = max(st.MaxFaceUp, after.FaceUpCount(c))
+		}
+		if term || trunc {
+			switch {
+			case after.Status() == env.Won:
+				st.Won++
+			case after.Status() == env.Lost:
+				st.Lost++
+			default:
+				st.Truncated++
+			}
+			if got, want := sum, float64(after.Score()-env.StartScore); after.Score() > 0 && got != want {
+				return fmt.Errorf("rewards sum to %v, score moved by %v", got, want)
+			}
+			if _, _, _, _, _, err := e.Step(a); err != env.ErrEpisodeOver {
+				return fmt.Errorf("Step after the end returned %v, want ErrEpisodeOver", err)
+			}
+			return nil
+		}
+	}
+}
+
+// checkReward recomputes the step's score change from the rule sheets.
+func checkReward(before, after *env.State, a env.Action, reward float64) error {
+	if float64(after.Score()-before.Score()) != reward {
+		return fmt.Errorf("reward %v, score went %d -> %d", reward, before.Score(), after.Score())
+	}
+	r := after.Rules()
+	want := -1 + env.RunBonus*(after.Runs()-before.Runs())
+	if r.RuleSet() == env.Classic {
+		tick := r.TimePerAction()
+		want -= int(after.Elapsed()/(2*time.Second) - before.Elapsed()/(2*time.Second))
+		if after.Elapsed()-before.Elapsed() != tick {
+			return fmt.Errorf("game time advanced %v, want %v", after.Elapsed()-before.Elapsed(), tick)
+		}
+		if after.Status() == env.Won {
+			want += env.WinBonus
+		}
+	}
+	if got := max(0, before.Score()+want); got != after.Score() {
+		return fmt.Errorf("score %d -> %d, the rules give %d", before.Score(), after.Score(), got)
+	}
+	if after.Steps() != before.Steps()+1 {
+		return fmt.Errorf("moves %d -> %d", before.Steps(), after.Steps())
+	}
+	if a == env.Deal && after.StockLeft() >= before.StockLeft() {
+		return fmt.Errorf("deal left the stock at %d", after.StockLeft())
+	}
+	return nil
+}
+
+// fullEvery is how often (in steps) checkPosition decodes both encodings
+// in full and compares renderings; the cheaper checks run at every step.
+const fullEvery = 8
+
+// checkPosition checks the state's invariants, the mask, the info and the
+// observation, and that resampling the hidden cards changes none of what a
+// player sees. With full set it also decodes both encodings field by field
+// and compares the renderings of the game and its resampled twin.
+func checkPosition(e *env.Env, obs env.Obs, info env.Info, seed uint64, full bool) error {
+	s := e.State()
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	r := s.Rules()
+	mask := e.Mask()
+	n := 0
+	for a, ok := range mask {
+		if ok > 1 {
+			return fmt.Errorf("mask[%d] = %d", a, ok)
+		}
+		n += int(ok)
+		if (ok == 1) != s.Legal(env.Action(a)) {
+			return fmt.Errorf("mask[%v] = %d but Legal says %v", env.Action(a), ok, s.Legal(env.Action(a)))
+		}
+	}
+	want := env.Info{
+		Score: s.Score(), Runs: s.Runs(), FaceDown: s.TotalFaceDown(), Moves: s.Steps(),
+		Legal: n, StockLeft: s.StockLeft(), Won: s.Status() == env.Won, Status: s.Status(),
+	}
+	if info != want || info != e.Info() {
+		return fmt.Errorf("info %+v, want %+v", info, want)
+	}
+	if n != s.NumLegal() {
+		return fmt.Errorf("mask has %d legal actions, NumLegal %d", n, s.NumLegal())
+	}
+	if (n == 0) != s.Over() {
+		return fmt.Errorf("%d legal actions but over=%v", n, s.Over())
+	}
+	u8 := s.ObserveCompact(make([]uint8, r.CompactLen()))
+	if !bytes.Equal(obs.Compact, u8) && r.Encoding() == env.Compact || obs.Compact != nil && r.Encoding() != env.Compact {
+		return fmt.Errorf("Env's compact observation differs from the state's")
+	}
+	var f32 []float32
+	if full || r.Encoding() == env.Float32 {
+		f32 = s.ObserveFloat32(make([]float32, r.Float32Len()))
+		if !slices.Equal(obs.Float32, f32) && r.Encoding() == env.Float32 || obs.Float32 != nil && r.Encoding() != env.Float32 {
+			return fmt.Errorf("Env's float32 observation differs from the state's")
+		}
+	}
+	if full {
+		if err := CheckObservation(&s, u8, f32); err != nil {
+			return err
+		}
+	}
+	// The hidden cards dealt anew: a player sees the same game.
+	twin := s.Resample(seed)
+	if err := twin.Validate(); err != nil {
+		return fmt.Errorf("resampled twin: %w", err)
+	}
+	if !bytes.Equal(twin.ObserveCompact(make([]uint8, r.CompactLen())), u8) {
+		return fmt.Errorf("compact observation reveals a hidden card")
+	}
+	if full && !slices.Equal(twin.ObserveFloat32(make([]float32, r.Float32Len())), f32) {
+		return fmt.Errorf("float32 observation reveals a hidden card")
+	}
+	if full && twin.Render() != s.Render() {
+		return fmt.Errorf("rendering reveals a hidden card")
+	}
+	tm := make([]uint8, env.NumActions)
+	twin.Mask(tm)
+	if !bytes.Equal(tm, mask) {
+		return fmt.Errorf("legal actions depend on hidden cards")
+	}
+	return nil
+}
+
+// CheckObservation decodes both encodings of s's observation and checks
+// them against the visible board and the documented layout and bounds.
+func CheckObservation(s *env.State, u8 []uint8, f32 []float32) error {
+	r := s.Rules()
+	slots, f := r.FaceUpSlots(), r.CardFeatures()
+	if len(u8) != r.CompactLen() || len(f32) != r.Float32Len() {
+		return fmt.Errorf("observation lengths %d, %d; want %d, %d", len(u8), len(f32), r.CompactLen(), r.Float32Len())
+	}
+	high := make([]uint8, r.CompactLen())
+	r.CompactHigh(high)
+	for i, v := range u8 {
+		if v > high[i] {
+			return fmt.Errorf("compact[%d] = %d above its bound %d", i, v, high[i])
+		}
+	}
+	for i, v := range f32 {
+		if !(v >= 0 && v <= 1) {
+			return fmt.Errorf("float32[%d] = %v outside [0, 1]", i, v)
+		}
+	}
+	norms := []float32{5, 104, 50, 8, 8}
+	for i := range env.ObsSlots {
+		norm := norms[0]
+		switch {
+		case i >= env.ObsSuitRuns:
+			norm = norms[4]
+		case i >= env.ObsRuns:
+			norm = norms[3]
+		case i >= env.ObsStock:
+			norm = norms[2]
+		case i >= env.ObsFaceUp:
+			norm = norms[1]
+		}
+		if f32[i] != float32(u8[i])/norm {
+			return fmt.Errorf("float32[%d] = %v, compact says %d/%v", i, f32[i], u8[i], norm)
+		}
+	}
+	var up []env.Card
+	for c := range env.NumColumns {
+		if int(u8[env.ObsFaceDown+c]) != s.FaceDown(c) || int(u8[env.ObsFaceUp+c]) != s.FaceUpCount(c) {
+			return fmt.Errorf("column %d counts %d/%d, board %d/%d", c+1, u8[env.ObsFaceDown+c], u8[env.ObsFaceUp+c], s.FaceDown(c), s.FaceUpCount(c))
+		}
+		up = s.AppendFaceUp(up[:0], c)
+		for i := range slots {
+			want := env.NoCard
+			if i < len(up) {
+				want = up[len(up)-1-i]
+			}
+			got := env.Card(u8[env.ObsSlots+c*slots+i])
+			if got != want {
+				return fmt.Errorf("column %d slot %d holds %v, board has %v", c+1, i, got, want)
+			}
+			cell := f32[env.ObsSlots+(c*slots+i)*f:][:f]
+			for k, v := range cell {
+				on := want != env.NoCard && (k == int(want.Rank())-1 || (f > env.NumRanks && k == env.NumRanks+int(want.Suit())))
+				if (v == 1) != on || (v != 0 && v != 1) {
+					return fmt.Errorf("column %d slot %d feature %d = %v for %v", c+1, i, k, v, want)
+				}
+			}
+		}
+	}
+	if int(u8[env.ObsStock]) != s.StockLeft() || int(u8[env.ObsRuns]) != s.Runs() {
+		return fmt.Errorf("stock/runs %d/%d, board %d/%d", u8[env.ObsStock], u8[env.ObsRuns], s.StockLeft(), s.Runs())
+	}
+	for su := range env.NumSuits {
+		if int(u8[env.ObsSuitRuns+su]) != s.SuitRuns(env.Suit(su)) {
+			return fmt.Errorf("runs of %v: %d, board %d", env.Suit(su), u8[env.ObsSuitRuns+su], s.SuitRuns(env.Suit(su)))
+		}
+	}
+	return nil
+}
+
+// checkUndo undoes the last step and checks the game is exactly as before,
+// then replays it and checks it is exactly as after; along the way it
+// checks that a clone is independent of its original.
+func checkUndo(e *env.Env, a env.Action, before, after *env.State) error {
+	clone := e.State()
+	if _, _, err := e.Undo(); err != nil {
+		return err
+	}
+	if e.State() != *before {
+		return fmt.Errorf("undo did not restore the position exactly")
+	}
+	if clone != *after {
+		return fmt.Errorf("undoing the Env changed a clone")
+	}
+	if _, _, _, _, _, err := e.Step(a); err != nil {
+		return fmt.Errorf("replay after undo: %v", err)
+	}
+	if e.State() != *after {
+		return fmt.Errorf("replay after undo differs")
+	}
+	return nil
+}
+
+// sweepActions tries every id with Step on s: legal ones on a clone, which
+// must succeed; illegal ones on s itself, which must fail and change
+// nothing. The outcome must be the mask.
+func sweepActions(s *env.State, mask []uint8) error {
+	orig := *s
+	for a := range env.NumActions + 5 {
+		act := env.Action(a)
+		clone := *s
+		_, err := clone.Step(act)
+		legal := err == nil
+		if legal != (a < env.NumActions && mask[a] == 1) {
+			return fmt.Errorf("Step(%v) legal=%v (err %v) but mask says otherwise", act, legal, err)
+		}
+		if !legal {
+			if clone != orig {
+				return fmt.Errorf("illegal Step(%v) changed the game", act)
+			}
+			if _, ok := err.(*env.IllegalActionError); !ok {
+				return fmt.Errorf("Step(%v) error %T, want *env.IllegalActionError", act, err)
+			}
+		}
+	}
+	if *s != orig {
+		return fmt.Errorf("sweep changed the game")
+	}
+	return nil
+}

@@ -1,0 +1,47 @@
+package envtest
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/spiderenv/spider/env"
+)
+
+// configs is every rule set and suit count, each with both encodings and,
+// for classic, the simulated clock on.
+func configs() []env.Rules {
+	var out []env.Rules
+	for _, rs := range []env.RuleSet{env.Classic, env.Cardems} {
+		for _, suits := range []int{1, 2, 4} {
+			for _, enc := range []env.Encoding{env.Compact, env.Float32} {
+				o := env.Options{RuleSet: rs, Suits: suits, Encoding: enc, MaxSteps: 300}
+				if rs == env.Classic && enc == env.Float32 {
+					o.TimePerAction = 1500 * time.Millisecond
+				}
+				out = append(out, env.MustRules(o))
+			}
+		}
+	}
+	return out
+}
+
+// TestConformanceRandomPolicy is the property test over thousands of
+// seeded random playouts: 200 games for each rule set, suit count and
+// encoding (2400 in all), every step checked by Check.
+func TestConformanceRandomPolicy(t *testing.T) {
+	games := 200
+	if testing.Short() {
+		games = 10
+	}
+	for _, r := range configs() {
+		t.Run(fmt.Sprint(r), func(t *testing.T) {
+			t.Parallel()
+			st := Check(t, r, RandomPolicy(7), Config{Games: games, Seed: 1000, SweepEvery: 25})
+			if st.Games != games || st.Steps == 0 {
+				t.Fatalf("played %d games, %d steps", st.Games, st.Steps)
+			}
+			t.Logf("%+v", st)
+		})
+	}
+}

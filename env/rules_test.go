@@ -1,0 +1,465 @@
+package env_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spiderenv/spider/env"
+)
+
+// pos parses a position under the given rule set and suit count or fails.
+func pos(t *testing.T, rs env.RuleSet, suits int, text string) env.State {
+	t.Helper()
+	return posWith(t, env.Options{RuleSet: rs, Suits: suits}, text)
+}
+
+func posWith(t *testing.T, o env.Options, text string) env.State {
+	t.Helper()
+	s, err := env.ParseState(env.MustRules(o), text)
+	if err != nil {
+		t.Fatalf("ParseState: %v\n%s", err, text)
+	}
+	return s
+}
+
+func act(t *testing.T, s string) env.Action {
+	t.Helper()
+	a, err := env.ParseAction(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// faceUp is column c's face-up cards, deepest first.
+func faceUp(s *env.State, c int) string {
+	var out []string
+	for _, card := range s.AppendFaceUp(nil, c) {
+		out = append(out, card.String())
+	}
+	return strings.Join(out, " ")
+}
+
+// step plays a move that must be legal.
+func step(t *testing.T, s *env.State, move string) {
+	t.Helper()
+	if _, err := s.Step(act(t, move)); err != nil {
+		t.Fatalf("%s: %v\n%s", move, err, s.Render())
+	}
+}
+
+// TestRuleMoves pins every rule of both sheets about which moves are legal.
+// Each case is a small position (unlisted columns are empty), a move, and
+// whether the rules allow it.
+func TestRuleMoves(t *testing.T) {
+	tests := []struct {
+		name  string
+		suits int
+		pos   string
+		move  string
+		legal bool
+	}{
+		{"SingleCardOntoOneRankHigher", 2, "1: | 9s\n2: | 8h", "2>1x1", true},
+		{"SingleCardNotOntoSameRank", 2, "1: | 9s\n2: | 9h", "2>1x1", false},
+		{"SingleCardNotOntoLowerRank", 2, "1: | 7s\n2: | 8h", "2>1x1", false},
+		{"SingleCardNotOntoTwoRanksHigher", 2, "1: | Ts\n2: | 8h", "2>1x1", false},
+		{"AceOntoTwo", 2, "1: | 2h\n2: | As", "2>1x1", true},
+		{"NothingOntoAnAce", 2, "1: | As\n2: | 2s", "2>1x1", false},
+		{"KingOntoNothingButEmpty", 2, "1: | Qs\n2: | Ks\n3: | 4s", "2>1x1", false},
+		{"SameSuitRunMovesAsGroup", 2, "1: | 6h\n2: | 5s 4s 3s", "2>1x3", true},
+		{"MixedSuitGroupCannotMove", 2, "1: | 8h\n2: | 7s 6h 5h", "2>1x3", false},
+		{"TopOfMixedStackMovesAlone", 2, "1: | 7h\n2: | 7s 6h 5h", "2>1x2", true},
+		{"GroupMustLandOnItsBottomCard", 2, "1: | 7h\n2: | 7s 6h 5h", "2>1x1", false},
+		{"OneSuitAnyDescendingRunMoves", 1, "1: | 8s\n2: | 7s 6s 5s", "2>1x3", true},
+		{"FourSuitMixedRunCannotMove", 4, "1: | 8d\n2: | 7c 6d", "2>1x2", false},
+		{"PartOfRunMoves", 2, "1: | 5h\n2: | 6s 5s 4s", "2>1x1", true},
+		{"PartOfRunCountMustFitLanding", 2, "1: | 6h\n2: | 6s 5s 4s", "2>1x1", false},
+		{"PartOfRunOtherCountFits", 2, "1: | 6h\n2: | 6s 5s 4s", "2>1x2", true},
+		{"CountLongerThanRunRefused", 2, "2: | Kh Qh\n3: | 4s", "2>1x3", false},
+		{"AnyCardIntoEmptyColumn", 2, "2: | 3s\n3: | 4s", "2>1x1", true},
+		{"PartOfRunIntoEmptyColumn", 2, "2: 4h | 6s 5s 4s", "2>1x2", true},
+		{"WholeRunIntoEmptyColumn", 2, "2: 4h | 6s 5s 4s", "2>1x3", true},
+		{"MoreThanRunIntoEmptyColumnRefused", 2, "2: 4h | 9h 6s 5s 4s", "2>1x4", false},
+		{"MixedGroupIntoEmptyColumnRefused", 2, "2: | 7s 6h\n3: | 4s", "2>1x2", false},
+		{"LoneCardIntoEmptyColumnIsLegal", 2, "2: | 7s\n3: | 4s", "2>1x1", true},
+		{"EmptySourceRefused", 2, "2: | 7s", "1>2x1", false},
+		{"FaceDownCardsNeverMove", 2, "1: | 7h\n2: 6s | 9h", "2>1x2", false},
+		{"CardemsSameLandingRule", 1, "1: | 9s\n2: | 8s", "2>1x1", true},
+	}
+	for _, tc := range tests {
+		for _, rs := range []env.RuleSet{env.Classic, env.Cardems} {
+			t.Run(tc.name+"/"+rs.String(), func(t *testing.T) {
+				s := pos(t, rs, tc.suits, tc.pos)
+				a := act(t, tc.move)
+				before := s
+				_, err := s.Step(a)
+				if got := err == nil; got != tc.legal {
+					t.Fatalf("Step(%v) error %v, want legal=%v\n%s", a, err, tc.legal, before.Render())
+				}
+				if !tc.legal {
+					var ill *env.IllegalActionError
+					if !errors.As(err, &ill) || ill.Action != a {
+						t.Fatalf("error %v is not an IllegalActionError for %v", err, a)
+					}
+					if s != before {
+						t.Fatal("an illegal move changed the game")
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestRuleMoveCarriesCardsInOrder(t *testing.T) {
+	s := pos(t, env.Classic, 2, "1: | 6h\n2: 9s | 5s 4s 3s\n3: | Kh")
+	step(t, &s, "2>1x3")
+	if got := faceUp(&s, 0); got != "6h 5s 4s 3s" {
+		t.Errorf("column 1 = %q", got)
+	}
+	if got := faceUp(&s, 1); got != "9s" || s.FaceDown(1) != 0 {
+		t.Errorf("column 2 = %q with %d face down, want the 9s turned up", got, s.FaceDown(1))
+	}
+}
+
+func TestRuleFaceDownCardTurnsUpAutomatically(t *testing.T) {
+	for _, rs := range []env.RuleSet{env.Classic, env.Cardems} {
+		s := pos(t, rs, 2, "1: | 9s\n2: 3h 4h | 8s")
+		step(t, &s, "2>1x1")
+		if s.FaceDown(1) != 1 || faceUp(&s, 1) != "4h" {
+			t.Errorf("%v: column 2 has %d face down and %q face up, want 1 and 4h", rs, s.FaceDown(1), faceUp(&s, 1))
+		}
+	}
+}
+
+const fullRunSpades = "Ks Qs Js Ts 9s 8s 7s 6s 5s 4s 3s 2s"
+
+func TestRuleCompletedRunRemovedAtOnce(t *testing.T) {
+	for _, rs := range []env.RuleSet{env.Classic, env.Cardems} {
+		s := pos(t, rs, 2, "1: 9h 5h | "+fullRunSpades+"\n2: | As\n3: | 4h")
+		step(t, &s, "2>1x1")
+		if s.Runs() != 1 || s.SuitRuns(env.Spades) != 1 || s.SuitRuns(env.Hearts) != 0 {
+			t.Fatalf("%v: runs %d (spades %d), want one spade run", rs, s.Runs(), s.SuitRuns(env.Spades))
+		}
+		if s.Height(0) != 2 || s.FaceDown(0) != 1 || faceUp(&s, 0) != "5h" {
+			t.Errorf("%v: column 1 is %d cards, face up %q: want 9h down, 5h turned up", rs, s.Height(0), faceUp(&s, 0))
+		}
+		if got := s.Score(); got != 599 {
+			t.Errorf("%v: score %d, want 500 - 1 + 100 = 599", rs, got)
+		}
+	}
+}
+
+func TestRuleRunRemovalCanEmptyColumn(t *testing.T) {
+	s := pos(t, env.Classic, 1, "1: | "+fullRunSpades+"\n2: | As\n3: | 4s")
+	step(t, &s, "2>1x1")
+	if s.Height(0) != 0 || s.Height(1) != 0 || s.Runs() != 1 {
+		t.Fatalf("heights %d %d, runs %d", s.Height(0), s.Height(1), s.Runs())
+	}
+}
+
+func TestRuleMixedSuitKingToAceIsNotARun(t *testing.T) {
+	s := pos(t, env.Classic, 2, "1: | Ks Qs Js Ts 9s 8s 7s 6s 5s 4s 3s 2h\n2: | Ah\n3: | 4h")
+	step(t, &s, "2>1x1")
+	if s.Runs() != 0 || s.FaceUpCount(0) != 13 {
+		t.Fatalf("a mixed King-to-Ace was removed: runs %d, column of %d", s.Runs(), s.FaceUpCount(0))
+	}
+	if s.RunLength(0) != 2 {
+		t.Errorf("movable run %d, want 2 (2h Ah)", s.RunLength(0))
+	}
+}
+
+// tenColumns returns a position with every column filled: column 1 holds
+// col1, the others a lone card that makes no run with it, and stock holds
+// the given cards.
+func tenColumns(col1, stock string) string {
+	var b strings.Builder
+	b.WriteString("1: " + col1 + "\n")
+	for c, card := range []string{"9h", "9h", "9h", "9h", "9h", "9h", "9h", "9h", "9h"} {
+		b.WriteString(string(rune('2'+c)) + ": | " + card + "\n")
+	}
+	b.WriteString("stock: " + stock + "\n")
+	return strings.Replace(b.String(), ":: ", "10: ", 1)
+}
+
+func TestRuleDealCompletingRunRemovesIt(t *testing.T) {
+	for _, rs := range []env.RuleSet{env.Classic, env.Cardems} {
+		s := pos(t, rs, 2, tenColumns("5h | "+fullRunSpades, "As 2h 2h 2h 2h 2h 2h 2h 2h 2h"))
+		step(t, &s, "deal")
+		if s.Runs() != 1 || faceUp(&s, 0) != "5h" {
+			t.Fatalf("%v: runs %d, column 1 %q: the dealt ace should complete and remove the run", rs, s.Runs(), faceUp(&s, 0))
+		}
+		if s.Score() != 599 {
+			t.Errorf("%v: score %d, want 599", rs, s.Score())
+		}
+	}
+}
+
+func TestRuleClassicDealNeedsEveryColumnFilled(t *testing.T) {
+	text := "1: | 5s\n2: | 5s\n3: | 5s\n4: | 5s\n5: | 5s\n6: | 5s\n7: | 5s\n8: | 5s\n9: | 5s\nstock: 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s\n"
+	s := pos(t, env.Classic, 1, text)
+	if s.Legal(env.Deal) {
+		t.Fatal("classic allowed a deal with column 10 empty")
+	}
+	c := pos(t, env.Cardems, 1, text)
+	step(t, &c, "deal")
+	if c.Height(9) != 0 || c.StockLeft() != 1 {
+		t.Fatalf("cardems deal: column 10 has %d cards, stock %d; want 0 and 1", c.Height(9), c.StockLeft())
+	}
+	for col := range 9 {
+		if faceUp(&c, col) != "5s 2s" {
+			t.Fatalf("column %d = %q", col+1, faceUp(&c, col))
+		}
+	}
+}
+
+func TestRuleDealPutsOneFaceUpCardOnEachColumn(t *testing.T) {
+	stock := "Ah 2h 3h 4h 5h 6h 7h 8h 9h Th Js Js"
+	for _, rs := range []env.RuleSet{env.Classic, env.Cardems} {
+		s := pos(t, rs, 2, tenColumns("4s | Ks", stock))
+		step(t, &s, "deal")
+		want := []string{"Ks Ah", "9h 2h", "9h 3h", "9h 4h", "9h 5h", "9h 6h", "9h 7h", "9h 8h", "9h 9h", "9h Th"}
+		for c, w := range want {
+			if got := faceUp(&s, c); got != w {
+				t.Errorf("%v: column %d = %q, want %q", rs, c+1, got, w)
+			}
+		}
+		if s.StockLeft() != 2 || s.Score() != 499 {
+			t.Errorf("%v: stock %d, score %d; want 2 and 499 (a deal costs a point)", rs, s.StockLeft(), s.Score())
+		}
+		if s.Legal(env.Deal) {
+			t.Errorf("%v: dealing with 2 cards left in the stock", rs)
+		}
+	}
+}
+
+func TestRuleFiveDealsFromANewGame(t *testing.T) {
+	for _, rs := range []env.RuleSet{env.Classic, env.Cardems} {
+		for _, suits := range []int{1, 2, 4} {
+			s := env.NewGame(env.MustRules(env.Options{RuleSet: rs, Suits: suits}), 3)
+			deals := 0
+			for s.Legal(env.Deal) {
+				step(t, &s, "deal")
+				deals++
+			}
+			if deals != 5 || s.StockLeft() != 0 {
+				t.Errorf("%v %d suits: %d deals, %d left in stock; want 5 and 0", rs, suits, deals, s.StockLeft())
+			}
+		}
+	}
+}
+
+func TestRuleCardemsDealNeedsTenStockCards(t *testing.T) {
+	// Nine cards in the stock and no move: cardems cannot deal them, so the
+	// game is lost with cards still in the stock.
+	s := pos(t, env.Cardems, 1, "1: | 5s\n2: | 5s\nstock: 2s 2s 2s 2s 2s 2s 2s 2s 2s")
+	if s.Legal(env.Deal) {
+		t.Fatal("cardems dealt from a stock of nine")
+	}
+	if !s.Legal(act(t, "1>3x1")) {
+		t.Fatal("a card should move into the empty column")
+	}
+	stuck := pos(t, env.Cardems, 1, "1: | 5s\n2: | 5s\n3: | 5s\n4: | 5s\n5: | 5s\n6: | 5s\n7: | 5s\n8: | 5s\n9: | 5s\n10: | 5s\nstock: 2s 2s 2s 2s 2s 2s 2s 2s 2s")
+	if stuck.Status() != env.Lost || stuck.NumLegal() != 0 {
+		t.Fatalf("status %v with %d legal actions, want lost with none", stuck.Status(), stuck.NumLegal())
+	}
+}
+
+func TestRuleCardemsDealOntoNoColumnIsNotADeal(t *testing.T) {
+	s := pos(t, env.Cardems, 1, "stock: 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s\nruns: s s s s s")
+	if s.Legal(env.Deal) {
+		t.Fatal("cardems offered a deal that places no card")
+	}
+	if s.Status() != env.Lost {
+		t.Fatalf("status %v, want lost: nothing can be moved or dealt", s.Status())
+	}
+	if err := s.Check(env.Deal); err == nil || !strings.Contains(err.Error(), "lost") {
+		t.Fatalf("error %v does not say the game is lost", err)
+	}
+}
+
+func TestRuleClassicLostWhenStockEmptyAndNoMove(t *testing.T) {
+	text := "1: | 5s\n2: | 5s\n3: | 5s\n4: | 5s\n5: | 5s\n6: | 5s\n7: | 5s\n8: | 5s\n9: | 5s\n10: | 5s\n"
+	s := pos(t, env.Classic, 1, text)
+	if s.Status() != env.Lost || !s.Terminated() {
+		t.Fatalf("status %v, want lost", s.Status())
+	}
+	withStock := pos(t, env.Classic, 1, text+"stock: 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s")
+	if withStock.Status() != env.Playing || !withStock.Legal(env.Deal) {
+		t.Fatalf("with a stock to deal the game must go on, status %v", withStock.Status())
+	}
+}
+
+func TestRuleLostAfterAMoveLeavesNothing(t *testing.T) {
+	s := pos(t, env.Classic, 1, "1: | 9s\n2: 3s | 8s\n3: | Ks\n4: | Ks\n5: | Ks\n6: | Ks\n7: | Ks\n8: | Ks\n9: | Ks\n10: | Ks\n")
+	if s.Status() != env.Playing {
+		t.Fatalf("status %v before the move", s.Status())
+	}
+	step(t, &s, "2>1x1")
+	if s.Status() != env.Lost {
+		t.Fatalf("status %v after the last possible move, want lost", s.Status())
+	}
+}
+
+func TestRuleWinAfterEightRuns(t *testing.T) {
+	for _, tc := range []struct {
+		rs    env.RuleSet
+		score int
+	}{{env.Classic, 500 - 1 + 100 + 50}, {env.Cardems, 500 - 1 + 100}} {
+		s := pos(t, tc.rs, 1, "1: | "+fullRunSpades+"\n2: | As\nruns: s s s s s s s")
+		step(t, &s, "2>1x1")
+		if s.Status() != env.Won || s.Runs() != 8 || !s.Terminated() {
+			t.Fatalf("%v: status %v, runs %d", tc.rs, s.Status(), s.Runs())
+		}
+		if s.Score() != tc.score {
+			t.Errorf("%v: score %d, want %d (classic adds the win bonus, cardems does not)", tc.rs, s.Score(), tc.score)
+		}
+		if s.NumLegal() != 0 || s.Legal(env.Deal) {
+			t.Errorf("%v: actions legal after the win", tc.rs)
+		}
+	}
+}
+
+func TestRuleScoreStartsAt500AndMovesCostOne(t *testing.T) {
+	for _, rs := range []env.RuleSet{env.Classic, env.Cardems} {
+		s := env.NewGame(env.MustRules(env.Options{RuleSet: rs, Suits: 4}), 1)
+		if s.Score() != 500 {
+			t.Fatalf("%v starts at %d", rs, s.Score())
+		}
+		step(t, &s, "deal")
+		if s.Score() != 499 {
+			t.Fatalf("%v: a deal left the score at %d, want 499", rs, s.Score())
+		}
+		m := pos(t, rs, 2, "1: | 9s\n2: | 8h\n3: | 4s")
+		step(t, &m, "2>1x1")
+		if m.Score() != 499 {
+			t.Fatalf("%v: a move left the score at %d, want 499", rs, m.Score())
+		}
+	}
+}
+
+func TestRuleClassicTimePenalty(t *testing.T) {
+	for _, tc := range []struct {
+		tick  time.Duration
+		after []int // score after each of four moves
+	}{
+		{0, []int{499, 498, 497, 496}},
+		{time.Second, []int{499, 497, 496, 494}},
+		{2 * time.Second, []int{498, 496, 494, 492}},
+		{1500 * time.Millisecond, []int{499, 497, 495, 493}}, // 1.5s, 3s, 4.5s, 6s: 0, 1, 2, 3 time points
+		{5 * time.Second, []int{497, 493, 490, 486}},         // 5s, 10s, 15s, 20s: 2, 5, 7, 10 time points
+	} {
+		o := env.Options{RuleSet: env.Classic, Suits: 1, TimePerAction: tc.tick}
+		s := posWith(t, o, "1: | 9s\n2: | 8s\n3: | 4s")
+		for i, want := range tc.after {
+			move := "2>1x1"
+			if i%2 == 1 {
+				move = "1>2x1"
+			}
+			step(t, &s, move)
+			if s.Score() != want {
+				t.Fatalf("tick %v, move %d: score %d, want %d", tc.tick, i+1, s.Score(), want)
+			}
+			if s.Elapsed() != time.Duration(i+1)*tc.tick {
+				t.Fatalf("elapsed %v after %d actions of %v", s.Elapsed(), i+1, tc.tick)
+			}
+		}
+	}
+}
+
+func TestRuleCardemsHasNoTimePenalty(t *testing.T) {
+	_, err := env.NewRules(env.Options{RuleSet: env.Cardems, Suits: 1, TimePerAction: time.Second})
+	if err == nil || !strings.Contains(err.Error(), "classic") {
+		t.Fatalf("cardems accepted a time penalty: %v", err)
+	}
+}
+
+func TestRuleScoreNeverBelowZero(t *testing.T) {
+	for _, rs := range []env.RuleSet{env.Classic, env.Cardems} {
+		e := env.New(env.MustRules(env.Options{RuleSet: rs, Suits: 1}))
+		e.Reset(1)
+		s := pos(t, rs, 1, "1: | 9s\n2: | 8s\n3: | 4s\nscore: 1")
+		step(t, &s, "2>1x1")
+		step(t, &s, "1>2x1")
+		if s.Score() != 0 {
+			t.Fatalf("%v: score %d, want 0", rs, s.Score())
+		}
+	}
+}
+
+func TestRuleStepPointsSummedBeforeClamping(t *testing.T) {
+	// From 0, a move that completes a run scores -1 + 100 = 99, not 100.
+	s := pos(t, env.Cardems, 1, "1: | "+fullRunSpades+"\n2: | As\n3: | 4s\nscore: 0")
+	step(t, &s, "2>1x1")
+	if s.Score() != 99 {
+		t.Fatalf("score %d, want 99", s.Score())
+	}
+}
+
+func TestRuleTruncatedAtStepLimit(t *testing.T) {
+	o := env.Options{RuleSet: env.Classic, Suits: 1, MaxSteps: 2}
+	s := posWith(t, o, "1: | 9s\n2: | 8s\n3: | 4s")
+	var u env.Undo
+	for _, m := range []string{"2>1x1", "1>2x1"} {
+		var err error
+		if u, err = s.Step(act(t, m)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !s.Truncated() || s.Terminated() || s.Status() != env.Playing {
+		t.Fatalf("truncated %v, terminated %v", s.Truncated(), s.Terminated())
+	}
+	if s.NumLegal() != 0 || s.Legal(act(t, "2>1x1")) {
+		t.Fatal("a truncated game accepts actions")
+	}
+	s.Undo(u)
+	if s.Truncated() || !s.Legal(act(t, "1>2x1")) {
+		t.Fatal("undo did not reopen the truncated game")
+	}
+	unlimited := env.MustRules(env.Options{RuleSet: env.Classic, Suits: 1, MaxSteps: -1})
+	if unlimited.MaxSteps() != -1 {
+		t.Fatalf("negative MaxSteps gave %d, want -1 (no limit)", unlimited.MaxSteps())
+	}
+	if env.MustRules(env.Options{Suits: 1}).MaxSteps() != env.DefaultMaxSteps {
+		t.Fatal("zero MaxSteps does not select the default")
+	}
+}
+
+func TestRuleUndoRestoresExactly(t *testing.T) {
+	cases := []struct {
+		rs   env.RuleSet
+		pos  string
+		move string
+	}{
+		{env.Classic, "1: 9h 5h | " + fullRunSpades + "\n2: 3s | As\n3: | 4h", "2>1x1"}, // removal, two turns
+		{env.Classic, tenColumns("5h | "+fullRunSpades, "As 2h 2h 2h 2h 2h 2h 2h 2h 2h"), "deal"},
+		{env.Cardems, "1: | 5s\n2: 4s | 5s\nstock: 2s 2s 3s 2s 2s 2s 2s 2s 2s 2s 2s", "deal"},
+		{env.Cardems, "1: | 9s\n2: 3s | 8s\nscore: 0", "2>1x1"},
+	}
+	for _, tc := range cases {
+		s := pos(t, tc.rs, 2, tc.pos)
+		before := s
+		u, err := s.Step(act(t, tc.move))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s == before {
+			t.Fatal("the step changed nothing")
+		}
+		s.Undo(u)
+		if s != before {
+			t.Fatalf("%v %s: undo did not restore the game\nbefore:\n%s\nafter undo:\n%s", tc.rs, tc.move, before.Render(), s.Render())
+		}
+	}
+}
+
+func TestRuleCloneIsIndependent(t *testing.T) {
+	s := env.NewGame(env.MustRules(env.Options{Suits: 4}), 5)
+	orig := s
+	clone := s
+	step(t, &clone, "deal")
+	if s != orig || clone == s {
+		t.Fatal("stepping a clone changed the original")
+	}
+}

@@ -1,0 +1,150 @@
+package env
+
+import (
+	"fmt"
+	"time"
+)
+
+// Status is where a game stands under the rules. Truncation is not a
+// status: it is the environment's step limit, reported by State.Truncated.
+type Status uint8
+
+const (
+	// Playing: the game goes on.
+	Playing Status = iota
+	// Won: all eight runs are completed.
+	Won
+	// Lost: no move and no deal is possible.
+	Lost
+)
+
+// String returns "playing", "won" or "lost".
+func (s Status) String() string {
+	switch s {
+	case Playing:
+		return "playing"
+	case Won:
+		return "won"
+	case Lost:
+		return "lost"
+	}
+	return fmt.Sprintf("Status(%d)", uint8(s))
+}
+
+// State is one game: the ten columns, the stock, the completed runs, the
+// score and the counters. It is made only of fixed-size arrays and small
+// integers, so an assignment (next := s) is a full, independent clone, and
+// == compares two positions exactly. The zero State is not a game; make one
+// with NewGame.
+//
+// Column c holds cols[c][0:height[c]], bottom first; the first down[c]
+// cards are face down, the rest face up. Unused slots are always NoCard so
+// that equal positions compare equal.
+type State struct {
+	rules    Rules
+	cols     [NumColumns][maxHeight]Card
+	height   [NumColumns]uint8
+	down     [NumColumns]uint8
+	run      [NumColumns]uint8 // cached: length of the movable same-suit run on top
+	stock    [StockSize]Card   // in deal order; stock[:dealt] are NoCard
+	dealt    uint8
+	runs     uint8
+	suitRuns [NumSuits]uint8
+	status   Status
+	score    int32
+	steps    int32
+	elapsed  time.Duration
+}
+
+// Rules returns the game's configuration.
+func (s *State) Rules() Rules { return s.rules }
+
+// Score returns the current score.
+func (s *State) Score() int { return int(s.score) }
+
+// Steps returns the number of actions taken (moves and deals).
+func (s *State) Steps() int { return int(s.steps) }
+
+// Elapsed returns the simulated game time (Options.TimePerAction per action).
+func (s *State) Elapsed() time.Duration { return s.elapsed }
+
+// Status returns whether the game is being played, won or lost.
+func (s *State) Status() Status { return s.status }
+
+// Terminated reports whether the game is over under the rules (won or lost).
+func (s *State) Terminated() bool { return s.status != Playing }
+
+// Truncated reports whether the game hit the step limit while still being
+// played. A truncated game accepts no action (until Undo).
+func (s *State) Truncated() bool {
+	return s.status == Playing && s.rules.maxSteps >= 0 && s.steps >= s.rules.maxSteps
+}
+
+// Over reports whether the episode has ended: terminated or truncated.
+func (s *State) Over() bool { return s.Terminated() || s.Truncated() }
+
+// Runs returns the number of completed runs.
+func (s *State) Runs() int { return int(s.runs) }
+
+// SuitRuns returns the number of completed runs of suit su.
+func (s *State) SuitRuns(su Suit) int { return int(s.suitRuns[su&3]) }
+
+// StockLeft returns the number of cards left in the stock.
+func (s *State) StockLeft() int { return StockSize - int(s.dealt) }
+
+// Height returns the number of cards in column c (0-based).
+func (s *State) Height(c int) int { return int(s.height[c]) }
+
+// FaceDown returns the number of face-down cards in column c.
+func (s *State) FaceDown(c int) int { return int(s.down[c]) }
+
+// FaceUpCount returns the number of face-up cards in column c.
+func (s *State) FaceUpCount(c int) int { return int(s.height[c] - s.down[c]) }
+
+// TotalFaceDown returns the number of face-down cards on the tableau.
+func (s *State) TotalFaceDown() int {
+	n := 0
+	for _, d := range s.down {
+		n += int(d)
+	}
+	return n
+}
+
+// Top returns the top card of column c, or NoCard if it is empty. The top
+// card is always face up.
+func (s *State) Top(c int) Card {
+	h := s.height[c]
+	if h == 0 {
+		return NoCard
+	}
+	return s.cols[c][h-1]
+}
+
+// AppendFaceUp appends the face-up cards of column c to dst, deepest first,
+// top card last, and returns the extended slice.
+func (s *State) AppendFaceUp(dst []Card, c int) []Card {
+	return append(dst, s.cols[c][s.down[c]:s.height[c]]...)
+}
+
+// RunLength returns the length of the movable group on top of column c:
+// the longest descending same-suit run that ends in the top card.
+func (s *State) RunLength(c int) int { return int(s.run[c]) }
+
+// computeRun measures the movable run of column c from scratch.
+func (s *State) computeRun(c int) uint8 {
+	h := int(s.height[c])
+	if h == 0 {
+		return 0
+	}
+	col := &s.cols[c]
+	lo := int(s.down[c])
+	n := uint8(1)
+	for i := h - 1; i > lo; i-- {
+		// Same suit and one rank higher is exactly "code + 1" within a suit.
+		if col[i-1] != col[i]+1 || col[i].Rank() == King {
+			break
+		}
+		n++
+	}
+	return n
+}

@@ -1,0 +1,175 @@
+package env
+
+import "time"
+
+// Undo is what State.Step returns so that State.Undo can restore the
+// position before the action exactly, score and counters included. It is a
+// small value; keep one per step to undo several.
+type Undo struct {
+	action  Action
+	status  Status
+	flipped uint16 // columns where a face-down card turned face up
+	dealtTo uint16 // columns that received a card from a deal
+	removed [NumColumns]uint8
+	score   int32
+	elapsed time.Duration
+}
+
+// Action returns the action this record undoes.
+func (u Undo) Action() Action { return u.action }
+
+// Columns returns the set of columns the action changed (bit c for column
+// c), for the observation Update methods. Removing a run or turning a card
+// happens only in a column that lost or gained cards, so the set is the
+// move's two columns or the deal's columns.
+func (u Undo) Columns() uint16 {
+	if u.action == Deal {
+		return u.dealtTo
+	}
+	src, dst, _ := u.action.Move()
+	return 1<<src | 1<<dst
+}
+
+// Step plays action a. If a is illegal it returns an *IllegalActionError
+// and leaves s unchanged. Otherwise it moves the cards, turns up a
+// face-down card left on top, removes completed runs, updates the score
+// and the status, and returns the record that undoes it.
+func (s *State) Step(a Action) (Undo, error) {
+	if r := s.reason(a); r != "" {
+		return Undo{}, &IllegalActionError{Action: a, Reason: r}
+	}
+	return s.apply(a), nil
+}
+
+// apply plays a legal action; callers have checked legality.
+func (s *State) apply(a Action) Undo {
+	u := Undo{action: a, status: s.status, score: s.score, elapsed: s.elapsed}
+	gain := int32(0)
+	if a == Deal {
+		for c := range NumColumns {
+			if s.rules.ruleSet == Cardems && s.height[c] == 0 {
+				continue
+			}
+			s.cols[c][s.height[c]] = s.stock[s.dealt]
+			s.stock[s.dealt] = NoCard
+			s.dealt++
+			s.height[c]++
+			u.dealtTo |= 1 << c
+			gain += s.settle(c, &u)
+		}
+	} else {
+		src, dst, k := a.Move()
+		hs, hd := int(s.height[src]), int(s.height[dst])
+		copy(s.cols[dst][hd:hd+k], s.cols[src][hs-k:hs])
+		clear(s.cols[src][hs-k : hs])
+		s.height[src] -= uint8(k)
+		s.height[dst] += uint8(k)
+		if s.height[src] > 0 && s.height[src] == s.down[src] {
+			s.down[src]--
+			u.flipped |= 1 << src
+		}
+		s.run[src] = s.computeRun(src)
+		gain += s.settle(dst, &u)
+	}
+	s.finish(gain)
+	return u
+}
+
+// settle runs after cards land on column c: it removes a completed run on
+// top, turns up the card below, and refreshes the run cache. It returns
+// the points the removal earns. No column can hold two completed runs at
+// once (the first would have been removed when its Ace landed), so one
+// check suffices.
+func (s *State) settle(c int, u *Undo) int32 {
+	run := s.computeRun(c)
+	s.run[c] = run
+	if run < NumRanks {
+		return 0
+	}
+	h := s.height[c]
+	suit := s.cols[c][h-1].Suit()
+	clear(s.cols[c][h-NumRanks : h])
+	s.height[c] = h - NumRanks
+	s.runs++
+	s.suitRuns[suit]++
+	u.removed[c] = uint8(suit) + 1
+	if s.height[c] > 0 && s.height[c] == s.down[c] {
+		s.down[c]--
+		u.flipped |= 1 << c
+	}
+	s.run[c] = s.computeRun(c)
+	return RunBonus
+}
+
+// finish charges the action, advances game time, scores the win and sets
+// the status. The step's points are summed and the score clamped at 0 once,
+// so a move that completes a run from a score of 0 ends at 99, not 100.
+func (s *State) finish(gain int32) {
+	delta := gain - 1
+	s.steps++
+	if s.rules.ruleSet == Classic && s.rules.tick > 0 {
+		before := s.elapsed / timePerPoint
+		s.elapsed += s.rules.tick
+		delta -= int32(s.elapsed/timePerPoint - before)
+	}
+	switch {
+	case s.runs == NumRuns:
+		s.status = Won
+		if s.rules.ruleSet == Classic {
+			delta += WinBonus
+		}
+	case !s.anyLegal():
+		s.status = Lost
+	}
+	s.score = max(0, s.score+delta)
+}
+
+// Undo restores the position before the Step that returned u. u must be
+// the record of the last action applied to s and not yet undone; anything
+// else is a programming error and corrupts s.
+func (s *State) Undo(u Undo) {
+	for c := NumColumns - 1; c >= 0; c-- {
+		suit := u.removed[c]
+		if suit == 0 {
+			continue
+		}
+		if u.flipped&(1<<c) != 0 {
+			s.down[c]++
+		}
+		h := s.height[c]
+		for i := range NumRanks {
+			s.cols[c][int(h)+i] = MakeCard(King-Rank(i), Suit(suit-1))
+		}
+		s.height[c] = h + NumRanks
+		s.runs--
+		s.suitRuns[suit-1]--
+	}
+	if u.action == Deal {
+		for c := NumColumns - 1; c >= 0; c-- {
+			if u.dealtTo&(1<<c) == 0 {
+				continue
+			}
+			s.height[c]--
+			s.dealt--
+			s.stock[s.dealt] = s.cols[c][s.height[c]]
+			s.cols[c][s.height[c]] = NoCard
+		}
+	} else {
+		src, dst, k := u.action.Move()
+		if u.flipped&(1<<src) != 0 {
+			s.down[src]++
+		}
+		hs, hd := int(s.height[src]), int(s.height[dst])
+		copy(s.cols[src][hs:hs+k], s.cols[dst][hd-k:hd])
+		clear(s.cols[dst][hd-k : hd])
+		s.height[src] += uint8(k)
+		s.height[dst] -= uint8(k)
+	}
+	for c := range NumColumns {
+		s.run[c] = s.computeRun(c)
+	}
+	s.steps--
+	s.elapsed = u.elapsed
+	s.score = u.score
+	s.status = u.status
+}

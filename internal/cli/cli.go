@@ -1,0 +1,83 @@
+// Package cli holds the spider command's subcommands. Each one has its own
+// pflag.FlagSet that fills an options struct, and a run function that takes
+// a context, the options and the output streams, so tests call it directly.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/signal"
+	"sort"
+	"syscall"
+
+	"github.com/spf13/pflag"
+)
+
+// command is one subcommand: flags bind into its options, then run runs.
+type command struct {
+	summary string
+	// setup registers the flags on fs and returns the function that runs
+	// the command with the parsed options.
+	setup func(fs *pflag.FlagSet) func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error
+}
+
+var commands = map[string]command{
+	"demo": {"play one seeded game with a random policy and show it", demoCommand},
+}
+
+// Main runs the command line args and returns the process exit code:
+// 0 on success, 1 when the command failed, 2 for a usage error.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(stdout)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "spider: unknown command %q\n", args[0])
+		usage(stderr)
+		return 2
+	}
+	fs := pflag.NewFlagSet("spider "+args[0], pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	run := cmd.setup(fs)
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(stderr, "spider %s: %v\n", args[0], err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, fs.Args(), stdin, stdout, stderr); err != nil {
+		fmt.Fprintf(stderr, "spider %s: %v\n", args[0], err)
+		var u usageError
+		if errors.As(err, &u) {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}
+
+// usageError marks a bad flag value, for exit code 2.
+type usageError struct{ error }
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: spider COMMAND [flags]   (flags take the --long form; see spider COMMAND --help)")
+	fmt.Fprintln(w, "\ncommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
+	}
+}

@@ -1,0 +1,70 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/spiderenv/spider/env"
+)
+
+func TestMainUsage(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := Main(nil, nil, &out, &errb); code != 2 || !strings.Contains(out.String(), "demo") {
+		t.Fatalf("no arguments: code %d, usage %q", code, out.String())
+	}
+	out.Reset()
+	if code := Main([]string{"help"}, nil, &out, &errb); code != 0 || !strings.Contains(out.String(), "commands:") {
+		t.Fatalf("help: code %d", code)
+	}
+	errb.Reset()
+	if code := Main([]string{"fly"}, nil, &out, &errb); code != 2 || !strings.Contains(errb.String(), `unknown command "fly"`) {
+		t.Fatalf("unknown command: code %d, %q", code, errb.String())
+	}
+	for _, args := range [][]string{
+		{"demo", "--suits", "3"},
+		{"demo", "--rules", "freecell"},
+		{"demo", "--bogus"},
+		{"demo", "extra"},
+	} {
+		errb.Reset()
+		if code := Main(args, nil, &out, &errb); code != 2 || errb.Len() == 0 {
+			t.Errorf("%v: code %d, stderr %q; want 2 and a message", args, code, errb.String())
+		}
+	}
+}
+
+func TestDemoPlaysAGameToItsEnd(t *testing.T) {
+	var out bytes.Buffer
+	o := demoOptions{game: gameFlags{rules: "cardems", suits: 2, maxSteps: 50}, seed: 9, policy: 3, show: 4}
+	if err := runDemo(context.Background(), o, &out); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	if n := strings.Count(text, "\n> "); n != 5 {
+		t.Errorf("showed %d moves, want the first 4 and the last", n)
+	}
+	if !strings.Contains(text, "(45 moves not shown)") || !strings.Contains(text, "truncated at the step limit after 50 moves") {
+		t.Errorf("missing the gap or the end line:\n%s", text)
+	}
+	// The first board is the deal of seed 9 as a player sees it.
+	s := env.NewGame(env.MustRules(env.Options{RuleSet: env.Cardems, Suits: 2, MaxSteps: 50}), 9)
+	if !strings.Contains(text, s.Render()) {
+		t.Error("the first board is not the deal of the seed")
+	}
+	var again bytes.Buffer
+	if err := runDemo(context.Background(), o, &again); err != nil || again.String() != text {
+		t.Error("the same seeds gave a different demo")
+	}
+}
+
+func TestDemoStopsOnCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out bytes.Buffer
+	o := demoOptions{game: gameFlags{rules: "classic", suits: 1, maxSteps: 100}, seed: 1, policy: 1}
+	if err := runDemo(ctx, o, &out); err == nil {
+		t.Fatal("a cancelled demo returned no error")
+	}
+}

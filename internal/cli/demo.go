@@ -1,0 +1,107 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/spf13/pflag"
+
+	"github.com/spiderenv/spider/env"
+	"github.com/spiderenv/spider/internal/rng"
+)
+
+// gameFlags are the flags every command that makes games shares.
+type gameFlags struct {
+	rules    string
+	suits    int
+	maxSteps int
+}
+
+func (g *gameFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&g.rules, "rules", "classic", "rule set: classic or cardems")
+	fs.IntVar(&g.suits, "suits", 1, "number of suits: 1, 2 or 4")
+	fs.IntVar(&g.maxSteps, "max-steps", env.DefaultMaxSteps, "truncate a game after this many actions (negative: no limit)")
+}
+
+func (g *gameFlags) options() (env.Options, error) {
+	rs, err := env.ParseRuleSet(g.rules)
+	if err != nil {
+		return env.Options{}, usageError{err}
+	}
+	o := env.Options{RuleSet: rs, Suits: g.suits, MaxSteps: g.maxSteps}
+	if _, err := env.NewRules(o); err != nil {
+		return env.Options{}, usageError{err}
+	}
+	return o, nil
+}
+
+// demoOptions are the demo command's flags.
+type demoOptions struct {
+	game   gameFlags
+	seed   uint64
+	policy uint64
+	show   int
+}
+
+func demoCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, io.Writer, io.Writer) error {
+	var o demoOptions
+	o.game.register(fs)
+	fs.Uint64Var(&o.seed, "seed", 1, "deal seed")
+	fs.Uint64Var(&o.policy, "policy-seed", 1, "seed of the random policy")
+	fs.IntVar(&o.show, "show", 20, "boards to show after the first (the rest of the game is played, then the final board)")
+	return func(ctx context.Context, args []string, _ io.Reader, stdout, _ io.Writer) error {
+		if len(args) > 0 {
+			return usageError{fmt.Errorf("unexpected arguments %q", args)}
+		}
+		return runDemo(ctx, o, stdout)
+	}
+}
+
+// runDemo deals the game of o.seed and plays uniformly random legal
+// actions until it ends, showing the first o.show boards and the last.
+func runDemo(ctx context.Context, o demoOptions, stdout io.Writer) error {
+	opts, err := o.game.options()
+	if err != nil {
+		return err
+	}
+	r := env.MustRules(opts)
+	e := env.New(r)
+	e.Reset(o.seed)
+	g := rng.New(o.policy)
+	fmt.Fprintf(stdout, "spider demo: %v, deal seed %d, random policy seed %d\n\n%s", r, o.seed, o.policy, e.Render())
+	var legal []env.Action
+	total := 0.0
+	for step := 1; ; step++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		legal = legal[:0]
+		for a, ok := range e.Mask() {
+			if ok == 1 {
+				legal = append(legal, env.Action(a))
+			}
+		}
+		a := legal[g.IntN(len(legal))]
+		_, reward, term, trunc, info, err := e.Step(a)
+		if err != nil {
+			return err
+		}
+		total += reward
+		if step <= o.show || term || trunc {
+			if hidden := step - o.show - 1; hidden > 0 {
+				fmt.Fprintf(stdout, "\n... (%d moves not shown)\n", hidden)
+			}
+			fmt.Fprintf(stdout, "\n> %v  reward %+g\n%s", a, reward, e.Render())
+		}
+		if term || trunc {
+			end := "truncated at the step limit"
+			if term {
+				end = info.Status.String()
+			}
+			fmt.Fprintf(stdout, "\n%s after %d moves: score %d, return %+g, %d runs completed, %d face-down cards left\n",
+				end, info.Moves, info.Score, total, info.Runs, info.FaceDown)
+			return nil
+		}
+	}
+}
