@@ -1,10 +1,12 @@
 # The two commands a new user needs: `make run` and `make test`.
 GO       ?= go
 BIN      ?= bin/spider
+PYTHON   ?= python3
+VENV     ?= .venv
 FUZZTIME ?= 30s
 BENCHTIME ?= 1s
 
-.PHONY: all build run test lint vet fmt bench fuzz race bound clean
+.PHONY: all build run test  lint vet fmt bench fuzz race bound clean
 
 all: build
 
@@ -20,14 +22,14 @@ test: lint
 	$(GO) test -count=1 ./...
 
 lint: vet
-	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	@out=$$(gofmt -l .); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 vet:
 	$(GO) vet ./...
 
 fmt:
-	gofmt -w $$(git ls-files '*.go')
+	gofmt -w .
 
 # Speed and allocations of the hot paths (README's performance table).
 bench:
@@ -46,4 +48,4 @@ bound:
 	$(GO) test -run FaceUpBound -v -timeout 3h -faceup.games=1000000 ./env/
 
 clean:
-	rm -rf bin
+	rm -rf bin $(VENV) python/build python/*.egg-info

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/spiderenv/spider/env"
+	"github.com/spiderenv/spider/internal/rng"
 )
 
 func TestActionSpaceIsOneToOne(t *testing.T) {
@@ -46,11 +47,11 @@ func TestActionNotationRoundTrip(t *testing.T) {
 		}
 	}
 	for in, want := range map[string]env.Action{
-		"3>7x4":      env.MoveAction(2, 6, 4),
+		"3>7x4":        env.MoveAction(2, 6, 4),
 		" 10 > 1 x 12": env.MoveAction(9, 0, 12),
-		"DEAL":       env.Deal,
-		"d":          env.Deal,
-		"1>2X1":      env.MoveAction(0, 1, 1),
+		"DEAL":         env.Deal,
+		"d":            env.Deal,
+		"1>2X1":        env.MoveAction(0, 1, 1),
 	} {
 		if got, err := env.ParseAction(in); err != nil || got != want {
 			t.Errorf("ParseAction(%q) = %v, %v; want %v", in, got, err, want)
@@ -148,5 +149,36 @@ func TestRulesParseAndValidate(t *testing.T) {
 	}
 	if again := env.MustRules(r.Options()); again != r {
 		t.Error("Rules do not round-trip through Options")
+	}
+}
+
+func TestNthMaskedFindsEachSetByte(t *testing.T) {
+	g := rng.New(8)
+	for trial := range 200 {
+		n := 1 + g.IntN(env.NumActions)
+		if trial%3 == 0 {
+			n = env.NumActions
+		}
+		mask := make([]uint8, n)
+		var set []env.Action
+		for i := range mask {
+			if g.IntN(5) == 0 || i == n-1 {
+				mask[i] = 1
+				set = append(set, env.Action(i))
+			}
+		}
+		for k, want := range set {
+			if got := env.NthMasked(mask, k); got != want {
+				t.Fatalf("mask of %d: NthMasked(%d) = %d, want %d", n, k, got, want)
+			}
+		}
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Fatal("asking past the set bytes did not panic")
+				}
+			}()
+			env.NthMasked(mask, len(set))
+		}()
 	}
 }

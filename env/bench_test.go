@@ -25,12 +25,7 @@ func recordPlayouts(r env.Rules, n int) []playout {
 		s := env.NewGame(r, uint64(i))
 		for !s.Over() {
 			s.Mask(mask)
-			legal = legal[:0]
-			for a, ok := range mask {
-				if ok == 1 {
-					legal = append(legal, env.Action(a))
-				}
-			}
+			legal = env.AppendMasked(legal[:0], mask)
 			a := legal[g.IntN(len(legal))]
 			if _, err := s.Step(a); err != nil {
 				panic(err)
@@ -45,26 +40,40 @@ func benchRules(enc env.Encoding) env.Rules {
 	return env.MustRules(env.Options{RuleSet: env.Classic, Suits: 4, Encoding: enc})
 }
 
+// replay walks recorded games action by action; at the end of a game it
+// moves to the next and calls reset with that game's seed.
+type replay struct {
+	games  []playout
+	gi, ai int
+	reset  func(seed uint64)
+}
+
+func newReplay(games []playout, reset func(seed uint64)) *replay {
+	reset(games[0].seed)
+	return &replay{games: games, reset: reset}
+}
+
+func (p *replay) next() env.Action {
+	if p.ai == len(p.games[p.gi].actions) {
+		p.gi, p.ai = (p.gi+1)%len(p.games), 0
+		p.reset(p.games[p.gi].seed)
+	}
+	p.ai++
+	return p.games[p.gi].actions[p.ai-1]
+}
+
 // benchEnvStep times Env.Step, which checks the action, applies it, writes
 // the mask and updates the observation: the whole per-step cost.
 func benchEnvStep(b *testing.B, enc env.Encoding) {
 	r := benchRules(enc)
-	games := recordPlayouts(r, 8)
 	e := env.New(r)
-	gi, ai := 0, 0
-	e.Reset(games[0].seed)
+	p := newReplay(recordPlayouts(r, 8), func(seed uint64) { e.Reset(seed) })
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		if ai == len(games[gi].actions) {
-			gi = (gi + 1) % len(games)
-			ai = 0
-			e.Reset(games[gi].seed)
-		}
-		if _, _, _, _, _, err := e.Step(games[gi].actions[ai]); err != nil {
+		if _, _, _, _, _, err := e.Step(p.next()); err != nil {
 			b.Fatal(err)
 		}
-		ai++
 	}
 }
 
@@ -88,54 +97,40 @@ func states(r env.Rules) []env.State {
 
 func BenchmarkStateStep(b *testing.B) {
 	r := benchRules(env.Compact)
-	games := recordPlayouts(r, 8)
-	gi, ai := 0, 0
-	s := env.NewGame(r, games[0].seed)
+	var s env.State
+	p := newReplay(recordPlayouts(r, 8), func(seed uint64) { s = env.NewGame(r, seed) })
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		if ai == len(games[gi].actions) {
-			gi = (gi + 1) % len(games)
-			ai = 0
-			s = env.NewGame(r, games[gi].seed)
-		}
-		if _, err := s.Step(games[gi].actions[ai]); err != nil {
+		if _, err := s.Step(p.next()); err != nil {
 			b.Fatal(err)
 		}
-		ai++
+	}
+}
+
+// benchStates times f over positions taken along recorded random games.
+func benchStates(b *testing.B, enc env.Encoding, f func(s *env.State)) {
+	ss := states(benchRules(enc))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		f(&ss[i%len(ss)])
 	}
 }
 
 func BenchmarkMask(b *testing.B) {
-	ss := states(benchRules(env.Compact))
 	mask := make([]uint8, env.NumActions)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := range b.N {
-		ss[i%len(ss)].Mask(mask)
-	}
+	benchStates(b, env.Compact, func(s *env.State) { s.Mask(mask) })
 }
 
 func BenchmarkObserveCompact(b *testing.B) {
-	r := benchRules(env.Compact)
-	ss := states(r)
-	dst := make([]uint8, r.CompactLen())
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := range b.N {
-		ss[i%len(ss)].ObserveCompact(dst)
-	}
+	dst := make([]uint8, benchRules(env.Compact).CompactLen())
+	benchStates(b, env.Compact, func(s *env.State) { s.ObserveCompact(dst) })
 }
 
 func BenchmarkObserveFloat32(b *testing.B) {
-	r := benchRules(env.Float32)
-	ss := states(r)
-	dst := make([]float32, r.Float32Len())
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := range b.N {
-		ss[i%len(ss)].ObserveFloat32(dst)
-	}
+	dst := make([]float32, benchRules(env.Float32).Float32Len())
+	benchStates(b, env.Float32, func(s *env.State) { s.ObserveFloat32(dst) })
 }
 
 // cloneSink keeps the compiler from eliding the copy.

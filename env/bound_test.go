@@ -66,12 +66,7 @@ func faceUpRun(r env.Rules, w, stride, n int) (most, mostDeals int) {
 		deals := 0
 		for !s.Over() {
 			s.Mask(mask)
-			legal = legal[:0]
-			for a, ok := range mask {
-				if ok == 1 {
-					legal = append(legal, env.Action(a))
-				}
-			}
+			legal = env.AppendMasked(legal[:0], mask)
 			a := legal[g.IntN(len(legal))]
 			if k := len(legal); game%2 == 1 && legal[k-1] == env.Deal && k > 1 {
 				a = legal[g.IntN(k-1)]

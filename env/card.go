@@ -77,10 +77,22 @@ func MakeCard(r Rank, s Suit) Card {
 }
 
 // Rank returns the card's rank.
-func (c Card) Rank() Rank { return Rank((uint8(c)-1)%NumRanks + 1) }
+func (c Card) Rank() Rank { return cardRank[c] }
 
 // Suit returns the card's suit.
-func (c Card) Suit() Suit { return Suit((uint8(c) - 1) / NumRanks) }
+func (c Card) Suit() Suit { return cardSuit[c] }
+
+// cardRank and cardSuit decode every byte value, so the hot paths look a
+// card up instead of dividing by 13. Codes past 52 decode as if the code
+// were arithmetic, which only Validate and error messages ever see.
+var cardRank, cardSuit = func() (r [256]Rank, s [256]Suit) {
+	for i := range 256 {
+		c := uint8(i)
+		r[i] = Rank((c-1)%NumRanks + 1)
+		s[i] = Suit((c - 1) / NumRanks)
+	}
+	return r, s
+}()
 
 // Valid reports whether c is a real card (not NoCard or out of range).
 func (c Card) Valid() bool { return c >= 1 && c <= NumSuits*NumRanks }

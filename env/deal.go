@@ -29,7 +29,7 @@ func NewGame(r Rules, seed uint64) State {
 	}
 	for c := range NumColumns {
 		s.down[c] = s.height[c] - 1
-		s.run[c] = 1
+		s.refresh(c)
 	}
 	copy(s.stock[:], deck[TableauCards:])
 	s.score = StartScore

@@ -42,6 +42,7 @@ type Env struct {
 	state   State
 	history []Undo
 	mask    []uint8
+	chunks  uint32 // chunks of mask that may hold a 1
 	u8      []uint8
 	f32     []float32
 	legal   int
@@ -90,12 +91,12 @@ func (e *Env) Step(a Action) (obs Obs, reward float64, terminated, truncated boo
 		return Obs{}, 0, false, false, Info{}, ErrEpisodeOver
 	}
 	before := e.state.score
-	u, err := e.state.Step(a)
-	if err != nil {
-		return Obs{}, 0, false, false, Info{}, err
+	if r := e.state.reason(a); r != "" {
+		return Obs{}, 0, false, false, Info{}, &IllegalActionError{Action: a, Reason: r}
 	}
+	u, n, chunks := e.state.applyMask(a, e.mask, e.chunks)
 	e.history = append(e.history, u)
-	e.legal = e.state.Mask(e.mask)
+	e.legal, e.chunks = n, chunks
 	e.state.Update(e.u8, e.f32, u.Columns())
 	return e.obs(), float64(e.state.score - before), e.state.Terminated(), e.state.Truncated(), e.Info(), nil
 }
@@ -110,13 +111,13 @@ func (e *Env) Undo() (Obs, Info, error) {
 	u := e.history[len(e.history)-1]
 	e.state.Undo(u)
 	e.history = e.history[:len(e.history)-1]
-	e.legal = e.state.Mask(e.mask)
+	e.legal, e.chunks = e.state.writeMask(e.mask, e.chunks)
 	e.state.Update(e.u8, e.f32, u.Columns())
 	return e.obs(), e.Info(), nil
 }
 
 func (e *Env) refresh() {
-	e.legal = e.state.Mask(e.mask)
+	e.legal, e.chunks = e.state.writeMask(e.mask, AllChunks)
 	e.state.Observe(e.u8, e.f32)
 }
 

@@ -123,19 +123,12 @@ func TestEnvRewardIsScoreChangeClampedAtZero(t *testing.T) {
 func TestHotPathsDoNotAllocate(t *testing.T) {
 	for _, enc := range []env.Encoding{env.Compact, env.Float32} {
 		r := env.MustRules(env.Options{Suits: 4, Encoding: enc})
-		games := recordPlayouts(r, 2)
 		e := env.New(r)
-		gi, ai := 0, 0
-		e.Reset(games[0].seed)
-		allocs := testing.AllocsPerRun(2000, func() {
-			if ai == len(games[gi].actions) {
-				gi, ai = (gi+1)%len(games), 0
-				e.Reset(games[gi].seed)
-			}
-			if _, _, _, _, _, err := e.Step(games[gi].actions[ai]); err != nil {
+		p := newReplay(recordPlayouts(r, 2), func(seed uint64) { e.Reset(seed) })
+		allocs := testing.AllocsPerRun(3000, func() {
+			if _, _, _, _, _, err := e.Step(p.next()); err != nil {
 				t.Fatal(err)
 			}
-			ai++
 		})
 		if allocs != 0 {
 			t.Errorf("%v Env.Step: %v allocations per step", enc, allocs)

@@ -1,5 +1,7 @@
 package env
 
+import "math/bits"
+
 // The observation is a flat vector with one layout and two encodings. Both
 // hold exactly what a player sees and nothing else: face-down cards are
 // counted, never named, and the stock is a count, never an order.
@@ -31,6 +33,56 @@ const (
 	ObsSuitRuns = ObsRuns + 1
 	ObsSlots    = ObsSuitRuns + NumSuits // 26: first card slot
 )
+
+// headerBound is the divisor of each counter in the float32 encoding: the
+// most that field can hold.
+var headerBound = func() (b [ObsSlots]float32) {
+	for i := range b {
+		switch {
+		case i < ObsFaceUp:
+			b[i] = maxFaceDown
+		case i < ObsStock:
+			b[i] = NumCards
+		case i == ObsStock:
+			b[i] = StockSize
+		default:
+			b[i] = NumRuns
+		}
+	}
+	return b
+}()
+
+// HeaderBound returns the divisor that scales counter i (0 <= i < ObsSlots)
+// into [0, 1] in the float32 encoding: 5, 104, 50 or 8.
+func HeaderBound(i int) float32 { return headerBound[i] }
+
+// header writes the counters that open every observation into h.
+func (s *State) header(h []uint8) {
+	for c := range NumColumns {
+		h[ObsFaceDown+c] = s.down[c]
+		h[ObsFaceUp+c] = s.height[c] - s.down[c]
+	}
+	h[ObsStock] = uint8(s.StockLeft())
+	h[ObsRuns] = s.runs
+	copy(h[ObsSuitRuns:ObsSlots], s.suitRuns[:])
+}
+
+// updateHeader rewrites the counters of h that the columns in cols and the
+// stock and runs can have changed.
+func (s *State) updateHeader(h []uint8, cols uint16) {
+	if cols == AllColumns {
+		s.header(h)
+		return
+	}
+	for m := cols; m != 0; m &= m - 1 {
+		c := bits.TrailingZeros16(m)
+		h[ObsFaceDown+c] = s.down[c]
+		h[ObsFaceUp+c] = s.height[c] - s.down[c]
+	}
+	h[ObsStock] = uint8(s.StockLeft())
+	h[ObsRuns] = s.runs
+	copy(h[ObsSuitRuns:ObsSlots], s.suitRuns[:])
+}
 
 // CompactLen returns the length of the compact observation.
 func (r Rules) CompactLen() int { return ObsSlots + NumColumns*int(r.slots) }
@@ -65,11 +117,10 @@ func (r Rules) CompactHigh(dst []uint8) {
 	}
 	dst[ObsStock] = StockSize
 	dst[ObsRuns] = NumRuns
+	// Per suit, 8 rather than the tighter 8/suits (or 0 for an absent
+	// suit): Gymnasium warns about a Box whose low equals its high.
 	for su := range NumSuits {
-		dst[ObsSuitRuns+su] = 0
-		if su < int(r.suits) {
-			dst[ObsSuitRuns+su] = uint8(NumRuns / int(r.suits))
-		}
+		dst[ObsSuitRuns+su] = NumRuns
 	}
 	top := uint8(int(r.suits) * NumRanks)
 	for i := ObsSlots; i < len(dst); i++ {
@@ -112,15 +163,7 @@ func (s *State) UpdateCompact(dst []uint8, cols uint16) []uint8 {
 			clear(out[len(up):old])
 		}
 	}
-	for c := range NumColumns {
-		dst[ObsFaceDown+c] = s.down[c]
-		dst[ObsFaceUp+c] = s.height[c] - s.down[c]
-	}
-	dst[ObsStock] = uint8(s.StockLeft())
-	dst[ObsRuns] = s.runs
-	for su := range NumSuits {
-		dst[ObsSuitRuns+su] = s.suitRuns[su]
-	}
+	s.updateHeader(dst[:ObsSlots], cols)
 	return dst
 }
 
@@ -167,14 +210,10 @@ func (s *State) UpdateFloat32(dst []float32, cols uint16) []float32 {
 			}
 		}
 	}
-	for c := range NumColumns {
-		dst[ObsFaceDown+c] = float32(s.down[c]) / maxFaceDown
-		dst[ObsFaceUp+c] = float32(s.height[c]-s.down[c]) / NumCards
-	}
-	dst[ObsStock] = float32(s.StockLeft()) / StockSize
-	dst[ObsRuns] = float32(s.runs) / NumRuns
-	for su := range NumSuits {
-		dst[ObsSuitRuns+su] = float32(s.suitRuns[su]) / NumRuns
+	var h [ObsSlots]uint8
+	s.header(h[:])
+	for i, v := range h {
+		dst[i] = float32(v) / headerBound[i]
 	}
 	return dst
 }

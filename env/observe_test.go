@@ -102,7 +102,7 @@ func TestObservationSizeKnownFromRules(t *testing.T) {
 	r := env.MustRules(env.Options{Suits: 2})
 	high := make([]uint8, r.CompactLen())
 	r.CompactHigh(high)
-	if high[env.ObsFaceDown] != 5 || high[env.ObsStock] != 50 || high[env.ObsSuitRuns] != 4 || high[env.ObsSuitRuns+2] != 0 || high[env.ObsSlots] != 26 {
+	if high[env.ObsFaceDown] != 5 || high[env.ObsStock] != 50 || high[env.ObsSuitRuns] != 8 || high[env.ObsSuitRuns+2] != 8 || high[env.ObsSlots] != 26 {
 		t.Errorf("compact bounds %v", high[:env.ObsSlots+1])
 	}
 }

@@ -77,7 +77,7 @@ func ParseState(r Rules, text string) (State, error) {
 	total := int(s.runs) * NumRanks
 	for c := range NumColumns {
 		total += int(s.height[c])
-		s.run[c] = s.computeRun(c)
+		s.refresh(c)
 		if s.run[c] >= NumRanks {
 			return State{}, fmt.Errorf("env: position: column %d holds a completed run, which is removed at once", c+1)
 		}

@@ -34,12 +34,17 @@ func (r RuleSet) String() string {
 
 // ParseRuleSet returns the rule set named s (case-insensitive).
 func ParseRuleSet(s string) (RuleSet, error) {
-	for i, n := range ruleSetNames {
+	return parseName[RuleSet](ruleSetNames[:], s, "rule set")
+}
+
+// parseName finds s among names (case-insensitive) and returns its index.
+func parseName[T ~uint8](names []string, s, what string) (T, error) {
+	for i, n := range names {
 		if strings.EqualFold(s, n) {
-			return RuleSet(i), nil
+			return T(i), nil
 		}
 	}
-	return 0, fmt.Errorf("env: unknown rule set %q (want classic or cardems)", s)
+	return 0, fmt.Errorf("env: unknown %s %q (want %s)", what, s, strings.Join(names, " or "))
 }
 
 // Encoding selects how an observation is written.
@@ -65,29 +70,24 @@ func (e Encoding) String() string {
 
 // ParseEncoding returns the encoding named s (case-insensitive).
 func ParseEncoding(s string) (Encoding, error) {
-	for i, n := range encodingNames {
-		if strings.EqualFold(s, n) {
-			return Encoding(i), nil
-		}
-	}
-	return 0, fmt.Errorf("env: unknown observation encoding %q (want compact or float32)", s)
+	return parseName[Encoding](encodingNames[:], s, "observation encoding")
 }
 
 // Game constants shared by every rule set.
 const (
-	NumColumns    = 10  // tableau columns
-	NumCards      = 104 // two 52-card decks
-	NumRuns       = 8   // completed runs needed to win
-	StockSize     = 50  // cards in the stock after the deal
-	DealSize      = 10  // cards in one classic stock deal
-	TableauCards  = 54  // cards dealt to the tableau at the start
-	StartScore    = 500 // both rule sets start here
-	RunBonus      = 100 // both rule sets add this per completed run
-	WinBonus      = 50  // classic only
-	MaxMove       = 12  // longest group a move can carry: a 13-card run is removed at once
-	maxFaceDown   = 5   // columns 1-4 start with five face-down cards; nothing adds more
-	maxHeight     = NumCards
-	timePerPoint  = 2 * time.Second // classic: one point per two seconds of game time
+	NumColumns   = 10  // tableau columns
+	NumCards     = 104 // two 52-card decks
+	NumRuns      = 8   // completed runs needed to win
+	StockSize    = 50  // cards in the stock after the deal
+	DealSize     = 10  // cards in one classic stock deal
+	TableauCards = 54  // cards dealt to the tableau at the start
+	StartScore   = 500 // both rule sets start here
+	RunBonus     = 100 // both rule sets add this per completed run
+	WinBonus     = 50  // classic only
+	MaxMove      = 12  // longest group a move can carry: a 13-card run is removed at once
+	maxFaceDown  = 5   // columns 1-4 start with five face-down cards; nothing adds more
+	maxHeight    = NumCards
+	timePerPoint = 2 * time.Second // classic: one point per two seconds of game time
 )
 
 // Defaults for Options fields left at zero.

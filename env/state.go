@@ -41,12 +41,13 @@ func (s Status) String() string {
 // cards are face down, the rest face up. Unused slots are always NoCard so
 // that equal positions compare equal.
 type State struct {
+	// The small fields come first: legality and the mask read only these
+	// two cache lines, not the columns.
 	rules    Rules
-	cols     [NumColumns][maxHeight]Card
 	height   [NumColumns]uint8
 	down     [NumColumns]uint8
 	run      [NumColumns]uint8 // cached: length of the movable same-suit run on top
-	stock    [StockSize]Card   // in deal order; stock[:dealt] are NoCard
+	top      [NumColumns]Card  // cached: top card, NoCard when empty
 	dealt    uint8
 	runs     uint8
 	suitRuns [NumSuits]uint8
@@ -54,6 +55,8 @@ type State struct {
 	score    int32
 	steps    int32
 	elapsed  time.Duration
+	cols     [NumColumns][maxHeight]Card
+	stock    [StockSize]Card // in deal order; stock[:dealt] are NoCard
 }
 
 // Rules returns the game's configuration.
@@ -112,13 +115,7 @@ func (s *State) TotalFaceDown() int {
 
 // Top returns the top card of column c, or NoCard if it is empty. The top
 // card is always face up.
-func (s *State) Top(c int) Card {
-	h := s.height[c]
-	if h == 0 {
-		return NoCard
-	}
-	return s.cols[c][h-1]
-}
+func (s *State) Top(c int) Card { return s.top[c] }
 
 // AppendFaceUp appends the face-up cards of column c to dst, deepest first,
 // top card last, and returns the extended slice.
@@ -129,6 +126,15 @@ func (s *State) AppendFaceUp(dst []Card, c int) []Card {
 // RunLength returns the length of the movable group on top of column c:
 // the longest descending same-suit run that ends in the top card.
 func (s *State) RunLength(c int) int { return int(s.run[c]) }
+
+// refresh recomputes the caches of column c after its cards changed.
+func (s *State) refresh(c int) {
+	s.top[c] = NoCard
+	if h := s.height[c]; h > 0 {
+		s.top[c] = s.cols[c][h-1]
+	}
+	s.run[c] = s.computeRun(c)
+}
 
 // computeRun measures the movable run of column c from scratch.
 func (s *State) computeRun(c int) uint8 {

@@ -43,6 +43,30 @@ func (s *State) Step(a Action) (Undo, error) {
 
 // apply plays a legal action; callers have checked legality.
 func (s *State) apply(a Action) Undo {
+	u := s.play(a)
+	if s.status == Playing && !s.anyLegal() {
+		s.status = Lost
+	}
+	return u
+}
+
+// applyMask is apply that also rewrites the mask in dst, whose possible
+// 1s lie in the chunk set old (see writeMask), and returns the number of
+// legal actions and the new chunk set. The mask's count doubles as the
+// loss test, so the legal actions are found once.
+func (s *State) applyMask(a Action, dst []uint8, old uint32) (Undo, int, uint32) {
+	u := s.play(a)
+	n, chunks := s.writeMask(dst, old)
+	// writeMask finds nothing once truncated; the rules may still say lost.
+	if n == 0 && s.status == Playing && (!s.Truncated() || !s.anyLegal()) {
+		s.status = Lost
+	}
+	return u, n, chunks
+}
+
+// play moves the cards of a legal action and scores it, setting the status
+// to Won when it completes the eighth run; the loss test is the caller's.
+func (s *State) play(a Action) Undo {
 	u := Undo{action: a, status: s.status, score: s.score, elapsed: s.elapsed}
 	gain := int32(0)
 	if a == Deal {
@@ -68,7 +92,7 @@ func (s *State) apply(a Action) Undo {
 			s.down[src]--
 			u.flipped |= 1 << src
 		}
-		s.run[src] = s.computeRun(src)
+		s.refresh(src)
 		gain += s.settle(dst, &u)
 	}
 	s.finish(gain)
@@ -81,9 +105,8 @@ func (s *State) apply(a Action) Undo {
 // once (the first would have been removed when its Ace landed), so one
 // check suffices.
 func (s *State) settle(c int, u *Undo) int32 {
-	run := s.computeRun(c)
-	s.run[c] = run
-	if run < NumRanks {
+	s.refresh(c)
+	if s.run[c] < NumRanks {
 		return 0
 	}
 	h := s.height[c]
@@ -97,12 +120,11 @@ func (s *State) settle(c int, u *Undo) int32 {
 		s.down[c]--
 		u.flipped |= 1 << c
 	}
-	s.run[c] = s.computeRun(c)
+	s.refresh(c)
 	return RunBonus
 }
 
-// finish charges the action, advances game time, scores the win and sets
-// the status. The step's points are summed and the score clamped at 0 once,
+// finish charges the action, advances game time and scores the win. The step's points are summed and the score clamped at 0 once,
 // so a move that completes a run from a score of 0 ends at 99, not 100.
 func (s *State) finish(gain int32) {
 	delta := gain - 1
@@ -112,14 +134,11 @@ func (s *State) finish(gain int32) {
 		s.elapsed += s.rules.tick
 		delta -= int32(s.elapsed/timePerPoint - before)
 	}
-	switch {
-	case s.runs == NumRuns:
+	if s.runs == NumRuns {
 		s.status = Won
 		if s.rules.ruleSet == Classic {
 			delta += WinBonus
 		}
-	case !s.anyLegal():
-		s.status = Lost
 	}
 	s.score = max(0, s.score+delta)
 }
@@ -166,7 +185,7 @@ func (s *State) Undo(u Undo) {
 		s.height[dst] -= uint8(k)
 	}
 	for c := range NumColumns {
-		s.run[c] = s.computeRun(c)
+		s.refresh(c)
 	}
 	s.steps--
 	s.elapsed = u.elapsed

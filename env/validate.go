@@ -42,6 +42,9 @@ func (s *State) Validate() error {
 			}
 			count[card]++
 		}
+		if want := s.cols[c][max(h, 1)-1]; (h == 0 && s.top[c] != NoCard) || (h > 0 && s.top[c] != want) {
+			return fmt.Errorf("column %d: cached top %v, real top %v", c+1, s.top[c], want)
+		}
 		if got := s.computeRun(c); got != s.run[c] {
 			return fmt.Errorf("column %d: cached run %d, real run %d", c+1, s.run[c], got)
 		}
@@ -80,7 +83,7 @@ func (s *State) Validate() error {
 		}
 	}
 	var m [NumActions]uint8
-	if n := s.mask(m[:]); (n > 0) != s.anyLegal() {
+	if n, _ := s.mask(m[:]); (n > 0) != s.anyLegal() {
 		return fmt.Errorf("mask finds %d legal actions but anyLegal says %v", n, s.anyLegal())
 	}
 	if s.score < 0 {

@@ -27,12 +27,7 @@ func RandomPolicy(seed uint64) Policy {
 	g := rng.New(seed)
 	var legal []env.Action
 	return func(s *env.State, mask []uint8) env.Action {
-		legal = legal[:0]
-		for a, ok := range mask {
-			if ok != 0 {
-				legal = append(legal, env.Action(a))
-			}
-		}
+		legal = env.AppendMasked(legal[:0], mask)
 		return legal[g.IntN(len(legal))]
 	}
 }
@@ -71,7 +66,7 @@ func checkGame(r env.Rules, policy Policy, seed uint64, sweep bool, st *Stats) e
 	e := env.New(r)
 	obs, info := e.Reset(seed)
 	st.Games++
-	if err := checkPosition(e, obs, info, seed, true); err != nil {
+	if err := checkEnvPosition(e, obs, info, seed, true); err != nil {
 		return fmt.Errorf("after reset: %w", err)
 	}
 	sum := 0.0
@@ -98,7 +93,7 @@ func checkGame(r env.Rules, policy Policy, seed uint64, sweep bool, st *Stats) e
 			return fmt.Errorf("step %d (%v): %w", step, a, err)
 		}
 		full := step%fullEvery == 0 || term || trunc
-		if err := checkPosition(e, obs, info, seed+uint64(step), full); err != nil {
+		if err := checkEnvPosition(e, obs, info, seed+uint64(step), full); err != nil {
 			return fmt.Errorf("step %d (%v): %w", step, a, err)
 		}
 		if err := checkUndo(e, a, &before, &after); err != nil {
@@ -166,17 +161,32 @@ func checkReward(before, after *env.State, a env.Action, reward float64) error {
 // in full and compares renderings; the cheaper checks run at every step.
 const fullEvery = 8
 
-// checkPosition checks the state's invariants, the mask, the info and the
-// observation, and that resampling the hidden cards changes none of what a
-// player sees. With full set it also decodes both encodings field by field
-// and compares the renderings of the game and its resampled twin.
-func checkPosition(e *env.Env, obs env.Obs, info env.Info, seed uint64, full bool) error {
+// checkEnvPosition checks the Env's position, mask, observation and info.
+func checkEnvPosition(e *env.Env, obs env.Obs, info env.Info, seed uint64, full bool) error {
 	s := e.State()
+	if err := checkPosition(&s, obs.Compact, obs.Float32, e.Mask(), seed, full); err != nil {
+		return err
+	}
+	want := env.Info{
+		Score: s.Score(), Runs: s.Runs(), FaceDown: s.TotalFaceDown(), Moves: s.Steps(),
+		Legal: s.NumLegal(), StockLeft: s.StockLeft(), Won: s.Status() == env.Won, Status: s.Status(),
+	}
+	if info != want || info != e.Info() {
+		return fmt.Errorf("info %+v, want %+v", info, want)
+	}
+	return nil
+}
+
+// checkPosition checks the state's invariants, that mask is exactly its
+// legal actions, that the observation (u8 or f32, by the encoding; the
+// other nil) is the state's, and that resampling the hidden cards changes
+// none of what a player sees. With full set it also decodes both encodings
+// field by field and compares the renderings of the game and its twin.
+func checkPosition(s *env.State, obsU8 []uint8, obsF32 []float32, mask []uint8, seed uint64, full bool) error {
 	if err := s.Validate(); err != nil {
 		return err
 	}
 	r := s.Rules()
-	mask := e.Mask()
 	n := 0
 	for a, ok := range mask {
 		if ok > 1 {
@@ -187,13 +197,6 @@ func checkPosition(e *env.Env, obs env.Obs, info env.Info, seed uint64, full boo
 			return fmt.Errorf("mask[%v] = %d but Legal says %v", env.Action(a), ok, s.Legal(env.Action(a)))
 		}
 	}
-	want := env.Info{
-		Score: s.Score(), Runs: s.Runs(), FaceDown: s.TotalFaceDown(), Moves: s.Steps(),
-		Legal: n, StockLeft: s.StockLeft(), Won: s.Status() == env.Won, Status: s.Status(),
-	}
-	if info != want || info != e.Info() {
-		return fmt.Errorf("info %+v, want %+v", info, want)
-	}
 	if n != s.NumLegal() {
 		return fmt.Errorf("mask has %d legal actions, NumLegal %d", n, s.NumLegal())
 	}
@@ -201,18 +204,18 @@ func checkPosition(e *env.Env, obs env.Obs, info env.Info, seed uint64, full boo
 		return fmt.Errorf("%d legal actions but over=%v", n, s.Over())
 	}
 	u8 := s.ObserveCompact(make([]uint8, r.CompactLen()))
-	if !bytes.Equal(obs.Compact, u8) && r.Encoding() == env.Compact || obs.Compact != nil && r.Encoding() != env.Compact {
-		return fmt.Errorf("Env's compact observation differs from the state's")
+	if !bytes.Equal(obsU8, u8) && r.Encoding() == env.Compact || obsU8 != nil && r.Encoding() != env.Compact {
+		return fmt.Errorf("compact observation differs from the state's")
 	}
 	var f32 []float32
 	if full || r.Encoding() == env.Float32 {
 		f32 = s.ObserveFloat32(make([]float32, r.Float32Len()))
-		if !slices.Equal(obs.Float32, f32) && r.Encoding() == env.Float32 || obs.Float32 != nil && r.Encoding() != env.Float32 {
-			return fmt.Errorf("Env's float32 observation differs from the state's")
+		if !slices.Equal(obsF32, f32) && r.Encoding() == env.Float32 || obsF32 != nil && r.Encoding() != env.Float32 {
+			return fmt.Errorf("float32 observation differs from the state's")
 		}
 	}
 	if full {
-		if err := CheckObservation(&s, u8, f32); err != nil {
+		if err := CheckObservation(s, u8, f32); err != nil {
 			return err
 		}
 	}
@@ -258,21 +261,9 @@ func CheckObservation(s *env.State, u8 []uint8, f32 []float32) error {
 			return fmt.Errorf("float32[%d] = %v outside [0, 1]", i, v)
 		}
 	}
-	norms := []float32{5, 104, 50, 8, 8}
 	for i := range env.ObsSlots {
-		norm := norms[0]
-		switch {
-		case i >= env.ObsSuitRuns:
-			norm = norms[4]
-		case i >= env.ObsRuns:
-			norm = norms[3]
-		case i >= env.ObsStock:
-			norm = norms[2]
-		case i >= env.ObsFaceUp:
-			norm = norms[1]
-		}
-		if f32[i] != float32(u8[i])/norm {
-			return fmt.Errorf("float32[%d] = %v, compact says %d/%v", i, f32[i], u8[i], norm)
+		if f32[i] != float32(u8[i])/env.HeaderBound(i) {
+			return fmt.Errorf("float32[%d] = %v, compact says %d/%v", i, f32[i], u8[i], env.HeaderBound(i))
 		}
 	}
 	var up []env.Card
@@ -359,4 +350,76 @@ func sweepActions(s *env.State, mask []uint8) error {
 		return fmt.Errorf("sweep changed the game")
 	}
 	return nil
+}
+
+// CheckBatch steps a batch of games under r with random legal actions
+// (Batch.SampleLegal) for the given number of steps and checks every game
+// after every step as Check checks a single game: its position, mask and
+// observation row, the reward against the rules, the per-game arrays, and
+// the autoreset mode's contract for games that ended.
+func CheckBatch(t testing.TB, r env.Rules, o env.BatchOptions, seed uint64, steps int) {
+	t.Helper()
+	b, err := env.NewBatch(r, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	b.Reset(seed)
+	n, obsN := b.N(), r.ObsLen()
+	row := func(i int) ([]uint8, []float32) {
+		if b.ObsFloat32 != nil {
+			return nil, b.ObsFloat32[i*obsN : (i+1)*obsN]
+		}
+		return b.ObsCompact[i*obsN : (i+1)*obsN], nil
+	}
+	pending := make([]bool, n)
+	before := make([]env.State, n)
+	actions := make([]env.Action, n)
+	for step := range steps {
+		for i := range n {
+			before[i] = b.State(i)
+		}
+		b.SampleLegal(actions)
+		if err := b.Step(actions); err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+		for i := range n {
+			fail := func(err error) { t.Helper(); t.Fatalf("%v, %v, game %d, step %d: %v", r, o.Autoreset, i, step, err) }
+			s := b.State(i)
+			ended := b.Terminated[i] || b.Truncated[i]
+			switch {
+			case pending[i]:
+				// NextStep: this step only reset the game.
+				if b.Rewards[i] != 0 || ended || s.Steps() != 0 {
+					fail(fmt.Errorf("the reset step gave reward %v, ended %v, %d moves", b.Rewards[i], ended, s.Steps()))
+				}
+			case o.Autoreset == env.SameStep && ended:
+				if !b.HasFinal[i] || s.Steps() != 0 {
+					fail(fmt.Errorf("an ended game was not restarted with its final observation kept"))
+				}
+			default:
+				if err := checkReward(&before[i], &s, actions[i], float64(b.Rewards[i])); err != nil {
+					fail(err)
+				}
+				if ended != s.Over() || b.Terminated[i] != s.Terminated() {
+					fail(fmt.Errorf("terminated %v truncated %v, state over %v", b.Terminated[i], b.Truncated[i], s.Over()))
+				}
+			}
+			pending[i] = o.Autoreset == env.NextStep && ended
+			mask := b.Masks[i*env.NumActions : (i+1)*env.NumActions]
+			if pending[i] {
+				if int(b.NumLegal[i]) != env.NumActions || bytes.Count(mask, []byte{1}) != env.NumActions {
+					fail(fmt.Errorf("an ended game awaiting reset must accept every action"))
+				}
+				continue
+			}
+			u8, f32 := row(i)
+			if err := checkPosition(&s, u8, f32, mask, seed+uint64(step*n+i), step%fullEvery == 0); err != nil {
+				fail(err)
+			}
+			if int(b.NumLegal[i]) != s.NumLegal() || int(b.Score[i]) != s.Score() || int(b.Runs[i]) != s.Runs() || int(b.Moves[i]) != s.Steps() {
+				fail(fmt.Errorf("per-game arrays disagree with the game"))
+			}
+		}
+	}
 }

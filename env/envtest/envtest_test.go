@@ -45,3 +45,27 @@ func TestConformanceRandomPolicy(t *testing.T) {
 		})
 	}
 }
+
+// TestConformanceBatch runs the checker on the batch stepper in every
+// autoreset mode that restarts games, for every rule set and suit count.
+func TestConformanceBatch(t *testing.T) {
+	steps := 400
+	if testing.Short() {
+		steps = 60
+	}
+	for _, r := range configs() {
+		for _, mode := range []env.Autoreset{env.NextStep, env.SameStep} {
+			t.Run(fmt.Sprint(r, "/", mode), func(t *testing.T) {
+				t.Parallel()
+				short := env.MustRules(withMaxSteps(r, 90))
+				CheckBatch(t, short, env.BatchOptions{N: 6, Workers: 2, Autoreset: mode}, 11, steps)
+			})
+		}
+	}
+}
+
+func withMaxSteps(r env.Rules, n int) env.Options {
+	o := r.Options()
+	o.MaxSteps = n
+	return o
+}

@@ -76,12 +76,7 @@ func runDemo(ctx context.Context, o demoOptions, stdout io.Writer) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		legal = legal[:0]
-		for a, ok := range e.Mask() {
-			if ok == 1 {
-				legal = append(legal, env.Action(a))
-			}
-		}
+		legal = env.AppendMasked(legal[:0], e.Mask())
 		a := legal[g.IntN(len(legal))]
 		_, reward, term, trunc, info, err := e.Step(a)
 		if err != nil {

@@ -1,0 +1,452 @@
+package env_test
+
+import (
+	"bytes"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/spiderenv/spider/env"
+	"github.com/spiderenv/spider/internal/rng"
+)
+
+func newBatch(t testing.TB, r env.Rules, o env.BatchOptions) *env.Batch {
+	t.Helper()
+	b, err := env.NewBatch(r, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	return b
+}
+
+// pickActions draws one legal action per game from the batch's masks.
+func pickActions(g *rng.Rand, b *env.Batch, dst []env.Action) {
+	for i := range dst {
+		m := b.Masks[i*env.NumActions : (i+1)*env.NumActions]
+		k := g.IntN(int(b.NumLegal[i]))
+		for a, ok := range m {
+			if ok == 1 {
+				if k == 0 {
+					dst[i] = env.Action(a)
+					break
+				}
+				k--
+			}
+		}
+	}
+}
+
+// reference is the batch's documented behaviour built from single Envs.
+type reference struct {
+	r       env.Rules
+	mode    env.Autoreset
+	seed    uint64
+	envs    []*env.Env
+	episode []int
+	pending []bool
+	ended   []bool
+	ret     []float64
+}
+
+func newReference(r env.Rules, mode env.Autoreset, seed uint64, n int) *reference {
+	ref := &reference{r: r, mode: mode, seed: seed, episode: make([]int, n), pending: make([]bool, n), ended: make([]bool, n), ret: make([]float64, n)}
+	for i := range n {
+		ref.envs = append(ref.envs, env.New(r))
+		ref.envs[i].Reset(env.EpisodeSeed(seed, i, 0))
+	}
+	return ref
+}
+
+func (ref *reference) reset(i int) {
+	ref.episode[i]++
+	ref.envs[i].Reset(env.EpisodeSeed(ref.seed, i, ref.episode[i]))
+	ref.pending[i], ref.ended[i], ref.ret[i] = false, false, 0
+}
+
+// step plays game i's action and checks the batch's row i against it.
+func (ref *reference) step(t *testing.T, b *env.Batch, i int, a env.Action) {
+	t.Helper()
+	e := ref.envs[i]
+	fail := func(format string, args ...any) {
+		t.Helper()
+		t.Fatalf("%v game %d step %d: %s", ref.mode, i, e.Info().Moves, fmt.Sprintf(format, args...))
+	}
+	reward, term, trunc := 0.0, false, false
+	var final []uint8
+	switch {
+	case ref.pending[i]:
+		ref.reset(i)
+	default:
+		var err error
+		var obs env.Obs
+		obs, reward, term, trunc, _, err = e.Step(a)
+		if err != nil {
+			fail("reference refused %v: %v", a, err)
+		}
+		ref.ret[i] += reward
+		final = slices.Clone(obs.Compact)
+	}
+	if b.Rewards[i] != float32(reward) || b.Terminated[i] != term || b.Truncated[i] != trunc {
+		fail("batch reward %v term %v trunc %v; reference %v %v %v", b.Rewards[i], b.Terminated[i], b.Truncated[i], reward, term, trunc)
+	}
+	if term || trunc {
+		s := e.State()
+		if b.EpisodeReturn[i] != float32(ref.ret[i]) || int(b.EpisodeLength[i]) != s.Steps() ||
+			b.EpisodeWon[i] != (s.Status() == env.Won) || int(b.EpisodeRuns[i]) != s.Runs() {
+			fail("episode stats %v %v %v %v; reference %v %v %v %v", b.EpisodeReturn[i], b.EpisodeLength[i], b.EpisodeWon[i], b.EpisodeRuns[i], ref.ret[i], s.Steps(), s.Status(), s.Runs())
+		}
+		switch ref.mode {
+		case env.NextStep:
+			ref.pending[i] = true
+		case env.Disabled:
+			ref.ended[i] = true
+		case env.SameStep:
+			if !b.HasFinal[i] || !bytes.Equal(b.FinalObsCompact[i*len(final):(i+1)*len(final)], final) || int(b.FinalScore[i]) != s.Score() {
+				fail("final observation or score differ")
+			}
+			ref.reset(i)
+		}
+	} else if ref.mode == env.SameStep && b.HasFinal[i] {
+		fail("HasFinal set for a game that did not end")
+	}
+	ref.compareRow(t, b, i, fail)
+}
+
+func (ref *reference) compareRow(t *testing.T, b *env.Batch, i int, fail func(string, ...any)) {
+	t.Helper()
+	e := ref.envs[i]
+	s := e.State()
+	n := ref.r.CompactLen()
+	if row := b.ObsCompact[i*n : (i+1)*n]; !bytes.Equal(row, s.ObserveCompact(make([]uint8, n))) {
+		fail("observation row differs")
+	}
+	mask := e.Mask()
+	legal := e.Info().Legal
+	if ref.pending[i] {
+		mask, legal = bytes.Repeat([]byte{1}, env.NumActions), env.NumActions
+	}
+	if !bytes.Equal(b.Masks[i*env.NumActions:(i+1)*env.NumActions], mask) || int(b.NumLegal[i]) != legal {
+		fail("mask differs (batch %d legal, reference %d)", b.NumLegal[i], legal)
+	}
+	if int(b.Score[i]) != s.Score() || int(b.Runs[i]) != s.Runs() || int(b.Moves[i]) != s.Steps() {
+		fail("score/runs/moves %d %d %d; reference %d %d %d", b.Score[i], b.Runs[i], b.Moves[i], s.Score(), s.Runs(), s.Steps())
+	}
+	if b.State(i) != s {
+		fail("state differs")
+	}
+}
+
+// TestBatchEquivalence steps the same games with 1 worker, with every
+// worker, and one by one as single Envs, for 10,000 steps in each autoreset
+// mode, and requires identical buffers, rewards and statistics.
+func TestBatchEquivalence(t *testing.T) {
+	steps := 10000
+	if testing.Short() {
+		steps = 1000
+	}
+	const n = 12
+	r := env.MustRules(env.Options{RuleSet: env.Cardems, Suits: 2, MaxSteps: 150})
+	for _, mode := range []env.Autoreset{env.NextStep, env.SameStep, env.Disabled} {
+		t.Run(mode.String(), func(t *testing.T) {
+			one := newBatch(t, r, env.BatchOptions{N: n, Workers: 1, Autoreset: mode})
+			all := newBatch(t, r, env.BatchOptions{N: n, Workers: 3, Autoreset: mode})
+			ref := newReference(r, mode, 77, n)
+			one.Reset(77)
+			all.Reset(77)
+			g := rng.New(1)
+			actions := make([]env.Action, n)
+			ended := make([]bool, n)
+			episodes := 0
+			for step := range steps {
+				pickActions(&g, one, actions)
+				if err := one.Step(actions); err != nil {
+					t.Fatalf("step %d: %v", step, err)
+				}
+				if err := all.Step(actions); err != nil {
+					t.Fatalf("step %d: %v", step, err)
+				}
+				if !reflect.DeepEqual(one.BatchBuffers, all.BatchBuffers) {
+					t.Fatalf("step %d: 1 worker and 3 workers disagree", step)
+				}
+				for i := range n {
+					ref.step(t, one, i, actions[i])
+					ended[i] = one.Terminated[i] || one.Truncated[i]
+					if ended[i] {
+						episodes++
+					}
+				}
+				if mode == env.Disabled && slices.Contains(ended, true) {
+					if err := one.ResetGames(ended); err != nil {
+						t.Fatal(err)
+					}
+					all.ResetGames(ended)
+					for i, e := range ended {
+						if e {
+							ref.reset(i)
+							ref.compareRow(t, one, i, func(f string, a ...any) { t.Fatalf("after ResetGames: "+f, a...) })
+						}
+					}
+				}
+			}
+			if episodes < 3*n {
+				t.Fatalf("only %d episodes ended in %d steps; the test should cover many resets", episodes, steps)
+			}
+		})
+	}
+}
+
+func TestBatchRefusesIllegalAndChangesNothing(t *testing.T) {
+	r := env.MustRules(env.Options{Suits: 4})
+	b := newBatch(t, r, env.BatchOptions{N: 8, Workers: 2})
+	b.Reset(3)
+	before := deepCopy(b)
+	actions := make([]env.Action, 8)
+	g := rng.New(2)
+	pickActions(&g, b, actions)
+	bad := 5
+	for a := env.Action(0); a < env.NumActions; a++ {
+		if b.Masks[bad*env.NumActions+int(a)] == 0 {
+			actions[bad] = a
+			break
+		}
+	}
+	err := b.Step(actions)
+	if err == nil || !strings.Contains(err.Error(), "game 5") {
+		t.Fatalf("error %v does not name game 5", err)
+	}
+	if !reflect.DeepEqual(before, deepCopy(b)) {
+		t.Fatal("a refused step changed the buffers")
+	}
+	for i := range 8 {
+		if b.State(i) != env.NewGame(r, env.EpisodeSeed(3, i, 0)) {
+			t.Fatalf("a refused step changed game %d", i)
+		}
+	}
+	if err := b.Step(actions[:7]); err == nil {
+		t.Fatal("7 actions for 8 games accepted")
+	}
+}
+
+func deepCopy(b *env.Batch) env.BatchBuffers {
+	c := b.BatchBuffers
+	v := reflect.ValueOf(&c).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		if f.Kind() == reflect.Slice && !f.IsNil() {
+			cp := reflect.MakeSlice(f.Type(), f.Len(), f.Len())
+			reflect.Copy(cp, f)
+			f.Set(cp)
+		}
+	}
+	return c
+}
+
+func TestBatchIllegalPolicies(t *testing.T) {
+	r := env.MustRules(env.Options{Suits: 1, MaxSteps: 5})
+	illegalFor := func(b *env.Batch, i int) env.Action {
+		for a := env.Action(0); ; a++ {
+			if b.Masks[i*env.NumActions+int(a)] == 0 {
+				return a
+			}
+		}
+	}
+	t.Run("noop", func(t *testing.T) {
+		b := newBatch(t, r, env.BatchOptions{N: 2, Illegal: env.NoopIllegal, IllegalPenalty: 3})
+		b.Reset(1)
+		s0 := b.State(0)
+		obs := slices.Clone(b.ObsCompact)
+		actions := []env.Action{illegalFor(b, 0), illegalFor(b, 1)}
+		if err := b.Step(actions); err != nil {
+			t.Fatal(err)
+		}
+		after := b.State(0)
+		if !b.Illegal[0] || b.Rewards[0] != -3 || b.Terminated[0] || after.Score() != s0.Score() || !bytes.Equal(obs, b.ObsCompact) {
+			t.Fatalf("noop: illegal %v reward %v terminated %v", b.Illegal[0], b.Rewards[0], b.Terminated[0])
+		}
+		for range 4 { // the illegal tries count towards the step limit of 5
+			b.Step([]env.Action{illegalFor(b, 0), illegalFor(b, 1)})
+		}
+		if !b.Truncated[0] || b.EpisodeReturn[0] != -15 || b.EpisodeLength[0] != 5 {
+			t.Fatalf("after 5 illegal tries: truncated %v return %v length %v", b.Truncated[0], b.EpisodeReturn[0], b.EpisodeLength[0])
+		}
+	})
+	t.Run("lose", func(t *testing.T) {
+		b := newBatch(t, r, env.BatchOptions{N: 2, Illegal: env.LoseIllegal, IllegalPenalty: 10})
+		b.Reset(1)
+		actions := []env.Action{illegalFor(b, 0), env.Deal}
+		if err := b.Step(actions); err != nil {
+			t.Fatal(err)
+		}
+		if !b.Illegal[0] || !b.Terminated[0] || b.Rewards[0] != -10 || b.EpisodeWon[0] {
+			t.Fatalf("lose: illegal %v terminated %v reward %v", b.Illegal[0], b.Terminated[0], b.Rewards[0])
+		}
+		if b.Illegal[1] || b.Terminated[1] || b.Rewards[1] != -1 {
+			t.Fatal("the other game was affected")
+		}
+	})
+	t.Run("lose-disabled", func(t *testing.T) {
+		b := newBatch(t, r, env.BatchOptions{N: 2, Illegal: env.LoseIllegal, Autoreset: env.Disabled})
+		b.Reset(1)
+		if err := b.Step([]env.Action{illegalFor(b, 0), env.Deal}); err != nil {
+			t.Fatal(err)
+		}
+		if !b.Terminated[0] || b.NumLegal[0] != 0 || slices.Contains(b.Masks[:env.NumActions], 1) {
+			t.Fatalf("a forfeited game under disabled autoreset must accept nothing: legal %d", b.NumLegal[0])
+		}
+		if err := b.Step([]env.Action{env.Deal, env.Deal}); err == nil || !strings.Contains(err.Error(), "game 0 has ended") {
+			t.Fatalf("stepping the forfeited game: %v", err)
+		}
+	})
+}
+
+func TestBatchResetGamesOnlyTouchesChosenGames(t *testing.T) {
+	r := env.MustRules(env.Options{Suits: 2})
+	b := newBatch(t, r, env.BatchOptions{N: 6, Workers: 2})
+	if err := b.ResetGames(make([]bool, 6)); err == nil {
+		t.Fatal("ResetGames before Reset accepted")
+	}
+	b.Reset(9)
+	actions := make([]env.Action, 6)
+	g := rng.New(4)
+	pickActions(&g, b, actions)
+	b.Step(actions)
+	kept := b.State(1)
+	mask := []bool{true, false, false, false, false, true}
+	if err := b.ResetGames(mask); err != nil {
+		t.Fatal(err)
+	}
+	if b.State(0) != env.NewGame(r, env.EpisodeSeed(9, 0, 1)) || b.State(5) != env.NewGame(r, env.EpisodeSeed(9, 5, 1)) {
+		t.Fatal("reset games are not episode 1 of their streams")
+	}
+	if b.State(1) != kept {
+		t.Fatal("a game outside the mask was reset")
+	}
+	for i := range 6 {
+		if b.Rewards[i] != 0 || b.Terminated[i] || b.Truncated[i] || b.Illegal[i] {
+			t.Fatalf("game %d: a reset reports reward %v, ended or illegal; no game stepped", i, b.Rewards[i])
+		}
+	}
+	if err := b.ResetGames(mask[:3]); err == nil {
+		t.Fatal("a short reset mask was accepted")
+	}
+}
+
+func TestBatchDisabledRefusesEndedGames(t *testing.T) {
+	r := env.MustRules(env.Options{Suits: 1, MaxSteps: 1})
+	b := newBatch(t, r, env.BatchOptions{N: 3, Autoreset: env.Disabled, Illegal: env.NoopIllegal})
+	b.Reset(2)
+	actions := []env.Action{env.Deal, env.Deal, env.Deal}
+	if err := b.Step(actions); err != nil || !b.Truncated[0] {
+		t.Fatalf("first step: %v, truncated %v", err, b.Truncated[0])
+	}
+	if err := b.Step(actions); err == nil || !strings.Contains(err.Error(), "game 0 has ended") {
+		t.Fatalf("stepping an ended game: %v", err)
+	}
+}
+
+func TestNewBatchValidates(t *testing.T) {
+	r := env.MustRules(env.Options{Suits: 1})
+	for _, o := range []env.BatchOptions{{N: 0}, {N: env.MaxBatch + 1}, {N: 2, Workers: -1}, {N: 2, Autoreset: 9}, {N: 2, Illegal: 9}, {N: 2, IllegalPenalty: -1}} {
+		if _, err := env.NewBatch(r, o); err == nil {
+			t.Errorf("NewBatch(%+v) accepted", o)
+		}
+	}
+	if _, err := env.NewBatch(env.Rules{}, env.BatchOptions{N: 1}); err == nil {
+		t.Error("zero Rules accepted")
+	}
+	b := newBatch(t, r, env.BatchOptions{N: 3, Workers: 8})
+	if b.Options().Workers != 3 {
+		t.Errorf("workers %d, want capped at N = 3", b.Options().Workers)
+	}
+	if err := b.Step(make([]env.Action, 3)); err == nil {
+		t.Error("Step before Reset accepted")
+	}
+}
+
+func TestBatchStepDoesNotAllocate(t *testing.T) {
+	for _, enc := range []env.Encoding{env.Compact, env.Float32} {
+		for _, mode := range []env.Autoreset{env.NextStep, env.SameStep} {
+			r := env.MustRules(env.Options{Suits: 4, Encoding: enc, MaxSteps: 50})
+			b := newBatch(t, r, env.BatchOptions{N: 64, Autoreset: mode})
+			b.Reset(1)
+			actions := make([]env.Action, 64)
+			g := rng.New(3)
+			allocs := testing.AllocsPerRun(300, func() {
+				pickActions(&g, b, actions)
+				if err := b.Step(actions); err != nil {
+					t.Fatal(err)
+				}
+			})
+			if allocs != 0 {
+				t.Errorf("%v %v: %v allocations per batch step", enc, mode, allocs)
+			}
+		}
+	}
+}
+
+func TestSampleLegalIsLegalAndWorkerIndependent(t *testing.T) {
+	r := env.MustRules(env.Options{Suits: 2, MaxSteps: 60})
+	one := newBatch(t, r, env.BatchOptions{N: 10, Workers: 1, Autoreset: env.SameStep})
+	two := newBatch(t, r, env.BatchOptions{N: 10, Workers: 2, Autoreset: env.SameStep, Presample: true})
+	one.Reset(5)
+	two.Reset(5)
+	a1, a2 := make([]env.Action, 10), make([]env.Action, 10)
+	seen := map[env.Action]bool{}
+	for step := range 300 {
+		one.SampleLegal(a1)
+		two.SampleLegal(a2)
+		if !slices.Equal(a1, a2) {
+			t.Fatalf("step %d: sampled actions depend on the worker count or on Presample", step)
+		}
+		for i, a := range a1 {
+			if one.Masks[i*env.NumActions+int(a)] != 1 {
+				t.Fatalf("step %d game %d: sampled illegal %v", step, i, a)
+			}
+			seen[a] = true
+		}
+		if err := one.Step(a1); err != nil {
+			t.Fatal(err)
+		}
+		two.Step(a2)
+	}
+	if len(seen) < 50 {
+		t.Fatalf("only %d distinct actions in 3000 draws: not uniform over legal ones", len(seen))
+	}
+}
+
+// benchBatch times SampleLegal + Step at N games: the random-policy loop of
+// spider bench. It reports env-steps per second and ns per env-step.
+func benchBatch(b *testing.B, enc env.Encoding, workers int) {
+	const n = 4096
+	r := env.MustRules(env.Options{Suits: 4, Encoding: enc})
+	bt, err := env.NewBatch(r, env.BatchOptions{N: n, Workers: workers, Presample: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer bt.Close()
+	bt.Reset(1)
+	actions := make([]env.Action, n)
+	for range 200 { // past the deals, into typical positions
+		bt.SampleLegal(actions)
+		bt.Step(actions)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		bt.SampleLegal(actions)
+		if err := bt.Step(actions); err != nil {
+			b.Fatal(err)
+		}
+	}
+	sec := b.Elapsed().Seconds()
+	b.ReportMetric(float64(n)*float64(b.N)/sec, "env-steps/s")
+	b.ReportMetric(sec*1e9/(float64(n)*float64(b.N)), "ns/env-step")
+}
+
+func BenchmarkBatchCompact1Worker(b *testing.B)    { benchBatch(b, env.Compact, 1) }
+func BenchmarkBatchCompactAllWorkers(b *testing.B) { benchBatch(b, env.Compact, 0) }
+func BenchmarkBatchFloat321Worker(b *testing.B)    { benchBatch(b, env.Float32, 1) }
+func BenchmarkBatchFloat32AllWorkers(b *testing.B) { benchBatch(b, env.Float32, 0) }

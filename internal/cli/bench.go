@@ -1,0 +1,190 @@
+package cli
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"runtime"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/spiderenv/spider/env"
+)
+
+// benchOptions are the bench command's flags.
+type benchOptions struct {
+	game      gameFlags
+	obs       string
+	n         int
+	workers   int
+	steps     int
+	warmup    int
+	autoreset string
+	seed      uint64
+	json, csv bool
+}
+
+// benchResult is one measured run, as the table, JSON and CSV print it.
+type benchResult struct {
+	Rules       string  `json:"rules"`
+	Suits       int     `json:"suits"`
+	Obs         string  `json:"obs"`
+	Autoreset   string  `json:"autoreset"`
+	N           int     `json:"n"`
+	Workers     int     `json:"workers"`
+	Steps       int     `json:"steps"`
+	EnvSteps    int64   `json:"env_steps"`
+	Seconds     float64 `json:"seconds"`
+	StepsPerSec float64 `json:"env_steps_per_sec"`
+	NsPerStep   float64 `json:"ns_per_env_step"`
+	Episodes    int64   `json:"episodes"`
+	SpeedUp     float64 `json:"speedup_vs_1_worker"`
+}
+
+func benchCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, io.Writer, io.Writer) error {
+	var o benchOptions
+	o.game.register(fs)
+	fs.StringVar(&o.obs, "obs", "compact", "observation encoding: compact or float32")
+	fs.IntVar(&o.n, "n", 4096, "games stepped together")
+	fs.IntVar(&o.workers, "workers", 0, "worker goroutines (0: GOMAXPROCS); 1 worker is also measured for the speed-up")
+	fs.IntVar(&o.steps, "steps", 500, "batch steps to time (each steps every game once)")
+	fs.IntVar(&o.warmup, "warmup", 100, "batch steps before timing")
+	fs.StringVar(&o.autoreset, "autoreset", "next-step", "autoreset mode: next-step, same-step or disabled")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of the deals and of the random policy")
+	fs.BoolVar(&o.json, "json", false, "write the results as JSON")
+	fs.BoolVar(&o.csv, "csv", false, "write the results as CSV")
+	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+		if len(args) > 0 {
+			return usageError{fmt.Errorf("unexpected arguments %q", args)}
+		}
+		return runBench(ctx, o, stdout, stderr)
+	}
+}
+
+// runBench measures the batch stepper playing random legal actions drawn
+// from its masks (Batch.SampleLegal, in parallel) with the configured
+// workers and with one, and prints both with the speed-up.
+func runBench(ctx context.Context, o benchOptions, stdout, stderr io.Writer) error {
+	opts, err := o.game.options()
+	if err != nil {
+		return err
+	}
+	if opts.Encoding, err = env.ParseEncoding(o.obs); err != nil {
+		return usageError{err}
+	}
+	mode, err := env.ParseAutoreset(o.autoreset)
+	if err != nil {
+		return usageError{err}
+	}
+	if mode == env.Disabled {
+		return usageError{fmt.Errorf("bench needs an autoreset mode that restarts games: next-step or same-step")}
+	}
+	if o.n < 1 || o.n > env.MaxBatch || o.steps < 1 || o.warmup < 0 || o.workers < 0 {
+		return usageError{fmt.Errorf("need 1 <= n <= %d, steps >= 1, warmup >= 0, workers >= 0", env.MaxBatch)}
+	}
+	if o.json && o.csv {
+		return usageError{fmt.Errorf("choose one of --json and --csv")}
+	}
+	r := env.MustRules(opts)
+	workers := o.workers
+	if workers == 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = min(workers, o.n)
+	counts := []int{workers}
+	if workers > 1 {
+		counts = []int{1, workers}
+	}
+	var results []benchResult
+	for _, w := range counts {
+		res, err := benchOnce(ctx, r, o, mode, w, stderr)
+		if err != nil {
+			return err
+		}
+		results = append(results, res)
+	}
+	for i := range results {
+		results[i].SpeedUp = results[i].StepsPerSec / results[0].StepsPerSec
+	}
+	return writeBench(stdout, results, o)
+}
+
+func benchOnce(ctx context.Context, r env.Rules, o benchOptions, mode env.Autoreset, workers int, stderr io.Writer) (benchResult, error) {
+	b, err := env.NewBatch(r, env.BatchOptions{N: o.n, Workers: workers, Autoreset: mode, Presample: true})
+	if err != nil {
+		return benchResult{}, err
+	}
+	defer b.Close()
+	b.Reset(o.seed)
+	actions := make([]env.Action, o.n)
+	step := func() error {
+		b.SampleLegal(actions)
+		return b.Step(actions)
+	}
+	for range o.warmup {
+		if err := step(); err != nil {
+			return benchResult{}, err
+		}
+	}
+	var episodes int64
+	start := time.Now()
+	last := start
+	for i := 1; i <= o.steps; i++ {
+		if err := step(); err != nil {
+			return benchResult{}, err
+		}
+		for g := range o.n {
+			if b.Terminated[g] || b.Truncated[g] {
+				episodes++
+			}
+		}
+		if now := time.Now(); now.Sub(last) > 500*time.Millisecond || i == o.steps {
+			last = now
+			done := float64(i) * float64(o.n)
+			fmt.Fprintf(stderr, "\rbench: %d worker(s): %d/%d steps, %.0f env-steps/s   ", workers, i, o.steps, done/now.Sub(start).Seconds())
+			if err := ctx.Err(); err != nil {
+				fmt.Fprintln(stderr)
+				return benchResult{}, err
+			}
+		}
+	}
+	sec := time.Since(start).Seconds()
+	fmt.Fprintln(stderr)
+	total := int64(o.steps) * int64(o.n)
+	return benchResult{
+		Rules: r.RuleSet().String(), Suits: r.Suits(), Obs: r.Encoding().String(), Autoreset: mode.String(),
+		N: o.n, Workers: workers, Steps: o.steps, EnvSteps: total, Seconds: sec,
+		StepsPerSec: float64(total) / sec, NsPerStep: sec * 1e9 / float64(total), Episodes: episodes,
+	}, nil
+}
+
+func writeBench(w io.Writer, results []benchResult, o benchOptions) error {
+	switch {
+	case o.json:
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(results)
+	case o.csv:
+		c := csv.NewWriter(w)
+		c.Write([]string{"rules", "suits", "obs", "autoreset", "n", "workers", "steps", "env_steps", "seconds", "env_steps_per_sec", "ns_per_env_step", "episodes", "speedup_vs_1_worker"})
+		for _, r := range results {
+			c.Write([]string{r.Rules, strconv.Itoa(r.Suits), r.Obs, r.Autoreset, strconv.Itoa(r.N), strconv.Itoa(r.Workers),
+				strconv.Itoa(r.Steps), strconv.FormatInt(r.EnvSteps, 10), fmt.Sprintf("%.3f", r.Seconds),
+				fmt.Sprintf("%.0f", r.StepsPerSec), fmt.Sprintf("%.1f", r.NsPerStep), strconv.FormatInt(r.Episodes, 10), fmt.Sprintf("%.2f", r.SpeedUp)})
+		}
+		c.Flush()
+		return c.Error()
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "rules\tsuits\tobs\tautoreset\tN\tworkers\tenv-steps/s\tns/env-step\tepisodes\tspeed-up\t")
+	for _, r := range results {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d\t%.0f\t%.1f\t%d\t%.2fx\t\n",
+			r.Rules, r.Suits, r.Obs, r.Autoreset, r.N, r.Workers, r.StepsPerSec, r.NsPerStep, r.Episodes, r.SpeedUp)
+	}
+	return tw.Flush()
+}

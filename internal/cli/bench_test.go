@@ -1,0 +1,85 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func smallBench() benchOptions {
+	return benchOptions{game: gameFlags{rules: "classic", suits: 2, maxSteps: 20}, obs: "compact", n: 16, workers: 2, steps: 30, warmup: 2, autoreset: "same-step", seed: 1}
+}
+
+func TestBenchJSON(t *testing.T) {
+	o := smallBench()
+	o.json = true
+	var out, errb bytes.Buffer
+	if err := runBench(context.Background(), o, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	var res []benchResult
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if len(res) != 2 || res[0].Workers != 1 || res[1].Workers != 2 {
+		t.Fatalf("want runs with 1 and 2 workers, got %+v", res)
+	}
+	for _, r := range res {
+		if r.EnvSteps != 16*30 || r.StepsPerSec <= 0 || r.NsPerStep <= 0 || r.Obs != "compact" || r.Autoreset != "same-step" {
+			t.Errorf("bad result %+v", r)
+		}
+		// 16 games of at most 20 steps over 32 steps: every one has ended.
+		if r.Episodes == 0 {
+			t.Errorf("no episode ended: %+v", r)
+		}
+	}
+	if res[0].SpeedUp != 1 || res[1].SpeedUp != res[1].StepsPerSec/res[0].StepsPerSec {
+		t.Errorf("speed-ups %v %v", res[0].SpeedUp, res[1].SpeedUp)
+	}
+	if !strings.Contains(errb.String(), "env-steps/s") {
+		t.Errorf("no progress on stderr: %q", errb.String())
+	}
+}
+
+func TestBenchTableAndCSV(t *testing.T) {
+	o := smallBench()
+	o.obs = "float32"
+	var out bytes.Buffer
+	if err := runBench(context.Background(), o, &out, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[0], "env-steps/s") || !strings.Contains(lines[2], "float32") {
+		t.Fatalf("table:\n%s", out.String())
+	}
+	o.csv = true
+	out.Reset()
+	if err := runBench(context.Background(), o, &out, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&out).ReadAll()
+	if err != nil || len(rows) != 3 || rows[0][9] != "env_steps_per_sec" {
+		t.Fatalf("csv %v %v", rows, err)
+	}
+}
+
+func TestBenchRefusesBadFlags(t *testing.T) {
+	for _, mut := range []func(*benchOptions){
+		func(o *benchOptions) { o.obs = "png" },
+		func(o *benchOptions) { o.autoreset = "disabled" },
+		func(o *benchOptions) { o.autoreset = "sometimes" },
+		func(o *benchOptions) { o.n = 0 },
+		func(o *benchOptions) { o.json, o.csv = true, true },
+		func(o *benchOptions) { o.game.suits = 5 },
+	} {
+		o := smallBench()
+		mut(&o)
+		err := runBench(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{})
+		if _, ok := err.(usageError); !ok {
+			t.Errorf("%+v: error %v, want a usage error", o, err)
+		}
+	}
+}
