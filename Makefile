@@ -6,7 +6,7 @@ VENV     ?= .venv
 FUZZTIME ?= 30s
 BENCHTIME ?= 1s
 
-.PHONY: all build run test  lint vet fmt bench fuzz race bound clean
+.PHONY: all build run test pytest lint vet fmt bench pybench fuzz race bound clean
 
 all: build
 
@@ -17,9 +17,23 @@ build:
 run:
 	$(GO) run ./cmd/spider demo --seed 1 --suits 1
 
-# Every test: lint first, then all Go tests (fuzz seeds and examples included).
+# Every test: lint, all Go tests (fuzz seeds and examples included), then the
+# Python client's tests against the real server binary.
 test: lint
 	$(GO) test -count=1 ./...
+	$(MAKE) pytest
+
+# The Python client: a virtual environment in .venv with the package and
+# its test dependencies, then pytest against bin/spider.
+$(VENV)/.installed: python/pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet './python[test]'
+	touch $@
+
+pytest: build $(VENV)/.installed
+	$(VENV)/bin/pip install --quiet --no-deps --force-reinstall ./python
+	SPIDER_BIN=$(CURDIR)/$(BIN) $(VENV)/bin/python -m pytest python/tests -q
 
 lint: vet
 	@out=$$(gofmt -l .); \
@@ -35,10 +49,16 @@ fmt:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./env/
 
+# The Python loop against the in-process Go batch (README's socket table).
+pybench: build $(VENV)/.installed
+	SPIDER_BIN=$(CURDIR)/$(BIN) $(VENV)/bin/python python/bench.py
+
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzActions -fuzztime $(FUZZTIME) ./env/
 	$(GO) test -run '^$$' -fuzz FuzzParseState -fuzztime $(FUZZTIME) ./env/
 	$(GO) test -run '^$$' -fuzz FuzzParseAction -fuzztime $(FUZZTIME) ./env/
+	$(GO) test -run '^$$' -fuzz FuzzDecodeRequest -fuzztime $(FUZZTIME) ./server/
+	$(GO) test -run '^$$' -fuzz FuzzServe -fuzztime $(FUZZTIME) ./server/
 
 race:
 	$(GO) test -race -short -count=1 ./...

@@ -26,6 +26,7 @@ type command struct {
 var commands = map[string]command{
 	"demo":  {"play one seeded game with a random policy and show it", demoCommand},
 	"bench": {"measure the batch stepper's env-steps per second with random legal actions", benchCommand},
+	"serve": {"serve batches of games over a socket (msgpack, PROTOCOL.md)", serveCommand},
 }
 
 // Main runs the command line args and returns the process exit code:

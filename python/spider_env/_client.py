@@ -1,0 +1,484 @@
+"""A client of the spider socket protocol (PROTOCOL.md, version 1).
+
+One :class:`Client` is one connection, which owns one batch of games on the
+server. Requests are msgpack maps behind a 4-byte big-endian length; arrays
+travel as msgpack bin of raw little-endian bytes.
+
+Replies are decoded by a small msgpack reader of our own that reads each
+frame into a fresh buffer and returns every bin as a view of it, so the
+arrays of a step reply (observations, masks, ...) are built without copying
+the bytes, are writable, and belong to the caller: the next reply goes into
+a new buffer and never overwrites them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import socket
+import struct
+from typing import Any
+
+import msgpack
+import numpy as np
+
+__all__ = ["Client", "SpiderError", "PROTOCOL_VERSION", "NUM_ACTIONS", "parse_address"]
+
+PROTOCOL_VERSION = 1
+NUM_ACTIONS = 1081
+PACKED_ROW_BYTES = (NUM_ACTIONS + 7) // 8
+
+_HDR = struct.Struct(">I")
+
+
+class SpiderError(Exception):
+    """A failed request.
+
+    ``code`` is the server's error code (``bad_request``, ``bad_action``,
+    ``bad_config``, ...) or one of the client's own: ``closed`` (the client
+    was closed), ``connection`` (the connection broke) and ``protocol`` (the
+    server sent something this client cannot read). ``message`` is the
+    server's text; ``str(exc)`` contains it.
+    """
+
+    def __init__(self, code: str, message: str):
+        super().__init__(f"{message} [{code}]")
+        self.code = code
+        self.message = message
+
+
+# ---------------------------------------------------------------------------
+# Addresses
+
+
+def parse_address(address: Any) -> tuple[int, Any]:
+    """Return (socket family, socket address) for an address.
+
+    Accepted: ``"host:port"``, ``"tcp://host:port"``, ``("host", port)``,
+    ``"unix:/path"``, ``"unix:///path"``, or a path to a Unix socket (one
+    that contains a ``/``).
+    """
+    if isinstance(address, (tuple, list)) and len(address) == 2:
+        return socket.AF_INET, (str(address[0]), int(address[1]))
+    if not isinstance(address, str):
+        address = str(address)  # os.PathLike and the like
+    if address.startswith("unix://"):
+        return socket.AF_UNIX, address[len("unix://"):]
+    if address.startswith("unix:"):
+        return socket.AF_UNIX, address[len("unix:"):]
+    if address.startswith("tcp://"):
+        address = address[len("tcp://"):]
+    elif "/" in address:
+        return socket.AF_UNIX, address
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(f"address {address!r}: want host:port, unix:/path or a socket path")
+    host = host.strip("[]") or "127.0.0.1"
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    return family, (host, int(port))
+
+
+# ---------------------------------------------------------------------------
+# A msgpack reader that returns bins as views of the frame
+
+
+class _Reader:
+    __slots__ = ("mv", "pos")
+
+    def __init__(self, mv: memoryview):
+        self.mv = mv
+        self.pos = 0
+
+    def value(self) -> Any:
+        mv = self.mv
+        p = self.pos
+        b = mv[p]
+        p += 1
+        if b <= 0x7F:
+            self.pos = p
+            return b
+        if b >= 0xE0:
+            self.pos = p
+            return b - 0x100
+        if 0xA0 <= b <= 0xBF:
+            n = b & 0x1F
+            self.pos = p + n
+            return str(mv[p:p + n], "utf-8")
+        if 0x80 <= b <= 0x8F:
+            self.pos = p
+            return self._map(b & 0x0F)
+        if 0x90 <= b <= 0x9F:
+            self.pos = p
+            return [self.value() for _ in range(b & 0x0F)]
+        if b == 0xC0:
+            self.pos = p
+            return None
+        if b == 0xC2 or b == 0xC3:
+            self.pos = p
+            return b == 0xC3
+        if 0xC4 <= b <= 0xC6:  # bin 8, 16, 32
+            n, p = self._len(b - 0xC4, p)
+            self.pos = p + n
+            return mv[p:p + n]
+        if 0xD9 <= b <= 0xDB:  # str 8, 16, 32
+            n, p = self._len(b - 0xD9, p)
+            self.pos = p + n
+            return str(mv[p:p + n], "utf-8")
+        if 0xCC <= b <= 0xD3:  # uint 8..64, int 8..64
+            fmt = _INT_FORMATS[b - 0xCC]
+            self.pos = p + fmt.size
+            return fmt.unpack_from(mv, p)[0]
+        if b == 0xCA or b == 0xCB:
+            fmt = _F32 if b == 0xCA else _F64
+            self.pos = p + fmt.size
+            return fmt.unpack_from(mv, p)[0]
+        if b == 0xDC or b == 0xDD:
+            n, p = self._len(b - 0xDB, p)
+            self.pos = p
+            return [self.value() for _ in range(n)]
+        if b == 0xDE or b == 0xDF:
+            n, p = self._len(b - 0xDD, p)
+            self.pos = p
+            return self._map(n)
+        raise SpiderError("protocol", f"unexpected msgpack type byte 0x{b:02x} in a reply")
+
+    def _len(self, k: int, p: int) -> tuple[int, int]:
+        # k: 0 for a 1-byte length, 1 for 2 bytes, 2 for 4 bytes.
+        fmt = _LEN_FORMATS[k]
+        return fmt.unpack_from(self.mv, p)[0], p + fmt.size
+
+    def _map(self, n: int) -> dict:
+        out = {}
+        mv = self.mv
+        for _ in range(n):
+            p = self.pos
+            b = mv[p]
+            if 0xA0 <= b <= 0xBF:  # the usual key, a short string: read it here
+                p += 1
+                k = _key(mv[p:p + (b & 0x1F)])
+                p += b & 0x1F
+            else:
+                k = self.value()
+                if isinstance(k, memoryview):
+                    k = bytes(k)
+                p = self.pos
+            c = mv[p]
+            if 0xC4 <= c <= 0xC6:  # the usual value, a bin: slice it here
+                if c == 0xC4:
+                    m, p = mv[p + 1], p + 2
+                else:
+                    m, p = self._len(c - 0xC4, p + 1)
+                out[k] = mv[p:p + m]
+                self.pos = p + m
+            else:
+                self.pos = p
+                out[k] = self.value()
+        return out
+
+
+_KEYS: dict[bytes, str] = {}
+
+
+def _key(raw: memoryview) -> str:
+    """A map key as str, cached: replies use the same few keys again and again."""
+    b = raw.tobytes()
+    k = _KEYS.get(b)
+    if k is None:
+        k = str(b, "utf-8")
+        if len(_KEYS) < 1024:
+            _KEYS[b] = k
+    return k
+
+
+_INT_FORMATS = [struct.Struct(f) for f in (">B", ">H", ">I", ">Q", ">b", ">h", ">i", ">q")]
+_LEN_FORMATS = [struct.Struct(f) for f in (">B", ">H", ">I")]
+_F32 = struct.Struct(">f")
+_F64 = struct.Struct(">d")
+
+
+def decode_frame(payload) -> Any:
+    """Decode one msgpack value; bins come back as memoryviews of payload."""
+    mv = memoryview(payload).cast("B")
+    r = _Reader(mv)
+    try:
+        v = r.value()
+    except (IndexError, struct.error, UnicodeDecodeError) as e:
+        raise SpiderError("protocol", f"a reply is not valid msgpack: {e}") from None
+    if r.pos != len(mv):
+        raise SpiderError("protocol", f"a reply has {len(mv) - r.pos} bytes after its msgpack value")
+    return v
+
+
+# ---------------------------------------------------------------------------
+# The client
+
+
+_STEP_FIELDS = {
+    # key: (numpy dtype, items per game; None: the observation length)
+    "num_legal": ("<i4", 1),
+    "rewards": ("<f4", 1),
+    "terminated": ("?", 1),
+    "truncated": ("?", 1),
+    "illegal": ("?", 1),
+    "score": ("<i4", 1),
+    "moves": ("<i4", 1),
+    "runs": ("u1", 1),
+    "episode_return": ("<f4", 1),
+    "episode_length": ("<i4", 1),
+    "episode_won": ("?", 1),
+    "episode_runs": ("u1", 1),
+    "has_final": ("?", 1),
+    "final_score": ("<i4", 1),
+}
+
+_OBS_DTYPES = {"uint8": np.dtype("u1"), "float32": np.dtype("<f4")}
+
+
+class Client:
+    """One connection to a spider server, owning one batch of games.
+
+    ``address`` is ``"host:port"``, ``("host", port)``, ``"unix:/path"`` or a
+    Unix socket path. The client says hello on connect; then :meth:`make`
+    creates the batch and :meth:`reset` / :meth:`step` play it. A failed
+    request raises :class:`SpiderError`. Not safe for concurrent use.
+    """
+
+    def __init__(self, address: Any, *, timeout: float | None = None, connect_timeout: float = 10.0):
+        family, addr = parse_address(address)
+        self.address = address
+        self._sock: socket.socket | None = None
+        self._ids = itertools.count(1)
+        self.spec: dict | None = None
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock.settimeout(connect_timeout)
+            sock.connect(addr)
+            sock.settimeout(timeout)
+            if family != socket.AF_UNIX:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError as e:
+            sock.close()
+            raise SpiderError("connection", f"cannot connect to the spider server at {address}: {e}") from e
+        self._sock = sock
+        self._pid = os.getpid()
+        try:
+            self.server_info = self.request({"op": "hello", "version": PROTOCOL_VERSION})
+        except BaseException:
+            self.close()
+            raise
+
+    # -- framing ------------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        return self._sock is None
+
+    def request(self, req: dict) -> dict:
+        """Send one request map and return the reply map (bins as memoryviews).
+
+        Raises SpiderError for an error reply.
+        """
+        sock = self._sock
+        if sock is None:
+            raise SpiderError("closed", f"op {req.get('op')!r} on a closed client: the connection was closed")
+        rid = next(self._ids)
+        req["id"] = rid
+        payload = msgpack.packb(req, use_bin_type=True)
+        try:
+            sock.sendall(_HDR.pack(len(payload)) + payload)
+            reply = self._read_reply()
+        except OSError as e:
+            self.close()
+            raise SpiderError("connection", f"the connection to the spider server broke: {e}") from e
+        except BaseException:
+            # Cut off mid-frame (end of stream, a bad reply, KeyboardInterrupt):
+            # the stream cannot be trusted any more.
+            self.close()
+            raise
+        if not isinstance(reply, dict) or "ok" not in reply:
+            self.close()
+            raise SpiderError("protocol", "a reply is not a map with \"ok\"")
+        if not reply["ok"]:
+            code = reply.get("code", "unknown")
+            if code == "bad_frame":
+                # The server may close the connection after bad_frame.
+                self.close()
+            raise SpiderError(str(code), str(reply.get("error", "the server gave no message")))
+        if reply.get("id") != rid:
+            self.close()
+            raise SpiderError("protocol", f"reply id {reply.get('id')!r} does not match request id {rid}")
+        return reply
+
+    def _recv_exact(self, view: memoryview) -> None:
+        sock = self._sock
+        got, n = 0, len(view)
+        while got < n:
+            k = sock.recv_into(view[got:], n - got)
+            if k == 0:
+                raise SpiderError("connection", "the spider server closed the connection")
+            got += k
+
+    def _read_reply(self) -> Any:
+        hdr = bytearray(4)
+        self._recv_exact(memoryview(hdr))
+        (n,) = _HDR.unpack(hdr)
+        # A fresh, uninitialised buffer per reply: the arrays returned are
+        # views of it and must not be overwritten by a later reply.
+        buf = np.empty(n, dtype=np.uint8)
+        mv = memoryview(buf)
+        self._recv_exact(mv)
+        return decode_frame(mv)
+
+    # -- operations -----------------------------------------------------------
+
+    def make(self, **cfg: Any) -> dict:
+        """Create (or replace) the connection's batch; return its spec.
+
+        Keyword arguments are make's fields (rules, suits, n, obs, autoreset,
+        illegal, illegal_penalty, max_steps, face_up_slots,
+        time_per_action_ms, mask, workers); None values are left out. The
+        spec is the reply with obs_low and obs_high as numpy arrays and
+        obs_shape as a tuple.
+        """
+        req: dict[str, Any] = {"op": "make"}
+        for k, v in cfg.items():
+            if v is None:
+                continue
+            if isinstance(v, (np.integer,)):
+                v = int(v)
+            elif isinstance(v, np.floating):
+                v = float(v)
+            if k == "illegal_penalty":
+                v = float(v)
+            req[k] = v
+        reply = self.request(req)
+        spec = dict(reply)
+        spec.pop("ok", None)
+        spec.pop("id", None)
+        dtype = _OBS_DTYPES.get(spec.get("obs_dtype"))
+        if dtype is None:
+            raise SpiderError("protocol", f"unknown obs_dtype {spec.get('obs_dtype')!r}")
+        spec["obs_shape"] = tuple(int(x) for x in spec["obs_shape"])
+        obs_len = int(np.prod(spec["obs_shape"]))
+        for k in ("obs_low", "obs_high"):
+            a = np.frombuffer(spec[k], dtype=dtype).copy()
+            if a.size != obs_len:
+                raise SpiderError("protocol", f"{k} has {a.size} items for an observation of {obs_len}")
+            spec[k] = a.reshape(spec["obs_shape"])
+        if spec.get("num_actions") != NUM_ACTIONS:
+            raise SpiderError("protocol", f"num_actions {spec.get('num_actions')} (this client knows {NUM_ACTIONS})")
+        self.spec = spec
+        self._obs_dtype = dtype
+        self._obs_len = obs_len
+        self._n = int(spec["n"])
+        self._bits = spec["mask"] == "bits"
+        return spec
+
+    def reset(self, seed: int | None = None, reset_mask: Any = None) -> dict:
+        """Reset games and return the step reply as a dict of numpy arrays.
+
+        With ``seed`` every game is reset from that seed (game i from
+        (seed, i)); with ``reset_mask`` (n booleans) only those games go to
+        their next episode; with neither every game goes to its next
+        episode (or, on a batch never reset, to a seed the server draws).
+        """
+        req: dict[str, Any] = {"op": "reset"}
+        if seed is not None:
+            seed = int(seed)
+            if seed < 0 or seed >= 1 << 64:
+                raise ValueError(f"seed {seed} is outside 0 to 2**64-1")
+            req["seed"] = seed
+        if reset_mask is not None:
+            req["reset_mask"] = np.asarray(reset_mask, dtype=bool).astype(np.uint8).tobytes()
+        return self._decode_step(self.request(req))
+
+    def step(self, actions: Any) -> dict:
+        """Play one action per game (n integers) and return the step reply."""
+        a = np.asarray(actions)
+        if a.dtype.kind not in "iub":
+            if a.dtype.kind == "f" and np.all(np.mod(a, 1) == 0):
+                a = a.astype(np.int64)
+            else:
+                raise TypeError(f"actions must be integers, got dtype {a.dtype}")
+        a = a.reshape(-1)
+        if a.size and (a.min() < 0 or a.max() > 0xFFFF):
+            # Not encodable as uint16: send the integer array form and let
+            # the server say what is wrong.
+            payload: Any = [int(x) for x in a]
+        else:
+            payload = a.astype("<u2", copy=False).tobytes()
+        return self._decode_step(self.request({"op": "step", "actions": payload}))
+
+    def render(self, game: int = 0) -> str:
+        """The board of a game as a player sees it."""
+        return self.request({"op": "render", "game": int(game)})["text"]
+
+    def hint(self, game: int = 0) -> dict:
+        """Ask the server for a move; raises SpiderError("unavailable") until agents exist."""
+        reply = self.request({"op": "hint", "game": int(game)})
+        reply.pop("ok", None)
+        reply.pop("id", None)
+        return reply
+
+    def close(self) -> None:
+        """Say close to the server (best effort) and close the socket. Idempotent."""
+        sock = self._sock
+        if sock is None:
+            return
+        self._sock = None
+        try:
+            if os.getpid() == getattr(self, "_pid", None):
+                # Not in a forked child, whose copy of the socket is the
+                # parent's connection too: only the parent says close.
+                sock.settimeout(1.0)
+                payload = msgpack.packb({"op": "close"})
+                sock.sendall(_HDR.pack(len(payload)) + payload)
+        except OSError:
+            pass
+        finally:
+            try:
+                sock.close()
+            except OSError:
+                pass
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self):  # the socket would close anyway; this says close first
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    # -- decoding -------------------------------------------------------------
+
+    def _decode_step(self, reply: dict) -> dict:
+        if self.spec is None:
+            raise SpiderError("protocol", "a step reply before make")
+        n, obs_len, dtype = self._n, self._obs_len, self._obs_dtype
+        out: dict[str, np.ndarray] = {}
+
+        def arr(key: str, dt: Any, count: int) -> np.ndarray:
+            b = reply.get(key)
+            if not isinstance(b, memoryview):
+                raise SpiderError("protocol", f"the step reply has no bin {key!r}")
+            a = np.frombuffer(b, dtype=dt)
+            if a.size != count:
+                raise SpiderError("protocol", f"{key} has {a.size} items; want {count}")
+            return a
+
+        out["obs"] = arr("obs", dtype, n * obs_len).reshape(n, obs_len)
+        if self._bits:
+            packed = arr("masks", np.uint8, n * PACKED_ROW_BYTES).reshape(n, PACKED_ROW_BYTES)
+            out["masks"] = np.unpackbits(packed, axis=1, count=NUM_ACTIONS, bitorder="little")
+        else:
+            out["masks"] = arr("masks", np.uint8, n * NUM_ACTIONS).reshape(n, NUM_ACTIONS)
+        for key, (dt, per) in _STEP_FIELDS.items():
+            if key in reply:
+                out[key] = arr(key, dt, n * per)
+        if "final_obs" in reply:
+            out["final_obs"] = arr("final_obs", dtype, n * obs_len).reshape(n, obs_len)
+        return out

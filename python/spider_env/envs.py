@@ -1,0 +1,394 @@
+"""Gymnasium environments backed by the spider server.
+
+:class:`SpiderEnv` is one game (a server batch of one) behind
+``gymnasium.Env``; :class:`SpiderVectorEnv` is a whole server batch behind
+``gymnasium.vector.VectorEnv``, stepped in one request. Both start a private
+server when no ``address`` is given and stop it on ``close()`` (or when
+garbage collected, or at exit).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode
+from gymnasium.vector.utils import batch_space
+
+from ._client import NUM_ACTIONS, Client
+from ._server import SpiderServer
+
+__all__ = ["SpiderEnv", "SpiderVectorEnv", "NUM_ACTIONS"]
+
+_AUTORESET_NAMES = {
+    AutoresetMode.NEXT_STEP: "next-step",
+    AutoresetMode.SAME_STEP: "same-step",
+    AutoresetMode.DISABLED: "disabled",
+}
+
+
+def _autoreset_mode(mode: Any) -> AutoresetMode:
+    if isinstance(mode, AutoresetMode):
+        return mode
+    if isinstance(mode, str):
+        key = mode.lower().replace("_", "-")
+        for m, name in _AUTORESET_NAMES.items():
+            if key in (name, m.value.lower(), name.replace("-", "")):
+                return m
+    raise ValueError(f"autoreset_mode {mode!r}: want next-step, same-step, disabled or a gymnasium AutoresetMode")
+
+
+class _Backend:
+    """A client connected to a given server or to one started for it."""
+
+    def __init__(self, address: Any):
+        self.server: SpiderServer | None = None
+        if address is None:
+            self.server = SpiderServer()
+            address = self.server.address
+        elif isinstance(address, SpiderServer):
+            address = address.address
+        try:
+            self.client = Client(address)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        client = getattr(self, "client", None)
+        if client is not None:
+            client.close()
+        if self.server is not None:
+            self.server.close()
+
+
+def _make_config(**cfg: Any) -> dict:
+    if cfg.get("mask") not in ("bytes", "bits"):
+        raise ValueError(f"mask {cfg.get('mask')!r}: want 'bytes' or 'bits'")
+    return cfg
+
+
+def _observation_space(spec: dict) -> spaces.Box:
+    low, high = spec["obs_low"], spec["obs_high"]
+    return spaces.Box(low=low, high=high, shape=spec["obs_shape"], dtype=low.dtype)
+
+
+class SpiderEnv(gym.Env):
+    """One game of Spider Solitaire.
+
+    Actions are the 1081 ids of the fixed action space; ``info["action_mask"]``
+    (int8, 1 where legal) and :meth:`action_masks` (bool) say which are legal.
+    The reward is the change of the score (which starts at 500); the episode
+    terminates when the game is won or lost and is truncated after
+    ``max_steps`` actions. ``illegal`` is what an illegal action does:
+    ``"noop"`` (the default: nothing changes, ``info["illegal"]`` is set and
+    the reward is ``-illegal_penalty``), ``"lose"`` (the game ends as
+    terminated) or ``"error"`` (:class:`SpiderError` is raised).
+
+    ``address`` is a running server's address (``"host:port"``,
+    ``"unix:/path"``) or a :class:`SpiderServer`; without one the env starts
+    its own server and stops it on :meth:`close`. ``episode_key`` names the
+    info entry of the episode statistics (None leaves them out, for
+    wrappers that add their own).
+    """
+
+    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+
+    def __init__(
+        self,
+        rules: str = "classic",
+        suits: int = 1,
+        obs: str = "compact",
+        max_steps: int = 1000,
+        illegal: str = "noop",
+        illegal_penalty: float = 0.0,
+        render_mode: str | None = None,
+        address: Any = None,
+        face_up_slots: int = 78,
+        mask: str = "bytes",
+        time_per_action_ms: int = 0,
+        episode_key: str | None = "episode",
+    ):
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode {render_mode!r}: want one of {self.metadata['render_modes']} or None")
+        self.render_mode = render_mode
+        self.episode_key = episode_key
+        cfg = _make_config(
+            rules=rules, suits=suits, n=1, obs=obs, autoreset="disabled", illegal=illegal,
+            illegal_penalty=illegal_penalty, max_steps=max_steps, face_up_slots=face_up_slots,
+            time_per_action_ms=time_per_action_ms, mask=mask, workers=1,
+        )
+        self._backend = _Backend(address)
+        try:
+            self.spider_spec = self._backend.client.make(**cfg)
+        except BaseException:
+            self._backend.close()
+            raise
+        self.observation_space = _observation_space(self.spider_spec)
+        self.action_space = spaces.Discrete(NUM_ACTIONS)
+        self._last: dict | None = None
+
+    @property
+    def client(self) -> Client:
+        """The protocol client of this env's connection."""
+        return self._backend.client
+
+    @property
+    def server(self) -> SpiderServer | None:
+        """The server this env started, if it started one."""
+        return self._backend.server
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        """Deal a new game.
+
+        With ``seed`` the game is the first of that seed's stream (the same
+        as game 0 of a vector env reset with that seed); without one, the
+        next game of the stream, the first reset drawing a seed from
+        ``self.np_random``.
+        """
+        if options:
+            raise ValueError(f"SpiderEnv.reset takes no options, got {sorted(options)}")
+        if isinstance(seed, np.integer):
+            seed = int(seed)
+        never_seeded = self._np_random is None
+        super().reset(seed=seed)
+        if seed is None and (never_seeded or self._last is None):
+            seed = int(self.np_random.integers(0, 2**63))
+        r = self.client.reset(seed=seed)
+        self._last = r
+        return r["obs"][0], self._info(r, ended=False)
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
+        if self._last is None:
+            raise gym.error.ResetNeeded("call reset before step")
+        r = self.client.step(np.array([action], dtype=np.int64).reshape(1))
+        self._last = r
+        terminated, truncated = bool(r["terminated"][0]), bool(r["truncated"][0])
+        info = self._info(r, ended=terminated or truncated)
+        return r["obs"][0], float(r["rewards"][0]), terminated, truncated, info
+
+    def _info(self, r: dict, ended: bool) -> dict:
+        info = {
+            "action_mask": r["masks"][0].view(np.int8),
+            "score": int(r["score"][0]),
+            "runs": int(r["runs"][0]),
+            "moves": int(r["moves"][0]),
+            "num_legal": int(r["num_legal"][0]),
+            "illegal": bool(r["illegal"][0]),
+        }
+        if ended and self.episode_key is not None:
+            info[self.episode_key] = {
+                "r": float(r["episode_return"][0]),
+                "l": int(r["episode_length"][0]),
+                "won": bool(r["episode_won"][0]),
+                "runs": int(r["episode_runs"][0]),
+            }
+        return info
+
+    def action_masks(self) -> np.ndarray:
+        """The legal actions now, as 1081 booleans (what MaskablePPO asks for)."""
+        if self._last is None:
+            raise gym.error.ResetNeeded("call reset before action_masks")
+        return self._last["masks"][0].view(np.bool_)
+
+    def render(self) -> str | None:
+        if self.render_mode == "ansi":
+            return self.client.render(0)
+        return None
+
+    def close(self) -> None:
+        backend = getattr(self, "_backend", None)
+        if backend is not None:
+            backend.close()
+
+
+class SpiderVectorEnv(gym.vector.VectorEnv):
+    """A batch of ``num_envs`` games stepped together by one server request.
+
+    Takes the keyword arguments of :class:`SpiderEnv` and ``autoreset_mode``:
+    ``"next-step"`` (gymnasium's default), ``"same-step"`` or ``"disabled"``
+    (or a :class:`gymnasium.vector.AutoresetMode`), which the server carries
+    out.
+    ``workers`` sets the server's worker goroutines for this batch (0: its
+    default).
+
+    ``step`` returns observations of shape (num_envs, obs_len), float32
+    rewards and bool terminations and truncations; every array is new and
+    writable. ``infos`` follow gymnasium's vector conventions: each key an
+    array over the games with a ``_key`` boolean array saying which games
+    have it: ``action_mask`` (int8, (num_envs, 1081)), ``score``, ``runs``,
+    ``moves``, ``num_legal``, ``illegal``; where games ended, ``episode``
+    {``r``, ``l``, ``won``, ``runs``}; with same-step autoreset,
+    ``final_obs`` (an object array holding the ended games' last
+    observations) and ``final_info``.
+    """
+
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": ["ansi"], "render_fps": 4}
+
+    def __init__(
+        self,
+        num_envs: int = 1,
+        rules: str = "classic",
+        suits: int = 1,
+        obs: str = "compact",
+        max_steps: int = 1000,
+        illegal: str = "noop",
+        illegal_penalty: float = 0.0,
+        render_mode: str | None = None,
+        address: Any = None,
+        face_up_slots: int = 78,
+        mask: str = "bytes",
+        time_per_action_ms: int = 0,
+        episode_key: str | None = "episode",
+        autoreset_mode: Any = AutoresetMode.NEXT_STEP,
+        workers: int = 0,
+    ):
+        if int(num_envs) < 1:
+            raise ValueError(f"num_envs must be at least 1, got {num_envs}")
+        if render_mode is not None and render_mode not in ("ansi",):
+            raise ValueError(f"render_mode {render_mode!r}: want 'ansi' or None")
+        mode = _autoreset_mode(autoreset_mode)
+        self.num_envs = int(num_envs)
+        self.render_mode = render_mode
+        self.episode_key = episode_key
+        self.autoreset_mode = mode
+        self.metadata = {"autoreset_mode": mode, "render_modes": ["ansi"], "render_fps": 4}
+        cfg = _make_config(
+            rules=rules, suits=suits, n=self.num_envs, obs=obs, autoreset=_AUTORESET_NAMES[mode],
+            illegal=illegal, illegal_penalty=illegal_penalty, max_steps=max_steps,
+            face_up_slots=face_up_slots, time_per_action_ms=time_per_action_ms, mask=mask,
+            workers=workers,
+        )
+        self._backend = _Backend(address)
+        try:
+            self.spider_spec = self._backend.client.make(**cfg)
+        except BaseException:
+            self._backend.close()
+            raise
+        self.single_observation_space = _observation_space(self.spider_spec)
+        self.single_action_space = spaces.Discrete(NUM_ACTIONS)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = spaces.MultiDiscrete(np.full(self.num_envs, NUM_ACTIONS, dtype=np.int64))
+        self._last: dict | None = None
+
+    @property
+    def client(self) -> Client:
+        """The protocol client of this env's connection."""
+        return self._backend.client
+
+    @property
+    def server(self) -> SpiderServer | None:
+        """The server this env started, if it started one."""
+        return self._backend.server
+
+    def reset(self, *, seed: Any = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        """Reset games.
+
+        ``seed`` (an int) resets every game, game i from (seed, i); without
+        one every game goes to its next episode (the first reset draws a
+        seed from ``self.np_random``). ``options={"reset_mask": mask}``
+        (num_envs booleans) resets only those games, to their next episode:
+        the way to restart ended games with autoreset disabled.
+        """
+        if isinstance(seed, np.integer):
+            seed = int(seed)
+        if isinstance(seed, (list, tuple)):
+            if all(s is None for s in seed):
+                seed = None
+            else:
+                raise ValueError(
+                    "SpiderVectorEnv seeds the whole batch from one int (game i from (seed, i)); "
+                    "a list of seeds is not supported"
+                )
+        options = dict(options or {})
+        reset_mask = options.pop("reset_mask", None)
+        if options:
+            raise ValueError(f"unknown reset options {sorted(options)}; only 'reset_mask' is known")
+        if reset_mask is not None:
+            reset_mask = np.asarray(reset_mask)
+            if reset_mask.shape != (self.num_envs,) or reset_mask.dtype != np.bool_:
+                raise ValueError(
+                    f"options['reset_mask'] must be a bool array of shape ({self.num_envs},), "
+                    f"got {reset_mask.dtype} {reset_mask.shape}"
+                )
+            if seed is not None:
+                raise ValueError("a seeded reset resets every game: pass either seed or options['reset_mask']")
+        never_seeded = self._np_random is None
+        super().reset(seed=seed)
+        if reset_mask is None and seed is None and (never_seeded or self._last is None):
+            seed = int(self.np_random.integers(0, 2**63))
+        r = self.client.reset(seed=seed, reset_mask=reset_mask)
+        self._last = r
+        return r["obs"], self._infos(r, with_episode=False)
+
+    def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
+        if self._last is None:
+            raise gym.error.ResetNeeded("call reset before step")
+        r = self.client.step(actions)
+        self._last = r
+        return r["obs"], r["rewards"], r["terminated"], r["truncated"], self._infos(r, with_episode=True)
+
+    def _infos(self, r: dict, with_episode: bool) -> dict:
+        n = self.num_envs
+        ones = np.ones((6, n), np.bool_)  # one row for each key's "_key"
+        infos: dict[str, Any] = {"action_mask": r["masks"].view(np.int8), "_action_mask": ones[0]}
+        for j, key in enumerate(("score", "runs", "moves", "num_legal", "illegal"), 1):
+            infos[key] = r[key]
+            infos["_" + key] = ones[j]
+        if not with_episode:
+            return infos
+        done = r["terminated"] | r["truncated"]
+        if self.episode_key is not None and done.any():
+            infos[self.episode_key] = self._episode(r, done)
+            infos["_" + self.episode_key] = done
+        if self.autoreset_mode == AutoresetMode.SAME_STEP:
+            has_final = r["has_final"]
+            if has_final.any():
+                final_obs = np.full(n, None, dtype=object)
+                rows = r["final_obs"]
+                for i in np.flatnonzero(has_final):
+                    final_obs[i] = rows[i]
+                final_info: dict[str, Any] = {
+                    "score": np.where(has_final, r["final_score"], 0).astype(np.int32),
+                    "runs": np.where(has_final, r["episode_runs"], 0).astype(np.uint8),
+                    "moves": np.where(has_final, r["episode_length"], 0).astype(np.int32),
+                    "illegal": r["illegal"] & has_final,
+                }
+                for key in ("score", "runs", "moves", "illegal"):
+                    final_info["_" + key] = has_final.copy()
+                if self.episode_key is not None:
+                    final_info[self.episode_key] = self._episode(r, has_final)
+                    final_info["_" + self.episode_key] = has_final.copy()
+                infos["final_obs"] = final_obs
+                infos["_final_obs"] = has_final.copy()
+                infos["final_info"] = final_info
+                infos["_final_info"] = has_final.copy()
+        return infos
+
+    @staticmethod
+    def _episode(r: dict, where: np.ndarray) -> dict:
+        return {
+            "r": np.where(where, r["episode_return"], 0).astype(np.float32),
+            "l": np.where(where, r["episode_length"], 0).astype(np.int32),
+            "won": r["episode_won"] & where,
+            "runs": np.where(where, r["episode_runs"], 0).astype(np.uint8),
+        }
+
+    def action_masks(self) -> np.ndarray:
+        """The legal actions of every game, (num_envs, 1081) booleans."""
+        if self._last is None:
+            raise gym.error.ResetNeeded("call reset before action_masks")
+        return self._last["masks"].view(np.bool_)
+
+    def render(self) -> str | None:
+        """The board of game 0 as text (render_mode "ansi")."""
+        if self.render_mode == "ansi":
+            return self.client.render(0)
+        return None
+
+    def close_extras(self, **kwargs: Any) -> None:
+        backend = getattr(self, "_backend", None)
+        if backend is not None:
+            backend.close()

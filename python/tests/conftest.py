@@ -1,0 +1,62 @@
+"""Shared fixtures: the server binary (built from the repository) and a
+server that most tests share."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def spider_bin() -> str:
+    """The spider binary: $SPIDER_BIN, else bin/spider built now with go build."""
+    env = os.environ.get("SPIDER_BIN")
+    if env:
+        return env
+    out = REPO / "bin" / "spider"
+    go = shutil.which("go")
+    if go is None:
+        if not out.is_file():
+            pytest.skip("the spider server cannot be built: no go toolchain and no bin/spider")
+    else:
+        p = subprocess.run(
+            [go, "build", "-o", str(out), "./cmd/spider"],
+            cwd=REPO, capture_output=True, text=True, timeout=600,
+        )
+        if p.returncode != 0:
+            pytest.fail(f"go build ./cmd/spider failed:\n{p.stdout}{p.stderr}", pytrace=False)
+    os.environ["SPIDER_BIN"] = str(out)
+    return str(out)
+
+
+@pytest.fixture(scope="session")
+def server(spider_bin):
+    """One server for the tests that do not test starting their own."""
+    from spider_env import SpiderServer
+
+    with SpiderServer(spider_bin) as s:
+        yield s
+    assert s.proc.poll() is not None
+
+
+def masked_random(rng: np.random.Generator, masks: np.ndarray) -> np.ndarray:
+    """One uniformly random legal action per row of masks (n x 1081 of 0/1).
+
+    Rows without a legal action get 0.
+    """
+    n, width = masks.shape
+    counts = masks.sum(axis=1, dtype=np.int64)
+    flat = np.flatnonzero(masks.reshape(-1))
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    k = (rng.random(n) * counts).astype(np.int64)
+    out = np.zeros(n, dtype=np.int64)
+    has = counts > 0
+    out[has] = flat[starts[has] + k[has]] - np.flatnonzero(has) * width
+    return out

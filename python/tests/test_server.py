@@ -1,0 +1,195 @@
+"""The private server: found, started, and never left behind."""
+
+from __future__ import annotations
+
+import gc
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import spider_env
+from spider_env import Client, SpiderEnv, SpiderError, SpiderServer, SpiderVectorEnv
+from spider_env import _server
+
+
+def _gone(pid: int, timeout: float = 10.0) -> bool:
+    """Whether no process has pid within timeout (a zombie counts as gone)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().split(") ", 1)[1].startswith("Z"):
+                    return True
+        except (OSError, IndexError):
+            pass
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+
+
+def test_close_stops_the_server():
+    env = SpiderEnv()
+    srv = env.server
+    pid, tmpdir = srv.pid, srv.tmpdir
+    assert srv.running and os.path.exists(tmpdir)
+    assert srv.address.startswith("unix:" + tmpdir)
+    env.reset(seed=0)
+    env.close()
+    assert srv.proc.poll() == 0  # stopped cleanly by SIGTERM
+    assert not os.path.exists(tmpdir)
+    assert _gone(pid)
+    env.close()
+
+
+def test_vector_close_stops_the_server():
+    venv = SpiderVectorEnv(4)
+    proc = venv.server.proc
+    venv.reset(seed=0)
+    venv.close()
+    assert proc.poll() == 0 and _gone(proc.pid)
+
+
+def test_garbage_collected_env_stops_its_server():
+    env = SpiderEnv()
+    env.reset(seed=1)
+    proc, tmpdir = env.server.proc, env.server.tmpdir
+    venv = SpiderVectorEnv(3)
+    vproc = venv.server.proc
+    del env, venv
+    gc.collect()
+    assert proc.poll() is not None and vproc.poll() is not None
+    assert _gone(proc.pid) and _gone(vproc.pid)
+    assert not os.path.exists(tmpdir)
+
+
+def test_a_given_address_is_not_stopped():
+    with SpiderServer() as srv:
+        env = SpiderEnv(address=srv)
+        assert env.server is None
+        env.close()
+        assert srv.running
+        venv = SpiderVectorEnv(2, address=srv.address)
+        venv.close()
+        assert srv.running
+    assert not srv.running
+
+
+_SCRIPT = textwrap.dedent(
+    """
+    import os, sys
+    import spider_env
+    env = spider_env.SpiderEnv()
+    env.reset(seed=0)
+    print(env.server.pid, env.server.tmpdir, flush=True)
+    if sys.argv[1] == "hard":
+        os._exit(0)  # no atexit, no finalizers
+    # "exit": leave without close(); atexit must stop the server
+    """
+)
+
+
+@pytest.mark.parametrize("how", ["exit", "hard"])
+def test_no_server_outlives_python(how):
+    p = subprocess.run([sys.executable, "-c", _SCRIPT, how], capture_output=True, text=True, timeout=60,
+                       env=os.environ.copy())
+    assert p.returncode == 0, p.stderr
+    pid, tmpdir = p.stdout.split()
+    assert _gone(int(pid)), f"server {pid} still running after its Python process ended ({how})"
+    if how == "exit":
+        assert not os.path.exists(tmpdir)
+    else:  # nobody was left to remove the directory (the server removed its socket)
+        assert not os.path.exists(os.path.join(tmpdir, "spider.sock"))
+        shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def test_tcp_transport():
+    with SpiderServer(transport="tcp") as srv:
+        assert not srv.address.startswith("unix:")
+        host, port = srv.address.rsplit(":", 1)
+        assert host == "127.0.0.1" and int(port) > 0
+        with Client(srv.address) as c:
+            c.make(n=2)
+            r = c.reset(seed=1)
+            assert r["obs"].shape == (2, 806)
+        env = SpiderEnv(address=srv.address)
+        env.reset(seed=1)
+        env.close()
+
+
+def test_server_that_cannot_start_says_why():
+    with pytest.raises(SpiderError) as e:
+        SpiderServer(args=["--max-games", "0"])
+    assert e.value.code == "unavailable"
+    assert "exited with status" in str(e.value) and "limits must be positive" in str(e.value)
+
+
+def test_binary_lookup(monkeypatch, tmp_path, spider_bin):
+    assert _server.find_binary() == spider_bin
+    monkeypatch.setenv("SPIDER_BIN", str(tmp_path / "missing"))
+    with pytest.raises(FileNotFoundError) as e:
+        _server.find_binary()
+    assert "SPIDER_BIN" in str(e.value)
+    monkeypatch.delenv("SPIDER_BIN")
+    monkeypatch.setattr(_server, "_repo_bin", lambda start: None)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(FileNotFoundError) as e:
+        SpiderEnv()
+    assert "make build" in str(e.value) and "SPIDER_BIN" in str(e.value)
+    # The repository's bin/spider, found by walking up from the package.
+    monkeypatch.undo()
+    monkeypatch.delenv("SPIDER_BIN")
+    found = _server._repo_bin(Path(spider_env.__file__).resolve().parent)
+    assert found is not None and found.name == "spider"
+    assert _server.find_binary() == str(found)
+
+
+def test_broken_connection_is_an_error():
+    srv = SpiderServer()
+    env = SpiderEnv(address=srv)
+    obs, info = env.reset(seed=0)
+    srv.close()
+    with pytest.raises(SpiderError) as e:
+        env.step(int(np.argmax(info["action_mask"])))
+    assert e.value.code == "connection"
+    assert env.client.closed  # a broken stream is not used again
+    with pytest.raises(SpiderError) as e:
+        env.step(0)
+    assert e.value.code == "closed"
+    env.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_forked_child_leaves_the_parent_alone():
+    """A child that inherits an env and closes it must neither stop the
+    parent's server nor close the parent's connection."""
+    env = SpiderEnv()
+    obs, info = env.reset(seed=0)
+    pid = os.fork()
+    if pid == 0:  # the child
+        code = 0
+        try:
+            env.close()
+            gc.collect()
+        except BaseException:
+            code = 1
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    try:
+        assert env.server.running
+        obs, r, term, trunc, info = env.step(int(np.argmax(info["action_mask"])))
+        assert info["moves"] == 1
+    finally:
+        env.close()
+    assert not env.server.running

@@ -1,0 +1,292 @@
+"""SpiderVectorEnv: long random masked rollouts in every autoreset mode,
+gymnasium's vector conventions, and make_vec."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.vector import AutoresetMode
+
+from spider_env import SpiderEnv, SpiderError, SpiderVectorEnv
+
+from conftest import masked_random
+
+N = 16
+STEPS = 3000
+START = 500  # every game starts at this score
+
+
+def _check_common(venv, obs, rewards, term, trunc, infos):
+    n = venv.num_envs
+    assert obs.shape == (n, venv.single_observation_space.shape[0])
+    assert obs.dtype == venv.single_observation_space.dtype
+    assert obs in venv.observation_space
+    assert rewards.dtype == np.float32 and rewards.shape == (n,)
+    assert term.dtype == np.bool_ and term.shape == (n,)
+    assert trunc.dtype == np.bool_ and trunc.shape == (n,)
+    assert not (term & trunc).any()
+    m = infos["action_mask"]
+    assert m.dtype == np.int8 and m.shape == (n, 1081)
+    assert ((m == 0) | (m == 1)).all()
+    assert infos["_action_mask"].all() and infos["_action_mask"].shape == (n,)
+    assert (m.sum(axis=1) == infos["num_legal"]).all()
+    assert (venv.action_masks() == m.astype(bool)).all() and venv.action_masks().dtype == np.bool_
+    for key, dt in (("score", np.int32), ("runs", np.uint8), ("moves", np.int32), ("num_legal", np.int32), ("illegal", np.bool_)):
+        assert infos[key].dtype == dt and infos[key].shape == (n,) and infos["_" + key].all(), key
+    assert not infos["illegal"].any()  # masked actions are always legal
+    assert (infos["score"] >= 0).all()
+
+
+@pytest.mark.parametrize("mode", ["next-step", "same-step", "disabled"])
+@pytest.mark.parametrize("rules", ["classic", "cardems"])
+def test_random_rollout(server, mode, rules):
+    steps = STEPS if rules == "classic" else STEPS // 3
+    venv = SpiderVectorEnv(N, rules=rules, suits=2 if rules == "cardems" else 1, max_steps=200,
+                           autoreset_mode=mode, address=server, mask="bits" if mode == "same-step" else "bytes")
+    rng = np.random.default_rng(123)
+    assert venv.metadata["autoreset_mode"] == AutoresetMode(
+        {"next-step": "NextStep", "same-step": "SameStep", "disabled": "Disabled"}[mode])
+    try:
+        obs, infos = venv.reset(seed=2024)
+        assert (infos["score"] == START).all() and (infos["moves"] == 0).all()
+        ret = np.zeros(N, np.float64)  # the running return of each game's episode
+        length = np.zeros(N, np.int64)
+        prev_done = np.zeros(N, bool)
+        episodes = terminations = 0
+        for t in range(steps):
+            prev_obs = obs
+            actions = masked_random(rng, infos["action_mask"])
+            obs, rewards, term, trunc, infos = venv.step(actions)
+            _check_common(venv, obs, rewards, term, trunc, infos)
+            done = term | trunc
+
+            if mode == "next-step":
+                # The step after an end restarts the game: reward 0, not
+                # ended, the new game's first observation.
+                p = prev_done
+                assert (rewards[p] == 0).all() and not done[p].any()
+                assert (infos["score"][p] == START).all() and (infos["moves"][p] == 0).all()
+                assert not (obs[p] == prev_obs[p]).all(axis=1).any()
+                live = ~p
+            else:
+                live = np.ones(N, bool)
+            ret[live] += rewards[live]
+            length[live] += 1
+            assert (infos["moves"][live & ~done] == length[live & ~done]).all()
+
+            if done.any():
+                ep = infos["episode"]
+                assert (infos["_episode"] == done).all()
+                assert set(ep) == {"r", "l", "won", "runs"}
+                if mode == "same-step":
+                    fi = infos["final_info"]
+                    assert (infos["_final_obs"] == done).all() and (infos["_final_info"] == done).all()
+                    assert (fi["_score"] == done).all() and (fi["_episode"] == done).all()
+                    end_score, end_runs = fi["score"], fi["runs"]
+                    for i in range(N):
+                        if done[i]:
+                            f = infos["final_obs"][i]
+                            assert f.shape == obs[i].shape and f.dtype == obs.dtype
+                            assert not (f == obs[i]).all()
+                        else:
+                            assert infos["final_obs"][i] is None
+                    # The new game is already in place.
+                    assert (infos["score"][done] == START).all() and (infos["moves"][done] == 0).all()
+                    assert (fi["moves"][done] == length[done]).all()
+                else:
+                    assert "final_obs" not in infos and "final_info" not in infos
+                    end_score, end_runs = infos["score"], infos["runs"]
+                    assert (infos["moves"][done] == length[done]).all()
+                for i in np.flatnonzero(done):
+                    # Rewards add up to the score's change over the episode.
+                    assert ret[i] == end_score[i] - START == ep["r"][i], (t, i)
+                    assert ep["l"][i] == length[i] and ep["runs"][i] == end_runs[i]
+                    assert bool(ep["won"][i]) == (end_runs[i] == 8)
+                    assert trunc[i] == (length[i] == 200 and not term[i])
+                assert (ep["r"][~done] == 0).all() and (ep["l"][~done] == 0).all()
+                episodes += int(done.sum())
+                terminations += int(term.sum())
+                ret[done] = 0
+                length[done] = 0
+            else:
+                assert "episode" not in infos and "final_obs" not in infos
+
+            if mode == "next-step":
+                assert (infos["num_legal"][done] == 1081).all()  # any action is accepted, and ignored
+            elif mode == "disabled" and done.any():
+                assert (infos["num_legal"][done] == 0).all()
+                if t % 2 == 0:
+                    with pytest.raises(SpiderError) as e:
+                        venv.step(np.zeros(N, np.int64))
+                    assert e.value.code == "bad_action" and "has ended" in str(e.value)
+                before = obs.copy()
+                obs, rinfos = venv.reset(options={"reset_mask": done})
+                assert (obs[~done] == before[~done]).all()
+                assert (rinfos["score"][done] == START).all() and (rinfos["moves"][done] == 0).all()
+                assert (rinfos["action_mask"].sum(1) == rinfos["num_legal"]).all()
+                assert (rinfos["num_legal"][done] > 0).all()
+                infos = rinfos
+            prev_done = done
+        assert episodes >= N * (steps // 200 - 1)
+    finally:
+        venv.close()
+
+
+def _episode_starts(mode, n=4, steps=700, max_steps=60, seed=77, rng_seed=0):
+    """The first observation of each (game, episode) in a rollout."""
+    venv = SpiderVectorEnv(n, max_steps=max_steps, autoreset_mode=mode)
+    rng = np.random.default_rng(rng_seed)
+    starts = {}
+    try:
+        obs, infos = venv.reset(seed=seed)
+        k = np.zeros(n, int)
+        for i in range(n):
+            starts[i, 0] = obs[i].copy()
+        prev_done = np.zeros(n, bool)
+        for _ in range(steps):
+            obs, r, term, trunc, infos = venv.step(masked_random(rng, infos["action_mask"]))
+            done = term | trunc
+            if mode == "next-step":
+                for i in np.flatnonzero(prev_done):
+                    starts[i, k[i]] = obs[i].copy()
+                k[done] += 1
+            elif mode == "same-step":
+                k[done] += 1
+                for i in np.flatnonzero(done):
+                    starts[i, k[i]] = obs[i].copy()
+            elif done.any():
+                k[done] += 1
+                obs, infos = venv.reset(options={"reset_mask": done})
+                for i in np.flatnonzero(done):
+                    starts[i, k[i]] = obs[i].copy()
+            prev_done = done
+    finally:
+        venv.close()
+        assert venv.server.proc.poll() is not None
+    return starts
+
+
+def test_modes_deal_the_same_games():
+    """Game i's k-th deal depends only on (seed, i, k): the three modes (with
+    different random play) and the single env see the same deals."""
+    by_mode = {m: _episode_starts(m, rng_seed=j) for j, m in enumerate(["next-step", "same-step", "disabled"])}
+    common = set.intersection(*(set(s) for s in by_mode.values()))
+    assert len(common) >= 4 * 5
+    for key in common:
+        a = by_mode["next-step"][key]
+        assert (a == by_mode["same-step"][key]).all() and (a == by_mode["disabled"][key]).all(), key
+    env = SpiderEnv()
+    try:
+        o, _ = env.reset(seed=77)
+        k = 0
+        while (0, k) in common:
+            assert (o == by_mode["same-step"][0, k]).all()
+            o, _ = env.reset()
+            k += 1
+        assert k >= 5
+    finally:
+        env.close()
+
+
+def test_vector_reset_rules(server):
+    venv = SpiderVectorEnv(3, address=server, autoreset_mode=AutoresetMode.DISABLED)
+    try:
+        with pytest.raises(SpiderError) as e:  # reset_mask before any seeded reset
+            venv.reset(options={"reset_mask": np.array([True, False, True])})
+        assert e.value.code == "bad_order"
+        o1, _ = venv.reset(seed=5)
+        o2, _ = venv.reset(seed=5)
+        assert (o1 == o2).all() and not (o1[0] == o1[1]).all()
+        assert (venv.reset(seed=np.int64(5))[0] == o1).all()
+        o3, _ = venv.reset()
+        assert not (o3 == o1).all(axis=1).any()  # every game's next deal
+        with pytest.raises(ValueError):
+            venv.reset(seed=5, options={"reset_mask": np.ones(3, bool)})
+        with pytest.raises(ValueError):
+            venv.reset(options={"reset_mask": np.ones(4, bool)})
+        with pytest.raises(ValueError):
+            venv.reset(options={"reset_mask": np.ones(3, np.uint8)})
+        with pytest.raises(ValueError):
+            venv.reset(seed=[1, 2, 3])
+        with pytest.raises(ValueError):
+            venv.reset(options={"seed": 1})
+        o4, _ = venv.reset(seed=[None, None, None])
+        assert o4.shape == (3, 806)
+        with pytest.raises(SpiderError) as e:
+            venv.step(np.zeros(2, np.int64))
+        assert e.value.code == "bad_action" and "want 6" in str(e.value)
+        # (n, 1) actions, as some libraries shape them, are accepted.
+        _, _, _, _, info = venv.step(venv.action_masks().argmax(1)[:, None])
+        assert (info["moves"] == 1).all()
+    finally:
+        venv.close()
+    with pytest.raises(ValueError):
+        SpiderVectorEnv(2, address=server, autoreset_mode="sometimes")
+
+
+def test_vector_spaces_and_render(server):
+    venv = SpiderVectorEnv(5, address=server, obs="float32", render_mode="ansi")
+    try:
+        assert venv.num_envs == 5
+        assert venv.single_action_space == gym.spaces.Discrete(1081)
+        assert venv.action_space == gym.spaces.MultiDiscrete([1081] * 5)
+        assert venv.single_observation_space.dtype == np.float32
+        assert venv.observation_space.shape == (5,) + venv.single_observation_space.shape
+        assert venv.metadata["autoreset_mode"] is AutoresetMode.NEXT_STEP
+        obs, infos = venv.reset(seed=1)
+        assert obs in venv.observation_space
+        assert "score 500" in venv.render()
+        sample = venv.action_space.sample()
+        obs, r, term, trunc, infos = venv.step(sample)  # unmasked: illegal ones are no-ops
+        assert infos["illegal"].dtype == np.bool_ and (infos["moves"] == 1).all()
+    finally:
+        venv.close()
+    venv.close()
+    with pytest.raises(SpiderError):
+        venv.client.step([0] * 5)
+
+
+def test_make_vec():
+    venv = gym.make_vec("Spider-v0", num_envs=6, vectorization_mode="vector_entry_point",
+                        rules="cardems", suits=1, autoreset_mode="same-step")
+    try:
+        assert isinstance(venv, SpiderVectorEnv) and venv.num_envs == 6
+        assert venv.spider_spec["n"] == 6 and venv.spider_spec["rules"] == "cardems"
+        assert venv.spider_spec["autoreset"] == "same-step"
+        assert venv.metadata["autoreset_mode"] is AutoresetMode.SAME_STEP
+        assert venv.spec.id == "Spider-v0" and venv.spec.kwargs["num_envs"] == 6
+        obs, infos = venv.reset(seed=3)
+        assert obs.shape == (6, 806)
+        venv.step(venv.action_masks().argmax(1))
+    finally:
+        venv.close()
+    assert venv.server.proc.poll() is not None
+    # The default vectorization of this id is its vector entry point.
+    venv = gym.make_vec("Spider-v0", num_envs=2)
+    try:
+        assert isinstance(venv, SpiderVectorEnv)
+    finally:
+        venv.close()
+    # The sync vectorizer over single envs works too.
+    venv = gym.make_vec("Spider-v0", num_envs=2, vectorization_mode="sync", max_steps=5)
+    try:
+        obs, infos = venv.reset(seed=0)
+        assert obs.shape == (2, 806) and infos["action_mask"].shape == (2, 1081)
+        for _ in range(6):
+            obs, r, term, trunc, infos = venv.step(np.argmax(infos["action_mask"], axis=1))
+    finally:
+        venv.close()
+
+
+def test_record_episode_statistics_wrapper(server):
+    """gymnasium's own statistics wrapper needs the episode key free."""
+    venv = SpiderVectorEnv(4, address=server, max_steps=10, episode_key=None)
+    venv = gym.wrappers.vector.RecordEpisodeStatistics(venv)
+    try:
+        obs, infos = venv.reset(seed=0)
+        for _ in range(10):
+            obs, r, term, trunc, infos = venv.step(venv.unwrapped.action_masks().argmax(1))
+        assert trunc.all() and (infos["episode"]["l"] == 10).all()
+    finally:
+        venv.close()
