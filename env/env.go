@@ -60,9 +60,9 @@ func New(r Rules) *Env {
 	} else {
 		e.u8 = make([]uint8, r.CompactLen())
 	}
-	if r.maxSteps >= 0 {
-		e.history = make([]Undo, 0, r.maxSteps)
-	}
+	// A whole episode's undo records, up to a sane size; a longer limit
+	// grows the history as needed.
+	e.history = make([]Undo, 0, min(max(int(r.maxSteps), 0), 1<<14))
 	return e
 }
 

@@ -174,6 +174,17 @@ func (cn *conn) opMake(q *request) *replyError {
 			return fail(codeBadConfig, "mask %q: want bytes or bits", q.mask)
 		}
 	}
+	// Float32 observations of 4-suit games are 53 KB a game: bound memory.
+	width := r.ObsLen()
+	if r.Encoding() == env.Float32 {
+		width *= 4
+	}
+	if bo.Autoreset == env.SameStep {
+		width *= 2 // the final observations
+	}
+	if bytes := int64(bo.N) * int64(width+env.NumActions); bytes > int64(cn.s.cfg.MaxBytes) {
+		return &replyError{code: codeLimit, msg: "a batch of " + strconv.Itoa(bo.N) + " games of this configuration needs " + strconv.FormatInt(bytes>>20, 10) + " MiB of buffers, over the server's limit of " + strconv.Itoa(cn.s.cfg.MaxBytes>>20) + " MiB"}
+	}
 	// Claim the games before building, so two connections cannot both pass.
 	delta := int64(bo.N) - cn.games
 	if total := cn.s.games.Add(delta); total > int64(cn.s.cfg.MaxTotal) {

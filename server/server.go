@@ -33,6 +33,7 @@ type Config struct {
 	MaxGames    int           // games in one connection's batch (default 16384)
 	MaxTotal    int           // games across all connections (default 65536)
 	MaxFrame    int           // bytes in one request frame (default 64 MiB)
+	MaxBytes    int           // bytes of observation buffers in one batch (default 1 GiB)
 	IdleTimeout time.Duration // a connection silent this long is closed (default 5 min)
 	Workers     int           // default workers per batch (default GOMAXPROCS)
 	Log         *log.Logger   // where connection errors are logged (default: discarded)
@@ -50,6 +51,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxFrame <= 0 {
 		c.MaxFrame = 64 << 20
+	}
+	if c.MaxBytes <= 0 {
+		c.MaxBytes = 1 << 30
 	}
 	if c.IdleTimeout <= 0 {
 		c.IdleTimeout = 5 * time.Minute

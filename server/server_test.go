@@ -276,7 +276,7 @@ func TestPackMasks(t *testing.T) {
 // the error reply (or the closed connection), and then checks the server
 // still serves a good client.
 func TestBadInput(t *testing.T) {
-	srv, addr := start(t, Config{MaxFrame: 1 << 16, MaxGames: 64})
+	srv, addr := start(t, Config{MaxFrame: 1 << 16, MaxGames: 64, MaxBytes: 2 << 20})
 	frame := func(b []byte) []byte {
 		var h [4]byte
 		binary.BigEndian.PutUint32(h[:], uint32(len(b)))
@@ -304,6 +304,7 @@ func TestBadInput(t *testing.T) {
 		{"WrongType", [][]byte{helloB}, frame(marshal(map[string]any{"op": "make", "suits": "four"})), codeBadRequest, "\"suits\"", false, false},
 		{"BadSuits", [][]byte{helloB}, frame(marshal(map[string]any{"op": "make", "suits": 3})), codeBadConfig, "suits", false, false},
 		{"TooManyGames", [][]byte{helloB}, frame(marshal(map[string]any{"op": "make", "n": 65})), codeLimit, "max-games", false, false},
+		{"TooManyBytes", [][]byte{helloB}, frame(marshal(map[string]any{"op": "make", "n": 64, "suits": 4, "obs": "float32"})), codeLimit, "MiB of buffers", false, false},
 		{"StepBeforeMake", [][]byte{helloB}, frame(marshal(map[string]any{"op": "step", "actions": []int{1}})), codeBadOrder, "before make", false, false},
 		{"StepBeforeReset", [][]byte{helloB, makeB}, frame(marshal(map[string]any{"op": "step", "actions": []int{1, 1, 1}})), codeBadOrder, "before reset", false, false},
 		{"RenderBeforeReset", [][]byte{helloB, makeB}, frame(marshal(map[string]any{"op": "render", "game": 0})), codeBadOrder, "before reset", false, false},

@@ -22,6 +22,7 @@ type serveOptions struct {
 	maxGames int
 	maxTotal int
 	maxFrame int
+	maxBytes int
 	idle     time.Duration
 	workers  int
 	quiet    bool
@@ -39,6 +40,7 @@ func serveCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 	fs.IntVar(&o.maxGames, "max-games", 16384, "games in one connection's batch")
 	fs.IntVar(&o.maxTotal, "max-total", 65536, "games across all connections")
 	fs.IntVar(&o.maxFrame, "max-frame", 64<<20, "largest request frame in bytes")
+	fs.IntVar(&o.maxBytes, "max-batch-bytes", 1<<30, "largest observation and mask buffers of one batch, in bytes")
 	fs.DurationVar(&o.idle, "idle-timeout", 5*time.Minute, "close a connection silent for this long")
 	fs.IntVar(&o.workers, "workers", 0, "default worker goroutines per batch (0: GOMAXPROCS)")
 	fs.BoolVar(&o.quiet, "quiet", false, "do not log connection errors to stderr")
@@ -52,7 +54,7 @@ func serveCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 
 // runServe listens and serves until ctx ends (SIGINT or SIGTERM).
 func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error {
-	if o.maxConns < 1 || o.maxGames < 1 || o.maxTotal < 1 || o.maxFrame < 64 || o.idle <= 0 || o.workers < 0 {
+	if o.maxConns < 1 || o.maxGames < 1 || o.maxTotal < 1 || o.maxFrame < 64 || o.maxBytes < 1 || o.idle <= 0 || o.workers < 0 {
 		return usageError{fmt.Errorf("limits must be positive (max-frame at least 64 bytes)")}
 	}
 	network, addr := "tcp", o.addr
@@ -80,7 +82,7 @@ func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) err
 		logger = log.New(io.Discard, "", 0)
 	}
 	srv := server.New(server.Config{
-		MaxConns: o.maxConns, MaxGames: o.maxGames, MaxTotal: o.maxTotal, MaxFrame: o.maxFrame,
+		MaxConns: o.maxConns, MaxGames: o.maxGames, MaxTotal: o.maxTotal, MaxFrame: o.maxFrame, MaxBytes: o.maxBytes,
 		IdleTimeout: o.idle, Workers: o.workers, Log: logger,
 	})
 	fmt.Fprintf(stderr, "spider serve: listening on %s %s (protocol %d)\n", ln.Addr().Network(), ln.Addr(), server.Version)

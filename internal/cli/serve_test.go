@@ -40,7 +40,7 @@ func helloOver(t *testing.T, c net.Conn) map[string]any {
 }
 
 func serveOpts() serveOptions {
-	return serveOptions{addr: "127.0.0.1:0", maxConns: 4, maxGames: 64, maxTotal: 128, maxFrame: 1 << 20, idle: time.Minute}
+	return serveOptions{addr: "127.0.0.1:0", maxConns: 4, maxGames: 64, maxTotal: 128, maxFrame: 1 << 20, maxBytes: 1 << 30, idle: time.Minute}
 }
 
 func TestServeTCPAndShutdown(t *testing.T) {
