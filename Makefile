@@ -17,10 +17,12 @@ build:
 run:
 	$(GO) run ./cmd/spider demo --seed 1 --suits 1
 
-# Every test: lint, all Go tests (fuzz seeds and examples included), then the
-# Python client's tests against the real server binary.
+# Every test: lint, all Go tests (fuzz seeds and examples included), the
+# concurrent packages again under the race detector, then the Python
+# client's tests against the real server binary.
 test: lint
 	$(GO) test -count=1 ./...
+	$(GO) test -race -short -count=1 ./env/ ./server/
 	$(MAKE) pytest
 
 # The Python client: a virtual environment in .venv with the package and
