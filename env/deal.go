@@ -1,6 +1,10 @@
 package env
 
-import "github.com/spiderenv/spider/internal/rng"
+import (
+	"slices"
+
+	"github.com/spiderenv/spider/internal/rng"
+)
 
 // NewGame deals a new game under r from seed. The same seed and Rules give
 // the same deal on every machine and every Go version, forever: published
@@ -52,7 +56,8 @@ func Shuffle(deck *[NumCards]Card, suits int, seed uint64) {
 // Resample returns a game that looks exactly like s to a player but whose
 // unknown cards (every face-down card and the whole stock) are dealt anew
 // at random from seed: the cards a player cannot see are shuffled among
-// the places a player cannot see. Search agents play such games instead of
+// the places a player cannot see. The result depends only on what a player
+// sees and on seed, never on where the unseen cards really are. Search agents play such games instead of
 // peeking; tests use them to show that observations reveal nothing hidden.
 func (s *State) Resample(seed uint64) State {
 	next := *s
@@ -62,6 +67,10 @@ func (s *State) Resample(seed uint64) State {
 		n += copy(hidden[n:], s.cols[c][:s.down[c]])
 	}
 	n += copy(hidden[n:], s.stock[s.dealt:])
+	// Sorted first, so the result depends only on which cards are unseen
+	// (which the visible game determines), not on where they really lie:
+	// two games a player cannot tell apart resample to the same game.
+	slices.Sort(hidden[:n])
 	g := rng.New(seed)
 	for i := n - 1; i > 0; i-- {
 		j := g.IntN(i + 1)

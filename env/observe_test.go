@@ -10,11 +10,11 @@ import (
 	"github.com/spiderenv/spider/internal/rng"
 )
 
-// Two positions that differ only in the identity of face-down cards and in
-// the order and identity of the stock cards.
+// Two positions that differ only in where their unseen cards lie: the same
+// cards, dealt differently among the face-down places and the stock.
 const (
 	hiddenA = "1: 3h 5s Kh | 9s 8s\n2: Ah | Qh\n3: | 4h\nstock: 2s 3s 4s 5s 6s 7s 8s 9s Ts Js Qs Ks"
-	hiddenB = "1: Js Qs 2s | 9s 8s\n2: 7s | Qh\n3: | 4h\nstock: Kh 5s 4s 3h Ah 7s 8s 9s Ts 6s 3s Ks"
+	hiddenB = "1: Ks 7s 2s | 9s 8s\n2: 9s | Qh\n3: | 4h\nstock: Kh 5s 4s 3h Ah 3s 8s 5s Ts 6s Js Qs"
 )
 
 func TestObservationHidesFaceDownCardsAndStockOrder(t *testing.T) {
@@ -42,6 +42,9 @@ func TestObservationHidesFaceDownCardsAndStockOrder(t *testing.T) {
 			}
 			if a.Render() != b.Render() {
 				t.Errorf("renderings differ:\n%s\n%s", a.Render(), b.Render())
+			}
+			if a.Resample(5) != b.Resample(5) {
+				t.Error("Resample depends on where the hidden cards really are")
 			}
 		}
 	}

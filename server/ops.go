@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/spiderenv/spider/agents"
 	"github.com/spiderenv/spider/env"
 )
 
@@ -53,10 +54,21 @@ func (cn *conn) dispatch(q *request) (done bool, err *replyError) {
 		cn.en.str("text", s.Render())
 		return false, nil
 	case "hint":
-		if _, err := cn.game(q); err != nil {
+		i, err := cn.game(q)
+		if err != nil {
 			return false, err
 		}
-		return false, fail(codeUnavailable, "hint is not available yet: this server has no agent to recommend a move")
+		s := cn.batch.State(i)
+		legal := s.AppendLegal(nil)
+		if len(legal) == 0 {
+			return false, fail(codeBadOrder, "game %d has no legal action (it has ended); reset it", i)
+		}
+		d := (&agents.Greedy{}).Act(agents.NewView(&s, legal, 0, false))
+		cn.en.start(true, q, 3)
+		cn.en.int("action", int64(d.Action))
+		cn.en.str("notation", d.Action.String())
+		cn.en.str("reason", d.Reason)
+		return false, nil
 	}
 	return false, fail(codeInternal, "op %q has no handler", q.op)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/spiderenv/spider/agents"
 	"github.com/spiderenv/spider/env"
 )
 
@@ -198,6 +199,15 @@ func TestServeMatchesBatch(t *testing.T) {
 				}
 				compare(t, rep, ref, tc.mask == "bits")
 			}
+			hint := cl.ok(map[string]any{"op": "hint", "game": 1})
+			st := ref.State(1)
+			if !st.Over() {
+				legal := st.AppendLegal(nil)
+				want := (&agents.Greedy{}).Act(agents.NewView(&st, legal, 0, false))
+				if fmt.Sprint(hint["action"]) != fmt.Sprint(int(want.Action)) || hint["notation"] != want.Action.String() || hint["reason"] != want.Reason {
+					t.Fatalf("hint %v, want greedy's %v (%s)", hint, want.Action, want.Reason)
+				}
+			}
 			text := cl.ok(map[string]any{"op": "render", "game": 2})["text"].(string)
 			s := ref.State(2)
 			if text != s.Render() {
@@ -317,7 +327,7 @@ func TestBadInput(t *testing.T) {
 		{"NoActions", [][]byte{helloB, makeB, resetB}, frame(marshal(map[string]any{"op": "step"})), codeBadRequest, "needs \"actions\"", false, false},
 		{"BadGame", [][]byte{helloB, makeB, resetB}, frame(marshal(map[string]any{"op": "render", "game": 3})), codeBadRequest, "outside", false, false},
 		{"ShortResetMask", [][]byte{helloB, makeB, resetB}, frame(marshal(map[string]any{"op": "reset", "reset_mask": []byte{1}})), codeBadRequest, "reset_mask", false, false},
-		{"HintUnavailable", [][]byte{helloB, makeB, resetB}, frame(marshal(map[string]any{"op": "hint", "game": 0})), codeUnavailable, "not available", false, false},
+		{"HintBadGame", [][]byte{helloB, makeB, resetB}, frame(marshal(map[string]any{"op": "hint", "game": 9})), codeBadRequest, "outside", false, false},
 		{"OversizeFrame", nil, []byte{0, 2, 0, 0, 1, 2}, codeBadFrame, "over the limit", true, false},
 		{"EmptyFrame", nil, []byte{0, 0, 0, 0}, codeBadFrame, "empty frame", true, false},
 		{"DisconnectMidFrame", [][]byte{helloB}, []byte{0, 0, 0, 50, 0x81}, "", "", true, true},

@@ -1,6 +1,3 @@
-// Package cli holds the spider command's subcommands. Each one has its own
-// pflag.FlagSet that fills an options struct, and a run function that takes
-// a context, the options and the output streams, so tests call it directly.
 package cli
 
 import (
@@ -27,6 +24,7 @@ var commands = map[string]command{
 	"demo":  {"play one seeded game with a random policy and show it", demoCommand},
 	"bench": {"measure the batch stepper's env-steps per second with random legal actions", benchCommand},
 	"serve": {"serve batches of games over a socket (msgpack, PROTOCOL.md)", serveCommand},
+	"eval":  {"compare policies on the same deals, with confidence intervals and paired tests", evalCommand},
 }
 
 // Main runs the command line args and returns the process exit code:

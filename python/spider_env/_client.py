@@ -414,7 +414,8 @@ class Client:
         return self.request({"op": "render", "game": int(game)})["text"]
 
     def hint(self, game: int = 0) -> dict:
-        """Ask the server for a move; raises SpiderError("unavailable") until agents exist."""
+        """Ask the server for its recommended move for one game: a dict with
+        "action" (the id), "notation" (like "3>7x4") and "reason"."""
         reply = self.request({"op": "hint", "game": int(game)})
         reply.pop("ok", None)
         reply.pop("id", None)

@@ -193,6 +193,15 @@ class SpiderEnv(gym.Env):
             raise gym.error.ResetNeeded("call reset before action_masks")
         return self._last["masks"][0].view(np.bool_)
 
+    def hint(self) -> tuple[int, str]:
+        """The server's recommended action now (its greedy agent, which sees
+        only what a player sees) and the reason, e.g. (245, "turns a
+        face-down card")."""
+        if self._last is None:
+            raise gym.error.ResetNeeded("call reset before hint")
+        h = self.client.hint(0)
+        return int(h["action"]), str(h["reason"])
+
     def render(self) -> str | None:
         if self.render_mode == "ansi":
             return self.client.render(0)
@@ -381,6 +390,13 @@ class SpiderVectorEnv(gym.vector.VectorEnv):
         if self._last is None:
             raise gym.error.ResetNeeded("call reset before action_masks")
         return self._last["masks"].view(np.bool_)
+
+    def hint(self, index: int = 0) -> tuple[int, str]:
+        """The server's recommended action for game ``index`` and the reason."""
+        if self._last is None:
+            raise gym.error.ResetNeeded("call reset before hint")
+        h = self.client.hint(int(index))
+        return int(h["action"]), str(h["reason"])
 
     def render(self) -> str | None:
         """The board of game 0 as text (render_mode "ansi")."""

@@ -83,8 +83,8 @@ def test_decoder_matches_msgpack(server, monkeypatch):
             saw_final |= bool(r["has_final"].all())
         assert saw_final  # max_steps 3: the third step ends every game
         c.render(1)
-        with pytest.raises(SpiderError):
-            c.hint(0)
+        h = c.hint(0)
+        assert r["masks"][0][h["action"]] == 1 and h["reason"]
     assert len(frames) >= 9
 
     def plain(v):
@@ -179,9 +179,11 @@ def test_server_errors(server):
         with pytest.raises(SpiderError) as e:
             c.render(3)
         assert e.value.code == "bad_request" and "outside 0 to 2" in str(e.value)
+        h = c.hint(0)
+        assert r["masks"][0][h["action"]] == 1 and h["notation"] and h["reason"]
         with pytest.raises(SpiderError) as e:
-            c.hint(0)
-        assert e.value.code == "unavailable"
+            c.hint(5)
+        assert e.value.code == "bad_request" and "outside 0 to 2" in str(e.value)
         with pytest.raises(SpiderError) as e:
             c.request({"op": "fly"})
         assert e.value.code == "bad_request" and "unknown op" in str(e.value)

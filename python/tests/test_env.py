@@ -371,3 +371,28 @@ def test_matches_go_package(server, tmp_path, rules, suits, obs):
         assert ended >= n  # max_steps 30 in 80 steps: every game restarted
     finally:
         venv.close()
+
+
+def test_hint_is_a_legal_action_with_a_reason():
+    from spider_env import SpiderEnv, SpiderVectorEnv
+
+    env = SpiderEnv(suits=2)
+    try:
+        env.reset(seed=11)
+        for _ in range(20):
+            action, reason = env.hint()
+            assert env.action_masks()[action] and reason
+            _, _, terminated, truncated, _ = env.step(action)
+            assert not env.unwrapped._last["illegal"][0]
+            if terminated or truncated:
+                break
+    finally:
+        env.close()
+    venv = SpiderVectorEnv(4, suits=1)
+    try:
+        venv.reset(seed=3)
+        for i in range(4):
+            action, reason = venv.hint(i)
+            assert venv.action_masks()[i, action] and reason
+    finally:
+        venv.close()

@@ -1,0 +1,113 @@
+package agents
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/spiderenv/spider/env"
+)
+
+// View is one game as its player sees it. The state behind it is never
+// handed to an agent: only visible facts leave through the methods, plus
+// Sample, which deals the unseen cards anew at random.
+type View struct {
+	s     *env.State
+	legal []env.Action
+	last  env.Action
+	has   bool
+}
+
+// NewView returns the view of s with its legal actions (in id order, as
+// State.AppendLegal gives them). last is the action that led to s, if
+// known (hasLast), so agents can avoid undoing it.
+func NewView(s *env.State, legal []env.Action, last env.Action, hasLast bool) View {
+	return View{s: s, legal: legal, last: last, has: hasLast}
+}
+
+// Rules returns the game's configuration.
+func (v View) Rules() env.Rules { return v.s.Rules() }
+
+// Legal returns the legal actions in id order. The slice is shared: do
+// not modify it.
+func (v View) Legal() []env.Action { return v.legal }
+
+// Last returns the action that led to this position, if known.
+func (v View) Last() (env.Action, bool) { return v.last, v.has }
+
+// FaceDown returns the number of face-down cards in column c.
+func (v View) FaceDown(c int) int { return v.s.FaceDown(c) }
+
+// FaceUpCount returns the number of face-up cards in column c.
+func (v View) FaceUpCount(c int) int { return v.s.FaceUpCount(c) }
+
+// Height returns the number of cards in column c.
+func (v View) Height(c int) int { return v.s.Height(c) }
+
+// Top returns the top card of column c (NoCard if empty).
+func (v View) Top(c int) env.Card { return v.s.Top(c) }
+
+// AppendFaceUp appends column c's face-up cards, deepest first.
+func (v View) AppendFaceUp(dst []env.Card, c int) []env.Card { return v.s.AppendFaceUp(dst, c) }
+
+// RunLength returns the length of the movable run on top of column c.
+func (v View) RunLength(c int) int { return v.s.RunLength(c) }
+
+// StockLeft returns the number of cards in the stock.
+func (v View) StockLeft() int { return v.s.StockLeft() }
+
+// Runs returns the number of completed runs.
+func (v View) Runs() int { return v.s.Runs() }
+
+// Score returns the score.
+func (v View) Score() int { return v.s.Score() }
+
+// Steps returns the number of actions taken.
+func (v View) Steps() int { return v.s.Steps() }
+
+// Sample returns a full game that looks the same as this one, with every
+// unseen card dealt anew at random from seed: what a search agent plays
+// instead of peeking.
+func (v View) Sample(seed uint64) env.State { return v.s.Resample(seed) }
+
+// Decision is an agent's choice and, for hints, why.
+type Decision struct {
+	Action env.Action
+	Reason string
+}
+
+// Agent chooses actions. Act is called only when at least one action is
+// legal and must return one of them. Begin starts a new game.
+type Agent interface {
+	Name() string
+	Begin(seed uint64)
+	Act(v View) Decision
+}
+
+// Maker builds an agent; each worker gets its own.
+type Maker func() Agent
+
+// makers are the agents by name.
+var makers = map[string]Maker{
+	"random": func() Agent { return &Random{} },
+	"greedy": func() Agent { return &Greedy{} },
+}
+
+// Names returns the names New accepts.
+func Names() []string {
+	var out []string
+	for n := range makers {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// New returns the maker of the agent called name.
+func New(name string) (Maker, error) {
+	m, ok := makers[strings.ToLower(name)]
+	if !ok {
+		return nil, fmt.Errorf("agents: unknown agent %q (known: %s)", name, strings.Join(Names(), ", "))
+	}
+	return m, nil
+}

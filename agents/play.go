@@ -1,0 +1,43 @@
+package agents
+
+import (
+	"time"
+
+	"github.com/spiderenv/spider/env"
+)
+
+// Result is one finished game.
+type Result struct {
+	Seed    uint64
+	Won     bool
+	Score   int
+	Runs    int
+	Moves   int
+	Elapsed time.Duration
+	Actions []env.Action // every action, in order, for records and replays
+}
+
+// Play plays the game of seed under r with a to its end (won, lost or
+// truncated) and returns the result. The agent is seeded with the deal's
+// seed, so a result depends only on (r, seed, agent).
+func Play(r env.Rules, seed uint64, a Agent) Result {
+	start := time.Now()
+	s := env.NewGame(r, seed)
+	a.Begin(seed)
+	res := Result{Seed: seed}
+	var legal []env.Action
+	last, hasLast := env.Action(0), false
+	for !s.Over() {
+		legal = s.AppendLegal(legal[:0])
+		d := a.Act(NewView(&s, legal, last, hasLast))
+		if _, err := s.Step(d.Action); err != nil {
+			panic("agents: " + a.Name() + " chose an illegal action: " + err.Error())
+		}
+		res.Actions = append(res.Actions, d.Action)
+		last, hasLast = d.Action, true
+	}
+	res.Won = s.Status() == env.Won
+	res.Score, res.Runs, res.Moves = s.Score(), s.Runs(), s.Steps()
+	res.Elapsed = time.Since(start)
+	return res
+}

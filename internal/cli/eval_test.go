@@ -1,0 +1,92 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestParseSeeds(t *testing.T) {
+	got, err := parseSeeds("1, 5,10-12")
+	if err != nil || !slices.Equal(got, []uint64{1, 5, 10, 11, 12}) {
+		t.Fatalf("parseSeeds = %v, %v", got, err)
+	}
+	for _, bad := range []string{"", "x", "5-3", "1-", "1-100000000"} {
+		if _, err := parseSeeds(bad); err == nil {
+			t.Errorf("parseSeeds(%q) accepted", bad)
+		}
+	}
+}
+
+func smallEval() evalOptions {
+	return evalOptions{game: gameFlags{rules: "classic", suits: 1, maxSteps: 400}, policies: "random,greedy", seeds: "1-12", workers: 2}
+}
+
+func TestEvalEndToEnd(t *testing.T) {
+	o := smallEval()
+	o.json = true
+	var out, errb bytes.Buffer
+	if err := runEval(context.Background(), o, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	var rep evalReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if len(rep.Policies) != 2 || rep.Policies[0].Games != 12 || len(rep.Comparisons) != 1 || rep.Seeds != 12 {
+		t.Fatalf("report %+v", rep)
+	}
+	for _, p := range rep.Policies {
+		if p.WinLo > p.WinRate || p.WinHi < p.WinRate || p.Moves <= 0 {
+			t.Errorf("%s: rate %v outside its interval [%v, %v] or no moves", p.Policy, p.WinRate, p.WinLo, p.WinHi)
+		}
+	}
+	c := rep.Comparisons[0]
+	if c.A != "random" || c.B != "greedy" || c.ScoreP < 0 || c.ScoreP > 1 || c.WinsP < 0 || c.WinsP > 1 {
+		t.Errorf("comparison %+v", c)
+	}
+	if rep.Policies[1].Runs <= rep.Policies[0].Runs {
+		t.Errorf("greedy completed %.2f runs, random %.2f", rep.Policies[1].Runs, rep.Policies[0].Runs)
+	}
+	if !strings.Contains(errb.String(), "24/24 games") {
+		t.Errorf("progress: %q", errb.String())
+	}
+
+	o.json, o.csv = false, true
+	out.Reset()
+	if err := runEval(context.Background(), o, &out, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&out).ReadAll()
+	if err != nil || len(rows) != 3 || rows[1][2] != "random" {
+		t.Fatalf("csv %v %v", rows, err)
+	}
+	o.csv = false
+	out.Reset()
+	if err := runEval(context.Background(), o, &out, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "win rate (95% CI)") || !strings.Contains(out.String(), "McNemar") {
+		t.Fatalf("table:\n%s", out.String())
+	}
+}
+
+func TestEvalRefusesBadFlags(t *testing.T) {
+	for _, mut := range []func(*evalOptions){
+		func(o *evalOptions) { o.policies = "random,chess" },
+		func(o *evalOptions) { o.policies = " , " },
+		func(o *evalOptions) { o.seeds = "9-1" },
+		func(o *evalOptions) { o.json, o.csv = true, true },
+		func(o *evalOptions) { o.seeds, o.games = "", 0 },
+	} {
+		o := smallEval()
+		mut(&o)
+		if _, ok := runEval(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{}).(usageError); !ok {
+			t.Errorf("%+v: want a usage error", o)
+		}
+	}
+}

@@ -1,0 +1,90 @@
+package stats
+
+import (
+	"math"
+
+	"gonum.org/v1/gonum/stat/distuv"
+)
+
+// Wilson returns the 95% Wilson score interval of k successes in n trials.
+// With n = 0 it returns (0, 1).
+func Wilson(k, n int) (lo, hi float64) {
+	if n == 0 {
+		return 0, 1
+	}
+	const z = 1.959963984540054
+	p, nf := float64(k)/float64(n), float64(n)
+	den := 1 + z*z/nf
+	mid := (p + z*z/(2*nf)) / den
+	half := z * math.Sqrt(p*(1-p)/nf+z*z/(4*nf*nf)) / den
+	return max(0, mid-half), min(1, mid+half)
+}
+
+// Mean returns the mean of xs and the half-width of its 95% t interval
+// (0 with fewer than two values).
+func Mean(xs []float64) (mean, half float64) {
+	n := len(xs)
+	if n == 0 {
+		return 0, 0
+	}
+	for _, x := range xs {
+		mean += x
+	}
+	mean /= float64(n)
+	if n < 2 {
+		return mean, 0
+	}
+	ss := 0.0
+	for _, x := range xs {
+		ss += (x - mean) * (x - mean)
+	}
+	sd := math.Sqrt(ss / float64(n-1))
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(n - 1)}.Quantile(0.975)
+	return mean, t * sd / math.Sqrt(float64(n))
+}
+
+// McNemar returns the two-sided exact p-value of McNemar's test for paired
+// binary outcomes, from the discordant pairs: b where only the first
+// succeeded, c where only the second did.
+func McNemar(b, c int) float64 {
+	n := b + c
+	if n == 0 {
+		return 1
+	}
+	k := min(b, c)
+	p := 2 * distuv.Binomial{N: float64(n), P: 0.5}.CDF(float64(k))
+	return min(1, p)
+}
+
+// PairedT returns the mean difference x-y and the two-sided p-value of the
+// paired t-test. Pairs that never differ give p = 1; a constant non-zero
+// difference gives p = 0.
+func PairedT(xs, ys []float64) (diff, p float64) {
+	n := min(len(xs), len(ys))
+	if n == 0 {
+		return 0, 1
+	}
+	d := make([]float64, n)
+	for i := range d {
+		d[i] = xs[i] - ys[i]
+		diff += d[i]
+	}
+	diff /= float64(n)
+	ss := 0.0
+	for _, v := range d {
+		ss += (v - diff) * (v - diff)
+	}
+	if n < 2 {
+		return diff, 1
+	}
+	sd := math.Sqrt(ss / float64(n-1))
+	if sd == 0 {
+		if diff == 0 {
+			return 0, 1
+		}
+		return diff, 0
+	}
+	t := diff / (sd / math.Sqrt(float64(n)))
+	dist := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(n - 1)}
+	return diff, 2 * dist.CDF(-math.Abs(t))
+}

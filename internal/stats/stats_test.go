@@ -1,0 +1,63 @@
+package stats
+
+import (
+	"math"
+	"testing"
+)
+
+func near(t *testing.T, what string, got, want, tol float64) {
+	t.Helper()
+	if math.Abs(got-want) > tol {
+		t.Errorf("%s = %.6f, want %.6f", what, got, want)
+	}
+}
+
+// The expected values below were computed by hand from the formulas.
+func TestWilson(t *testing.T) {
+	// 5 of 10: p = .5, z^2 = 3.8415; centre .5, half = 1.96*sqrt(.025+.0096)/1.384 = .2634.
+	lo, hi := Wilson(5, 10)
+	near(t, "Wilson(5,10).lo", lo, 0.2366, 1e-4)
+	near(t, "Wilson(5,10).hi", hi, 0.7634, 1e-4)
+	// 0 of 20: lo = 0, hi = z^2/n / (1 + z^2/n) = .19207/1.19207 = .16113.
+	lo, hi = Wilson(0, 20)
+	near(t, "Wilson(0,20).lo", lo, 0, 1e-9)
+	near(t, "Wilson(0,20).hi", hi, 0.16113, 1e-4)
+	if lo, hi := Wilson(0, 0); lo != 0 || hi != 1 {
+		t.Error("Wilson(0, 0) should be the whole interval")
+	}
+}
+
+func TestMean(t *testing.T) {
+	// 2, 4, 6: mean 4, sd 2, t(.975, 2) = 4.302653; half = 4.302653*2/sqrt(3) = 4.968275.
+	m, h := Mean([]float64{2, 4, 6})
+	near(t, "mean", m, 4, 1e-12)
+	near(t, "half", h, 4.968275, 1e-5)
+	if m, h := Mean([]float64{7}); m != 7 || h != 0 {
+		t.Error("one value has no interval")
+	}
+}
+
+func TestMcNemar(t *testing.T) {
+	// b=10, c=2: 2 * P(X <= 2 | 12, .5) = 2 * (1 + 12 + 66) / 4096 = .038574.
+	near(t, "McNemar(10,2)", McNemar(10, 2), 158.0/4096, 1e-9)
+	near(t, "McNemar(2,10)", McNemar(2, 10), 158.0/4096, 1e-9)
+	// b=c: p is 1 (capped).
+	near(t, "McNemar(3,3)", McNemar(3, 3), 1, 1e-9)
+	near(t, "McNemar(0,0)", McNemar(0, 0), 1, 0)
+	// b=5, c=0: 2 / 32 = .0625.
+	near(t, "McNemar(5,0)", McNemar(5, 0), 0.0625, 1e-12)
+}
+
+func TestPairedT(t *testing.T) {
+	// d = 1, 2, 3, 4: mean 2.5, sd 1.290994, t = 2.5/(1.290994/2) = 3.872983,
+	// df 3: two-sided p = .030466.
+	diff, p := PairedT([]float64{3, 5, 7, 9}, []float64{2, 3, 4, 5})
+	near(t, "diff", diff, 2.5, 1e-12)
+	near(t, "p", p, 0.030466, 1e-5)
+	if _, p := PairedT([]float64{1, 2}, []float64{1, 2}); p != 1 {
+		t.Error("identical pairs must give p = 1")
+	}
+	if _, p := PairedT([]float64{2, 3}, []float64{1, 2}); p != 0 {
+		t.Error("a constant non-zero difference must give p = 0")
+	}
+}
