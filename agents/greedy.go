@@ -32,8 +32,7 @@ func (r *Random) Act(v View) Decision {
 // which is what keeps it from looping until the step limit. Ties go to the
 // lowest action id, so Greedy is deterministic without a seed.
 type Greedy struct {
-	seen map[uint64]bool // visible positions met this game
-	obs  []uint8
+	seen map[uint64]bool // keys of the positions met this game
 }
 
 // Name returns "greedy".
@@ -41,19 +40,6 @@ func (*Greedy) Name() string { return "greedy" }
 
 // Begin forgets the positions of the last game.
 func (g *Greedy) Begin(uint64) { clear(g.seen) }
-
-// visible hashes what a player sees of s: its compact observation.
-func (g *Greedy) visible(s *env.State) uint64 {
-	if len(g.obs) != s.Rules().CompactLen() {
-		g.obs = make([]uint8, s.Rules().CompactLen())
-	}
-	s.ObserveCompact(g.obs)
-	h := uint64(14695981039346656037)
-	for _, b := range g.obs {
-		h = (h ^ uint64(b)) * 1099511628211
-	}
-	return h
-}
 
 // Scores of the features, and the reasons they give.
 const (
@@ -77,7 +63,7 @@ func (g *Greedy) Act(v View) Decision {
 	// Moves change only visible cards (a card turned up is new anyway), so
 	// a sampled game shows where each move leads as well as the real one.
 	sample := v.Sample(uint64(v.Steps()))
-	g.seen[g.visible(&sample)] = true
+	g.seen[sample.Key()] = true
 	best, bestScore, bestWhy := env.Action(0), -1<<30, ""
 	canDeal := false
 	for _, a := range v.Legal() {
@@ -88,7 +74,7 @@ func (g *Greedy) Act(v View) Decision {
 		s, why := score(v, a)
 		next := sample
 		next.Step(a)
-		if next.TotalFaceDown() == sample.TotalFaceDown() && g.seen[g.visible(&next)] {
+		if next.TotalFaceDown() == sample.TotalFaceDown() && g.seen[next.Key()] {
 			s -= penaltySeen
 		}
 		if s > bestScore {

@@ -171,3 +171,27 @@ func TestResampleDealsOnlyTheHiddenCardsAnew(t *testing.T) {
 		t.Fatal("Resample is not a function of its seed")
 	}
 }
+
+func TestKeyIsWhatAPlayerSees(t *testing.T) {
+	r := env.MustRules(env.Options{Suits: 2})
+	a, _ := env.ParseState(r, hiddenA)
+	b, _ := env.ParseState(r, hiddenB)
+	if a.Key() != b.Key() {
+		t.Fatal("positions a player cannot tell apart have different keys")
+	}
+	seen := map[uint64]string{}
+	s := env.NewGame(r, 4)
+	for _, a := range s.AppendLegal(nil) {
+		n := s
+		n.Step(a)
+		if prev, ok := seen[n.Key()]; ok {
+			t.Fatalf("%v and %s lead to positions with the same key", a, prev)
+		}
+		seen[n.Key()] = a.String()
+	}
+	c := s
+	c.Step(s.AppendLegal(nil)[0])
+	if c.Key() == s.Key() {
+		t.Fatal("a move did not change the key")
+	}
+}

@@ -154,3 +154,34 @@ func (s *State) computeRun(c int) uint8 {
 	}
 	return n
 }
+
+// Key returns a 64-bit hash of what a player sees of the position: every
+// column's face-down count and face-up cards, the stock count and the
+// completed runs (not the score or the move count). Two positions a player
+// cannot tell apart have the same key; search agents use it to detect
+// loops and repeated positions without reading hidden cards.
+func (s *State) Key() uint64 {
+	h := uint64(0x243f6a8885a308d3)
+	mix := func(v uint64) {
+		h ^= v
+		h *= 0x9e3779b97f4a7c15
+		h ^= h >> 29
+	}
+	for c := range NumColumns {
+		mix(uint64(s.down[c])<<8 | uint64(s.height[c]) | uint64(c)<<16)
+		col := s.cols[c][s.down[c]:s.height[c]]
+		for len(col) >= 8 {
+			mix(uint64(col[0]) | uint64(col[1])<<8 | uint64(col[2])<<16 | uint64(col[3])<<24 |
+				uint64(col[4])<<32 | uint64(col[5])<<40 | uint64(col[6])<<48 | uint64(col[7])<<56)
+			col = col[8:]
+		}
+		var last uint64
+		for i, card := range col {
+			last |= uint64(card) << (8 * i)
+		}
+		mix(last)
+	}
+	mix(uint64(s.dealt) | uint64(s.runs)<<8 | uint64(s.suitRuns[0])<<16 | uint64(s.suitRuns[1])<<24 |
+		uint64(s.suitRuns[2])<<32 | uint64(s.suitRuns[3])<<40)
+	return h
+}

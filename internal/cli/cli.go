@@ -21,10 +21,12 @@ type command struct {
 }
 
 var commands = map[string]command{
-	"demo":  {"play one seeded game with a random policy and show it", demoCommand},
-	"bench": {"measure the batch stepper's env-steps per second with random legal actions", benchCommand},
-	"serve": {"serve batches of games over a socket (msgpack, PROTOCOL.md)", serveCommand},
-	"eval":  {"compare policies on the same deals, with confidence intervals and paired tests", evalCommand},
+	"demo":   {"play one seeded game with a random policy and show it", demoCommand},
+	"bench":  {"measure the batch stepper's env-steps per second with random legal actions", benchCommand},
+	"serve":  {"serve batches of games over a socket (msgpack, PROTOCOL.md)", serveCommand},
+	"eval":   {"compare policies on the same deals, with confidence intervals and paired tests", evalCommand},
+	"play":   {"play a game in the terminal, with undo and hints", playCommand},
+	"replay": {"step through a recorded game", replayCommand},
 }
 
 // Main runs the command line args and returns the process exit code:

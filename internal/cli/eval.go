@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -16,6 +18,7 @@ import (
 	"github.com/spiderenv/spider/agents"
 	"github.com/spiderenv/spider/env"
 	"github.com/spiderenv/spider/internal/stats"
+	"github.com/spiderenv/spider/record"
 )
 
 // evalOptions are the eval command's flags.
@@ -26,6 +29,7 @@ type evalOptions struct {
 	games     int
 	start     uint64
 	workers   int
+	record    string
 	json, csv bool
 }
 
@@ -37,6 +41,7 @@ func evalCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, i
 	fs.IntVar(&o.games, "games", 100, "deals to play: seeds --start to --start+games-1")
 	fs.Uint64Var(&o.start, "start", 1, "first seed with --games")
 	fs.IntVar(&o.workers, "workers", 0, "games played in parallel (0: GOMAXPROCS)")
+	fs.StringVar(&o.record, "record", "", "save every game into this folder as POLICY-SEED.spider (see spider replay)")
 	fs.BoolVar(&o.json, "json", false, "write the results as JSON")
 	fs.BoolVar(&o.csv, "csv", false, "write the per-policy results as CSV")
 	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
@@ -163,7 +168,32 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	if o.record != "" {
+		if err := saveRecords(o.record, ev); err != nil {
+			return err
+		}
+	}
 	return writeEval(stdout, summarize(ev), o)
+}
+
+// saveRecords writes every game of ev into dir.
+func saveRecords(dir string, ev *agents.Evaluation) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for p, results := range ev.Results {
+		for _, res := range results {
+			s := env.NewGame(ev.Rules, res.Seed)
+			for _, a := range res.Actions {
+				s.Step(a)
+			}
+			name := filepath.Join(dir, fmt.Sprintf("%s-%d.spider", ev.Policies[p], res.Seed))
+			if err := record.Save(name, record.New(ev.Rules, res.Seed, ev.Policies[p], res.Actions, &s)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func summarize(ev *agents.Evaluation) evalReport {

@@ -1,0 +1,182 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/spiderenv/spider/agents"
+	"github.com/spiderenv/spider/env"
+	"github.com/spiderenv/spider/record"
+)
+
+// playOptions are the play command's flags.
+type playOptions struct {
+	game   gameFlags
+	seed   uint64
+	record string
+}
+
+func playCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, io.Writer, io.Writer) error {
+	var o playOptions
+	o.game.register(fs)
+	fs.Lookup("max-steps").DefValue = "-1"
+	o.game.maxSteps = -1
+	fs.Uint64Var(&o.seed, "seed", 1, "deal seed of the first game (new deals take the next seeds)")
+	fs.StringVar(&o.record, "record", "", "save each finished or abandoned game to this file (the last one wins)")
+	return func(ctx context.Context, args []string, stdin io.Reader, stdout, _ io.Writer) error {
+		if len(args) > 0 {
+			return usageError{fmt.Errorf("unexpected arguments %q", args)}
+		}
+		return runPlay(ctx, o, stdin, stdout)
+	}
+}
+
+const playHelp = `commands:
+  3>7x4     move 4 cards from column 3 to column 7 (columns 1-10)
+  3>7       the same when only one count fits
+  d, deal   deal from the stock
+  u, undo   take back the last action
+  h, hint   the greedy agent's suggestion and why
+  m, moves  list the legal actions
+  n, new    a new deal (the next seed)
+  q, quit   leave
+`
+
+// runPlay is an interactive game on stdin/stdout.
+func runPlay(ctx context.Context, o playOptions, stdin io.Reader, stdout io.Writer) error {
+	opts, err := o.game.options()
+	if err != nil {
+		return err
+	}
+	r := env.MustRules(opts)
+	e := env.New(r)
+	seed := o.seed
+	var actions []env.Action
+	save := func() error {
+		if o.record == "" || len(actions) == 0 {
+			return nil
+		}
+		s := e.State()
+		return record.Save(o.record, record.New(r, seed, "human", actions, &s))
+	}
+	start := func() {
+		e.Reset(seed)
+		actions = actions[:0]
+		fmt.Fprintf(stdout, "spider %v, deal %d. Type ? for help.\n\n%s", r, seed, e.Render())
+	}
+	start()
+	in := bufio.NewScanner(stdin)
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		fmt.Fprint(stdout, "> ")
+		if !in.Scan() {
+			fmt.Fprintln(stdout)
+			return save()
+		}
+		line := strings.ToLower(strings.TrimSpace(in.Text()))
+		switch line {
+		case "":
+			continue
+		case "?", "help":
+			fmt.Fprint(stdout, playHelp)
+			continue
+		case "q", "quit", "exit":
+			return save()
+		case "n", "new":
+			if err := save(); err != nil {
+				return err
+			}
+			seed++
+			start()
+			continue
+		case "u", "undo":
+			if _, _, err := e.Undo(); err != nil {
+				fmt.Fprintln(stdout, "nothing to undo")
+				continue
+			}
+			actions = actions[:len(actions)-1]
+			fmt.Fprint(stdout, e.Render())
+			continue
+		case "m", "moves":
+			var names []string
+			for _, a := range env.AppendMasked(nil, e.Mask()) {
+				names = append(names, a.String())
+			}
+			fmt.Fprintf(stdout, "%d legal: %s\n", len(names), strings.Join(names, " "))
+			continue
+		case "h", "hint":
+			s := e.State()
+			legal := s.AppendLegal(nil)
+			if len(legal) == 0 {
+				fmt.Fprintln(stdout, "no legal action: the game is over (n for a new deal)")
+				continue
+			}
+			last, has := env.Action(0), len(actions) > 0
+			if has {
+				last = actions[len(actions)-1]
+			}
+			d := (&agents.Greedy{}).Act(agents.NewView(&s, legal, last, has))
+			fmt.Fprintf(stdout, "hint: %v (%s)\n", d.Action, d.Reason)
+			continue
+		}
+		a, err := resolve(line, e.Mask())
+		if err != nil {
+			fmt.Fprintln(stdout, err)
+			continue
+		}
+		_, reward, term, trunc, info, err := e.Step(a)
+		if err != nil {
+			fmt.Fprintln(stdout, strings.TrimPrefix(err.Error(), "env: "))
+			continue
+		}
+		actions = append(actions, a)
+		fmt.Fprintf(stdout, "%v: %+g\n%s", a, reward, e.Render())
+		if term || trunc {
+			switch {
+			case info.Won:
+				fmt.Fprintf(stdout, "You won with a score of %d in %d moves. n for a new deal, q to quit.\n", info.Score, info.Moves)
+			case term:
+				fmt.Fprintf(stdout, "No move and no deal is left: the game is lost (score %d). u to undo, n for a new deal.\n", info.Score)
+			default:
+				fmt.Fprintf(stdout, "The step limit is reached. u to undo, n for a new deal.\n")
+			}
+		}
+	}
+}
+
+// resolve reads a move: full notation, or "S>D" when one count fits.
+func resolve(line string, mask []uint8) (env.Action, error) {
+	if a, err := env.ParseAction(line); err == nil {
+		return a, nil
+	}
+	src, dst, ok := strings.Cut(line, ">")
+	if !ok {
+		return 0, fmt.Errorf("%q is not a command or a move (type ? for help)", line)
+	}
+	from, err1 := strconv.Atoi(strings.TrimSpace(src))
+	to, err2 := strconv.Atoi(strings.TrimSpace(dst))
+	if err1 != nil || err2 != nil || from < 1 || from > env.NumColumns || to < 1 || to > env.NumColumns || from == to {
+		return 0, fmt.Errorf("%q: columns are 1 to 10 and must differ (type ? for help)", line)
+	}
+	var fits []env.Action
+	for n := 1; n <= env.MaxMove; n++ {
+		if a := env.MoveAction(from-1, to-1, n); mask[a] == 1 {
+			fits = append(fits, a)
+		}
+	}
+	switch len(fits) {
+	case 0:
+		return 0, fmt.Errorf("no legal move from column %d to column %d", from, to)
+	case 1:
+		return fits[0], nil
+	}
+	return 0, fmt.Errorf("%d counts fit (1 to %d cards): say how many, like %v", len(fits), len(fits), fits[len(fits)-1])
+}

@@ -1,0 +1,82 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spiderenv/spider/agents"
+	"github.com/spiderenv/spider/env"
+)
+
+// TestPlaySession drives a whole terminal session through stdin and reads
+// what a player would see.
+func TestPlaySession(t *testing.T) {
+	r := env.MustRules(env.Options{Suits: 1, MaxSteps: -1})
+	s := env.NewGame(r, 3)
+	hint := (&agents.Greedy{}).Act(agents.NewView(&s, s.AppendLegal(nil), 0, false))
+	short := strings.Split(hint.Action.String(), "x")[0] // "4>6", one count fits
+	rec := filepath.Join(t.TempDir(), "me.spider")
+	input := strings.Join([]string{"?", "hint", "moves", "1>1", "zap", short, "undo", "undo", hint.Action.String(), "deal", "q"}, "\n") + "\n"
+	var out bytes.Buffer
+	o := playOptions{game: gameFlags{rules: "classic", suits: 1, maxSteps: -1}, seed: 3, record: rec}
+	if err := runPlay(context.Background(), o, strings.NewReader(input), &out); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	for _, want := range []string{
+		"deal 3. Type ? for help.",
+		s.Render(),                             // the first board as a player sees it
+		"u, undo",                              // help
+		"hint: " + hint.Action.String() + " (", // hint with a reason
+		"legal: ",                              // moves
+		"columns are 1 to 10 and must differ",  // 1>1
+		"\"zap\" is not a command or a move",   // garbage
+		"nothing to undo",                      // the second undo
+		"deal: -1",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the session lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Count(text, hint.Action.String()+": -1") != 2 {
+		t.Errorf("the move %v (typed short and in full) should show twice:\n%s", hint.Action, text)
+	}
+	if _, err := os.Stat(rec); err != nil {
+		t.Fatalf("no record saved: %v", err)
+	}
+	var rp bytes.Buffer
+	if err := runReplay(context.Background(), replayOptions{every: 1}, rec, &rp); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(rp.String(), "replayed exactly") || !strings.Contains(rp.String(), "2. deal") {
+		t.Fatalf("replay:\n%s", rp.String())
+	}
+}
+
+func TestEvalRecordsReplay(t *testing.T) {
+	dir := t.TempDir()
+	o := smallEval()
+	o.seeds, o.record = "4-5", dir
+	if err := runEval(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.spider"))
+	if len(files) != 4 {
+		t.Fatalf("records %v, want 2 policies x 2 deals", files)
+	}
+	for _, f := range files {
+		var out bytes.Buffer
+		if err := runReplay(context.Background(), replayOptions{every: 0}, f, &out); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+	}
+	bad := filepath.Join(dir, "bad.spider")
+	os.WriteFile(bad, []byte{1, 2, 3}, 0o644)
+	if err := runReplay(context.Background(), replayOptions{}, bad, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "bad.spider") {
+		t.Fatalf("a corrupt record: %v", err)
+	}
+}

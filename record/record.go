@@ -1,0 +1,123 @@
+// Package record saves and replays games: a recorded game is its
+// configuration, its seed and its actions, in msgpack, so replaying it
+// reproduces it exactly, score and all.
+package record
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/spiderenv/spider/env"
+)
+
+// Version is the record format version.
+const Version = 1
+
+// Game is one recorded game. The result fields let a replay check itself.
+type Game struct {
+	Version         int      `msgpack:"version"`
+	Rules           string   `msgpack:"rules"`
+	Suits           int      `msgpack:"suits"`
+	MaxSteps        int      `msgpack:"max_steps"`
+	TimePerActionMs int64    `msgpack:"time_per_action_ms"`
+	Seed            uint64   `msgpack:"seed"`
+	Player          string   `msgpack:"player"`
+	Actions         []uint16 `msgpack:"actions"`
+	Score           int      `msgpack:"score"`
+	Runs            int      `msgpack:"runs"`
+	Won             bool     `msgpack:"won"`
+}
+
+// New records a finished game of r from seed.
+func New(r env.Rules, seed uint64, player string, actions []env.Action, final *env.State) Game {
+	g := Game{
+		Version: Version, Rules: r.RuleSet().String(), Suits: r.Suits(), MaxSteps: r.MaxSteps(),
+		TimePerActionMs: r.TimePerAction().Milliseconds(), Seed: seed, Player: player,
+		Score: final.Score(), Runs: final.Runs(), Won: final.Status() == env.Won,
+	}
+	for _, a := range actions {
+		g.Actions = append(g.Actions, uint16(a))
+	}
+	return g
+}
+
+// RulesOf returns the configuration a record was played under.
+func (g Game) RulesOf() (env.Rules, error) {
+	rs, err := env.ParseRuleSet(g.Rules)
+	if err != nil {
+		return env.Rules{}, err
+	}
+	return env.NewRules(env.Options{RuleSet: rs, Suits: g.Suits, MaxSteps: g.MaxSteps, TimePerAction: time.Duration(g.TimePerActionMs) * time.Millisecond})
+}
+
+// Save writes g to path through a temporary file and a rename, so a crash
+// never leaves half a record.
+func Save(path string, g Game) error {
+	b, err := msgpack.Marshal(g)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".record-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// Load reads a record, refusing a file that is not one with a message that
+// names the file.
+func Load(path string) (Game, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Game{}, err
+	}
+	var g Game
+	d := msgpack.NewDecoder(bytes.NewReader(b))
+	if err := d.Decode(&g); err != nil {
+		return Game{}, fmt.Errorf("%s: not a spider game record: %v", path, err)
+	}
+	if g.Version != Version {
+		return Game{}, fmt.Errorf("%s: record version %d, this program reads %d", path, g.Version, Version)
+	}
+	if _, err := g.RulesOf(); err != nil {
+		return Game{}, fmt.Errorf("%s: %v", path, err)
+	}
+	return g, nil
+}
+
+// Replay replays g from its deal, calling visit (if not nil) after each
+// action with its index. It returns the final position, or an error if an
+// action is illegal or the result differs from the one recorded.
+func Replay(g Game, visit func(i int, a env.Action, s *env.State)) (env.State, error) {
+	r, err := g.RulesOf()
+	if err != nil {
+		return env.State{}, err
+	}
+	s := env.NewGame(r, g.Seed)
+	for i, a := range g.Actions {
+		if _, err := s.Step(env.Action(a)); err != nil {
+			return s, fmt.Errorf("action %d: %v", i+1, err)
+		}
+		if visit != nil {
+			visit(i, env.Action(a), &s)
+		}
+	}
+	if s.Score() != g.Score || s.Runs() != g.Runs || (s.Status() == env.Won) != g.Won {
+		return s, fmt.Errorf("replay ends with score %d, %d runs, won %v; the record says %d, %d, %v",
+			s.Score(), s.Runs(), s.Status() == env.Won, g.Score, g.Runs, g.Won)
+	}
+	return s, nil
+}
