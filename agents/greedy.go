@@ -11,8 +11,9 @@ type Random struct{ g rng.Rand }
 // Name returns "random".
 func (*Random) Name() string { return "random" }
 
-// Begin reseeds the agent for a new game.
-func (r *Random) Begin(seed uint64) { r.g = rng.New(seed) }
+// Begin reseeds the agent for a new game. The stream is mixed away from
+// the deal's, which the same seed drives.
+func (r *Random) Begin(seed uint64) { r.g = rng.New(rng.Mix(seed, 0x72616e646f6d)) }
 
 // Act picks a legal action at random.
 func (r *Random) Act(v View) Decision {

@@ -2,6 +2,7 @@ package env
 
 import (
 	"fmt"
+	"math"
 	"math/bits"
 	"runtime"
 	"sync"
@@ -90,9 +91,10 @@ type BatchOptions struct {
 	IllegalPenalty float32 // subtracted from the reward of an illegal action (noop and lose)
 	// Presample makes every Reset and Step also draw, for each game, the
 	// uniform legal action SampleLegal will return, while the game's mask
-	// is still in cache; SampleLegal then only copies them. The actions
-	// are the same as without it; only the speed of the random policy
-	// changes.
+	// is still in cache; SampleLegal then only copies them. For a caller
+	// that calls SampleLegal once after every Reset and Step (the random
+	// policy) the actions are the same as without it, only faster; the
+	// draws happen whether or not SampleLegal is called.
 	Presample bool
 }
 
@@ -103,7 +105,7 @@ type BatchBuffers struct {
 	ObsCompact []uint8   // N x CompactLen, when the encoding is Compact
 	ObsFloat32 []float32 // N x Float32Len, when the encoding is Float32
 	Masks      []uint8   // N x NumActions: 1 where the action is legal
-	NumLegal   []int32   // legal actions per game (0 for an ended game)
+	NumLegal   []int32   // legal actions per game (see Autoreset for ended games)
 	Rewards    []float32
 	Terminated []bool
 	Truncated  []bool
@@ -184,8 +186,8 @@ func NewBatch(r Rules, o BatchOptions) (*Batch, error) {
 		return nil, fmt.Errorf("env: unknown autoreset mode %d", o.Autoreset)
 	case o.Illegal >= numIllegalPolicies:
 		return nil, fmt.Errorf("env: unknown illegal-action policy %d", o.Illegal)
-	case o.IllegalPenalty < 0:
-		return nil, fmt.Errorf("env: illegal-action penalty %v must not be negative", o.IllegalPenalty)
+	case !(o.IllegalPenalty >= 0) || math.IsInf(float64(o.IllegalPenalty), 1):
+		return nil, fmt.Errorf("env: illegal-action penalty %v must be a finite number, not negative", o.IllegalPenalty)
 	}
 	if o.Workers == 0 {
 		o.Workers = runtime.GOMAXPROCS(0)
@@ -249,6 +251,10 @@ func (b *Batch) Options() BatchOptions { return b.opts }
 
 // N returns the number of games.
 func (b *Batch) N() int { return b.opts.N }
+
+// Ended reports whether game i has ended and awaits its reset (NextStep's
+// next Step, or ResetGames under Disabled), a forfeit included.
+func (b *Batch) Ended(i int) bool { return b.pending[i] || b.ended[i] }
 
 // State returns a copy of game i.
 func (b *Batch) State(i int) State { return b.states[i] }

@@ -27,6 +27,13 @@ func FuzzDecodeRequest(f *testing.F) {
 		f.Add(append([]byte{0, 0, 0, byte(len(b))}, b...))
 	}
 	f.Add([]byte{0, 0, 0, 3, 0xc1, 0xc1, 0xc1})
+	// Declared lengths far past the frame: arrays, bins, strings, maps.
+	f.Add([]byte{0, 0, 0, 22, 0x82, 0xa2, 'o', 'p', 0xa4, 's', 't', 'e', 'p', 0xa7, 'a', 'c', 't', 'i', 'o', 'n', 's', 0xdd, 0xff, 0xff, 0xff, 0xf0})
+	f.Add([]byte{0, 0, 0, 22, 0x82, 0xa2, 'o', 'p', 0xa4, 's', 't', 'e', 'p', 0xa7, 'a', 'c', 't', 'i', 'o', 'n', 's', 0xc6, 0xff, 0xff, 0xff, 0xf0})
+	f.Add([]byte{0, 0, 0, 9, 0x81, 0xa2, 'o', 'p', 0xdb, 0x7f, 0xff, 0xff, 0xff})
+	f.Add([]byte{0, 0, 0, 5, 0xdf, 0xff, 0xff, 0xff, 0xff})
+	nested := append(append([]byte{0x82, 0xa2, 'o', 'p', 0xa5, 'h', 'e', 'l', 'l', 'o', 0xa1, 'x'}, bytes.Repeat([]byte{0x91}, 4096)...), 0xc0)
+	f.Add(append([]byte{0, 0, byte(len(nested) >> 8), byte(len(nested))}, nested...))
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		payload, _, err := readFrame(bytes.NewReader(data), nil, 1<<16)

@@ -60,7 +60,7 @@ func (cn *conn) dispatch(q *request) (done bool, err *replyError) {
 		}
 		s := cn.batch.State(i)
 		legal := s.AppendLegal(nil)
-		if len(legal) == 0 {
+		if len(legal) == 0 || cn.batch.Ended(i) {
 			return false, fail(codeBadOrder, "game %d has no legal action (it has ended); reset it", i)
 		}
 		d := (&agents.Greedy{}).Act(agents.NewView(&s, legal, 0, false))
@@ -150,7 +150,10 @@ func (cn *conn) opMake(q *request) *replyError {
 	}
 	bo := env.BatchOptions{N: 1, Workers: cn.s.cfg.Workers}
 	if q.has("n") {
-		if q.n < 1 || q.n > int64(cn.s.cfg.MaxGames) {
+		if q.n < 1 {
+			return fail(codeBadConfig, "n must be at least 1")
+		}
+		if q.n > int64(cn.s.cfg.MaxGames) {
 			return &replyError{code: codeLimit, msg: "n must be 1 to " + strconv.Itoa(cn.s.cfg.MaxGames) + " (the server's --max-games)"}
 		}
 		bo.N = int(q.n)
@@ -174,6 +177,9 @@ func (cn *conn) opMake(q *request) *replyError {
 		}
 	}
 	if q.has("illegal_penalty") {
+		if !(q.penalty >= 0 && q.penalty <= 1e6) {
+			return fail(codeBadConfig, "illegal_penalty %v is outside 0 to 1e6", q.penalty)
+		}
 		bo.IllegalPenalty = float32(q.penalty)
 	}
 	bits := false

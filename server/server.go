@@ -189,6 +189,7 @@ func (s *Server) handle(c net.Conn) {
 		if err != nil {
 			var re *replyError
 			if errors.As(err, &re) {
+				cn.req.op = "" // the bad frame was never read: echo no earlier id
 				cn.replyErr(re)
 			} else if !errors.Is(err, io.EOF) {
 				s.cfg.Log.Printf("spider serve: %v: %v", c.RemoteAddr(), err)

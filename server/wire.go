@@ -106,19 +106,155 @@ type request struct {
 
 func (q *request) has(k string) bool { return q.seen[k] }
 
+// Limits on what a request may declare, checked before anything is
+// allocated: a peer controls every length in the frame.
+const (
+	maxFields = 64  // fields in a request map
+	maxString = 256 // bytes in a string field or key
+	maxDepth  = 16  // nesting of an ignored unknown field
+)
+
+// frameReader guards the lengths a request declares against the bytes the
+// frame really has left. The decoder reads straight from r (a bytes.Reader
+// is an io.ByteScanner, so msgpack does not buffer it), so r.Len is exact.
+type frameReader struct {
+	d *msgpack.Decoder
+	r *bytes.Reader
+}
+
+var errTooLong = errors.New("a declared length runs past the end of the frame")
+
+func (f frameReader) fits(n int) error {
+	if n < 0 || n > f.r.Len() {
+		return errTooLong
+	}
+	return nil
+}
+
+// str reads a string of at most maxString bytes.
+func (f frameReader) str() (string, error) {
+	c, err := f.d.PeekCode()
+	if err != nil {
+		return "", err
+	}
+	if !msgpcode.IsString(c) {
+		return "", errors.New("want a string")
+	}
+	n, err := f.d.DecodeBytesLen()
+	if err != nil {
+		return "", err
+	}
+	if n > maxString {
+		return "", fmt.Errorf("a string of %d bytes is over the limit of %d", n, maxString)
+	}
+	if err := f.fits(n); err != nil {
+		return "", err
+	}
+	b := make([]byte, n)
+	if err := f.d.ReadFull(b); err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// bin reads a bin into buf (grown as needed, within the frame's size).
+func (f frameReader) bin(buf []byte) ([]byte, error) {
+	c, err := f.d.PeekCode()
+	if err != nil {
+		return buf, err
+	}
+	if !msgpcode.IsBin(c) {
+		return buf, errors.New("want a bin")
+	}
+	n, err := f.d.DecodeBytesLen()
+	if err != nil {
+		return buf, err
+	}
+	if err := f.fits(n); err != nil {
+		return buf, err
+	}
+	if cap(buf) < n {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
+	if buf == nil {
+		buf = []byte{}
+	}
+	return buf, f.d.ReadFull(buf)
+}
+
+// skip passes over one value of an unknown field without allocating it and
+// without recursing deeper than maxDepth.
+func (f frameReader) skip(depth int) error {
+	if depth > maxDepth {
+		return fmt.Errorf("an unknown field is nested more than %d deep", maxDepth)
+	}
+	c, err := f.d.PeekCode()
+	if err != nil {
+		return err
+	}
+	switch {
+	case msgpcode.IsFixedMap(c) || c == msgpcode.Map16 || c == msgpcode.Map32:
+		n, err := f.d.DecodeMapLen()
+		if err == nil {
+			err = f.fits(2 * n)
+		}
+		for i := 0; err == nil && i < 2*n; i++ {
+			err = f.skip(depth + 1)
+		}
+		return err
+	case msgpcode.IsFixedArray(c) || c == msgpcode.Array16 || c == msgpcode.Array32:
+		n, err := f.d.DecodeArrayLen()
+		if err == nil {
+			err = f.fits(n)
+		}
+		for i := 0; err == nil && i < n; i++ {
+			err = f.skip(depth + 1)
+		}
+		return err
+	case msgpcode.IsString(c) || msgpcode.IsBin(c):
+		n, err := f.d.DecodeBytesLen()
+		if err == nil {
+			err = f.fits(n)
+		}
+		if err == nil {
+			_, err = f.r.Seek(int64(n), io.SeekCurrent)
+		}
+		return err
+	case msgpcode.IsExt(c):
+		_, n, err := f.d.DecodeExtHeader()
+		if err == nil {
+			err = f.fits(n)
+		}
+		if err == nil {
+			_, err = f.r.Seek(int64(n), io.SeekCurrent)
+		}
+		return err
+	}
+	return f.d.Skip() // a scalar
+}
+
 // decodeRequest reads one request map from payload. buf is reused for the
 // actions bin across calls.
 func decodeRequest(d *msgpack.Decoder, payload []byte, q *request, actBuf []byte) ([]byte, error) {
-	d.Reset(bytes.NewReader(payload))
+	r := bytes.NewReader(payload)
+	d.Reset(r)
+	f := frameReader{d: d, r: r}
 	clear(q.seen)
 	seen := q.seen
 	*q = request{seen: seen}
+	if c, err := d.PeekCode(); err != nil || !(msgpcode.IsFixedMap(c) || c == msgpcode.Map16 || c == msgpcode.Map32) {
+		return actBuf, fail(codeBadFrame, "a request must be a msgpack map with string keys")
+	}
 	n, err := d.DecodeMapLen()
 	if err != nil || n < 0 {
 		return actBuf, fail(codeBadFrame, "a request must be a msgpack map with string keys")
 	}
+	if n > maxFields {
+		return actBuf, fail(codeBadRequest, "a request of %d fields is over the limit of %d", n, maxFields)
+	}
 	for range n {
-		k, err := d.DecodeString()
+		k, err := f.str()
 		if err != nil {
 			return actBuf, fail(codeBadFrame, "a request must be a msgpack map with string keys")
 		}
@@ -129,17 +265,17 @@ func decodeRequest(d *msgpack.Decoder, payload []byte, q *request, actBuf []byte
 		var ferr error
 		switch k {
 		case "op":
-			q.op, ferr = d.DecodeString()
+			q.op, ferr = f.str()
 		case "rules":
-			q.rules, ferr = d.DecodeString()
+			q.rules, ferr = f.str()
 		case "obs":
-			q.obs, ferr = d.DecodeString()
+			q.obs, ferr = f.str()
 		case "autoreset":
-			q.autoreset, ferr = d.DecodeString()
+			q.autoreset, ferr = f.str()
 		case "illegal":
-			q.illegal, ferr = d.DecodeString()
+			q.illegal, ferr = f.str()
 		case "mask":
-			q.mask, ferr = d.DecodeString()
+			q.mask, ferr = f.str()
 		case "id":
 			q.id, ferr = decodeInt(d)
 		case "version":
@@ -177,11 +313,11 @@ func decodeRequest(d *msgpack.Decoder, payload []byte, q *request, actBuf []byte
 			}
 			q.seed = uint64(v)
 		case "reset_mask":
-			q.resetMask, ferr = d.DecodeBytes()
+			q.resetMask, ferr = f.bin(nil)
 		case "actions":
-			actBuf, ferr = decodeActions(d, q, actBuf)
+			actBuf, ferr = decodeActions(f, q, actBuf)
 		default:
-			ferr = d.Skip() // unknown fields are ignored, for newer clients
+			ferr = f.skip(0) // unknown fields are ignored, for newer clients
 		}
 		if ferr != nil {
 			return actBuf, fail(codeBadRequest, "field %q has the wrong type or value: %v", k, ferr)
@@ -224,33 +360,29 @@ func decodeFloat(d *msgpack.Decoder) (float64, error) {
 }
 
 // decodeActions reads the actions as a bin of uint16 or an int array.
-func decodeActions(d *msgpack.Decoder, q *request, buf []byte) ([]byte, error) {
-	c, err := d.PeekCode()
+func decodeActions(f frameReader, q *request, buf []byte) ([]byte, error) {
+	c, err := f.d.PeekCode()
 	if err != nil {
 		return buf, err
 	}
 	if msgpcode.IsBin(c) {
-		n, err := d.DecodeBytesLen()
-		if err != nil {
-			return buf, err
-		}
-		if cap(buf) < n {
-			buf = make([]byte, n)
-		}
-		buf = buf[:n]
-		if err := d.ReadFull(buf); err != nil {
-			return buf, err
-		}
+		buf, err = f.bin(buf)
 		q.actions = buf
-		return buf, nil
+		return buf, err
 	}
-	n, err := d.DecodeArrayLen()
-	if err != nil {
+	if !(msgpcode.IsFixedArray(c) || c == msgpcode.Array16 || c == msgpcode.Array32) {
 		return buf, errors.New("want a bin of uint16 or an array of integers")
 	}
-	q.actionArr = make([]int64, 0, max(n, 0))
+	n, err := f.d.DecodeArrayLen()
+	if err == nil {
+		err = f.fits(n) // every item takes at least one byte
+	}
+	if err != nil {
+		return buf, err
+	}
+	q.actionArr = make([]int64, 0, n)
 	for range n {
-		v, err := decodeInt(d)
+		v, err := decodeInt(f.d)
 		if err != nil {
 			return buf, err
 		}

@@ -68,7 +68,7 @@ func parseSeeds(s string) ([]uint64, error) {
 				return nil, fmt.Errorf("seed range %q: want LOW-HIGH with LOW <= HIGH", part)
 			}
 		}
-		if b-a >= 10_000_000 || len(out) > 10_000_000 {
+		if b-a >= 10_000_000 || uint64(len(out))+(b-a) >= 10_000_000 {
 			return nil, fmt.Errorf("seed range %q is too long", part)
 		}
 		for v := a; ; v++ {

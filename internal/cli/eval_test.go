@@ -15,7 +15,7 @@ func TestParseSeeds(t *testing.T) {
 	if err != nil || !slices.Equal(got, []uint64{1, 5, 10, 11, 12}) {
 		t.Fatalf("parseSeeds = %v, %v", got, err)
 	}
-	for _, bad := range []string{"", "x", "5-3", "1-", "1-100000000"} {
+	for _, bad := range []string{"", "x", "5-3", "1-", "1-100000000", "0-9999990,0-9999990"} {
 		if _, err := parseSeeds(bad); err == nil {
 			t.Errorf("parseSeeds(%q) accepted", bad)
 		}
