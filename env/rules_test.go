@@ -388,12 +388,21 @@ func TestRuleScoreNeverBelowZero(t *testing.T) {
 	}
 }
 
-func TestRuleStepPointsSummedBeforeClamping(t *testing.T) {
-	// From 0, a move that completes a run scores -1 + 100 = 99, not 100.
-	s := pos(t, env.Cardems, 1, "1: | "+fullRunSpades+"\n2: | As\n3: | 4s\nscore: 0")
-	step(t, &s, "2>1x1")
-	if s.Score() != 99 {
-		t.Fatalf("score %d, want 99", s.Score())
+func TestRuleCostsClampBeforeBonuses(t *testing.T) {
+	// From 0, a move that completes a run costs nothing (the score cannot go
+	// below 0) and earns 100; classic's win bonus comes on top the same way.
+	for _, rs := range []env.RuleSet{env.Classic, env.Cardems} {
+		s := pos(t, rs, 1, "1: | "+fullRunSpades+"\n2: | As\n3: | 4s\nscore: 0")
+		step(t, &s, "2>1x1")
+		if s.Score() != 100 {
+			t.Fatalf("%v: score %d, want 100", rs, s.Score())
+		}
+	}
+	o := env.Options{RuleSet: env.Classic, Suits: 1, TimePerAction: 4 * time.Second}
+	w := posWith(t, o, "1: | "+fullRunSpades+"\n2: | As\nruns: s s s s s s s\nscore: 1")
+	step(t, &w, "2>1x1") // costs 1 + 2 from a score of 1: 0, then +100 +50
+	if w.Score() != 150 {
+		t.Fatalf("the winning move from 1 with a time penalty of 2: score %d, want 150", w.Score())
 	}
 }
 

@@ -124,23 +124,27 @@ func (s *State) settle(c int, u *Undo) int32 {
 	return RunBonus
 }
 
-// finish charges the action, advances game time and scores the win. The step's points are summed and the score clamped at 0 once,
-// so a move that completes a run from a score of 0 ends at 99, not 100.
+// finish charges the action, advances game time and scores the win. As
+// the sheets put it, a cost never takes the score below zero: the action's
+// costs (the move and any time penalty) are clamped at 0 first, and its
+// bonuses added after, so a move that completes a run from a score of 0
+// ends at 100.
 func (s *State) finish(gain int32) {
-	delta := gain - 1
+	cost := int32(1)
 	s.steps++
 	if s.rules.ruleSet == Classic && s.rules.tick > 0 {
 		before := s.elapsed / timePerPoint
 		s.elapsed += s.rules.tick
-		delta -= int32(s.elapsed/timePerPoint - before)
+		cost += int32(s.elapsed/timePerPoint - before)
 	}
 	if s.runs == NumRuns {
 		s.status = Won
 		if s.rules.ruleSet == Classic {
-			delta += WinBonus
+			gain += WinBonus
 		}
 	}
-	s.score = max(0, s.score+delta)
+	// The costs cannot take the score below zero; the bonuses then add.
+	s.score = max(0, s.score-cost) + gain
 }
 
 // Undo restores the position before the Step that returned u. u must be

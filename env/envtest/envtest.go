@@ -128,18 +128,19 @@ func checkReward(before, after *env.State, a env.Action, reward float64) error {
 		return fmt.Errorf("reward %v, score went %d -> %d", reward, before.Score(), after.Score())
 	}
 	r := after.Rules()
-	want := -1 + env.RunBonus*(after.Runs()-before.Runs())
+	cost, gain := 1, env.RunBonus*(after.Runs()-before.Runs())
 	if r.RuleSet() == env.Classic {
 		tick := r.TimePerAction()
-		want -= int(after.Elapsed()/(2*time.Second) - before.Elapsed()/(2*time.Second))
+		cost += int(after.Elapsed()/(2*time.Second) - before.Elapsed()/(2*time.Second))
 		if after.Elapsed()-before.Elapsed() != tick {
 			return fmt.Errorf("game time advanced %v, want %v", after.Elapsed()-before.Elapsed(), tick)
 		}
 		if after.Status() == env.Won {
-			want += env.WinBonus
+			gain += env.WinBonus
 		}
 	}
-	if got := max(0, before.Score()+want); got != after.Score() {
+	// Costs never take the score below zero; bonuses add after.
+	if got := max(0, before.Score()-cost) + gain; got != after.Score() {
 		return fmt.Errorf("score %d -> %d, the rules give %d", before.Score(), after.Score(), got)
 	}
 	if after.Steps() != before.Steps()+1 {
