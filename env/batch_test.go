@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spiderenv/spider/env"
 	"github.com/spiderenv/spider/internal/rng"
@@ -76,6 +77,7 @@ func (ref *reference) step(t *testing.T, b *env.Batch, i int, a env.Action) {
 	}
 	reward, term, trunc := 0.0, false, false
 	var final []uint8
+	var finalF []float32
 	switch {
 	case ref.pending[i]:
 		ref.reset(i)
@@ -87,7 +89,7 @@ func (ref *reference) step(t *testing.T, b *env.Batch, i int, a env.Action) {
 			fail("reference refused %v: %v", a, err)
 		}
 		ref.ret[i] += reward
-		final = slices.Clone(obs.Compact)
+		final, finalF = slices.Clone(obs.Compact), slices.Clone(obs.Float32)
 	}
 	if b.Rewards[i] != float32(reward) || b.Terminated[i] != term || b.Truncated[i] != trunc {
 		fail("batch reward %v term %v trunc %v; reference %v %v %v", b.Rewards[i], b.Terminated[i], b.Truncated[i], reward, term, trunc)
@@ -104,7 +106,11 @@ func (ref *reference) step(t *testing.T, b *env.Batch, i int, a env.Action) {
 		case env.Disabled:
 			ref.ended[i] = true
 		case env.SameStep:
-			if !b.HasFinal[i] || !bytes.Equal(b.FinalObsCompact[i*len(final):(i+1)*len(final)], final) || int(b.FinalScore[i]) != s.Score() {
+			sameObs := bytes.Equal(b.FinalObsCompact[i*len(final):(i+1)*len(final)], final)
+			if b.FinalObsFloat32 != nil {
+				sameObs = slices.Equal(b.FinalObsFloat32[i*len(finalF):(i+1)*len(finalF)], finalF)
+			}
+			if !b.HasFinal[i] || !sameObs || int(b.FinalScore[i]) != s.Score() {
 				fail("final observation or score differ")
 			}
 			ref.reset(i)
@@ -119,9 +125,16 @@ func (ref *reference) compareRow(t *testing.T, b *env.Batch, i int, fail func(st
 	t.Helper()
 	e := ref.envs[i]
 	s := e.State()
-	n := ref.r.CompactLen()
-	if row := b.ObsCompact[i*n : (i+1)*n]; !bytes.Equal(row, s.ObserveCompact(make([]uint8, n))) {
-		fail("observation row differs")
+	if b.ObsFloat32 != nil {
+		n := ref.r.Float32Len()
+		if row := b.ObsFloat32[i*n : (i+1)*n]; !slices.Equal(row, s.ObserveFloat32(make([]float32, n))) {
+			fail("float32 observation row differs")
+		}
+	} else {
+		n := ref.r.CompactLen()
+		if row := b.ObsCompact[i*n : (i+1)*n]; !bytes.Equal(row, s.ObserveCompact(make([]uint8, n))) {
+			fail("observation row differs")
+		}
 	}
 	mask := e.Mask()
 	legal := e.Info().Legal
@@ -148,53 +161,63 @@ func TestBatchEquivalence(t *testing.T) {
 		steps = 1000
 	}
 	const n = 12
-	r := env.MustRules(env.Options{RuleSet: env.Cardems, Suits: 2, MaxSteps: 150})
-	for _, mode := range []env.Autoreset{env.NextStep, env.SameStep, env.Disabled} {
-		t.Run(mode.String(), func(t *testing.T) {
-			one := newBatch(t, r, env.BatchOptions{N: n, Workers: 1, Autoreset: mode})
-			all := newBatch(t, r, env.BatchOptions{N: n, Workers: 3, Autoreset: mode})
-			ref := newReference(r, mode, 77, n)
-			one.Reset(77)
-			all.Reset(77)
-			g := rng.New(1)
-			actions := make([]env.Action, n)
-			ended := make([]bool, n)
-			episodes := 0
-			for step := range steps {
-				pickActions(&g, one, actions)
-				if err := one.Step(actions); err != nil {
-					t.Fatalf("step %d: %v", step, err)
+	for _, r := range []env.Rules{
+		env.MustRules(env.Options{RuleSet: env.Cardems, Suits: 2, MaxSteps: 150}),
+		// Float32 rows are big: fewer slots (so long columns overflow them)
+		// keep this configuration quick.
+		env.MustRules(env.Options{RuleSet: env.Classic, Suits: 4, MaxSteps: 120, Encoding: env.Float32, TimePerAction: 700 * time.Millisecond, FaceUpSlots: 6}),
+	} {
+		for _, mode := range []env.Autoreset{env.NextStep, env.SameStep, env.Disabled} {
+			t.Run(fmt.Sprint(r, "/", mode), func(t *testing.T) {
+				steps := steps
+				if r.Encoding() == env.Float32 {
+					steps /= 4
 				}
-				if err := all.Step(actions); err != nil {
-					t.Fatalf("step %d: %v", step, err)
-				}
-				if !reflect.DeepEqual(one.BatchBuffers, all.BatchBuffers) {
-					t.Fatalf("step %d: 1 worker and 3 workers disagree", step)
-				}
-				for i := range n {
-					ref.step(t, one, i, actions[i])
-					ended[i] = one.Terminated[i] || one.Truncated[i]
-					if ended[i] {
-						episodes++
+				one := newBatch(t, r, env.BatchOptions{N: n, Workers: 1, Autoreset: mode})
+				all := newBatch(t, r, env.BatchOptions{N: n, Workers: 3, Autoreset: mode})
+				ref := newReference(r, mode, 77, n)
+				one.Reset(77)
+				all.Reset(77)
+				g := rng.New(1)
+				actions := make([]env.Action, n)
+				ended := make([]bool, n)
+				episodes := 0
+				for step := range steps {
+					pickActions(&g, one, actions)
+					if err := one.Step(actions); err != nil {
+						t.Fatalf("step %d: %v", step, err)
 					}
-				}
-				if mode == env.Disabled && slices.Contains(ended, true) {
-					if err := one.ResetGames(ended); err != nil {
-						t.Fatal(err)
+					if err := all.Step(actions); err != nil {
+						t.Fatalf("step %d: %v", step, err)
 					}
-					all.ResetGames(ended)
-					for i, e := range ended {
-						if e {
-							ref.reset(i)
-							ref.compareRow(t, one, i, func(f string, a ...any) { t.Fatalf("after ResetGames: "+f, a...) })
+					if !reflect.DeepEqual(one.BatchBuffers, all.BatchBuffers) {
+						t.Fatalf("step %d: 1 worker and 3 workers disagree", step)
+					}
+					for i := range n {
+						ref.step(t, one, i, actions[i])
+						ended[i] = one.Terminated[i] || one.Truncated[i]
+						if ended[i] {
+							episodes++
+						}
+					}
+					if mode == env.Disabled && slices.Contains(ended, true) {
+						if err := one.ResetGames(ended); err != nil {
+							t.Fatal(err)
+						}
+						all.ResetGames(ended)
+						for i, e := range ended {
+							if e {
+								ref.reset(i)
+								ref.compareRow(t, one, i, func(f string, a ...any) { t.Fatalf("after ResetGames: "+f, a...) })
+							}
 						}
 					}
 				}
-			}
-			if episodes < 3*n {
-				t.Fatalf("only %d episodes ended in %d steps; the test should cover many resets", episodes, steps)
-			}
-		})
+				if episodes < 3*n {
+					t.Fatalf("only %d episodes ended in %d steps; the test should cover many resets", episodes, steps)
+				}
+			})
+		}
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -404,31 +403,31 @@ func TestLimits(t *testing.T) {
 
 func TestConcurrentConnections(t *testing.T) {
 	_, addr := start(t, Config{})
-	var wg sync.WaitGroup
-	for k := range 6 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cl := dial(t, addr)
-			hello(cl)
-			n := 2 + k
-			cl.ok(map[string]any{"op": "make", "n": n, "suits": []int{1, 2, 4}[k%3], "obs": []string{"compact", "float32"}[k%2]})
-			r := env.MustRules(env.Options{Suits: []int{1, 2, 4}[k%3], Encoding: env.Encoding(k % 2)})
-			ref := must(env.NewBatch(r, env.BatchOptions{N: n}))
-			defer ref.Close()
-			rep := cl.ok(map[string]any{"op": "reset", "seed": k})
-			ref.Reset(uint64(k))
-			compare(t, rep, ref, false)
-			actions := make([]env.Action, n)
-			for range 100 {
-				ref.SampleLegal(actions)
-				rep := cl.ok(map[string]any{"op": "step", "actions": actionsBin(actions)})
-				ref.Step(actions)
+	// Parallel subtests: six clients at once, each free to fail on its own.
+	t.Run("clients", func(t *testing.T) {
+		for k := range 6 {
+			t.Run(fmt.Sprint(k), func(t *testing.T) {
+				t.Parallel()
+				cl := dial(t, addr)
+				hello(cl)
+				n := 2 + k
+				cl.ok(map[string]any{"op": "make", "n": n, "suits": []int{1, 2, 4}[k%3], "obs": []string{"compact", "float32"}[k%2]})
+				r := env.MustRules(env.Options{Suits: []int{1, 2, 4}[k%3], Encoding: env.Encoding(k % 2)})
+				ref := must(env.NewBatch(r, env.BatchOptions{N: n}))
+				defer ref.Close()
+				rep := cl.ok(map[string]any{"op": "reset", "seed": k})
+				ref.Reset(uint64(k))
 				compare(t, rep, ref, false)
-			}
-		}()
-	}
-	wg.Wait()
+				actions := make([]env.Action, n)
+				for range 100 {
+					ref.SampleLegal(actions)
+					rep := cl.ok(map[string]any{"op": "step", "actions": actionsBin(actions)})
+					ref.Step(actions)
+					compare(t, rep, ref, false)
+				}
+			})
+		}
+	})
 }
 
 func TestShutdownClosesConnections(t *testing.T) {
