@@ -26,7 +26,7 @@ type benchOptions struct {
 	warmup    int
 	autoreset string
 	seed      uint64
-	json, csv bool
+	out       outputFlags
 }
 
 // benchResult is one measured run, as the table, JSON and CSV print it.
@@ -56,12 +56,8 @@ func benchCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 	fs.IntVar(&o.warmup, "warmup", 100, "batch steps before timing")
 	fs.StringVar(&o.autoreset, "autoreset", "next-step", "autoreset mode: next-step, same-step or disabled")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the deals and of the random policy")
-	fs.BoolVar(&o.json, "json", false, "write the results as JSON")
-	fs.BoolVar(&o.csv, "csv", false, "write the results as CSV")
+	o.out.register(fs)
 	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
-		if len(args) > 0 {
-			return usageError{fmt.Errorf("unexpected arguments %q", args)}
-		}
 		return runBench(ctx, o, stdout, stderr)
 	}
 }
@@ -87,8 +83,8 @@ func runBench(ctx context.Context, o benchOptions, stdout, stderr io.Writer) err
 	if o.n < 1 || o.n > env.MaxBatch || o.steps < 1 || o.warmup < 0 || o.workers < 0 {
 		return usageError{fmt.Errorf("need 1 <= n <= %d, steps >= 1, warmup >= 0, workers >= 0", env.MaxBatch)}
 	}
-	if o.json && o.csv {
-		return usageError{fmt.Errorf("choose one of --json and --csv")}
+	if err := o.out.check(); err != nil {
+		return err
 	}
 	r := env.MustRules(opts)
 	workers := o.workers
@@ -165,11 +161,11 @@ func benchOnce(ctx context.Context, r env.Rules, o benchOptions, mode env.Autore
 
 func writeBench(w io.Writer, results []benchResult, o benchOptions) error {
 	switch {
-	case o.json:
+	case o.out.json:
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(results)
-	case o.csv:
+	case o.out.csv:
 		c := csv.NewWriter(w)
 		c.Write([]string{"rules", "suits", "obs", "autoreset", "n", "workers", "steps", "env_steps", "seconds", "env_steps_per_sec", "ns_per_env_step", "episodes", "speedup_vs_1_worker"})
 		for _, r := range results {

@@ -15,7 +15,7 @@ func smallBench() benchOptions {
 
 func TestBenchJSON(t *testing.T) {
 	o := smallBench()
-	o.json = true
+	o.out.json = true
 	var out, errb bytes.Buffer
 	if err := runBench(context.Background(), o, &out, &errb); err != nil {
 		t.Fatal(err)
@@ -55,7 +55,7 @@ func TestBenchTableAndCSV(t *testing.T) {
 	if len(lines) != 3 || !strings.Contains(lines[0], "env-steps/s") || !strings.Contains(lines[2], "float32") {
 		t.Fatalf("table:\n%s", out.String())
 	}
-	o.csv = true
+	o.out.csv = true
 	out.Reset()
 	if err := runBench(context.Background(), o, &out, &bytes.Buffer{}); err != nil {
 		t.Fatal(err)
@@ -72,7 +72,7 @@ func TestBenchRefusesBadFlags(t *testing.T) {
 		func(o *benchOptions) { o.autoreset = "disabled" },
 		func(o *benchOptions) { o.autoreset = "sometimes" },
 		func(o *benchOptions) { o.n = 0 },
-		func(o *benchOptions) { o.json, o.csv = true, true },
+		func(o *benchOptions) { o.out.json, o.out.csv = true, true },
 		func(o *benchOptions) { o.game.suits = 5 },
 	} {
 		o := smallBench()

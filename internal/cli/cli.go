@@ -7,6 +7,7 @@ import (
 	"io"
 	"os/signal"
 	"sort"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/pflag"
@@ -15,18 +16,19 @@ import (
 // command is one subcommand: flags bind into its options, then run runs.
 type command struct {
 	summary string
+	args    string // the positional arguments it takes, as usage shows them ("" for none)
 	// setup registers the flags on fs and returns the function that runs
 	// the command with the parsed options.
 	setup func(fs *pflag.FlagSet) func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error
 }
 
 var commands = map[string]command{
-	"demo":   {"play one seeded game with a random policy and show it", demoCommand},
-	"bench":  {"measure the batch stepper's env-steps per second with random legal actions", benchCommand},
-	"serve":  {"serve batches of games over a socket (msgpack, PROTOCOL.md)", serveCommand},
-	"eval":   {"compare policies on the same deals, with confidence intervals and paired tests", evalCommand},
-	"play":   {"play a game in the terminal, with undo and hints", playCommand},
-	"replay": {"step through a recorded game", replayCommand},
+	"demo":   {"play one seeded game with a random policy and show it", "", demoCommand},
+	"bench":  {"measure the batch stepper's env-steps per second with random legal actions", "", benchCommand},
+	"serve":  {"serve batches of games over a socket (msgpack, PROTOCOL.md)", "", serveCommand},
+	"eval":   {"compare policies on the same deals, with confidence intervals and paired tests", "", evalCommand},
+	"play":   {"play a game in the terminal, with undo and hints", "", playCommand},
+	"replay": {"step through a recorded game", "FILE", replayCommand},
 }
 
 // Main runs the command line args and returns the process exit code:
@@ -55,6 +57,14 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "spider %s: %v\n", args[0], err)
 		return 2
 	}
+	if want := len(strings.Fields(cmd.args)); fs.NArg() != want {
+		if want == 0 {
+			fmt.Fprintf(stderr, "spider %s: unexpected arguments %q\n", args[0], fs.Args())
+		} else {
+			fmt.Fprintf(stderr, "spider %s: want %s\n", args[0], cmd.args)
+		}
+		return 2
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, fs.Args(), stdin, stdout, stderr); err != nil {
@@ -70,6 +80,22 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 // usageError marks a bad flag value, for exit code 2.
 type usageError struct{ error }
+
+// outputFlags are the --json and --csv switches of the commands that print
+// tables.
+type outputFlags struct{ json, csv bool }
+
+func (o *outputFlags) register(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.json, "json", false, "write the results as JSON")
+	fs.BoolVar(&o.csv, "csv", false, "write the results as CSV")
+}
+
+func (o outputFlags) check() error {
+	if o.json && o.csv {
+		return usageError{fmt.Errorf("choose one of --json and --csv")}
+	}
+	return nil
+}
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: spider COMMAND [flags]   (flags take the --long form; see spider COMMAND --help)")

@@ -27,6 +27,8 @@ func TestMainUsage(t *testing.T) {
 		{"demo", "--rules", "freecell"},
 		{"demo", "--bogus"},
 		{"demo", "extra"},
+		{"replay"},
+		{"eval", "--json", "--csv"},
 	} {
 		errb.Reset()
 		if code := Main(args, nil, &out, &errb); code != 2 || errb.Len() == 0 {

@@ -51,9 +51,6 @@ func demoCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, i
 	fs.Uint64Var(&o.policy, "policy-seed", 1, "seed of the random policy")
 	fs.IntVar(&o.show, "show", 20, "boards to show after the first (the rest of the game is played, then the final board)")
 	return func(ctx context.Context, args []string, _ io.Reader, stdout, _ io.Writer) error {
-		if len(args) > 0 {
-			return usageError{fmt.Errorf("unexpected arguments %q", args)}
-		}
 		return runDemo(ctx, o, stdout)
 	}
 }

@@ -23,14 +23,14 @@ import (
 
 // evalOptions are the eval command's flags.
 type evalOptions struct {
-	game      gameFlags
-	policies  string
-	seeds     string
-	games     int
-	start     uint64
-	workers   int
-	record    string
-	json, csv bool
+	game     gameFlags
+	policies string
+	seeds    string
+	games    int
+	start    uint64
+	workers  int
+	record   string
+	out      outputFlags
 }
 
 func evalCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, io.Writer, io.Writer) error {
@@ -42,12 +42,8 @@ func evalCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, i
 	fs.Uint64Var(&o.start, "start", 1, "first seed with --games")
 	fs.IntVar(&o.workers, "workers", 0, "games played in parallel (0: GOMAXPROCS)")
 	fs.StringVar(&o.record, "record", "", "save every game into this folder as POLICY-SEED.spider (see spider replay)")
-	fs.BoolVar(&o.json, "json", false, "write the results as JSON")
-	fs.BoolVar(&o.csv, "csv", false, "write the per-policy results as CSV")
+	o.out.register(fs)
 	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
-		if len(args) > 0 {
-			return usageError{fmt.Errorf("unexpected arguments %q", args)}
-		}
 		return runEval(ctx, o, stdout, stderr)
 	}
 }
@@ -151,8 +147,8 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	if len(policies) == 0 {
 		return usageError{fmt.Errorf("no policy to evaluate")}
 	}
-	if o.json && o.csv {
-		return usageError{fmt.Errorf("choose one of --json and --csv")}
+	if err := o.out.check(); err != nil {
+		return err
 	}
 	start := time.Now()
 	last := time.Time{}
@@ -247,11 +243,11 @@ func summarize(ev *agents.Evaluation) evalReport {
 
 func writeEval(w io.Writer, rep evalReport, o evalOptions) error {
 	switch {
-	case o.json:
+	case o.out.json:
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
-	case o.csv:
+	case o.out.csv:
 		c := csv.NewWriter(w)
 		c.Write([]string{"rules", "suits", "policy", "games", "wins", "win_rate", "win_lo95", "win_hi95", "mean_score", "score_ci95", "mean_runs", "runs_ci95", "mean_moves", "ms_per_game"})
 		f := func(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }

@@ -28,7 +28,7 @@ func smallEval() evalOptions {
 
 func TestEvalEndToEnd(t *testing.T) {
 	o := smallEval()
-	o.json = true
+	o.out.json = true
 	var out, errb bytes.Buffer
 	if err := runEval(context.Background(), o, &out, &errb); err != nil {
 		t.Fatal(err)
@@ -56,7 +56,7 @@ func TestEvalEndToEnd(t *testing.T) {
 		t.Errorf("progress: %q", errb.String())
 	}
 
-	o.json, o.csv = false, true
+	o.out.json, o.out.csv = false, true
 	out.Reset()
 	if err := runEval(context.Background(), o, &out, &bytes.Buffer{}); err != nil {
 		t.Fatal(err)
@@ -65,7 +65,7 @@ func TestEvalEndToEnd(t *testing.T) {
 	if err != nil || len(rows) != 3 || rows[1][2] != "random" {
 		t.Fatalf("csv %v %v", rows, err)
 	}
-	o.csv = false
+	o.out.csv = false
 	out.Reset()
 	if err := runEval(context.Background(), o, &out, &bytes.Buffer{}); err != nil {
 		t.Fatal(err)
@@ -80,7 +80,7 @@ func TestEvalRefusesBadFlags(t *testing.T) {
 		func(o *evalOptions) { o.policies = "random,chess" },
 		func(o *evalOptions) { o.policies = " , " },
 		func(o *evalOptions) { o.seeds = "9-1" },
-		func(o *evalOptions) { o.json, o.csv = true, true },
+		func(o *evalOptions) { o.out.json, o.out.csv = true, true },
 		func(o *evalOptions) { o.seeds, o.games = "", 0 },
 	} {
 		o := smallEval()

@@ -30,9 +30,6 @@ func playCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, i
 	fs.Uint64Var(&o.seed, "seed", 1, "deal seed of the first game (new deals take the next seeds)")
 	fs.StringVar(&o.record, "record", "", "save each finished or abandoned game to this file (the last one wins)")
 	return func(ctx context.Context, args []string, stdin io.Reader, stdout, _ io.Writer) error {
-		if len(args) > 0 {
-			return usageError{fmt.Errorf("unexpected arguments %q", args)}
-		}
 		return runPlay(ctx, o, stdin, stdout)
 	}
 }

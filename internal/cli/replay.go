@@ -20,9 +20,6 @@ func replayCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader,
 	var o replayOptions
 	fs.IntVar(&o.every, "every", 1, "show the board every this many moves (0: only the first and last)")
 	return func(ctx context.Context, args []string, _ io.Reader, stdout, _ io.Writer) error {
-		if len(args) != 1 {
-			return usageError{fmt.Errorf("want one record file (from spider eval --record or spider play --record)")}
-		}
 		return runReplay(ctx, o, args[0], stdout)
 	}
 }

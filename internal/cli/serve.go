@@ -45,9 +45,6 @@ func serveCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 	fs.IntVar(&o.workers, "workers", 0, "default worker goroutines per batch (0: GOMAXPROCS)")
 	fs.BoolVar(&o.quiet, "quiet", false, "do not log connection errors to stderr")
 	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
-		if len(args) > 0 {
-			return usageError{fmt.Errorf("unexpected arguments %q", args)}
-		}
 		return runServe(ctx, o, stdout, stderr)
 	}
 }
