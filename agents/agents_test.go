@@ -10,15 +10,7 @@ import (
 	"github.com/spiderenv/spider/env/envtest"
 )
 
-func configs() []env.Rules {
-	var out []env.Rules
-	for _, rs := range []env.RuleSet{env.Classic, env.Cardems} {
-		for _, suits := range []int{1, 2, 4} {
-			out = append(out, env.MustRules(env.Options{RuleSet: rs, Suits: suits, MaxSteps: 250}))
-		}
-	}
-	return out
-}
+func configs() []env.Rules { return envtest.Configurations(250, false) }
 
 // asPolicy runs agent a under the conformance checker, which checks every
 // invariant after each of its moves (and that each move is legal).

@@ -26,6 +26,32 @@ func RandomPolicy(seed uint64) Policy {
 	}
 }
 
+// Configurations returns every rule set and suit count with the given step
+// limit: the configurations a conformance run covers. With encodings set,
+// each comes in both observation encodings, and the classic float32 ones
+// with the simulated clock on (1.5 s an action), so that scoring path is
+// checked too.
+func Configurations(maxSteps int, encodings bool) []env.Rules {
+	var out []env.Rules
+	for _, rs := range []env.RuleSet{env.Classic, env.Cardems} {
+		for _, suits := range []int{1, 2, 4} {
+			o := env.Options{RuleSet: rs, Suits: suits, MaxSteps: maxSteps}
+			if !encodings {
+				out = append(out, env.MustRules(o))
+				continue
+			}
+			for _, enc := range []env.Encoding{env.Compact, env.Float32} {
+				o.Encoding, o.TimePerAction = enc, 0
+				if rs == env.Classic && enc == env.Float32 {
+					o.TimePerAction = 1500 * time.Millisecond
+				}
+				out = append(out, env.MustRules(o))
+			}
+		}
+	}
+	return out
+}
+
 // Config says how hard to check.
 type Config struct {
 	Games int    // games to play

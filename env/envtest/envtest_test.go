@@ -3,28 +3,11 @@ package envtest
 import (
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/spiderenv/spider/env"
 )
 
-// configs is every rule set and suit count, each with both encodings and,
-// for classic, the simulated clock on.
-func configs() []env.Rules {
-	var out []env.Rules
-	for _, rs := range []env.RuleSet{env.Classic, env.Cardems} {
-		for _, suits := range []int{1, 2, 4} {
-			for _, enc := range []env.Encoding{env.Compact, env.Float32} {
-				o := env.Options{RuleSet: rs, Suits: suits, Encoding: enc, MaxSteps: 300}
-				if rs == env.Classic && enc == env.Float32 {
-					o.TimePerAction = 1500 * time.Millisecond
-				}
-				out = append(out, env.MustRules(o))
-			}
-		}
-	}
-	return out
-}
+func configs() []env.Rules { return Configurations(300, true) }
 
 // TestConformanceRandomPolicy is the property test over thousands of
 // seeded random playouts: 200 games for each rule set, suit count and
