@@ -15,14 +15,13 @@ import (
 
 // Error codes of failed replies (PROTOCOL.md).
 const (
-	codeBadFrame    = "bad_frame"
-	codeBadRequest  = "bad_request"
-	codeBadOrder    = "bad_order"
-	codeBadConfig   = "bad_config"
-	codeBadAction   = "bad_action"
-	codeUnavailable = "unavailable"
-	codeLimit       = "limit"
-	codeInternal    = "internal"
+	codeBadFrame   = "bad_frame"
+	codeBadRequest = "bad_request"
+	codeBadOrder   = "bad_order"
+	codeBadConfig  = "bad_config"
+	codeBadAction  = "bad_action"
+	codeLimit      = "limit"
+	codeInternal   = "internal"
 )
 
 // replyError is a failed request: its code, its message and whether the
