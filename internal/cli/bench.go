@@ -2,8 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"io"
 	"runtime"
@@ -160,21 +158,17 @@ func benchOnce(ctx context.Context, r env.Rules, o benchOptions, mode env.Autore
 }
 
 func writeBench(w io.Writer, results []benchResult, o benchOptions) error {
-	switch {
-	case o.out.json:
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(results)
-	case o.out.csv:
-		c := csv.NewWriter(w)
-		c.Write([]string{"rules", "suits", "obs", "autoreset", "n", "workers", "steps", "env_steps", "seconds", "env_steps_per_sec", "ns_per_env_step", "episodes", "speedup_vs_1_worker"})
+	header := []string{"rules", "suits", "obs", "autoreset", "n", "workers", "steps", "env_steps", "seconds", "env_steps_per_sec", "ns_per_env_step", "episodes", "speedup_vs_1_worker"}
+	done, err := o.out.write(w, results, header, func() (rows [][]string) {
 		for _, r := range results {
-			c.Write([]string{r.Rules, strconv.Itoa(r.Suits), r.Obs, r.Autoreset, strconv.Itoa(r.N), strconv.Itoa(r.Workers),
+			rows = append(rows, []string{r.Rules, strconv.Itoa(r.Suits), r.Obs, r.Autoreset, strconv.Itoa(r.N), strconv.Itoa(r.Workers),
 				strconv.Itoa(r.Steps), strconv.FormatInt(r.EnvSteps, 10), fmt.Sprintf("%.3f", r.Seconds),
 				fmt.Sprintf("%.0f", r.StepsPerSec), fmt.Sprintf("%.1f", r.NsPerStep), strconv.FormatInt(r.Episodes, 10), fmt.Sprintf("%.2f", r.SpeedUp)})
 		}
-		c.Flush()
-		return c.Error()
+		return rows
+	})
+	if done || err != nil {
+		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "rules\tsuits\tobs\tautoreset\tN\tworkers\tenv-steps/s\tns/env-step\tepisodes\tspeed-up\t")

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"encoding/csv"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -88,6 +90,24 @@ type outputFlags struct{ json, csv bool }
 func (o *outputFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.json, "json", false, "write the results as JSON")
 	fs.BoolVar(&o.csv, "csv", false, "write the results as CSV")
+}
+
+// write prints v as indented JSON with --json, or header and rows as CSV
+// with --csv, and reports whether it did; otherwise the caller prints its
+// table.
+func (o outputFlags) write(w io.Writer, v any, header []string, rows func() [][]string) (bool, error) {
+	switch {
+	case o.json:
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return true, enc.Encode(v)
+	case o.csv:
+		c := csv.NewWriter(w)
+		c.Write(header)
+		c.WriteAll(rows())
+		return true, c.Error()
+	}
+	return false, nil
 }
 
 func (o outputFlags) check() error {

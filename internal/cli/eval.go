@@ -2,8 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -242,21 +240,17 @@ func summarize(ev *agents.Evaluation) evalReport {
 }
 
 func writeEval(w io.Writer, rep evalReport, o evalOptions) error {
-	switch {
-	case o.out.json:
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
-	case o.out.csv:
-		c := csv.NewWriter(w)
-		c.Write([]string{"rules", "suits", "policy", "games", "wins", "win_rate", "win_lo95", "win_hi95", "mean_score", "score_ci95", "mean_runs", "runs_ci95", "mean_moves", "ms_per_game"})
+	header := []string{"rules", "suits", "policy", "games", "wins", "win_rate", "win_lo95", "win_hi95", "mean_score", "score_ci95", "mean_runs", "runs_ci95", "mean_moves", "ms_per_game"}
+	done, err := o.out.write(w, rep, header, func() (rows [][]string) {
 		f := func(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
 		for _, p := range rep.Policies {
-			c.Write([]string{rep.Rules, strconv.Itoa(rep.Suits), p.Policy, strconv.Itoa(p.Games), strconv.Itoa(p.Wins), f(p.WinRate), f(p.WinLo), f(p.WinHi),
+			rows = append(rows, []string{rep.Rules, strconv.Itoa(rep.Suits), p.Policy, strconv.Itoa(p.Games), strconv.Itoa(p.Wins), f(p.WinRate), f(p.WinLo), f(p.WinHi),
 				f(p.Score), f(p.ScoreHalf), f(p.Runs), f(p.RunsHalf), f(p.Moves), f(p.MsPerGame)})
 		}
-		c.Flush()
-		return c.Error()
+		return rows
+	})
+	if done || err != nil {
+		return err
 	}
 	fmt.Fprintf(w, "%s, %d suit(s), %d deals, step limit %d\n\n", rep.Rules, rep.Suits, rep.Seeds, rep.MaxSteps)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
