@@ -87,10 +87,28 @@ type Agent interface {
 // Maker builds an agent; each worker gets its own.
 type Maker func() Agent
 
+// Options are the settings agents share.
+type Options struct {
+	// Nodes is the search budget: positions explored per plan by search
+	// and oracle (0: their default, 20000). Others ignore it.
+	Nodes int
+}
+
 // makers are the agents by name.
-var makers = map[string]Maker{
-	"random": func() Agent { return &Random{} },
-	"greedy": func() Agent { return &Greedy{} },
+var makers = map[string]func(Options) Agent{
+	"random": func(Options) Agent { return &Random{} },
+	"greedy": func(Options) Agent { return &Greedy{} },
+	"search": func(o Options) Agent { return &Search{Nodes: o.Nodes} },
+	"oracle": func(o Options) Agent { return &Search{Nodes: o.Nodes, Peek: true} },
+}
+
+// Label returns how tables name the agent called name: the oracle, which
+// sees the hidden cards, is always marked as such.
+func Label(name string) string {
+	if strings.ToLower(name) == "oracle" {
+		return "oracle (sees hidden cards)"
+	}
+	return name
 }
 
 // Names returns the names New accepts.
@@ -103,11 +121,17 @@ func Names() []string {
 	return out
 }
 
-// New returns the maker of the agent called name.
-func New(name string) (Maker, error) {
+// New returns the maker of the agent called name, with default options.
+func New(name string) (Maker, error) { return NewWith(name, Options{}) }
+
+// NewWith returns the maker of the agent called name, with options o.
+func NewWith(name string, o Options) (Maker, error) {
 	m, ok := makers[strings.ToLower(name)]
 	if !ok {
 		return nil, fmt.Errorf("agents: unknown agent %q (known: %s)", name, strings.Join(Names(), ", "))
 	}
-	return m, nil
+	if o.Nodes < 0 {
+		return nil, fmt.Errorf("agents: a search budget of %d nodes is negative", o.Nodes)
+	}
+	return func() Agent { return m(o) }, nil
 }

@@ -29,9 +29,12 @@ func asPolicy(a Agent) envtest.Policy {
 	}
 }
 
+// testBudget keeps the searching agents quick in tests.
+var testBudget = Options{Nodes: 400}
+
 func TestAgentsConformance(t *testing.T) {
 	for _, name := range Names() {
-		m, _ := New(name)
+		m, _ := NewWith(name, testBudget)
 		for _, r := range configs() {
 			t.Run(fmt.Sprint(name, "/", r), func(t *testing.T) {
 				t.Parallel()
@@ -49,7 +52,10 @@ func TestAgentsConformance(t *testing.T) {
 // anew before every decision: the choices must be the same.
 func TestAgentsNeverReadHiddenCards(t *testing.T) {
 	for _, name := range Names() {
-		m, _ := New(name)
+		if name == "oracle" {
+			continue // it sees them by design: TestOracleReadsHiddenCards
+		}
+		m, _ := NewWith(name, testBudget)
 		for _, suits := range []int{1, 4} {
 			r := env.MustRules(env.Options{Suits: suits, MaxSteps: 200})
 			for seed := uint64(0); seed < 4; seed++ {
@@ -81,7 +87,7 @@ func TestAgentsNeverReadHiddenCards(t *testing.T) {
 func TestAgentsAreDeterministic(t *testing.T) {
 	r := env.MustRules(env.Options{Suits: 2, MaxSteps: 300})
 	for _, name := range Names() {
-		m, _ := New(name)
+		m, _ := NewWith(name, testBudget)
 		a := Play(r, 9, m())
 		b := Play(r, 9, m())
 		if !slices.Equal(a.Actions, b.Actions) || a.Score != b.Score {
@@ -102,7 +108,7 @@ func TestGreedyBeatsRandom(t *testing.T) {
 	for i := range seeds {
 		seeds[i] = uint64(i)
 	}
-	ev, err := Evaluate(context.Background(), r, []string{"random", "greedy"}, seeds, 2, nil)
+	ev, err := Evaluate(context.Background(), r, []string{"random", "greedy"}, seeds, 2, Options{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,10 +135,10 @@ func TestEvaluateStopsOnCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	r := env.MustRules(env.Options{Suits: 1})
-	if _, err := Evaluate(ctx, r, []string{"random"}, []uint64{1, 2, 3}, 1, nil); err == nil {
+	if _, err := Evaluate(ctx, r, []string{"random"}, []uint64{1, 2, 3}, 1, Options{}, nil); err == nil {
 		t.Fatal("a cancelled evaluation returned no error")
 	}
-	if _, err := Evaluate(context.Background(), r, []string{"chess"}, []uint64{1}, 1, nil); err == nil {
+	if _, err := Evaluate(context.Background(), r, []string{"chess"}, []uint64{1}, 1, Options{}, nil); err == nil {
 		t.Fatal("an unknown policy was accepted")
 	}
 }
@@ -146,5 +152,121 @@ func TestGreedyReasons(t *testing.T) {
 	d := (&Greedy{}).Act(NewView(&s, s.AppendLegal(nil), 0, false))
 	if d.Action != env.MoveAction(1, 0, 1) || d.Reason != "turns a face-down card" {
 		t.Fatalf("greedy chose %v because %q; want 2>1x1 to turn the 3h", d.Action, d.Reason)
+	}
+}
+
+// TestOracleReadsHiddenCards is the other side of the lockstep test: the
+// oracle's choices do change with the hidden cards, which is why it is
+// labelled wherever it appears.
+func TestOracleReadsHiddenCards(t *testing.T) {
+	r := env.MustRules(env.Options{Suits: 1})
+	if Label("oracle") == "oracle" || Label("search") != "search" {
+		t.Fatalf("labels: oracle %q, search %q", Label("oracle"), Label("search"))
+	}
+	differ := 0
+	for seed := uint64(0); seed < 6; seed++ {
+		s := env.NewGame(r, seed)
+		legal := s.AppendLegal(nil)
+		for k := uint64(0); k < 4; k++ {
+			other := s.Resample(k + 1)
+			a, b := &Search{Nodes: 2000, Peek: true}, &Search{Nodes: 2000, Peek: true}
+			a.Begin(seed)
+			b.Begin(seed)
+			if a.Act(NewView(&s, legal, 0, false)) != b.Act(NewView(&other, legal, 0, false)) {
+				differ++
+			}
+		}
+	}
+	if differ == 0 {
+		t.Fatal("the oracle chose the same first move whatever the hidden cards: it does not see them")
+	}
+}
+
+// TestSearchBeatsGreedy plays the same one-suit deals with both: search
+// must win clearly more, even on a small budget.
+func TestSearchBeatsGreedy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("plays 16 full games")
+	}
+	r := env.MustRules(env.Options{Suits: 1})
+	seeds := []uint64{1, 2, 3, 4, 5, 6, 7, 8}
+	ev, err := Evaluate(context.Background(), r, []string{"greedy", "search"}, seeds, 2, Options{Nodes: 3000}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, sw := 0, 0
+	for i := range seeds {
+		if ev.Results[0][i].Won {
+			gw++
+		}
+		if ev.Results[1][i].Won {
+			sw++
+		}
+	}
+	if sw < 6 || sw <= gw {
+		t.Fatalf("search won %d of %d one-suit deals, greedy %d", sw, len(seeds), gw)
+	}
+}
+
+// TestSearchRules checks Search's decisions in positions built by hand.
+func TestSearchRules(t *testing.T) {
+	kings := "3: | Kh\n4: | Kh\n5: | Kh\n6: | Kh\n7: | Kh\n8: | Kh\n9: | Kh\n10: | Kh\n"
+	tests := []struct {
+		name, pos string
+		suits     int
+		want      env.Action
+		why       string
+	}{
+		{"completes a run that turns a card", "1: | Ks Qs Js Ts 9s 8s 7s 6s 5s 4s 3s 2s\n2: 5h | As\n" + kings + "stock:", 2, env.MoveAction(1, 0, 1), "turns a face-down card"},
+		{"turns a card before dealing", "1: | 9s\n2: 3h | 8s\n" + kings + "stock: 2h 2h 2h 2h 2h 2h 2h 2h 2h 2h", 2, env.MoveAction(1, 0, 1), "turns a face-down card"},
+		{"fills an empty column, then deals", "1: | 9s 4h\n2: |\n" + kings + "stock: 2h 2h 2h 2h 2h 2h 2h 2h 2h 2h", 2, env.MoveAction(0, 1, 1), "deals once nothing better can be foreseen"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := env.ParseState(env.MustRules(env.Options{Suits: tc.suits}), tc.pos)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := &Search{Nodes: 1000}
+			a.Begin(1)
+			d := a.Act(NewView(&s, s.AppendLegal(nil), 0, false))
+			if d.Action != tc.want || d.Reason != tc.why {
+				t.Fatalf("search chose %v because %q; want %v because %q", d.Action, d.Reason, tc.want, tc.why)
+			}
+		})
+	}
+}
+
+// TestSearchSeesDeadStock checks that a classic position with stock left
+// but too few cards to fill the ten columns counts as lost.
+func TestSearchSeesDeadStock(t *testing.T) {
+	r := env.MustRules(env.Options{Suits: 1})
+	s, err := env.ParseState(r, "1: | 9s\n2: | 8s\nstock: 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s\nruns: s s s s s s s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := (&Search{}).Evaluate(&s); v != -valueWon {
+		t.Fatalf("value %d; want %d (lost)", v, -valueWon)
+	}
+}
+
+// TestSearchFillsBeyondItsHorizon gives Search a budget too small to see a
+// deal behind an empty column: it must still fill the column and deal
+// rather than give up.
+func TestSearchFillsBeyondItsHorizon(t *testing.T) {
+	r := env.MustRules(env.Options{Suits: 2})
+	s, err := env.ParseState(r, "1: | 9s 4h\n2: |\n3: | Kh\n4: | Kh\n5: | Kh\n6: | Kh\n7: | Kh\n8: | Kh\n9: | Kh\n10: | Kh\nstock: 2h 2h 2h 2h 2h 2h 2h 2h 2h 2h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &Search{Nodes: 1}
+	a.Begin(1)
+	d := a.Act(NewView(&s, s.AppendLegal(nil), 0, false))
+	if d.Action != env.MoveAction(0, 1, 1) || d.Reason != "fills the empty columns to deal" {
+		t.Fatalf("search chose %v because %q", d.Action, d.Reason)
+	}
+	s.Step(d.Action)
+	if d = a.Act(NewView(&s, s.AppendLegal(nil), d.Action, true)); d.Action != env.Deal {
+		t.Fatalf("after filling, search chose %v, not the deal", d.Action)
 	}
 }

@@ -19,14 +19,14 @@ type Evaluation struct {
 	Results  [][]Result
 }
 
-// Evaluate plays every seed with every named policy on workers goroutines
-// (0: GOMAXPROCS), each with its own agents, calling progress (if not nil)
+// Evaluate plays every seed with every named policy (made with options o)
+// on workers goroutines (0: GOMAXPROCS), each with its own agents, calling progress (if not nil)
 // after each game with the number done and the total. It stops early, with
 // ctx's error, when ctx ends.
-func Evaluate(ctx context.Context, r env.Rules, policies []string, seeds []uint64, workers int, progress func(done, total int)) (*Evaluation, error) {
+func Evaluate(ctx context.Context, r env.Rules, policies []string, seeds []uint64, workers int, o Options, progress func(done, total int)) (*Evaluation, error) {
 	makers := make([]Maker, len(policies))
 	for i, p := range policies {
-		m, err := New(p)
+		m, err := NewWith(p, o)
 		if err != nil {
 			return nil, err
 		}

@@ -123,6 +123,13 @@ func (s *State) AppendFaceUp(dst []Card, c int) []Card {
 	return append(dst, s.cols[c][s.down[c]:s.height[c]]...)
 }
 
+// AppendFaceDown appends the face-down cards of column c to dst, deepest
+// first. A player cannot see them: it exists for labelled oracles and
+// tests, and no observation or fair agent uses it.
+func (s *State) AppendFaceDown(dst []Card, c int) []Card {
+	return append(dst, s.cols[c][:s.down[c]]...)
+}
+
 // RunLength returns the length of the movable group on top of column c:
 // the longest descending same-suit run that ends in the top card.
 func (s *State) RunLength(c int) int { return int(s.run[c]) }

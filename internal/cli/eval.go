@@ -27,6 +27,7 @@ type evalOptions struct {
 	games    int
 	start    uint64
 	workers  int
+	nodes    int
 	record   string
 	out      outputFlags
 }
@@ -39,6 +40,7 @@ func evalCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, i
 	fs.IntVar(&o.games, "games", 100, "deals to play: seeds --start to --start+games-1")
 	fs.Uint64Var(&o.start, "start", 1, "first seed with --games")
 	fs.IntVar(&o.workers, "workers", 0, "games played in parallel (0: GOMAXPROCS)")
+	fs.IntVar(&o.nodes, "nodes", 0, "per-move search budget of search and oracle: positions explored per plan (0: 20000)")
 	fs.StringVar(&o.record, "record", "", "save every game into this folder as POLICY-SEED.spider (see spider replay)")
 	o.out.register(fs)
 	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
@@ -89,6 +91,7 @@ type policySummary struct {
 	RunsHalf  float64 `json:"mean_runs_ci95"`
 	Moves     float64 `json:"mean_moves"`
 	MsPerGame float64 `json:"ms_per_game"`
+	MsPerMove float64 `json:"ms_per_move"`
 }
 
 // comparison is one pair of policies on the same deals.
@@ -136,7 +139,7 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	var policies []string
 	for _, p := range strings.Split(o.policies, ",") {
 		if p = strings.TrimSpace(p); p != "" {
-			if _, err := agents.New(p); err != nil {
+			if _, err := agents.NewWith(p, agents.Options{Nodes: o.nodes}); err != nil {
 				return usageError{err}
 			}
 			policies = append(policies, p)
@@ -150,7 +153,7 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	}
 	start := time.Now()
 	last := time.Time{}
-	ev, err := agents.Evaluate(ctx, r, policies, seeds, o.workers, func(done, total int) {
+	ev, err := agents.Evaluate(ctx, r, policies, seeds, o.workers, agents.Options{Nodes: o.nodes}, func(done, total int) {
 		if now := time.Now(); now.Sub(last) > 200*time.Millisecond || done == total {
 			last = now
 			const width = 30
@@ -202,7 +205,7 @@ func summarize(ev *agents.Evaluation) evalReport {
 	score := func(x agents.Result) float64 { return float64(x.Score) }
 	runs := func(x agents.Result) float64 { return float64(x.Runs) }
 	for p, res := range ev.Results {
-		s := policySummary{Policy: ev.Policies[p], Games: len(res)}
+		s := policySummary{Policy: agents.Label(ev.Policies[p]), Games: len(res)}
 		var moves, ms float64
 		for _, x := range res {
 			if x.Won {
@@ -216,11 +219,14 @@ func summarize(ev *agents.Evaluation) evalReport {
 		s.Score, s.ScoreHalf = stats.Mean(column(res, score))
 		s.Runs, s.RunsHalf = stats.Mean(column(res, runs))
 		s.Moves, s.MsPerGame = moves/float64(len(res)), ms/float64(len(res))
+		if moves > 0 {
+			s.MsPerMove = ms / moves
+		}
 		rep.Policies = append(rep.Policies, s)
 	}
 	for a := range ev.Results {
 		for b := a + 1; b < len(ev.Results); b++ {
-			c := comparison{A: ev.Policies[a], B: ev.Policies[b], GamesPairs: len(ev.Seeds)}
+			c := comparison{A: agents.Label(ev.Policies[a]), B: agents.Label(ev.Policies[b]), GamesPairs: len(ev.Seeds)}
 			for i := range ev.Seeds {
 				wa, wb := ev.Results[a][i].Won, ev.Results[b][i].Won
 				if wa && !wb {
@@ -240,12 +246,12 @@ func summarize(ev *agents.Evaluation) evalReport {
 }
 
 func writeEval(w io.Writer, rep evalReport, o evalOptions) error {
-	header := []string{"rules", "suits", "policy", "games", "wins", "win_rate", "win_lo95", "win_hi95", "mean_score", "score_ci95", "mean_runs", "runs_ci95", "mean_moves", "ms_per_game"}
+	header := []string{"rules", "suits", "policy", "games", "wins", "win_rate", "win_lo95", "win_hi95", "mean_score", "score_ci95", "mean_runs", "runs_ci95", "mean_moves", "ms_per_game", "ms_per_move"}
 	done, err := o.out.write(w, rep, header, func() (rows [][]string) {
 		f := func(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
 		for _, p := range rep.Policies {
 			rows = append(rows, []string{rep.Rules, strconv.Itoa(rep.Suits), p.Policy, strconv.Itoa(p.Games), strconv.Itoa(p.Wins), f(p.WinRate), f(p.WinLo), f(p.WinHi),
-				f(p.Score), f(p.ScoreHalf), f(p.Runs), f(p.RunsHalf), f(p.Moves), f(p.MsPerGame)})
+				f(p.Score), f(p.ScoreHalf), f(p.Runs), f(p.RunsHalf), f(p.Moves), f(p.MsPerGame), f(p.MsPerMove)})
 		}
 		return rows
 	})
@@ -254,10 +260,10 @@ func writeEval(w io.Writer, rep evalReport, o evalOptions) error {
 	}
 	fmt.Fprintf(w, "%s, %d suit(s), %d deals, step limit %d\n\n", rep.Rules, rep.Suits, rep.Seeds, rep.MaxSteps)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "policy\tgames\twins\twin rate (95% CI)\tmean score (95% CI)\tmean runs (95% CI)\tmean moves\tms/game\t")
+	fmt.Fprintln(tw, "policy\tgames\twins\twin rate (95% CI)\tmean score (95% CI)\tmean runs (95% CI)\tmean moves\tms/game\tms/move\t")
 	for _, p := range rep.Policies {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f%% (%.1f-%.1f)\t%.1f ± %.1f\t%.2f ± %.2f\t%.0f\t%.1f\t\n",
-			p.Policy, p.Games, p.Wins, 100*p.WinRate, 100*p.WinLo, 100*p.WinHi, p.Score, p.ScoreHalf, p.Runs, p.RunsHalf, p.Moves, p.MsPerGame)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f%% (%.1f-%.1f)\t%.1f ± %.1f\t%.2f ± %.2f\t%.0f\t%.1f\t%.2f\t\n",
+			p.Policy, p.Games, p.Wins, 100*p.WinRate, 100*p.WinLo, 100*p.WinHi, p.Score, p.ScoreHalf, p.Runs, p.RunsHalf, p.Moves, p.MsPerGame, p.MsPerMove)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -1,0 +1,347 @@
+package agents
+
+import (
+	"slices"
+
+	"github.com/spiderenv/spider/env"
+	"github.com/spiderenv/spider/internal/rng"
+)
+
+// Search plays without peeking by searching everything a player can
+// foresee exactly: the positions reachable from the current one by moves
+// that turn no card and deal nothing, since those moves show nothing new
+// and their outcome is certain. It explores them breadth first (so each is
+// reached by its shortest line) up to Nodes positions, and values each by
+// Evaluate. The moves that would show something new, turning a face-down
+// card or dealing, are chance nodes: their value is the mean of Evaluate
+// over Samples games dealt anew from what is visible (View.Sample), so the
+// real hidden cards are never read. Search then plays the line to the best
+// position or chance move found, and plans again only once the line is
+// played or something new has been seen. Each plan strictly improves the
+// value or turns a card or deals, so it never loops.
+//
+// Search is deterministic given its seed and keeps its buffers between
+// moves, so use one per goroutine.
+type Search struct {
+	Nodes   int // positions explored per plan; 0 means 20000
+	Samples int // games sampled per chance move; 0 means 4
+
+	// Peek makes it an oracle: it searches the real game, hidden cards
+	// included, and turning a card or dealing is no longer a chance node.
+	// An upper bound for comparisons, never a fair player.
+	Peek bool
+
+	g     rng.Rand
+	plan  []env.Action // the rest of the current line
+	want  uint64       // the key the next position must have to follow it
+	nodes []node
+	index map[uint64]int32
+	legal []env.Action
+	buf   [env.NumCards]env.Card
+}
+
+// node is one position of a plan's search tree.
+type node struct {
+	s      env.State
+	parent int32
+	action env.Action // the move from parent
+}
+
+// Name returns "search", or "oracle" when it peeks.
+func (a *Search) Name() string {
+	if a.Peek {
+		return "oracle"
+	}
+	return "search"
+}
+
+// Begin reseeds the agent and drops any plan.
+func (a *Search) Begin(seed uint64) {
+	a.g = rng.New(rng.Mix(seed, 0x736561726368))
+	a.plan = a.plan[:0]
+}
+
+// Weights of Evaluate.
+const (
+	valueRun    = 5000 // a completed run
+	valueDown   = 100  // per face-down card (a cost)
+	valueHidden = 20   // per column with face-down cards (a cost)
+	valueEmpty  = 150  // an empty column
+	valueBreak  = 40   // a face-up card on one it does not follow (a cost)
+	valueSuit   = 10   // a card on the next rank of another suit (a cost)
+	valueWon    = 1 << 30
+)
+
+// Evaluate rates a position from visible facts only: completed runs, then
+// face-down cards, empty columns, and order in the face-up cards. A
+// position whose stock can never be dealt (too few cards left to fill the
+// columns a classic deal needs) counts as lost.
+func (a *Search) Evaluate(s *env.State) int {
+	switch s.Status() {
+	case env.Won:
+		return valueWon
+	case env.Lost:
+		return -valueWon
+	}
+	cards := 0
+	for c := range env.NumColumns {
+		cards += s.Height(c)
+	}
+	if s.StockLeft() > 0 && (cards == 0 || cards < env.NumColumns && s.Rules().RuleSet() == env.Classic) {
+		// The stock can never be dealt again, so its cards stay there.
+		return -valueWon
+	}
+	v := valueRun * s.Runs()
+	for c := range env.NumColumns {
+		d := s.FaceDown(c)
+		v -= valueDown * d
+		if d > 0 {
+			v -= valueHidden
+		}
+		if s.Height(c) == 0 {
+			v += valueEmpty
+			continue
+		}
+		up := s.AppendFaceUp(a.buf[:0], c)
+		for i := 1; i < len(up); i++ {
+			lo, hi := up[i], up[i-1]
+			switch {
+			case lo+1 == hi && lo.Rank() != env.King:
+			case lo.Rank()+1 == hi.Rank():
+				v -= valueSuit
+			default:
+				v -= valueBreak
+			}
+		}
+	}
+	return v
+}
+
+// Act follows the current line, or plans a new one.
+func (a *Search) Act(v View) Decision {
+	if a.index == nil {
+		a.index = make(map[uint64]int32)
+	}
+	world := *v.s
+	if !a.Peek {
+		world = v.Sample(a.g.Uint64())
+	}
+	if len(a.plan) > 0 && world.Key() == a.want && world.Legal(a.plan[0]) {
+		return a.follow(&world, "follows its plan")
+	}
+	a.plan = a.plan[:0]
+	why := a.search(&world)
+	if len(a.plan) == 0 {
+		// Nothing to search (cannot happen while an action is legal).
+		return Decision{Action: v.Legal()[0], Reason: "nothing better to do"}
+	}
+	return a.follow(&world, why)
+}
+
+// follow plays the first action of the plan, remembering where it leads.
+func (a *Search) follow(world *env.State, why string) Decision {
+	act := a.plan[0]
+	a.plan = a.plan[1:]
+	before := world.TotalFaceDown()
+	world.Step(act)
+	if act == env.Deal || world.TotalFaceDown() != before {
+		a.plan = a.plan[:0] // something new is seen: plan again
+	}
+	a.want = world.Key()
+	return Decision{Action: act, Reason: why}
+}
+
+// search explores the foreseeable positions from root and leaves the best
+// line in a.plan, returning why it was chosen.
+func (a *Search) search(root *env.State) string {
+	budget := a.Nodes
+	if budget <= 0 {
+		budget = 20000
+	}
+	samples := a.Samples
+	if samples <= 0 {
+		samples = 4
+	}
+	clear(a.index)
+	a.nodes = append(a.nodes[:0], node{s: *root, parent: -1})
+	a.index[a.key(root)] = 0
+	rootValue := a.Evaluate(root)
+	bestStatic, bestStaticValue := -1, -valueWon-1 // best position other than the root
+	bestLeaf, bestLeafAction, bestLeafValue := -1, env.Action(0), -valueWon-1
+	leafWhy, dealSeen := "", false
+	for i := 0; i < len(a.nodes); i++ {
+		s := a.nodes[i].s
+		a.legal = s.AppendLegal(a.legal[:0])
+		down := s.TotalFaceDown()
+		firstEmpty := -1
+		for c := range env.NumColumns {
+			if s.Height(c) == 0 {
+				firstEmpty = c
+				break
+			}
+		}
+		for _, act := range a.legal {
+			if act != env.Deal {
+				if _, dst, _ := act.Move(); s.Height(dst) == 0 && dst != firstEmpty {
+					continue // empty columns are alike: try only the first
+				}
+			}
+			next := s
+			next.Step(act)
+			if next.Status() == env.Won || !a.Peek && (act == env.Deal || next.TotalFaceDown() != down) {
+				// A turned card lies alone on its column, so what it
+				// is changes nothing Evaluate sees: only deals need samples.
+				val := a.Evaluate(&next)
+				if act == env.Deal {
+					dealSeen = true
+					val = a.chance(&s, act, samples)
+				}
+				if val > bestLeafValue {
+					bestLeaf, bestLeafAction, bestLeafValue = i, act, val
+					switch {
+					case act == env.Deal:
+						leafWhy = "deals once nothing better can be foreseen"
+					case next.Status() == env.Won:
+						leafWhy = "wins the game"
+					default:
+						leafWhy = "turns a face-down card"
+					}
+				}
+				continue
+			}
+			k := a.key(&next)
+			if _, ok := a.index[k]; ok || len(a.nodes) >= budget {
+				continue
+			}
+			a.index[k] = int32(len(a.nodes))
+			a.nodes = append(a.nodes, node{s: next, parent: int32(i), action: act})
+			val := a.Evaluate(&next)
+			if val > bestStaticValue {
+				bestStatic, bestStaticValue = len(a.nodes)-1, val
+			}
+		}
+	}
+	if !dealSeen && !a.Peek && root.StockLeft() > 0 {
+		// The deal lies beyond the horizon, behind empty columns that must
+		// be filled first: fill them at the least cost, then deal.
+		if w, ok := a.fill(root); ok {
+			val := a.chance(&w, env.Deal, samples)
+			if val > bestLeafValue {
+				a.plan = append(a.plan, env.Deal)
+				return "fills the empty columns to deal"
+			}
+		}
+		a.plan = a.plan[:0]
+	}
+	switch {
+	case bestLeaf >= 0 && (bestLeafValue >= bestStaticValue || bestStaticValue <= rootValue):
+		a.line(bestLeaf)
+		a.plan = append(a.plan, bestLeafAction)
+		return leafWhy
+	case bestStatic >= 0 && bestStaticValue > rootValue:
+		a.line(bestStatic)
+		return "leads to a better position"
+	}
+	if a.Peek && root.StockLeft() > 0 {
+		// The oracle's tree holds the deal as a known move; when nothing
+		// better is in reach it deals, filling empty columns first.
+		if _, ok := a.fill(root); ok {
+			a.plan = append(a.plan, env.Deal)
+			return "deals: nothing better is in reach"
+		}
+	}
+	// No card can be turned, no deal is possible and no position is better
+	// within the budget: the game is as good as lost. Any move will do, and
+	// the cheapest to find is the first.
+	a.plan = append(a.plan[:0], root.AppendLegal(a.legal[:0])[0])
+	return "sees no way forward"
+}
+
+// line sets a.plan to the moves from the root to node i.
+func (a *Search) line(i int) {
+	a.plan = a.plan[:0]
+	for ; a.nodes[i].parent >= 0; i = int(a.nodes[i].parent) {
+		a.plan = append(a.plan, a.nodes[i].action)
+	}
+	for l, r := 0, len(a.plan)-1; l < r; l, r = l+1, r-1 {
+		a.plan[l], a.plan[r] = a.plan[r], a.plan[l]
+	}
+}
+
+// chance is the mean value of playing act from s over games sampled from
+// what s shows, for an action that shows something new.
+func (a *Search) chance(s *env.State, act env.Action, samples int) int {
+	if a.Peek {
+		w := *s
+		w.Step(act)
+		return a.Evaluate(&w)
+	}
+	total := 0
+	for range samples {
+		w := s.Resample(a.g.Uint64())
+		w.Step(act)
+		total += a.Evaluate(&w)
+	}
+	return total / samples
+}
+
+// fill plays into a.plan, from root, the moves that fill every empty column
+// at the least loss of value, never emptying another, and reports whether
+// a deal is then legal.
+func (a *Search) fill(root *env.State) (env.State, bool) {
+	a.plan = a.plan[:0]
+	w := *root
+	for range env.NumColumns {
+		if w.Legal(env.Deal) {
+			return w, true
+		}
+		a.legal = w.AppendLegal(a.legal[:0])
+		best, bestValue := env.Action(0), -valueWon-1
+		for _, act := range a.legal {
+			if act == env.Deal {
+				continue
+			}
+			src, dst, k := act.Move()
+			if w.Height(dst) != 0 || k == w.Height(src) {
+				continue
+			}
+			next := w
+			next.Step(act)
+			if val := a.Evaluate(&next); val > bestValue {
+				best, bestValue = act, val
+			}
+		}
+		if bestValue == -valueWon-1 {
+			return w, false
+		}
+		w.Step(best)
+		a.plan = append(a.plan, best)
+	}
+	return w, w.Legal(env.Deal)
+}
+
+// key hashes what a player sees of s regardless of the order of the
+// columns, since columns are interchangeable for what can follow: two
+// positions that differ only by which column holds what share a key.
+func (a *Search) key(s *env.State) uint64 {
+	var cols [env.NumColumns]uint64
+	for c := range env.NumColumns {
+		h := uint64(s.FaceDown(c)) + 0x9e3779b97f4a7c15
+		cards := s.AppendFaceUp(a.buf[:0], c)
+		if a.Peek {
+			cards = s.AppendFaceDown(cards, c)
+		}
+		for _, card := range cards {
+			h = (h ^ uint64(card)) * 0xbf58476d1ce4e5b9
+			h ^= h >> 31
+		}
+		cols[c] = h
+	}
+	slices.Sort(cols[:])
+	h := uint64(s.StockLeft())<<8 | uint64(s.Runs())
+	for _, c := range cols {
+		h = (h ^ c) * 0x94d049bb133111eb
+		h ^= h >> 29
+	}
+	return h
+}
