@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/spiderenv/spider/env"
+	"github.com/spiderenv/spider/train/nn"
 )
 
 // View is one game as its player sees it. The state behind it is never
@@ -111,7 +112,13 @@ func Label(name string) string {
 	return name
 }
 
-// Names returns the names New accepts.
+// RulesChecker is an agent that plays only some configurations (a trained
+// network); CheckRules says why it cannot play games under r.
+type RulesChecker interface {
+	CheckRules(r env.Rules) error
+}
+
+// Names returns the names New accepts, besides "nn:PATH".
 func Names() []string {
 	var out []string
 	for n := range makers {
@@ -124,8 +131,20 @@ func Names() []string {
 // New returns the maker of the agent called name, with default options.
 func New(name string) (Maker, error) { return NewWith(name, Options{}) }
 
-// NewWith returns the maker of the agent called name, with options o.
+// NewWith returns the maker of the agent called name, with options o. The
+// name "nn:PATH" loads the network checkpoint at PATH once; its agents
+// share it.
 func NewWith(name string, o Options) (Maker, error) {
+	if path, ok := strings.CutPrefix(name, "nn:"); ok {
+		net, _, err := nn.Load(path)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := NewNeural(net); err != nil {
+			return nil, err
+		}
+		return func() Agent { a, _ := NewNeural(net); return a }, nil
+	}
 	m, ok := makers[strings.ToLower(name)]
 	if !ok {
 		return nil, fmt.Errorf("agents: unknown agent %q (known: %s)", name, strings.Join(Names(), ", "))

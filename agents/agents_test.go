@@ -3,11 +3,14 @@ package agents
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/spiderenv/spider/env"
 	"github.com/spiderenv/spider/env/envtest"
+	"github.com/spiderenv/spider/train/nn"
 )
 
 func configs() []env.Rules { return envtest.Configurations(250, false) }
@@ -268,5 +271,70 @@ func TestSearchFillsBeyondItsHorizon(t *testing.T) {
 	s.Step(d.Action)
 	if d = a.Act(NewView(&s, s.AppendLegal(nil), d.Action, true)); d.Action != env.Deal {
 		t.Fatalf("after filling, search chose %v, not the deal", d.Action)
+	}
+}
+
+// tinyNet is an untrained network small enough for tests: its choices are
+// arbitrary but deterministic, which is all the fairness tests need.
+func tinyNet(t *testing.T, suits int) *nn.Net {
+	t.Helper()
+	r := env.MustRules(env.Options{Suits: suits, FaceUpSlots: 4})
+	net, err := nn.New(nn.SpecFor(r, []int{8}), uint64(suits))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return net
+}
+
+func TestNeuralAgentIsFairAndLegal(t *testing.T) {
+	for _, suits := range []int{1, 4} {
+		net := tinyNet(t, suits)
+		r := env.MustRules(env.Options{Suits: suits, MaxSteps: 150})
+		a, err := NewNeural(net)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.CheckRules(r); err != nil {
+			t.Fatal(err)
+		}
+		envtest.Check(t, r, asPolicy(a), envtest.Config{Games: 2, Seed: 3})
+		// Lockstep against a twin whose hidden cards are dealt anew.
+		real, _ := NewNeural(net)
+		twin, _ := NewNeural(net)
+		s := env.NewGame(r, 4)
+		var legal []env.Action
+		for step := 0; !s.Over(); step++ {
+			legal = s.AppendLegal(legal[:0])
+			other := s.Resample(uint64(step) + 77)
+			d1 := real.Act(NewView(&s, legal, 0, false))
+			d2 := twin.Act(NewView(&other, legal, 0, false))
+			if d1 != d2 {
+				t.Fatalf("%d suits, step %d: %v with the real cards, %v with others", suits, step, d1, d2)
+			}
+			s.Step(d1.Action)
+		}
+	}
+	other := env.MustRules(env.Options{Suits: 2})
+	if _, err := Evaluate(context.Background(), other, []string{"nn:missing.ckpt"}, []uint64{1}, 1, Options{}, nil); err == nil {
+		t.Fatal("a missing checkpoint was accepted")
+	}
+}
+
+func TestNeuralCheckpointAsPolicy(t *testing.T) {
+	net := tinyNet(t, 1)
+	path := filepath.Join(t.TempDir(), "p.spider")
+	if err := nn.Save(path, net, nil); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := Evaluate(context.Background(), env.MustRules(env.Options{Suits: 1, MaxSteps: 100}), []string{"nn:" + path}, []uint64{1, 2}, 2, Options{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Results[0][0].Moves == 0 {
+		t.Fatal("the network played no move")
+	}
+	_, err = Evaluate(context.Background(), env.MustRules(env.Options{Suits: 2}), []string{"nn:" + path}, []uint64{1}, 1, Options{}, nil)
+	if err == nil || !strings.Contains(err.Error(), "2 suits, the network's 1") {
+		t.Fatalf("a 2-suit evaluation of a 1-suit network gave %v", err)
 	}
 }

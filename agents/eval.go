@@ -2,6 +2,7 @@ package agents
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -29,6 +30,11 @@ func Evaluate(ctx context.Context, r env.Rules, policies []string, seeds []uint6
 		m, err := NewWith(p, o)
 		if err != nil {
 			return nil, err
+		}
+		if c, ok := m().(RulesChecker); ok {
+			if err := c.CheckRules(r); err != nil {
+				return nil, fmt.Errorf("%s: %v", p, err)
+			}
 		}
 		makers[i] = m
 	}

@@ -192,3 +192,15 @@ func (s *State) Key() uint64 {
 		uint64(s.suitRuns[2])<<32 | uint64(s.suitRuns[3])<<40)
 	return h
 }
+
+// Reframe returns the same game under rules r, which must have the same
+// rule set and number of suits: only what the observation shows (slots and
+// encoding), the step limit and the clock may differ. A policy trained
+// under one observation shape uses it to watch games played under another.
+func (s State) Reframe(r Rules) (State, error) {
+	if r.ruleSet != s.rules.ruleSet || r.suits != s.rules.suits {
+		return State{}, fmt.Errorf("env: cannot reframe a %v game as %v: the rule set and suits must match", s.rules, r)
+	}
+	s.rules = r
+	return s, nil
+}

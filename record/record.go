@@ -7,10 +7,11 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/spiderenv/spider/internal/atomicfile"
 
 	"github.com/spiderenv/spider/env"
 )
@@ -62,19 +63,7 @@ func Save(path string, g Game) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".record-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.Write(path, b)
 }
 
 // Load reads a record, refusing a file that is not one with a message that

@@ -63,7 +63,18 @@ func (cn *conn) dispatch(q *request) (done bool, err *replyError) {
 		if len(legal) == 0 || cn.batch.Ended(i) {
 			return false, fail(codeBadOrder, "game %d has no legal action (it has ended); reset it", i)
 		}
-		d := (&agents.Greedy{}).Act(agents.NewView(&s, legal, 0, false))
+		if cn.hint == nil {
+			cn.hint = cn.s.cfg.Hint()
+		}
+		if c, ok := cn.hint.(agents.RulesChecker); ok {
+			if err := c.CheckRules(cn.batch.Rules()); err != nil {
+				return false, fail(codeBadConfig, "the hint policy cannot advise on these games: %v", err)
+			}
+		}
+		// The hint agent sees each position afresh (Begin), so answers do
+		// not depend on which games were asked about before.
+		cn.hint.Begin(uint64(i))
+		d := cn.hint.Act(agents.NewView(&s, legal, 0, false))
 		cn.en.start(true, q, 3)
 		cn.en.int("action", int64(d.Action))
 		cn.en.str("notation", d.Action.String())

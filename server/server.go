@@ -15,6 +15,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/spiderenv/spider/agents"
 	"github.com/spiderenv/spider/env"
 )
 
@@ -32,6 +33,10 @@ type Config struct {
 	IdleTimeout time.Duration // a connection silent this long is closed (default 5 min)
 	Workers     int           // default workers per batch (default GOMAXPROCS)
 	Log         *log.Logger   // where connection errors are logged (default: discarded)
+	// Hint makes the agent that answers hint requests, one per connection
+	// (default: greedy). A trained network (agents "nn:PATH") answers only
+	// for games of the configuration it was trained for.
+	Hint agents.Maker
 }
 
 func (c Config) withDefaults() Config {
@@ -55,6 +60,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Workers <= 0 {
 		c.Workers = runtime.GOMAXPROCS(0)
+	}
+	if c.Hint == nil {
+		c.Hint = func() agents.Agent { return &agents.Greedy{} }
 	}
 	if c.Log == nil {
 		c.Log = log.New(io.Discard, "", 0)
@@ -148,6 +156,7 @@ type conn struct {
 	ready   bool // the batch has been reset
 	games   int64
 	spec    spec
+	hint    agents.Agent // made on the first hint
 	packed  []byte // bit-packed masks
 	drawn   uint64 // seeds drawn for seedless resets
 }

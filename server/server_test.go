@@ -455,3 +455,45 @@ func TestShutdownClosesConnections(t *testing.T) {
 		t.Fatalf("after shutdown: connection open or %d games held", srv.Games())
 	}
 }
+
+// fixedAgent always suggests the first legal action, with a reason that
+// shows it answered.
+type fixedAgent struct{ rules env.Rules }
+
+func (fixedAgent) Name() string { return "fixed" }
+func (fixedAgent) Begin(uint64) {}
+func (fixedAgent) Act(v agents.View) agents.Decision {
+	return agents.Decision{Action: v.Legal()[0], Reason: "the fixed test agent"}
+}
+func (a fixedAgent) CheckRules(r env.Rules) error {
+	if r.Suits() != a.rules.Suits() {
+		return fmt.Errorf("trained for %d suits", a.rules.Suits())
+	}
+	return nil
+}
+
+// TestHintUsesConfiguredAgent checks that Config.Hint answers hints and
+// that an agent refusing the batch's rules gives a bad_config error while
+// the connection goes on.
+func TestHintUsesConfiguredAgent(t *testing.T) {
+	_, addr := start(t, Config{Hint: func() agents.Agent { return fixedAgent{env.MustRules(env.Options{Suits: 1})} }})
+	for _, suits := range []int{1, 2} {
+		cl := dial(t, addr)
+		cl.ok(map[string]any{"op": "hello", "version": Version})
+		cl.ok(map[string]any{"op": "make", "n": 2, "suits": suits})
+		cl.ok(map[string]any{"op": "reset", "seed": 3})
+		rep := cl.call(map[string]any{"op": "hint", "game": 0})
+		if suits == 1 {
+			if rep["ok"] != true || rep["reason"] != "the fixed test agent" {
+				t.Fatalf("hint %v", rep)
+			}
+			continue
+		}
+		if rep["ok"] == true || rep["code"] != codeBadConfig || !strings.Contains(fmt.Sprint(rep["error"]), "trained for 1 suits") {
+			t.Fatalf("hint on a 2-suit batch: %v", rep)
+		}
+		if r := cl.call(map[string]any{"op": "render", "game": 0}); r["ok"] != true {
+			t.Fatalf("the connection did not go on after the refusal: %v", r)
+		}
+	}
+}

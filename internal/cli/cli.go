@@ -31,6 +31,7 @@ var commands = map[string]command{
 	"eval":   {"compare policies on the same deals, with confidence intervals and paired tests", "", evalCommand},
 	"play":   {"play a game in the terminal, with undo and hints", "", playCommand},
 	"replay": {"step through a recorded game", "FILE", replayCommand},
+	"train":  {"train a neural policy with PPO (gorgonia) on the batch stepper", "", trainCommand},
 }
 
 // Main runs the command line args and returns the process exit code:

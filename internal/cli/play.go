@@ -20,6 +20,7 @@ type playOptions struct {
 	game   gameFlags
 	seed   uint64
 	record string
+	hint   string
 }
 
 func playCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, io.Writer, io.Writer) error {
@@ -28,6 +29,7 @@ func playCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, i
 	fs.Lookup("max-steps").DefValue = "-1"
 	o.game.maxSteps = -1
 	fs.Uint64Var(&o.seed, "seed", 1, "deal seed of the first game (new deals take the next seeds)")
+	fs.StringVar(&o.hint, "hint", "greedy", "policy that answers hint: greedy, search, or nn:CHECKPOINT")
 	fs.StringVar(&o.record, "record", "", "save each finished or abandoned game to this file (the last one wins)")
 	return func(ctx context.Context, args []string, stdin io.Reader, stdout, _ io.Writer) error {
 		return runPlay(ctx, o, stdin, stdout)
@@ -39,7 +41,7 @@ const playHelp = `commands:
   3>7       the same when only one count fits
   d, deal   deal from the stock
   u, undo   take back the last action
-  h, hint   the greedy agent's suggestion and why
+  h, hint   the hint policy's suggestion and why
   m, moves  list the legal actions
   n, new    a new deal (the next seed)
   q, quit   leave
@@ -52,6 +54,19 @@ func runPlay(ctx context.Context, o playOptions, stdin io.Reader, stdout io.Writ
 		return err
 	}
 	r := env.MustRules(opts)
+	if o.hint == "" {
+		o.hint = "greedy"
+	}
+	maker, err := agents.NewWith(o.hint, agents.Options{})
+	if err != nil {
+		return usageError{err}
+	}
+	hint := maker()
+	if c, ok := hint.(agents.RulesChecker); ok {
+		if err := c.CheckRules(r); err != nil {
+			return usageError{fmt.Errorf("--hint %s: %v", o.hint, err)}
+		}
+	}
 	e := env.New(r)
 	seed := o.seed
 	var actions []env.Action
@@ -64,6 +79,7 @@ func runPlay(ctx context.Context, o playOptions, stdin io.Reader, stdout io.Writ
 	}
 	start := func() {
 		e.Reset(seed)
+		hint.Begin(seed)
 		actions = actions[:0]
 		fmt.Fprintf(stdout, "spider %v, deal %d. Type ? for help.\n\n%s", r, seed, e.Render())
 	}
@@ -120,7 +136,7 @@ func runPlay(ctx context.Context, o playOptions, stdin io.Reader, stdout io.Writ
 			if has {
 				last = actions[len(actions)-1]
 			}
-			d := (&agents.Greedy{}).Act(agents.NewView(&s, legal, last, has))
+			d := hint.Act(agents.NewView(&s, legal, last, has))
 			fmt.Fprintf(stdout, "hint: %v (%s)\n", d.Action, d.Reason)
 			continue
 		}

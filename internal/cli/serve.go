@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/spiderenv/spider/agents"
 	"github.com/spiderenv/spider/server"
 )
 
@@ -26,6 +27,7 @@ type serveOptions struct {
 	idle     time.Duration
 	workers  int
 	quiet    bool
+	hint     string
 	ready    func(addr net.Addr) // tests learn the address here
 }
 
@@ -44,6 +46,7 @@ func serveCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 	fs.DurationVar(&o.idle, "idle-timeout", 5*time.Minute, "close a connection silent for this long")
 	fs.IntVar(&o.workers, "workers", 0, "default worker goroutines per batch (0: GOMAXPROCS)")
 	fs.BoolVar(&o.quiet, "quiet", false, "do not log connection errors to stderr")
+	fs.StringVar(&o.hint, "hint", "greedy", "policy that answers hint requests: greedy, search, or nn:CHECKPOINT")
 	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		return runServe(ctx, o, stdout, stderr)
 	}
@@ -53,6 +56,13 @@ func serveCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error {
 	if o.maxConns < 1 || o.maxGames < 1 || o.maxTotal < 1 || o.maxFrame < 64 || o.maxBytes < 1 || o.idle <= 0 || o.workers < 0 {
 		return usageError{fmt.Errorf("limits must be positive (max-frame at least 64 bytes)")}
+	}
+	if o.hint == "" {
+		o.hint = "greedy"
+	}
+	hint, err := agents.NewWith(o.hint, agents.Options{})
+	if err != nil {
+		return usageError{err}
 	}
 	network, addr := "tcp", o.addr
 	if o.unix != "" {
@@ -80,7 +90,7 @@ func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) err
 	}
 	srv := server.New(server.Config{
 		MaxConns: o.maxConns, MaxGames: o.maxGames, MaxTotal: o.maxTotal, MaxFrame: o.maxFrame, MaxBytes: o.maxBytes,
-		IdleTimeout: o.idle, Workers: o.workers, Log: logger,
+		IdleTimeout: o.idle, Workers: o.workers, Log: logger, Hint: hint,
 	})
 	fmt.Fprintf(stderr, "spider serve: listening on %s %s (protocol %d)\n", ln.Addr().Network(), ln.Addr(), server.Version)
 	if o.ready != nil {

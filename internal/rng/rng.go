@@ -42,3 +42,6 @@ func Mix(a, b uint64) uint64 {
 	r.Uint64()
 	return r.Uint64()
 }
+
+// State returns the generator's state: New(r.State()) continues r's stream.
+func (r *Rand) State() uint64 { return r.s }

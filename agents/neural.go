@@ -1,0 +1,89 @@
+package agents
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/spiderenv/spider/env"
+	"github.com/spiderenv/spider/train/nn"
+)
+
+// Neural plays a trained network's choice: the legal action with the
+// highest logit that does not lead back to a position already seen this
+// game (remembered by State.Key, as Greedy does; if every action does, the
+// highest logit). A network alone, like any deterministic policy, can
+// otherwise loop between two positions until the step limit. It is
+// deterministic, so it needs no seed. It sees what a player sees: the
+// network reads the float32 observation, which shows no hidden card.
+// Several Neural agents may share one Net, which they only read.
+type Neural struct {
+	Net   *nn.Net
+	seen  map[uint64]bool
+	order []env.Action
+	rules env.Rules
+	obs   []float32
+	logit []float32
+	value [1]float32
+	mask  []uint8
+	sc    *nn.Scratch
+}
+
+// NewNeural returns an agent playing net.
+func NewNeural(net *nn.Net) (*Neural, error) {
+	r, err := net.Spec.Rules()
+	if err != nil {
+		return nil, err
+	}
+	return &Neural{Net: net, rules: r, obs: make([]float32, r.Float32Len()), logit: make([]float32, env.NumActions),
+		mask: make([]uint8, env.NumActions), sc: net.NewScratch(1)}, nil
+}
+
+// Name returns "nn".
+func (*Neural) Name() string { return "nn" }
+
+// Begin forgets the positions of the last game.
+func (a *Neural) Begin(uint64) { clear(a.seen) }
+
+// CheckRules reports whether the network was trained for games under r.
+func (a *Neural) CheckRules(r env.Rules) error { return a.Net.Spec.Check(r) }
+
+// Act plays the network's most likely legal action.
+func (a *Neural) Act(v View) Decision {
+	s, err := v.s.Reframe(a.rules)
+	if err != nil {
+		panic("agents: " + err.Error() + " (check with CheckRules first)")
+	}
+	s.ObserveFloat32(a.obs)
+	a.Net.Forward(a.logit, a.value[:], a.obs, 1, a.sc)
+	clear(a.mask)
+	for _, l := range v.Legal() {
+		a.mask[l] = 1
+	}
+	if a.seen == nil {
+		a.seen = map[uint64]bool{}
+	}
+	a.seen[s.Key()] = true
+	a.order = append(a.order[:0], v.Legal()...)
+	slices.SortStableFunc(a.order, func(x, y env.Action) int { return cmp.Compare(a.logit[y], a.logit[x]) })
+	best := a.order[0]
+	for _, act := range a.order {
+		// Moves change only visible cards (a turned card is new anyway),
+		// so stepping the real game shows no more than a player knows.
+		next := s
+		next.Step(act)
+		if act == env.Deal || next.TotalFaceDown() != s.TotalFaceDown() || !a.seen[next.Key()] {
+			best = act
+			break
+		}
+	}
+	// The reason gives the network's probability of its choice.
+	sum := 0.0
+	for i, m := range a.mask {
+		if m != 0 {
+			sum += math.Exp(float64(a.logit[i] - a.logit[best]))
+		}
+	}
+	return Decision{Action: best, Reason: fmt.Sprintf("the network's choice (p=%.2f, value %.2f)", 1/sum, a.value[0])}
+}

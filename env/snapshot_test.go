@@ -1,0 +1,73 @@
+package env
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestBatchSnapshotRestore steps a batch, snapshots it, steps on, then
+// restores the snapshot into a fresh batch and steps that the same way:
+// both must produce identical buffers, episodes included.
+func TestBatchSnapshotRestore(t *testing.T) {
+	for _, mode := range []Autoreset{NextStep, SameStep, Disabled} {
+		r := MustRules(Options{Suits: 2, MaxSteps: 60, Encoding: Float32, FaceUpSlots: 8})
+		o := BatchOptions{N: 7, Workers: 2, Autoreset: mode, Presample: true}
+		a, err := NewBatch(r, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		a.Reset(5)
+		acts := make([]Action, o.N)
+		reset := make([]bool, o.N)
+		step := func(b *Batch) {
+			if mode == Disabled {
+				for i := range reset {
+					reset[i] = b.Ended(i)
+				}
+				if err := b.ResetGames(reset); err != nil {
+					t.Fatal(err)
+				}
+			}
+			b.SampleLegal(acts)
+			if err := b.Step(acts); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 100 {
+			step(a)
+		}
+		snap, err := a.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := NewBatch(r, o)
+		defer b.Close()
+		b.Reset(99) // different games, overwritten by Restore
+		if err := b.Restore(snap); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(a.ObsFloat32, b.ObsFloat32) || !slices.Equal(a.Masks, b.Masks) {
+			t.Fatalf("%v: restored observations or masks differ", mode)
+		}
+		for k := range 200 {
+			step(a)
+			step(b)
+			if !slices.Equal(a.ObsFloat32, b.ObsFloat32) || !slices.Equal(a.Rewards, b.Rewards) || !slices.Equal(a.Masks, b.Masks) ||
+				!slices.Equal(a.Terminated, b.Terminated) || !slices.Equal(a.Truncated, b.Truncated) || !slices.Equal(a.Score, b.Score) {
+				t.Fatalf("%v: step %d after restore differs", mode, k)
+			}
+			for i := range o.N {
+				// Episode statistics are read only where a game ended.
+				if (a.Terminated[i] || a.Truncated[i]) && a.EpisodeReturn[i] != b.EpisodeReturn[i] {
+					t.Fatalf("%v: step %d: game %d's episode return differs", mode, k, i)
+				}
+			}
+		}
+		bad := snap
+		bad.States = bad.States[:3]
+		if err := b.Restore(bad); err == nil {
+			t.Fatal("a snapshot of the wrong size was accepted")
+		}
+	}
+}

@@ -1,0 +1,171 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/spiderenv/spider/train"
+)
+
+// trainOptions are the train command's flags.
+type trainOptions struct {
+	game       gameFlags
+	cfg        train.Config
+	hidden     []int
+	iterations int
+	steps      int64
+	budget     time.Duration
+	out        string
+	resume     bool
+	every      int
+	jsonl      bool
+}
+
+func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, io.Writer, io.Writer) error {
+	o := trainOptions{cfg: train.DefaultConfig()}
+	c := &o.cfg
+	o.game.register(fs)
+	fs.IntVar(&c.Slots, "slots", c.Slots, "face-up cards per column the network sees, from the top")
+	fs.IntSliceVar(&o.hidden, "hidden", c.Hidden, "hidden layer widths")
+	fs.IntVar(&c.Games, "games", c.Games, "games stepped together")
+	fs.IntVar(&c.Rollout, "rollout", c.Rollout, "steps per game per iteration")
+	fs.IntVar(&c.Epochs, "epochs", c.Epochs, "PPO passes over each rollout")
+	fs.IntVar(&c.Minibatch, "minibatch", c.Minibatch, "rows per gradient update")
+	fs.Float64Var(&c.LR, "lr", c.LR, "PPO learning rate (Adam)")
+	fs.Float64Var(&c.Gamma, "gamma", c.Gamma, "discount")
+	fs.Float64Var(&c.Lambda, "lambda", c.Lambda, "GAE lambda")
+	fs.Float64Var(&c.Clip, "clip", c.Clip, "PPO clip range")
+	fs.Float64Var(&c.EntCoef, "entropy", c.EntCoef, "entropy bonus coefficient")
+	fs.Float64Var(&c.ValueCoef, "value-coef", c.ValueCoef, "value loss coefficient")
+	fs.Float64Var(&c.RewardScale, "reward-scale", c.RewardScale, "multiplier of the score change used as reward")
+	fs.IntVar(&c.CloneGames, "clone-games", c.CloneGames, "warm start: imitate the greedy agent in this many games first (0: none)")
+	fs.IntVar(&c.CloneEpochs, "clone-epochs", c.CloneEpochs, "warm start: passes over the greedy games")
+	fs.Float64Var(&c.CloneLR, "clone-lr", c.CloneLR, "warm start learning rate")
+	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed of the network, the games and the sampling")
+	fs.IntVar(&o.iterations, "iterations", 0, "stop after this many PPO iterations in all (0: no limit)")
+	fs.Int64Var(&o.steps, "steps", 0, "stop once this many environment steps are done in all (0: no limit)")
+	fs.DurationVar(&o.budget, "time", 0, "stop starting iterations after this long, e.g. 25m (0: no limit)")
+	fs.StringVar(&o.out, "out", "run", "folder for checkpoint.spider, metrics and curve.png")
+	fs.BoolVar(&o.resume, "resume", false, "continue the run saved in --out (its settings come from the checkpoint)")
+	fs.IntVar(&o.every, "checkpoint-every", 5, "save a checkpoint every this many iterations (and at the end)")
+	fs.BoolVar(&o.jsonl, "jsonl", false, "write metrics.jsonl instead of metrics.csv")
+	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+		return runTrain(ctx, o, stdout, stderr)
+	}
+}
+
+func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) error {
+	opts, err := o.game.options()
+	if err != nil {
+		return err
+	}
+	c := o.cfg
+	c.RuleSet, c.Suits, c.MaxSteps, c.Hidden = opts.RuleSet.String(), opts.Suits, opts.MaxSteps, o.hidden
+	if o.iterations == 0 && o.steps == 0 && o.budget == 0 {
+		return usageError{errors.New("give a budget: --iterations, --steps or --time")}
+	}
+	if o.every < 1 {
+		return usageError{errors.New("--checkpoint-every must be at least 1")}
+	}
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return err
+	}
+	ckpt := filepath.Join(o.out, "checkpoint.spider")
+	var t *train.Trainer
+	if o.resume {
+		t, err = train.Resume(ckpt, &c)
+	} else {
+		if _, statErr := os.Stat(ckpt); statErr == nil {
+			return usageError{fmt.Errorf("%s exists: pass --resume to continue it, or choose another --out", ckpt)}
+		}
+		t, err = train.New(c)
+	}
+	if err != nil {
+		if o.resume {
+			return err
+		}
+		return usageError{err}
+	}
+	defer t.Close()
+	metrics := filepath.Join(o.out, "metrics.csv")
+	if o.jsonl {
+		metrics = filepath.Join(o.out, "metrics.jsonl")
+	}
+	curve := filepath.Join(o.out, "curve.png")
+	title := fmt.Sprintf("PPO, %s %d-suit", t.Config.RuleSet, t.Config.Suits)
+	save := func() error {
+		if err := t.Save(ckpt); err != nil {
+			return fmt.Errorf("saving %s: %w", ckpt, err)
+		}
+		if err := train.SaveMetrics(metrics, t.History, o.jsonl); err != nil {
+			return err
+		}
+		if err := train.SaveCurve(curve, t.History, title); err != nil && t.Iterations() > 0 {
+			fmt.Fprintf(stderr, "train: no curve yet: %v\n", err)
+		}
+		return nil
+	}
+	start := time.Now()
+	stop := func(iter int, steps int64) bool {
+		return (o.iterations > 0 && iter >= o.iterations) || (o.steps > 0 && steps >= o.steps) ||
+			(o.budget > 0 && time.Since(start) >= o.budget)
+	}
+	since := 0
+	err = t.Run(ctx, stop, func(m train.Metrics) error {
+		if m.Phase == "clone" {
+			fmt.Fprintf(stderr, "train: warm start on %d greedy games (teacher: %.2f runs, %.0f%% won): cross-entropy %.3f, %.1f updates/s\n",
+				m.Finished, m.MeanRuns, 100*m.WinRate, m.PolicyLoss, m.UpdatesPerS)
+			return save()
+		}
+		fmt.Fprintf(stderr, "train: iter %d  steps %d  episodes %d  return %.1f  runs %.2f  won %.0f%%  entropy %.2f  %.0f steps/s  %.1f updates/s  (env %.1fs, act %.1fs, learn %.1fs)\n",
+			m.Iter, m.EnvSteps, m.Episodes, m.MeanReturn, m.MeanRuns, 100*m.WinRate, m.Entropy, m.EnvStepsPerS, m.UpdatesPerS,
+			m.EnvSeconds, m.ActSeconds, m.LearnSeconds)
+		if since++; since >= o.every {
+			since = 0
+			return save()
+		}
+		return nil
+	})
+	if serr := save(); serr != nil {
+		return serr
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("interrupted after iteration %d; the checkpoint is saved: continue with --resume --out %s", t.Iterations(), o.out)
+		}
+		return err
+	}
+	return writeTrainSummary(stdout, t, ckpt, metrics, curve)
+}
+
+// writeTrainSummary prints where the time went and what was written.
+func writeTrainSummary(w io.Writer, t *train.Trainer, ckpt, metrics, curve string) error {
+	var env, act, learn, elapsed float64
+	updates := 0.0
+	for _, m := range t.History {
+		env += m.EnvSeconds
+		act += m.ActSeconds
+		learn += m.LearnSeconds
+		elapsed = m.ElapsedSecond
+		updates += m.UpdatesPerS * m.LearnSeconds
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "iterations\t%d\n", t.Iterations())
+	fmt.Fprintf(tw, "environment steps\t%d\n", t.EnvSteps())
+	fmt.Fprintf(tw, "time\t%.0f s (games %.0f s, acting %.0f s, learning %.0f s)\n", elapsed, env, act, learn)
+	if learn > 0 {
+		fmt.Fprintf(tw, "updates\t%.0f (%.2f/s)\n", updates, updates/learn)
+	}
+	fmt.Fprintf(tw, "checkpoint\t%s (use as nn:%s)\n", ckpt, ckpt)
+	fmt.Fprintf(tw, "metrics\t%s\n", metrics)
+	fmt.Fprintf(tw, "curve\t%s\n", curve)
+	return tw.Flush()
+}

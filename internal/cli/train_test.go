@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/spiderenv/spider/train"
+	"github.com/spiderenv/spider/train/nn"
+)
+
+func tinyTrain(out string, iterations int) trainOptions {
+	o := trainOptions{cfg: train.DefaultConfig(), game: gameFlags{rules: "classic", suits: 1, maxSteps: 40}}
+	o.cfg.Slots, o.cfg.Games, o.cfg.Rollout, o.cfg.Minibatch, o.cfg.Epochs = 2, 4, 16, 32, 1
+	o.cfg.CloneGames, o.cfg.CloneEpochs = 2, 1
+	o.hidden = []int{8}
+	o.iterations, o.out, o.every = iterations, out, 1
+	return o
+}
+
+// cancelOn cancels a context once the text it watches for is written.
+type cancelOn struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	text   string
+	cancel context.CancelFunc
+}
+
+func (c *cancelOn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.buf.Write(p)
+	if strings.Contains(c.buf.String(), c.text) {
+		c.cancel()
+	}
+	return len(p), nil
+}
+
+func netWeights(t *testing.T, path string) []float32 {
+	t.Helper()
+	n, _, err := nn.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []float32
+	for i := range n.W {
+		all = append(all, n.W[i]...)
+		all = append(all, n.B[i]...)
+	}
+	return all
+}
+
+// TestTrainInterruptedAndResumed interrupts a run after its second
+// iteration (as SIGINT does, through the context), resumes it to four, and
+// compares it with a run of four straight: the checkpoints must be equal.
+func TestTrainInterruptedAndResumed(t *testing.T) {
+	dir := t.TempDir()
+	straight, broken := filepath.Join(dir, "straight"), filepath.Join(dir, "broken")
+	var out bytes.Buffer
+	if err := runTrain(context.Background(), tinyTrain(straight, 4), &out, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "iterations         4") {
+		t.Fatalf("summary:\n%s", out.String())
+	}
+	for _, f := range []string{"checkpoint.spider", "metrics.csv", "curve.png"} {
+		if fi, err := os.Stat(filepath.Join(straight, f)); err != nil || fi.Size() == 0 {
+			t.Fatalf("%s: %v", f, err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &cancelOn{text: "iter 2 ", cancel: cancel}
+	err := runTrain(ctx, tinyTrain(broken, 4), &bytes.Buffer{}, w)
+	if err == nil || !strings.Contains(err.Error(), "interrupted after iteration 2") {
+		t.Fatalf("interrupted run: %v", err)
+	}
+	if err := runTrain(context.Background(), tinyTrain(broken, 4), &bytes.Buffer{}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "--resume") {
+		t.Fatalf("starting over an existing run: %v", err)
+	}
+	o := tinyTrain(broken, 4)
+	o.resume = true
+	if err := runTrain(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(netWeights(t, filepath.Join(straight, "checkpoint.spider")), netWeights(t, filepath.Join(broken, "checkpoint.spider"))) {
+		t.Fatal("the resumed run ended with other weights than the straight run")
+	}
+	a, _ := os.ReadFile(filepath.Join(straight, "metrics.csv"))
+	b, _ := os.ReadFile(filepath.Join(broken, "metrics.csv"))
+	if lines := strings.Count(string(a), "\n"); lines != 6 || lines != strings.Count(string(b), "\n") {
+		t.Fatalf("metrics of %d and %d lines; want 6 (header, warm start, 4 iterations)", lines, strings.Count(string(b), "\n"))
+	}
+	o.game.suits = 2
+	if err := runTrain(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "suits is 2, the checkpoint's 1") {
+		t.Fatalf("resuming with other suits: %v", err)
+	}
+	o = tinyTrain(filepath.Join(dir, "none"), 0)
+	if err := runTrain(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{}); err == nil {
+		t.Fatal("a run without a budget was accepted")
+	}
+}

@@ -1,0 +1,53 @@
+package train
+
+import "math"
+
+// adam is Adam with a global gradient-norm clip, on float32 weights. It is
+// ours rather than gorgonia's solver so its moments go into checkpoints and
+// a resumed run continues exactly.
+type adam struct {
+	LR, Beta1, Beta2, Eps, MaxNorm float64
+	M, V                           [][]float32
+	T                              int
+}
+
+func newAdam(params [][]float32, lr, maxNorm float64) *adam {
+	a := &adam{LR: lr, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, MaxNorm: maxNorm}
+	for _, p := range params {
+		a.M = append(a.M, make([]float32, len(p)))
+		a.V = append(a.V, make([]float32, len(p)))
+	}
+	return a
+}
+
+// step applies one update from grads (the same shapes as params) and
+// returns the gradient norm before clipping.
+func (a *adam) step(params, grads [][]float32) float64 {
+	norm := 0.0
+	for _, g := range grads {
+		for _, v := range g {
+			norm += float64(v) * float64(v)
+		}
+	}
+	norm = math.Sqrt(norm)
+	scale := 1.0
+	if a.MaxNorm > 0 && norm > a.MaxNorm {
+		scale = a.MaxNorm / norm
+	}
+	a.T++
+	c1 := 1 - math.Pow(a.Beta1, float64(a.T))
+	c2 := 1 - math.Pow(a.Beta2, float64(a.T))
+	b1, b2 := float32(a.Beta1), float32(a.Beta2)
+	lr := float32(a.LR / c1)
+	c2s, eps := float32(math.Sqrt(c2)), float32(a.Eps)
+	for i, p := range params {
+		m, v := a.M[i], a.V[i]
+		for j, g := range grads[i] {
+			g *= float32(scale)
+			m[j] = b1*m[j] + (1-b1)*g
+			v[j] = b2*v[j] + (1-b2)*g*g
+			p[j] -= lr * m[j] / (float32(math.Sqrt(float64(v[j])))/c2s + eps)
+		}
+	}
+	return norm
+}

@@ -1,0 +1,140 @@
+package train
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/spiderenv/spider/env"
+	"github.com/spiderenv/spider/internal/rng"
+	"github.com/spiderenv/spider/train/nn"
+)
+
+// stateVersion is the version of the trainer's part of a checkpoint.
+const stateVersion = 1
+
+// state is the trainer's part of a checkpoint: with the network, all a
+// run needs to continue exactly.
+type state struct {
+	Version int               `msgpack:"version"`
+	Config  Config            `msgpack:"config"`
+	Iter    int               `msgpack:"iter"`
+	Steps   int64             `msgpack:"env_steps"`
+	Eps     int64             `msgpack:"episodes"`
+	Cloned  bool              `msgpack:"cloned"`
+	Elapsed float64           `msgpack:"elapsed_s"`
+	RNG     uint64            `msgpack:"rng"`
+	AdamM   []nn.Floats       `msgpack:"adam_m"`
+	AdamV   []nn.Floats       `msgpack:"adam_v"`
+	AdamT   int               `msgpack:"adam_t"`
+	Batch   env.BatchSnapshot `msgpack:"batch"`
+	History []Metrics         `msgpack:"history"`
+}
+
+// Save writes a checkpoint of the run to path (through a temporary file
+// and a rename): the network with its specification, and the trainer's
+// whole state.
+func (t *Trainer) Save(path string) error {
+	snap, err := t.batch.Snapshot()
+	if err != nil {
+		return err
+	}
+	st := state{Version: stateVersion, Config: t.Config, Iter: t.iter, Steps: t.steps, Eps: t.eps, Cloned: t.cloned,
+		Elapsed: t.elapsed, RNG: t.g.State(), AdamT: t.opt.T, Batch: snap, History: t.History}
+	for i := range t.opt.M {
+		st.AdamM = append(st.AdamM, t.opt.M[i])
+		st.AdamV = append(st.AdamV, t.opt.V[i])
+	}
+	raw, err := msgpack.Marshal(&st)
+	if err != nil {
+		return err
+	}
+	return nn.Save(path, t.Net, raw)
+}
+
+// Resume loads a checkpoint written by Save and returns the run, ready to
+// continue where it stopped. If want is not nil, the checkpoint's game
+// configuration and network shape must equal want's, or Resume refuses it
+// and says what differs; training settings (learning rate, games...) come
+// from the checkpoint.
+func Resume(path string, want *Config) (*Trainer, error) {
+	net, raw, err := nn.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) == 0 {
+		return nil, fmt.Errorf("%s: a policy without training state: it cannot be resumed", path)
+	}
+	var st state
+	if err := msgpack.Unmarshal(raw, &st); err != nil {
+		return nil, fmt.Errorf("%s: unreadable training state: %v", path, err)
+	}
+	if st.Version != stateVersion {
+		return nil, fmt.Errorf("%s: training state version %d, this program reads %d", path, st.Version, stateVersion)
+	}
+	c := st.Config
+	if err := c.validate(); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	r, _ := c.Rules()
+	if got := nn.SpecFor(r, c.Hidden); !specEqual(got, net.Spec) {
+		return nil, fmt.Errorf("%s: the network's specification does not match its training configuration", path)
+	}
+	if want != nil {
+		if d := configDiff(*want, c); d != "" {
+			return nil, fmt.Errorf("%s: the checkpoint does not match the requested run: %s", path, d)
+		}
+	}
+	t := &Trainer{Config: c, Net: net, rules: r, g: rng.New(st.RNG), iter: st.Iter, steps: st.Steps, eps: st.Eps,
+		cloned: st.Cloned, elapsed: st.Elapsed, History: st.History}
+	t.opt = newAdam(t.params(), c.LR, c.MaxNorm)
+	if len(st.AdamM) != len(t.opt.M) || len(st.AdamV) != len(t.opt.V) {
+		return nil, fmt.Errorf("%s: optimiser state for %d tensors, the network has %d", path, len(st.AdamM), len(t.opt.M))
+	}
+	for i := range st.AdamM {
+		if len(st.AdamM[i]) != len(t.opt.M[i]) || len(st.AdamV[i]) != len(t.opt.V[i]) {
+			return nil, fmt.Errorf("%s: optimiser state of tensor %d has the wrong size", path, i)
+		}
+		copy(t.opt.M[i], st.AdamM[i])
+		copy(t.opt.V[i], st.AdamV[i])
+	}
+	t.opt.T = st.AdamT
+	if err := t.setup(); err != nil {
+		return nil, err
+	}
+	if err := t.batch.Restore(st.Batch); err != nil {
+		t.batch.Close()
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	return t, nil
+}
+
+func specEqual(a, b nn.Spec) bool {
+	return a.RuleSet == b.RuleSet && a.Suits == b.Suits && a.Slots == b.Slots && a.MaxSteps == b.MaxSteps &&
+		a.Encoding == b.Encoding && a.ObsLen == b.ObsLen && a.NumActions == b.NumActions && slices.Equal(a.Hidden, b.Hidden)
+}
+
+// configDiff lists how the game and network settings of want and got
+// differ ("" if they do not).
+func configDiff(want, got Config) string {
+	var d []string
+	add := func(name string, w, g any) {
+		if fmt.Sprint(w) != fmt.Sprint(g) {
+			d = append(d, fmt.Sprintf("%s is %v, the checkpoint's %v", name, w, g))
+		}
+	}
+	add("rule set", want.RuleSet, got.RuleSet)
+	add("suits", want.Suits, got.Suits)
+	add("step limit", want.MaxSteps, got.MaxSteps)
+	add("observed slots", want.Slots, got.Slots)
+	add("hidden layers", want.Hidden, got.Hidden)
+	out := ""
+	for i, s := range d {
+		if i > 0 {
+			out += "; "
+		}
+		out += s
+	}
+	return out
+}

@@ -1,0 +1,6 @@
+package train
+
+import (
+	_ "gonum.org/v1/plot"
+	_ "gorgonia.org/gorgonia"
+)

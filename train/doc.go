@@ -1,0 +1,4 @@
+// Package train trains neural Spider policies with gorgonia: a masked
+// actor-critic learned by PPO on rollouts from the in-process env.Batch,
+// with an optional behaviour-cloning warm start from the greedy agent.
+package train

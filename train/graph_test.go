@@ -1,0 +1,164 @@
+package train
+
+import (
+	"math"
+	"testing"
+
+	"gorgonia.org/tensor"
+
+	"github.com/spiderenv/spider/internal/rng"
+	"github.com/spiderenv/spider/train/nn"
+)
+
+// gradCase is a small float64 problem: a network, a minibatch and a loss.
+type gradCase struct {
+	spec  nn.Spec
+	w, b  []tensor.Tensor
+	gr    *graph
+	wData [][]float64
+}
+
+func newGradCase(t *testing.T, kind Loss) *gradCase {
+	t.Helper()
+	const rows, obs, acts = 6, 7, 5
+	spec := nn.Spec{ObsLen: obs, NumActions: acts, Hidden: []int{4, 3}}
+	g := rng.New(11)
+	u := func() float64 { return float64(g.Uint64()>>11)/(1<<53)*2 - 1 }
+	c := &gradCase{spec: spec}
+	for _, d := range spec.Dims() {
+		wd, bd := make([]float64, d[0]*d[1]), make([]float64, d[1])
+		for i := range wd {
+			wd[i] = u()
+		}
+		for i := range bd {
+			bd[i] = 0.3 * u()
+		}
+		c.w = append(c.w, tensor.New(tensor.WithShape(d[0], d[1]), tensor.WithBacking(wd)))
+		c.b = append(c.b, tensor.New(tensor.WithShape(1, d[1]), tensor.WithBacking(bd)))
+		c.wData = append(c.wData, wd, bd)
+	}
+	gr, err := newGraph(spec, c.w, c.b, rows, kind, coefs{Value: 0.7, Entropy: 0.05})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.gr = gr
+	x := make([]float64, rows*obs)
+	for i := range x {
+		x[i] = u()
+	}
+	// Masks: rows with one legal action at the first, a middle and the
+	// last position (the case SoftMax gets wrong), and rows with several.
+	legal := [][]int{{0}, {2}, {4}, {1, 3}, {0, 2, 4}, {0, 1, 2, 3, 4}}
+	chosen := []int{0, 2, 4, 3, 2, 1}
+	mask, onehot := make([]float64, rows*acts), make([]float64, rows*acts)
+	for r := range rows {
+		for a := range acts {
+			mask[r*acts+a] = -1e9
+		}
+		for _, a := range legal[r] {
+			mask[r*acts+a] = 0
+		}
+		onehot[r*acts+chosen[r]] = 1
+	}
+	// Old log-probabilities far from and near the current ones, so some
+	// ratios are clipped and some are not.
+	adv := []float64{1, -0.5, 2, -1.5, 0.8, -0.3}
+	old := []float64{0, 0, 0, -0.2, -2.5, -1.2}
+	ret := []float64{0.5, -1, 0.2, 1.5, 0, -0.4}
+	lo, hi := make([]float64, rows), make([]float64, rows)
+	for i := range lo {
+		lo[i], hi[i] = 0.8, 1.2
+	}
+	col := func(v []float64) tensor.Tensor { return tensor.New(tensor.WithShape(rows, 1), tensor.WithBacking(v)) }
+	must := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(gr.set(gr.x, tensor.New(tensor.WithShape(rows, obs), tensor.WithBacking(x))))
+	must(gr.set(gr.mask, tensor.New(tensor.WithShape(rows, acts), tensor.WithBacking(mask))))
+	must(gr.set(gr.onehot, tensor.New(tensor.WithShape(rows, acts), tensor.WithBacking(onehot))))
+	must(gr.set(gr.adv, col(adv)))
+	must(gr.set(gr.oldLP, col(old)))
+	must(gr.set(gr.ret, col(ret)))
+	must(gr.set(gr.lo, col(lo)))
+	must(gr.set(gr.hi, col(hi)))
+	return c
+}
+
+func (c *gradCase) loss(t *testing.T) float64 {
+	t.Helper()
+	if err := c.gr.run(); err != nil {
+		t.Fatal(err)
+	}
+	return c.gr.loss.Value().Data().(float64)
+}
+
+// TestLossGradientsMatchFiniteDifferences checks every weight's gradient of
+// the whole loss (policy, value and entropy parts, with masks) against
+// central finite differences, for both losses.
+func TestLossGradientsMatchFiniteDifferences(t *testing.T) {
+	for _, kind := range []Loss{PPOLoss, CloneLoss} {
+		c := newGradCase(t, kind)
+		if err := c.gr.zeroGrads(); err != nil {
+			t.Fatal(err)
+		}
+		base := c.loss(t)
+		if math.IsNaN(base) || math.IsInf(base, 0) {
+			t.Fatalf("loss %v", base)
+		}
+		grads, err := c.gr.grads()
+		if err != nil {
+			t.Fatal(err)
+		}
+		analytic := make([][]float64, len(grads))
+		for i, g := range grads {
+			analytic[i] = append([]float64(nil), g.([]float64)...)
+		}
+		const eps = 1e-6
+		checked := 0
+		for p, data := range c.wData {
+			for j := range data {
+				orig := data[j]
+				data[j] = orig + eps
+				up := c.loss(t)
+				data[j] = orig - eps
+				down := c.loss(t)
+				data[j] = orig
+				num := (up - down) / (2 * eps)
+				if diff := math.Abs(num - analytic[p][j]); diff > 1e-6+1e-4*math.Abs(num) {
+					t.Fatalf("loss %d, parameter %d[%d]: analytic %.9g, finite difference %.9g", kind, p, j, analytic[p][j], num)
+				}
+				checked++
+			}
+		}
+		if checked < 50 {
+			t.Fatalf("only %d weights checked", checked)
+		}
+	}
+}
+
+// TestGradientsAccumulateUntilZeroed pins the gorgonia behaviour the
+// trainer relies on: two runs without zeroing give twice the gradient.
+func TestGradientsAccumulateUntilZeroed(t *testing.T) {
+	c := newGradCase(t, PPOLoss)
+	c.gr.zeroGrads()
+	c.loss(t)
+	g1, _ := c.gr.grads()
+	first := append([]float64(nil), g1[0].([]float64)...)
+	c.loss(t)
+	g2, _ := c.gr.grads()
+	for i, v := range g2[0].([]float64) {
+		if math.Abs(v-2*first[i]) > 1e-9*(1+math.Abs(v)) {
+			t.Fatalf("gradient %d: %v after two runs, %v after one", i, v, first[i])
+		}
+	}
+	c.gr.zeroGrads()
+	c.loss(t)
+	g3, _ := c.gr.grads()
+	for i, v := range g3[0].([]float64) {
+		if math.Abs(v-first[i]) > 1e-12 {
+			t.Fatalf("gradient %d after zeroing: %v, want %v", i, v, first[i])
+		}
+	}
+}

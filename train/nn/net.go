@@ -1,0 +1,190 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+
+	"github.com/spiderenv/spider/env"
+	"github.com/spiderenv/spider/internal/rng"
+)
+
+// Spec is what a network was trained for. A network is used only with
+// games whose configuration gives the same observation and action shapes.
+type Spec struct {
+	RuleSet    string `msgpack:"rule_set"`
+	Suits      int    `msgpack:"suits"`
+	Slots      int    `msgpack:"slots"`     // face-up slots per column in the observation
+	MaxSteps   int    `msgpack:"max_steps"` // step limit of the training games
+	Encoding   string `msgpack:"encoding"`  // always "float32"
+	ObsLen     int    `msgpack:"obs_len"`
+	NumActions int    `msgpack:"num_actions"`
+	Hidden     []int  `msgpack:"hidden"` // widths of the hidden layers
+}
+
+// SpecFor returns the specification of a network over the float32
+// observation of r with the given hidden layers.
+func SpecFor(r env.Rules, hidden []int) Spec {
+	o := r.Options()
+	o.Encoding = env.Float32
+	r = env.MustRules(o)
+	return Spec{
+		RuleSet: r.RuleSet().String(), Suits: r.Suits(), Slots: r.FaceUpSlots(), MaxSteps: r.MaxSteps(),
+		Encoding: env.Float32.String(), ObsLen: r.Float32Len(), NumActions: env.NumActions, Hidden: slices.Clone(hidden),
+	}
+}
+
+// Rules returns the game configuration the network observes.
+func (s Spec) Rules() (env.Rules, error) {
+	rs, err := env.ParseRuleSet(s.RuleSet)
+	if err != nil {
+		return env.Rules{}, err
+	}
+	return env.NewRules(env.Options{RuleSet: rs, Suits: s.Suits, FaceUpSlots: s.Slots, MaxSteps: s.MaxSteps, Encoding: env.Float32})
+}
+
+// Check reports whether a game under r can be played by this network, and
+// if not, says what differs.
+func (s Spec) Check(r env.Rules) error {
+	var diffs []string
+	if r.RuleSet().String() != s.RuleSet {
+		diffs = append(diffs, fmt.Sprintf("rule set %s, the network's is %s", r.RuleSet(), s.RuleSet))
+	}
+	if r.Suits() != s.Suits {
+		diffs = append(diffs, fmt.Sprintf("%d suits, the network's %d", r.Suits(), s.Suits))
+	}
+	if env.NumActions != s.NumActions {
+		diffs = append(diffs, fmt.Sprintf("%d actions, the network's %d", env.NumActions, s.NumActions))
+	}
+	if mine, err := s.Rules(); err != nil {
+		diffs = append(diffs, err.Error())
+	} else if mine.Float32Len() != s.ObsLen {
+		diffs = append(diffs, fmt.Sprintf("observation of %d values, the network's %d", mine.Float32Len(), s.ObsLen))
+	}
+	if len(diffs) > 0 {
+		return fmt.Errorf("the game does not match the network: %s", joinDiffs(diffs))
+	}
+	return nil
+}
+
+func joinDiffs(d []string) string {
+	out := d[0]
+	for _, x := range d[1:] {
+		out += "; " + x
+	}
+	return out
+}
+
+// Net is a multilayer perceptron with tanh hidden layers and two heads:
+// policy logits over every action id and a value. Weights are row-major
+// (in x out) float32 slices, which a trainer updates in place.
+type Net struct {
+	Spec Spec
+	// W[i] and B[i] are layer i's weights and biases; the last two layers
+	// are the policy head and the value head.
+	W, B [][]float32
+}
+
+// Dims returns each layer's (in, out) sizes.
+func (s Spec) Dims() [][2]int {
+	var d [][2]int
+	in := s.ObsLen
+	for _, h := range s.Hidden {
+		d = append(d, [2]int{in, h})
+		in = h
+	}
+	return append(d, [2]int{in, s.NumActions}, [2]int{in, 1})
+}
+
+// New returns a network with Glorot-uniform weights drawn from seed and a
+// near-uniform initial policy (a small policy head).
+func New(spec Spec, seed uint64) (*Net, error) {
+	if spec.ObsLen < 1 || spec.NumActions < 1 {
+		return nil, fmt.Errorf("nn: empty specification")
+	}
+	for _, h := range spec.Hidden {
+		if h < 1 || h > 1<<14 {
+			return nil, fmt.Errorf("nn: hidden width %d outside 1 to 16384", h)
+		}
+	}
+	g := rng.New(seed)
+	n := &Net{Spec: spec}
+	dims := spec.Dims()
+	for i, d := range dims {
+		w := make([]float32, d[0]*d[1])
+		lim := math.Sqrt(6 / float64(d[0]+d[1]))
+		if i == len(dims)-2 {
+			lim *= 0.01 // the policy starts close to uniform over legal actions
+		}
+		for j := range w {
+			w[j] = float32((float64(g.Uint64()>>11)/(1<<53)*2 - 1) * lim)
+		}
+		n.W = append(n.W, w)
+		n.B = append(n.B, make([]float32, d[1]))
+	}
+	return n, nil
+}
+
+// Scratch holds the forward pass's activations for up to Rows rows, so that
+// Forward allocates nothing.
+type Scratch struct {
+	Rows int
+	h    [][]float32
+}
+
+// NewScratch returns buffers for rows rows of n.
+func (n *Net) NewScratch(rows int) *Scratch {
+	s := &Scratch{Rows: rows}
+	for _, h := range n.Spec.Hidden {
+		s.h = append(s.h, make([]float32, rows*h))
+	}
+	return s
+}
+
+// Forward computes the policy logits (rows x NumActions) and values (rows)
+// of rows observations x (rows x ObsLen) into logits and values. It panics
+// if a buffer is too short, which is a programming error.
+func (n *Net) Forward(logits, values []float32, x []float32, rows int, sc *Scratch) {
+	if rows > sc.Rows || len(x) < rows*n.Spec.ObsLen || len(logits) < rows*n.Spec.NumActions || len(values) < rows {
+		panic("nn: Forward buffers too short")
+	}
+	dims := n.Spec.Dims()
+	in := x[:rows*n.Spec.ObsLen]
+	for i := range n.Spec.Hidden {
+		out := sc.h[i][:rows*dims[i][1]]
+		layer(out, in, n.W[i], n.B[i], rows, dims[i])
+		for j, v := range out {
+			out[j] = float32(math.Tanh(float64(v)))
+		}
+		in = out
+	}
+	L := len(n.Spec.Hidden)
+	layer(logits[:rows*n.Spec.NumActions], in, n.W[L], n.B[L], rows, dims[L])
+	layer(values[:rows], in, n.W[L+1], n.B[L+1], rows, dims[L+1])
+}
+
+// layer computes out = in·w + b for rows rows.
+func layer(out, in, w, b []float32, rows int, d [2]int) {
+	for r := range rows {
+		copy(out[r*d[1]:(r+1)*d[1]], b)
+	}
+	blas32.Gemm(blas.NoTrans, blas.NoTrans, 1,
+		blas32.General{Rows: rows, Cols: d[0], Stride: d[0], Data: in},
+		blas32.General{Rows: d[0], Cols: d[1], Stride: d[1], Data: w},
+		1, blas32.General{Rows: rows, Cols: d[1], Stride: d[1], Data: out})
+}
+
+// Best returns the legal action (mask byte 1) with the highest logit; ties
+// go to the lowest id. It returns false if no action is legal.
+func Best(logits []float32, mask []uint8) (env.Action, bool) {
+	best, found := 0, false
+	for i, m := range mask {
+		if m != 0 && (!found || logits[i] > logits[best]) {
+			best, found = i, true
+		}
+	}
+	return env.Action(best), found
+}

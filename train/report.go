@@ -1,0 +1,120 @@
+package train
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"image/color"
+	"io"
+	"strconv"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/spiderenv/spider/internal/atomicfile"
+)
+
+// metricsHeader is the CSV header, in Metrics field order.
+var metricsHeader = []string{"iter", "phase", "env_steps", "episodes", "mean_return", "win_rate", "mean_runs", "finished",
+	"policy_loss", "value_loss", "entropy", "env_steps_per_s", "updates_per_s", "env_s", "act_s", "learn_s", "elapsed_s"}
+
+// WriteMetrics writes history as CSV (jsonl false) or JSON lines.
+func WriteMetrics(w io.Writer, history []Metrics, jsonl bool) error {
+	if jsonl {
+		enc := json.NewEncoder(w)
+		for _, m := range history {
+			if err := enc.Encode(m); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	cw := csv.NewWriter(w)
+	cw.Write(metricsHeader)
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+	for _, m := range history {
+		cw.Write([]string{strconv.Itoa(m.Iter), m.Phase, strconv.FormatInt(m.EnvSteps, 10), strconv.FormatInt(m.Episodes, 10),
+			f(m.MeanReturn), f(m.WinRate), f(m.MeanRuns), strconv.Itoa(m.Finished), f(m.PolicyLoss), f(m.ValueLoss), f(m.Entropy),
+			f(m.EnvStepsPerS), f(m.UpdatesPerS), f(m.EnvSeconds), f(m.ActSeconds), f(m.LearnSeconds), f(m.ElapsedSecond)})
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// SaveMetrics writes history to path (through a temporary file).
+func SaveMetrics(path string, history []Metrics, jsonl bool) error {
+	var b bytes.Buffer
+	if err := WriteMetrics(&b, history, jsonl); err != nil {
+		return err
+	}
+	return atomicfile.Write(path, b.Bytes())
+}
+
+// SaveCurve plots the PPO iterations' mean completed runs and mean return
+// (score change per episode, divided by 100) against environment steps, as
+// a PNG at path. The warm start's greedy games are drawn as a dashed level
+// for reference. Iterations where no episode ended are skipped.
+func SaveCurve(path string, history []Metrics, title string) error {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "environment steps"
+	p.Y.Label.Text = "per finished episode"
+	var runs, ret plotter.XYs
+	teacher := -1.0
+	for _, m := range history {
+		if m.Phase == "clone" {
+			teacher = m.MeanRuns
+			continue
+		}
+		if m.Finished == 0 {
+			continue
+		}
+		runs = append(runs, plotter.XY{X: float64(m.EnvSteps), Y: m.MeanRuns})
+		ret = append(ret, plotter.XY{X: float64(m.EnvSteps), Y: m.MeanReturn / 100})
+	}
+	if len(runs) == 0 {
+		return fmt.Errorf("train: no finished episode to plot yet")
+	}
+	lr, err := plotter.NewLine(runs)
+	if err != nil {
+		return err
+	}
+	lr.Color = plotColor(0)
+	lt, err := plotter.NewLine(ret)
+	if err != nil {
+		return err
+	}
+	lt.Color = plotColor(1)
+	p.Add(lr, lt, plotter.NewGrid())
+	p.Legend.Add("completed runs", lr)
+	p.Legend.Add("return / 100", lt)
+	if teacher >= 0 {
+		lg, err := plotter.NewLine(plotter.XYs{{X: runs[0].X, Y: teacher}, {X: runs[len(runs)-1].X, Y: teacher}})
+		if err == nil {
+			lg.Dashes = []vg.Length{vg.Points(4), vg.Points(4)}
+			lg.Color = plotColor(2)
+			p.Add(lg)
+			p.Legend.Add("greedy teacher's runs", lg)
+		}
+	}
+	p.Legend.Top = true
+	w, err := p.WriterTo(8*vg.Inch, 4.5*vg.Inch, "png")
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	if _, err := w.WriteTo(&b); err != nil {
+		return err
+	}
+	return atomicfile.Write(path, b.Bytes())
+}
+
+func plotColor(i int) color.Color {
+	return []color.Color{
+		color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
+		color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
+		color.RGBA{R: 0x55, G: 0x55, B: 0x55, A: 0xff},
+	}[i]
+}
