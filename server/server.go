@@ -157,8 +157,8 @@ type conn struct {
 	games   int64
 	spec    spec
 	hint    agents.Agent // made on the first hint
-	packed  []byte // bit-packed masks
-	drawn   uint64 // seeds drawn for seedless resets
+	packed  []byte       // bit-packed masks
+	drawn   uint64       // seeds drawn for seedless resets
 }
 
 // spec is the configuration of the connection's batch as make set it.
