@@ -35,9 +35,11 @@ type Config struct {
 	// RewardScale multiplies the score change, so returns stay near 1.
 	RewardScale float64 `msgpack:"reward_scale"`
 
-	// CloneGames is the number of greedy games whose moves the network
-	// imitates before PPO starts (0: no warm start); CloneEpochs passes.
+	// CloneGames is the number of the teacher's games whose moves the
+	// network imitates before PPO starts (0: no warm start); CloneEpochs
+	// passes. Teacher is an agent name: "greedy" (default) or "search".
 	CloneGames  int     `msgpack:"clone_games"`
+	Teacher     string  `msgpack:"teacher"`
 	CloneEpochs int     `msgpack:"clone_epochs"`
 	CloneLR     float64 `msgpack:"clone_lr"`
 
@@ -50,7 +52,7 @@ func DefaultConfig() Config {
 		RuleSet: "classic", Suits: 1, MaxSteps: env.DefaultMaxSteps, Slots: 8, Hidden: []int{256, 256},
 		Games: 64, Rollout: 128, Epochs: 2, Minibatch: 512,
 		LR: 2.5e-4, Gamma: 0.99, Lambda: 0.95, Clip: 0.2, ValueCoef: 0.5, EntCoef: 0.01, MaxNorm: 0.5,
-		RewardScale: 0.01, CloneGames: 0, CloneEpochs: 3, CloneLR: 1e-3, Seed: 1,
+		RewardScale: 0.01, CloneGames: 0, Teacher: "greedy", CloneEpochs: 3, CloneLR: 1e-3, Seed: 1,
 	}
 }
 
@@ -86,7 +88,19 @@ func (c Config) validate() error {
 	case c.CloneGames < 0 || c.CloneEpochs < 0:
 		return fmt.Errorf("train: clone games and epochs must not be negative")
 	}
+	if c.CloneGames > 0 {
+		if _, err := agents.New(c.teacher()); err != nil {
+			return fmt.Errorf("train: teacher: %w", err)
+		}
+	}
 	return nil
+}
+
+func (c Config) teacher() string {
+	if c.Teacher == "" {
+		return "greedy"
+	}
+	return c.Teacher
 }
 
 // Metrics is one iteration's line of the training log.
@@ -411,8 +425,8 @@ func meanStd(v []float32) (float32, float32) {
 	return float32(m), float32(math.Sqrt(ss/float64(len(v))) + 1e-8)
 }
 
-// clone is the warm start: the network imitates the greedy agent's moves
-// in CloneGames games (its value head learns their discounted returns).
+// clone is the warm start: the network imitates the teacher's moves in
+// CloneGames games (its value head learns their discounted returns).
 func (t *Trainer) clone(ctx context.Context) (Metrics, error) {
 	c := t.Config
 	start := time.Now()
@@ -420,6 +434,10 @@ func (t *Trainer) clone(ctx context.Context) (Metrics, error) {
 		s   env.State
 		a   env.Action
 		ret float32
+	}
+	teacher, err := agents.New(c.teacher())
+	if err != nil {
+		return Metrics{}, err
 	}
 	var data []sample
 	var sumRet, sumRuns float64
@@ -430,7 +448,7 @@ func (t *Trainer) clone(ctx context.Context) (Metrics, error) {
 		}
 		seed := rng.Mix(c.Seed^0xc10e, uint64(k))
 		s := env.NewGame(t.rules, seed)
-		ag := &agents.Greedy{}
+		ag := teacher()
 		ag.Begin(seed)
 		first := len(data)
 		var legal []env.Action

@@ -16,6 +16,9 @@ import (
 	"github.com/spiderenv/spider/internal/atomicfile"
 )
 
+// curveWindow is the number of iterations each point of the curve averages.
+const curveWindow = 20
+
 // metricsHeader is the CSV header, in Metrics field order.
 var metricsHeader = []string{"iter", "phase", "env_steps", "episodes", "mean_return", "win_rate", "mean_runs", "finished",
 	"policy_loss", "value_loss", "entropy", "env_steps_per_s", "updates_per_s", "env_s", "act_s", "learn_s", "elapsed_s"}
@@ -52,27 +55,39 @@ func SaveMetrics(path string, history []Metrics, jsonl bool) error {
 	return atomicfile.Write(path, b.Bytes())
 }
 
-// SaveCurve plots the PPO iterations' mean completed runs and mean return
-// (score change per episode, divided by 100) against environment steps, as
-// a PNG at path. The warm start's greedy games are drawn as a dashed level
-// for reference. Iterations where no episode ended are skipped.
+// SaveCurve plots the PPO iterations' completed runs and return (score
+// change per episode, divided by 100) against environment steps, as a PNG
+// at path. Games are dealt together and most end at the step limit
+// together, so a single iteration's mean is noisy: each point averages the
+// episodes that ended in the last curveWindow iterations. The warm start's
+// teacher is drawn as a dashed level for reference.
 func SaveCurve(path string, history []Metrics, title string) error {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = "environment steps"
-	p.Y.Label.Text = "per finished episode"
+	p.Y.Label.Text = fmt.Sprintf("per episode (episodes of the last %d iterations)", curveWindow)
 	var runs, ret plotter.XYs
 	teacher := -1.0
+	var ppo []Metrics
 	for _, m := range history {
 		if m.Phase == "clone" {
 			teacher = m.MeanRuns
 			continue
 		}
-		if m.Finished == 0 {
+		ppo = append(ppo, m)
+	}
+	for i, m := range ppo {
+		var n, sr, st float64
+		for _, w := range ppo[max(0, i-curveWindow+1) : i+1] {
+			n += float64(w.Finished)
+			sr += w.MeanRuns * float64(w.Finished)
+			st += w.MeanReturn * float64(w.Finished)
+		}
+		if n == 0 {
 			continue
 		}
-		runs = append(runs, plotter.XY{X: float64(m.EnvSteps), Y: m.MeanRuns})
-		ret = append(ret, plotter.XY{X: float64(m.EnvSteps), Y: m.MeanReturn / 100})
+		runs = append(runs, plotter.XY{X: float64(m.EnvSteps), Y: sr / n})
+		ret = append(ret, plotter.XY{X: float64(m.EnvSteps), Y: st / n / 100})
 	}
 	if len(runs) == 0 {
 		return fmt.Errorf("train: no finished episode to plot yet")
@@ -96,7 +111,7 @@ func SaveCurve(path string, history []Metrics, title string) error {
 			lg.Dashes = []vg.Length{vg.Points(4), vg.Points(4)}
 			lg.Color = plotColor(2)
 			p.Add(lg)
-			p.Legend.Add("greedy teacher's runs", lg)
+			p.Legend.Add("warm-start teacher's runs", lg)
 		}
 	}
 	p.Legend.Top = true

@@ -144,6 +144,7 @@ func TestConfigValidation(t *testing.T) {
 		"minibatch": func(c *Config) { c.Minibatch = 1 << 30 },
 		"lr":        func(c *Config) { c.LR = 0 },
 		"clip":      func(c *Config) { c.Clip = 1.5 },
+		"teacher":   func(c *Config) { c.Teacher = "chess" },
 	} {
 		c := tinyConfig()
 		mod(&c)

@@ -46,7 +46,8 @@ func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 	fs.Float64Var(&c.EntCoef, "entropy", c.EntCoef, "entropy bonus coefficient")
 	fs.Float64Var(&c.ValueCoef, "value-coef", c.ValueCoef, "value loss coefficient")
 	fs.Float64Var(&c.RewardScale, "reward-scale", c.RewardScale, "multiplier of the score change used as reward")
-	fs.IntVar(&c.CloneGames, "clone-games", c.CloneGames, "warm start: imitate the greedy agent in this many games first (0: none)")
+	fs.IntVar(&c.CloneGames, "clone-games", c.CloneGames, "warm start: imitate the teacher in this many games first (0: none)")
+	fs.StringVar(&c.Teacher, "teacher", c.Teacher, "warm start teacher: greedy or search")
 	fs.IntVar(&c.CloneEpochs, "clone-epochs", c.CloneEpochs, "warm start: passes over the greedy games")
 	fs.Float64Var(&c.CloneLR, "clone-lr", c.CloneLR, "warm start learning rate")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed of the network, the games and the sampling")
@@ -121,8 +122,8 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 	since := 0
 	err = t.Run(ctx, stop, func(m train.Metrics) error {
 		if m.Phase == "clone" {
-			fmt.Fprintf(stderr, "train: warm start on %d greedy games (teacher: %.2f runs, %.0f%% won): cross-entropy %.3f, %.1f updates/s\n",
-				m.Finished, m.MeanRuns, 100*m.WinRate, m.PolicyLoss, m.UpdatesPerS)
+			fmt.Fprintf(stderr, "train: warm start on %d %s games (teacher: %.2f runs, %.0f%% won): cross-entropy %.3f, %.1f updates/s\n",
+				m.Finished, t.Config.Teacher, m.MeanRuns, 100*m.WinRate, m.PolicyLoss, m.UpdatesPerS)
 			return save()
 		}
 		fmt.Fprintf(stderr, "train: iter %d  steps %d  episodes %d  return %.1f  runs %.2f  won %.0f%%  entropy %.2f  %.0f steps/s  %.1f updates/s  (env %.1fs, act %.1fs, learn %.1fs)\n",
