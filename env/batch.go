@@ -302,12 +302,18 @@ func (b *Batch) ResetGames(mask []bool) error {
 	b.resetM = mask
 	b.run(phaseResetMasked)
 	b.resetM = nil
+	b.clearStepFlags()
+	return nil
+}
+
+// clearStepFlags zeroes what only a step sets: rewards and the ended,
+// illegal and final flags.
+func (b *Batch) clearStepFlags() {
 	clear(b.Rewards)
 	clear(b.Terminated)
 	clear(b.Truncated)
 	clear(b.Illegal)
 	clear(b.HasFinal)
-	return nil
 }
 
 // Step plays actions[i] in game i, in parallel, and writes the buffers.

@@ -99,10 +99,6 @@ func (b *Batch) Restore(snap BatchSnapshot) error {
 		}
 		b.Score[i], b.Runs[i], b.Moves[i] = s.score, s.runs, s.steps
 	}
-	clear(b.Rewards)
-	clear(b.Terminated)
-	clear(b.Truncated)
-	clear(b.Illegal)
-	clear(b.HasFinal)
+	b.clearStepFlags()
 	return nil
 }

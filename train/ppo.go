@@ -343,35 +343,13 @@ func (t *Trainer) iteration() (Metrics, error) {
 	l := t.learner
 	// Advantages are normalised over the whole rollout.
 	mean, std := meanStd(t.adv)
-	order := make([]int, n*T)
-	for i := range order {
-		order[i] = i
-	}
-	var sum losses
-	updates := 0
-	for range c.Epochs {
-		for i := len(order) - 1; i > 0; i-- {
-			j := t.g.IntN(i + 1)
-			order[i], order[j] = order[j], order[i]
-		}
-		for lo := 0; lo+c.Minibatch <= len(order); lo += c.Minibatch {
-			for r, idx := range order[lo : lo+c.Minibatch] {
-				l.setRow(r, t.obs[idx*D:(idx+1)*D], t.masks[idx*A:(idx+1)*A], int(t.actions[idx]))
-				l.adv[r] = (t.adv[idx] - mean) / std
-				l.oldLP[r], l.ret[r] = t.logp[idx], t.ret[idx]
-			}
-			ls, err := l.update()
-			if err != nil {
-				return Metrics{}, err
-			}
-			if math.IsNaN(ls.Policy) || math.IsNaN(ls.Value) {
-				return Metrics{}, fmt.Errorf("train: the loss became NaN at iteration %d", t.iter+1)
-			}
-			sum.Policy += ls.Policy
-			sum.Value += ls.Value
-			sum.Entropy += ls.Entropy
-			updates++
-		}
+	sum, updates, err := t.epochs(context.Background(), l, n*T, c.Minibatch, c.Epochs, func(r, idx int) {
+		l.setRow(r, t.obs[idx*D:(idx+1)*D], t.masks[idx*A:(idx+1)*A], int(t.actions[idx]))
+		l.adv[r] = (t.adv[idx] - mean) / std
+		l.oldLP[r], l.ret[r] = t.logp[idx], t.ret[idx]
+	})
+	if err != nil {
+		return Metrics{}, err
 	}
 	learnT := time.Since(learnStart)
 	t.iter++
@@ -485,38 +463,16 @@ func (t *Trainer) clone(ctx context.Context) (Metrics, error) {
 	defer l.close()
 	D, A := t.Net.Spec.ObsLen, env.NumActions
 	obs, mask := make([]float32, D), make([]uint8, A)
-	order := make([]int, len(data))
-	for i := range order {
-		order[i] = i
-	}
 	learnStart := time.Now()
-	var sum losses
-	updates := 0
-	for range c.CloneEpochs {
-		for i := len(order) - 1; i > 0; i-- {
-			j := t.g.IntN(i + 1)
-			order[i], order[j] = order[j], order[i]
-		}
-		for lo := 0; lo+rows <= len(order); lo += rows {
-			if err := ctx.Err(); err != nil {
-				return Metrics{}, err
-			}
-			for r, idx := range order[lo : lo+rows] {
-				d := &data[idx]
-				d.s.ObserveFloat32(obs)
-				d.s.Mask(mask)
-				l.setRow(r, obs, mask, int(d.a))
-				l.ret[r] = d.ret
-			}
-			ls, err := l.update()
-			if err != nil {
-				return Metrics{}, err
-			}
-			sum.Policy += ls.Policy
-			sum.Value += ls.Value
-			sum.Entropy += ls.Entropy
-			updates++
-		}
+	sum, updates, err := t.epochs(ctx, l, len(data), rows, c.CloneEpochs, func(r, idx int) {
+		d := &data[idx]
+		d.s.ObserveFloat32(obs)
+		d.s.Mask(mask)
+		l.setRow(r, obs, mask, int(d.a))
+		l.ret[r] = d.ret
+	})
+	if err != nil {
+		return Metrics{}, err
 	}
 	total := time.Since(start)
 	t.elapsed += total.Seconds()
@@ -528,4 +484,43 @@ func (t *Trainer) clone(ctx context.Context) (Metrics, error) {
 		m.LearnSeconds = time.Since(learnStart).Seconds()
 	}
 	return m, nil
+}
+
+// epochs makes passes over n rows, in minibatches of rows rows in an order
+// shuffled from t.g, calling fill for each row of a minibatch before
+// updating l. It returns the summed losses and the number of updates; a
+// NaN loss or an ended ctx stops it with an error.
+func (t *Trainer) epochs(ctx context.Context, l *learner, n, rows, passes int, fill func(r, idx int)) (losses, int, error) {
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	var sum losses
+	updates := 0
+	for range passes {
+		for i := len(order) - 1; i > 0; i-- {
+			j := t.g.IntN(i + 1)
+			order[i], order[j] = order[j], order[i]
+		}
+		for lo := 0; lo+rows <= len(order); lo += rows {
+			if err := ctx.Err(); err != nil {
+				return sum, updates, err
+			}
+			for r, idx := range order[lo : lo+rows] {
+				fill(r, idx)
+			}
+			ls, err := l.update()
+			if err != nil {
+				return sum, updates, err
+			}
+			if math.IsNaN(ls.Policy) || math.IsNaN(ls.Value) {
+				return sum, updates, fmt.Errorf("train: the loss became NaN after %d updates", updates)
+			}
+			sum.Policy += ls.Policy
+			sum.Value += ls.Value
+			sum.Entropy += ls.Entropy
+			updates++
+		}
+	}
+	return sum, updates, nil
 }
