@@ -11,14 +11,19 @@ import (
 // foresee exactly: the positions reachable from the current one by moves
 // that turn no card and deal nothing, since those moves show nothing new
 // and their outcome is certain. It explores them breadth first (so each is
-// reached by its shortest line) up to Nodes positions, and values each by
-// Evaluate. The moves that would show something new, turning a face-down
-// card or dealing, are chance nodes: their value is the mean of Evaluate
-// over Samples games dealt anew from what is visible (View.Sample), so the
-// real hidden cards are never read. Search then plays the line to the best
-// position or chance move found, and plans again only once the line is
-// played or something new has been seen. Each plan strictly improves the
-// value or turns a card or deals, so it never loops.
+// reached by its shortest line) up to Nodes positions, counting positions
+// that differ only by column order once, and values each by Evaluate. The
+// moves that would show something new are chance nodes: a turned card lies
+// alone on its column, where Evaluate does not look at what it is, so such
+// a move is valued by Evaluate after it in any game; a deal is valued by
+// the mean of Evaluate over Samples games dealt anew from what is visible
+// (View.Sample). The real hidden cards are never read. Search then plays
+// the line to the best position or chance move found, and plans again only
+// once the line is played or something new has been seen. Each plan
+// strictly improves the value or turns a card or deals, so it cannot loop
+// while it sees a way forward; when it sees none (no card to turn, no
+// deal, nothing better within the budget) the game is as good as lost and
+// it plays the first legal move.
 //
 // Search is deterministic given its seed and keeps its buffers between
 // moves, so use one per goroutine.

@@ -1,6 +1,0 @@
-package train
-
-import (
-	_ "gonum.org/v1/plot"
-	_ "gorgonia.org/gorgonia"
-)
