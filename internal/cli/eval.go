@@ -35,7 +35,7 @@ type evalOptions struct {
 func evalCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, io.Writer, io.Writer) error {
 	var o evalOptions
 	o.game.register(fs)
-	fs.StringVar(&o.policies, "policies", "random,greedy", "comma-separated policies to compare: "+strings.Join(agents.Names(), ", "))
+	fs.StringVar(&o.policies, "policies", "random,greedy", "comma-separated policies to compare: "+strings.Join(agents.Names(), ", ")+", nn:CHECKPOINT")
 	fs.StringVar(&o.seeds, "seeds", "", "deals to play: a list and ranges, e.g. 1,5,10-19 (overrides --games)")
 	fs.IntVar(&o.games, "games", 100, "deals to play: seeds --start to --start+games-1")
 	fs.Uint64Var(&o.start, "start", 1, "first seed with --games")
@@ -184,13 +184,24 @@ func saveRecords(dir string, ev *agents.Evaluation) error {
 			for _, a := range res.Actions {
 				s.Step(a)
 			}
-			name := filepath.Join(dir, fmt.Sprintf("%s-%d.spider", ev.Policies[p], res.Seed))
+			name := filepath.Join(dir, fmt.Sprintf("%s-%d.spider", fileSafe(ev.Policies[p]), res.Seed))
 			if err := record.Save(name, record.New(ev.Rules, res.Seed, ev.Policies[p], res.Actions, &s)); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// fileSafe turns a policy name (nn:run/checkpoint.spider, say) into part
+// of a file name.
+func fileSafe(name string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			return r
+		}
+		return '_'
+	}, name)
 }
 
 func summarize(ev *agents.Evaluation) evalReport {

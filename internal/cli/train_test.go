@@ -104,3 +104,33 @@ func TestTrainInterruptedAndResumed(t *testing.T) {
 		t.Fatal("a run without a budget was accepted")
 	}
 }
+
+// TestEvalNetworkPolicy evaluates a checkpoint as nn:PATH next to random,
+// records its games under a file-safe name and replays one.
+func TestEvalNetworkPolicy(t *testing.T) {
+	dir := t.TempDir()
+	if err := runTrain(context.Background(), tinyTrain(filepath.Join(dir, "run"), 1), &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	ckpt := filepath.Join(dir, "run", "checkpoint.spider")
+	o := smallEval()
+	o.policies, o.seeds, o.record = "random,nn:"+ckpt, "1-2", filepath.Join(dir, "rec")
+	var out bytes.Buffer
+	if err := runEval(context.Background(), o, &out, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "nn:"+ckpt) {
+		t.Fatalf("the table does not name the network:\n%s", out.String())
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "rec", "nn_*.spider"))
+	if len(files) != 2 {
+		t.Fatalf("network records %v, want 2", files)
+	}
+	if err := runReplay(context.Background(), replayOptions{}, files[0], &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	o.game.suits = 2
+	if err := runEval(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "2 suits, the network's 1") {
+		t.Fatalf("a 2-suit eval of a 1-suit network: %v", err)
+	}
+}
