@@ -57,9 +57,7 @@ func newLearner(net *nn.Net, opt *adam, rows int, kind Loss, c coefs, clip float
 			return nil, err
 		}
 	}
-	for i := range net.W {
-		l.params = append(l.params, net.W[i], net.B[i])
-	}
+	l.params = net.Params()
 	return l, nil
 }
 

@@ -18,11 +18,7 @@ func TestLearnerSolvesMaskedBandit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var params [][]float32
-	for i := range net.W {
-		params = append(params, net.W[i], net.B[i])
-	}
-	l, err := newLearner(net, newAdam(params, 0.01, 1), rows, PPOLoss, coefs{Value: 0.5, Entropy: 0.001}, 0.2)
+	l, err := newLearner(net, newAdam(net.Params(), 0.01, 1), rows, PPOLoss, coefs{Value: 0.5, Entropy: 0.001}, 0.2)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -176,13 +176,7 @@ func New(c Config) (*Trainer, error) {
 	return t, nil
 }
 
-func (t *Trainer) params() [][]float32 {
-	var p [][]float32
-	for i := range t.Net.W {
-		p = append(p, t.Net.W[i], t.Net.B[i])
-	}
-	return p
-}
+func (t *Trainer) params() [][]float32 { return t.Net.Params() }
 
 // setup makes the batch and the buffers.
 func (t *Trainer) setup() error {

@@ -23,14 +23,7 @@ func tinyConfig() Config {
 
 func until(n int) func(int, int64) bool { return func(i int, _ int64) bool { return i >= n } }
 
-func weights(n *nn.Net) []float32 {
-	var all []float32
-	for i := range n.W {
-		all = append(all, n.W[i]...)
-		all = append(all, n.B[i]...)
-	}
-	return all
-}
+func weights(n *nn.Net) []float32 { return slices.Concat(n.Params()...) }
 
 // TestResumeIsExact trains four iterations straight, and separately two,
 // a checkpoint, a fresh process's worth of state (Resume) and two more:

@@ -47,12 +47,7 @@ func netWeights(t *testing.T, path string) []float32 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var all []float32
-	for i := range n.W {
-		all = append(all, n.W[i]...)
-		all = append(all, n.B[i]...)
-	}
-	return all
+	return slices.Concat(n.Params()...)
 }
 
 // TestTrainInterruptedAndResumed interrupts a run after its second

@@ -188,3 +188,13 @@ func Best(logits []float32, mask []uint8) (env.Action, bool) {
 	}
 	return env.Action(best), found
 }
+
+// Params returns the weight and bias slices in order (W0, B0, W1, B1, ...):
+// the network's own arrays, which an optimiser updates in place.
+func (n *Net) Params() [][]float32 {
+	var p [][]float32
+	for i := range n.W {
+		p = append(p, n.W[i], n.B[i])
+	}
+	return p
+}
