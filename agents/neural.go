@@ -36,6 +36,14 @@ func NewNeural(net *nn.Net) (*Neural, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The network watches games of any length: its observation does not
+	// depend on the step limit, and its own limit must not stop the moves
+	// it tries ahead.
+	o := r.Options()
+	o.MaxSteps = -1
+	if r, err = env.NewRules(o); err != nil {
+		return nil, err
+	}
 	return &Neural{Net: net, rules: r, obs: make([]float32, r.Float32Len()), logit: make([]float32, env.NumActions),
 		mask: make([]uint8, env.NumActions), sc: net.NewScratch(1)}, nil
 }
@@ -72,7 +80,9 @@ func (a *Neural) Act(v View) Decision {
 		// Moves change only visible cards (a turned card is new anyway),
 		// so stepping the real game shows no more than a player knows.
 		next := s
-		next.Step(act)
+		if _, err := next.Step(act); err != nil {
+			continue // cannot happen: act is legal
+		}
 		if act == env.Deal || next.TotalFaceDown() != s.TotalFaceDown() || !a.seen[next.Key()] {
 			best = act
 			break

@@ -20,16 +20,20 @@ func newAdam(params [][]float32, lr, maxNorm float64) *adam {
 	return a
 }
 
-// step applies one update from grads (the same shapes as params) and
-// returns the gradient norm before clipping.
-func (a *adam) step(params, grads [][]float32) float64 {
+// gradNorm returns the Euclidean norm of all gradients together.
+func gradNorm(grads [][]float32) float64 {
 	norm := 0.0
 	for _, g := range grads {
 		for _, v := range g {
 			norm += float64(v) * float64(v)
 		}
 	}
-	norm = math.Sqrt(norm)
+	return math.Sqrt(norm)
+}
+
+// step applies one update from grads (the same shapes as params), whose
+// norm before clipping is norm.
+func (a *adam) step(params, grads [][]float32, norm float64) {
 	scale := 1.0
 	if a.MaxNorm > 0 && norm > a.MaxNorm {
 		scale = a.MaxNorm / norm
@@ -49,5 +53,4 @@ func (a *adam) step(params, grads [][]float32) float64 {
 			p[j] -= lr * m[j] / (float32(math.Sqrt(float64(v[j])))/c2s + eps)
 		}
 	}
-	return norm
 }

@@ -36,6 +36,9 @@ type state struct {
 // and a rename): the network with its specification, and the trainer's
 // whole state.
 func (t *Trainer) Save(path string) error {
+	if t.dirty {
+		return fmt.Errorf("train: the run stopped inside an iteration or the warm start; %s keeps its last consistent state", path)
+	}
 	snap, err := t.batch.Snapshot()
 	if err != nil {
 		return err
@@ -101,11 +104,22 @@ func Resume(path string, want *Config) (*Trainer, error) {
 	}
 	t.opt.T = st.AdamT
 	if err := t.setup(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %v", path, err)
 	}
 	if err := t.batch.Restore(st.Batch); err != nil {
 		t.batch.Close()
 		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	for i, n := range t.batch.NumLegal {
+		// A same-step batch always holds a game in progress.
+		if n == 0 {
+			t.batch.Close()
+			return nil, fmt.Errorf("%s: game %d of the saved batch has no legal action", path, i)
+		}
+	}
+	if t.opt.T < 0 {
+		t.batch.Close()
+		return nil, fmt.Errorf("%s: negative optimiser step count", path)
 	}
 	return t, nil
 }

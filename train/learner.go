@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"math"
 
 	"gorgonia.org/tensor"
 
@@ -102,8 +103,16 @@ func (l *learner) update() (losses, error) {
 		Value:   float64(l.gr.vLoss.Value().Data().(float32)),
 		Entropy: float64(l.gr.entropy.Value().Data().(float32)),
 	}
-	out.GradNorm = l.opt.step(l.params, l.grads)
+	out.GradNorm = gradNorm(l.grads)
+	if bad(out.Policy) || bad(out.Value) || bad(out.Entropy) || bad(out.GradNorm) {
+		// Checked before the update, so the weights stay as they were.
+		return out, fmt.Errorf("train: the loss or its gradient is not finite (policy %v, value %v, entropy %v, gradient norm %v)",
+			out.Policy, out.Value, out.Entropy, out.GradNorm)
+	}
+	l.opt.step(l.params, l.grads, out.GradNorm)
 	return out, l.gr.zeroGrads()
 }
 
 func (l *learner) close() { l.gr.close() }
+
+func bad(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }

@@ -12,8 +12,8 @@ import (
 	"github.com/spiderenv/spider/train/nn"
 )
 
-// Config is a training run's configuration. Zero fields take the defaults
-// of DefaultConfig when passed through Config.withDefaults.
+// Config is a training run's configuration. Start from DefaultConfig and
+// change what you need: every field must be set (New validates them).
 type Config struct {
 	RuleSet  string `msgpack:"rule_set"`
 	Suits    int    `msgpack:"suits"`
@@ -85,12 +85,23 @@ func (c Config) validate() error {
 		return fmt.Errorf("train: gamma must be in (0, 1] and lambda in [0, 1]")
 	case !(c.Clip > 0 && c.Clip < 1):
 		return fmt.Errorf("train: clip must be in (0, 1)")
+	case !(c.RewardScale > 0) || math.IsInf(c.RewardScale, 0):
+		return fmt.Errorf("train: the reward scale must be positive")
+	case !(c.ValueCoef >= 0) || !(c.EntCoef >= 0) || !(c.MaxNorm >= 0):
+		return fmt.Errorf("train: value and entropy coefficients and the gradient clip must not be negative")
 	case c.CloneGames < 0 || c.CloneEpochs < 0:
 		return fmt.Errorf("train: clone games and epochs must not be negative")
 	}
+	for _, h := range c.Hidden {
+		if h < 1 || h > 1<<14 {
+			return fmt.Errorf("train: hidden width %d outside 1 to 16384", h)
+		}
+	}
 	if c.CloneGames > 0 {
-		if _, err := agents.New(c.teacher()); err != nil {
-			return fmt.Errorf("train: teacher: %w", err)
+		switch name := c.teacher(); name {
+		case "greedy", "search", "random":
+		default:
+			return fmt.Errorf("train: teacher %q: want greedy, search or random (the oracle sees hidden cards)", name)
 		}
 	}
 	return nil
@@ -155,6 +166,9 @@ type Trainer struct {
 	acts                   []env.Action
 	finalX, finalL, finalV []float32
 	learner                *learner // built on the first iteration
+	// dirty is set while an iteration or the warm start is under way: a
+	// run stopped then is between states, and Save refuses it.
+	dirty bool
 }
 
 // New starts a run from a freshly initialised network.
@@ -215,6 +229,11 @@ func (t *Trainer) Close() {
 	}
 }
 
+// Consistent reports whether the run is between iterations, where Save
+// can checkpoint it (false after Run stopped inside one, on an error or a
+// cancelled context during the warm start or the learning).
+func (t *Trainer) Consistent() bool { return !t.dirty }
+
 // Iterations returns the number of PPO iterations done.
 func (t *Trainer) Iterations() int { return t.iter }
 
@@ -228,10 +247,12 @@ func (t *Trainer) EnvSteps() int64 { return t.steps }
 // configured and not done yet, runs first.
 func (t *Trainer) Run(ctx context.Context, stop func(iter int, steps int64) bool, after func(m Metrics) error) error {
 	if !t.cloned && t.Config.CloneGames > 0 {
+		t.dirty = true
 		m, err := t.clone(ctx)
 		if err != nil {
 			return err
 		}
+		t.dirty = false
 		t.cloned = true
 		t.History = append(t.History, m)
 		if after != nil {
@@ -245,10 +266,12 @@ func (t *Trainer) Run(ctx context.Context, stop func(iter int, steps int64) bool
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		t.dirty = true
 		m, err := t.iteration()
 		if err != nil {
 			return err
 		}
+		t.dirty = false
 		t.History = append(t.History, m)
 		if after != nil {
 			if err := after(m); err != nil {
@@ -481,8 +504,9 @@ func (t *Trainer) clone(ctx context.Context) (Metrics, error) {
 }
 
 // epochs makes passes over n rows, in minibatches of rows rows in an order
-// shuffled from t.g, calling fill for each row of a minibatch before
-// updating l. It returns the summed losses and the number of updates; a
+// shuffled from t.g (the rows left over that do not fill a minibatch sit
+// that pass out), calling fill for each row of a minibatch before updating
+// l. It returns the summed losses and the number of updates; a
 // NaN loss or an ended ctx stops it with an error.
 func (t *Trainer) epochs(ctx context.Context, l *learner, n, rows, passes int, fill func(r, idx int)) (losses, int, error) {
 	order := make([]int, n)
@@ -505,10 +529,7 @@ func (t *Trainer) epochs(ctx context.Context, l *learner, n, rows, passes int, f
 			}
 			ls, err := l.update()
 			if err != nil {
-				return sum, updates, err
-			}
-			if math.IsNaN(ls.Policy) || math.IsNaN(ls.Value) {
-				return sum, updates, fmt.Errorf("train: the loss became NaN after %d updates", updates)
+				return sum, updates, fmt.Errorf("%w, after %d updates", err, updates)
 			}
 			sum.Policy += ls.Policy
 			sum.Value += ls.Value

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"image/color"
 	"io"
@@ -15,6 +16,9 @@ import (
 
 	"github.com/spiderenv/spider/internal/atomicfile"
 )
+
+// ErrNoEpisodes is SaveCurve's answer before any PPO episode has ended.
+var ErrNoEpisodes = errors.New("train: no finished episode to plot yet")
 
 // curveWindow is the number of iterations each point of the curve averages.
 const curveWindow = 20
@@ -90,7 +94,7 @@ func SaveCurve(path string, history []Metrics, title string) error {
 		ret = append(ret, plotter.XY{X: float64(m.EnvSteps), Y: st / n / 100})
 	}
 	if len(runs) == 0 {
-		return fmt.Errorf("train: no finished episode to plot yet")
+		return ErrNoEpisodes
 	}
 	lr, err := plotter.NewLine(runs)
 	if err != nil {

@@ -7,8 +7,8 @@ import (
 )
 
 // sampleMasked draws an action from the softmax of logits over the legal
-// actions (mask byte 1) and returns it with its log-probability. At least
-// one action must be legal.
+// actions (mask byte 1) and returns it with its log-probability. It panics
+// if no action is legal, which the batch's autoreset rules out.
 func sampleMasked(g *rng.Rand, logits []float32, mask []uint8) (int, float32) {
 	mx := float32(math.Inf(-1))
 	for i, m := range mask {
@@ -21,6 +21,9 @@ func sampleMasked(g *rng.Rand, logits []float32, mask []uint8) (int, float32) {
 		if m != 0 {
 			sum += math.Exp(float64(logits[i] - mx))
 		}
+	}
+	if sum == 0 {
+		panic("train: sampleMasked with no legal action")
 	}
 	u := float64(g.Uint64()>>11) / (1 << 53) * sum
 	last := -1

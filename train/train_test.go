@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -144,5 +145,48 @@ func TestConfigValidation(t *testing.T) {
 		if _, err := New(c); err == nil {
 			t.Errorf("%s: a bad configuration was accepted", name)
 		}
+	}
+}
+
+// TestStoppedMidIterationIsNotSaved cancels a run inside its warm start:
+// the trainer is then between states, and Save must refuse to overwrite
+// the last checkpoint with it.
+func TestStoppedMidIterationIsNotSaved(t *testing.T) {
+	tr, err := New(tinyConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := tr.Run(ctx, until(1), nil); err == nil {
+		t.Fatal("a cancelled run returned no error")
+	}
+	if tr.Consistent() {
+		t.Fatal("a run stopped inside the warm start reports a consistent state")
+	}
+	if err := tr.Save(filepath.Join(t.TempDir(), "x.ckpt")); err == nil {
+		t.Fatal("Save wrote a state between two iterations")
+	}
+}
+
+// TestNonFiniteLossLeavesWeights feeds a NaN observation: the update must
+// fail and leave every weight as it was.
+func TestNonFiniteLossLeavesWeights(t *testing.T) {
+	spec := nn.Spec{ObsLen: 3, NumActions: 4, Hidden: []int{5}}
+	net, _ := nn.New(spec, 1)
+	l, err := newLearner(net, newAdam(net.Params(), 0.01, 1), 2, PPOLoss, coefs{Value: 0.5, Entropy: 0.01}, 0.2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.close()
+	before := weights(net)
+	l.setRow(0, []float32{1, float32(math.NaN()), 0}, []uint8{1, 1, 0, 0}, 1)
+	l.setRow(1, []float32{0, 1, 0}, []uint8{0, 0, 1, 1}, 3)
+	if _, err := l.update(); err == nil || !strings.Contains(err.Error(), "not finite") {
+		t.Fatalf("update with a NaN input: %v", err)
+	}
+	if !slices.Equal(before, weights(net)) {
+		t.Fatal("a failed update changed the weights")
 	}
 }

@@ -57,6 +57,9 @@ func runPlay(ctx context.Context, o playOptions, stdin io.Reader, stdout io.Writ
 	if o.hint == "" {
 		o.hint = "greedy"
 	}
+	if strings.EqualFold(o.hint, "oracle") {
+		return usageError{fmt.Errorf("--hint oracle: the oracle sees the hidden cards, so its hints would give them away")}
+	}
 	maker, err := agents.NewWith(o.hint, agents.Options{})
 	if err != nil {
 		return usageError{err}

@@ -7,6 +7,7 @@ import (
 	"log"
 	"net"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -59,6 +60,9 @@ func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) err
 	}
 	if o.hint == "" {
 		o.hint = "greedy"
+	}
+	if strings.EqualFold(o.hint, "oracle") {
+		return usageError{fmt.Errorf("--hint oracle: the oracle sees the hidden cards, so its hints would give them away")}
 	}
 	hint, err := agents.NewWith(o.hint, agents.Options{})
 	if err != nil {

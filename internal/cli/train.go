@@ -109,8 +109,13 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 		if err := train.SaveMetrics(metrics, t.History, o.jsonl); err != nil {
 			return err
 		}
-		if err := train.SaveCurve(curve, t.History, title); err != nil && t.Iterations() > 0 {
-			fmt.Fprintf(stderr, "train: no curve yet: %v\n", err)
+		switch err := train.SaveCurve(curve, t.History, title); {
+		case errors.Is(err, train.ErrNoEpisodes):
+			if t.Iterations() > 0 {
+				fmt.Fprintln(stderr, "train: no curve yet: no game has ended")
+			}
+		case err != nil:
+			return fmt.Errorf("saving %s: %w", curve, err)
 		}
 		return nil
 	}
@@ -135,6 +140,18 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 		}
 		return nil
 	})
+	if !t.Consistent() {
+		// Stopped inside an iteration or the warm start: saving now would
+		// replace the last checkpoint with a state between two.
+		kept := "no checkpoint was written yet"
+		if _, serr := os.Stat(ckpt); serr == nil {
+			kept = fmt.Sprintf("%s keeps the last checkpointed state (continue with --resume --out %s)", ckpt, o.out)
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("interrupted inside an iteration or the warm start; %s", kept)
+		}
+		return fmt.Errorf("%w; %s", err, kept)
+	}
 	if serr := save(); serr != nil {
 		return serr
 	}

@@ -129,3 +129,15 @@ func TestEvalNetworkPolicy(t *testing.T) {
 		t.Fatalf("a 2-suit eval of a 1-suit network: %v", err)
 	}
 }
+
+func TestHintRefusesOracle(t *testing.T) {
+	o := serveOpts()
+	o.hint = "oracle"
+	if err := runServe(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "hidden cards") {
+		t.Fatalf("serve --hint oracle: %v", err)
+	}
+	p := playOptions{game: gameFlags{rules: "classic", suits: 1, maxSteps: -1}, hint: "oracle"}
+	if err := runPlay(context.Background(), p, strings.NewReader("q\n"), &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "hidden cards") {
+		t.Fatalf("play --hint oracle: %v", err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -102,6 +103,9 @@ func Load(path string) (*Net, msgpack.RawMessage, error) {
 	if err := c.Spec.Check(mustRules(c.Spec)); err != nil {
 		return nil, nil, fmt.Errorf("%s: inconsistent specification: %v", path, err)
 	}
+	if err := c.Spec.validate(); err != nil {
+		return nil, nil, fmt.Errorf("%s: %v", path, err)
+	}
 	dims := c.Spec.Dims()
 	if len(c.W) != len(dims) || len(c.B) != len(dims) {
 		return nil, nil, fmt.Errorf("%s: %d weight layers, the specification has %d", path, len(c.W), len(dims))
@@ -111,9 +115,9 @@ func Load(path string) (*Net, msgpack.RawMessage, error) {
 		if len(c.W[i]) != d[0]*d[1] || len(c.B[i]) != d[1] {
 			return nil, nil, fmt.Errorf("%s: layer %d has %d weights and %d biases, want %d and %d", path, i, len(c.W[i]), len(c.B[i]), d[0]*d[1], d[1])
 		}
-		for _, v := range c.W[i] {
+		for _, v := range slices.Concat(c.W[i], c.B[i]) {
 			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-				return nil, nil, fmt.Errorf("%s: layer %d holds a weight that is not finite", path, i)
+				return nil, nil, fmt.Errorf("%s: layer %d holds a weight or bias that is not finite", path, i)
 			}
 		}
 		n.W = append(n.W, c.W[i])

@@ -88,6 +88,22 @@ type Net struct {
 	W, B [][]float32
 }
 
+// validate checks the sizes a network can be built with.
+func (s Spec) validate() error {
+	if s.ObsLen < 1 || s.NumActions < 1 {
+		return fmt.Errorf("nn: empty specification")
+	}
+	if len(s.Hidden) > 16 {
+		return fmt.Errorf("nn: %d hidden layers, at most 16", len(s.Hidden))
+	}
+	for _, h := range s.Hidden {
+		if h < 1 || h > 1<<14 {
+			return fmt.Errorf("nn: hidden width %d outside 1 to 16384", h)
+		}
+	}
+	return nil
+}
+
 // Dims returns each layer's (in, out) sizes.
 func (s Spec) Dims() [][2]int {
 	var d [][2]int
@@ -102,13 +118,8 @@ func (s Spec) Dims() [][2]int {
 // New returns a network with Glorot-uniform weights drawn from seed and a
 // near-uniform initial policy (a small policy head).
 func New(spec Spec, seed uint64) (*Net, error) {
-	if spec.ObsLen < 1 || spec.NumActions < 1 {
-		return nil, fmt.Errorf("nn: empty specification")
-	}
-	for _, h := range spec.Hidden {
-		if h < 1 || h > 1<<14 {
-			return nil, fmt.Errorf("nn: hidden width %d outside 1 to 16384", h)
-		}
+	if err := spec.validate(); err != nil {
+		return nil, err
 	}
 	g := rng.New(seed)
 	n := &Net{Spec: spec}
@@ -133,11 +144,12 @@ func New(spec Spec, seed uint64) (*Net, error) {
 type Scratch struct {
 	Rows int
 	h    [][]float32
+	dims [][2]int
 }
 
 // NewScratch returns buffers for rows rows of n.
 func (n *Net) NewScratch(rows int) *Scratch {
-	s := &Scratch{Rows: rows}
+	s := &Scratch{Rows: rows, dims: n.Spec.Dims()}
 	for _, h := range n.Spec.Hidden {
 		s.h = append(s.h, make([]float32, rows*h))
 	}
@@ -151,7 +163,7 @@ func (n *Net) Forward(logits, values []float32, x []float32, rows int, sc *Scrat
 	if rows > sc.Rows || len(x) < rows*n.Spec.ObsLen || len(logits) < rows*n.Spec.NumActions || len(values) < rows {
 		panic("nn: Forward buffers too short")
 	}
-	dims := n.Spec.Dims()
+	dims := sc.dims
 	in := x[:rows*n.Spec.ObsLen]
 	for i := range n.Spec.Hidden {
 		out := sc.h[i][:rows*dims[i][1]]

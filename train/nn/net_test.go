@@ -102,4 +102,6 @@ func TestLoadRefusesInconsistentWeights(t *testing.T) {
 	bad("kind", func(c *checkpoint) { c.Kind = "other" }, "not a spider checkpoint")
 	bad("obs", func(c *checkpoint) { c.Spec.ObsLen = 7 }, "observation of 286 values, the network's 7")
 	bad("nan", func(c *checkpoint) { c.W[1] = append(Floats(nil), c.W[1]...); c.W[1][0] = float32(math.NaN()) }, "not finite")
+	bad("inf-bias", func(c *checkpoint) { c.B[0] = append(Floats(nil), c.B[0]...); c.B[0][1] = float32(math.Inf(1)) }, "not finite")
+	bad("zero-width", func(c *checkpoint) { c.Spec.Hidden = []int{0} }, "hidden width 0")
 }
