@@ -54,15 +54,9 @@ func runPlay(ctx context.Context, o playOptions, stdin io.Reader, stdout io.Writ
 		return err
 	}
 	r := env.MustRules(opts)
-	if o.hint == "" {
-		o.hint = "greedy"
-	}
-	if strings.EqualFold(o.hint, "oracle") {
-		return usageError{fmt.Errorf("--hint oracle: the oracle sees the hidden cards, so its hints would give them away")}
-	}
-	maker, err := agents.NewWith(o.hint, agents.Options{})
+	maker, err := hintMaker(o.hint)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 	hint := maker()
 	if c, ok := hint.(agents.RulesChecker); ok {

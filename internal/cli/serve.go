@@ -58,15 +58,9 @@ func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) err
 	if o.maxConns < 1 || o.maxGames < 1 || o.maxTotal < 1 || o.maxFrame < 64 || o.maxBytes < 1 || o.idle <= 0 || o.workers < 0 {
 		return usageError{fmt.Errorf("limits must be positive (max-frame at least 64 bytes)")}
 	}
-	if o.hint == "" {
-		o.hint = "greedy"
-	}
-	if strings.EqualFold(o.hint, "oracle") {
-		return usageError{fmt.Errorf("--hint oracle: the oracle sees the hidden cards, so its hints would give them away")}
-	}
-	hint, err := agents.NewWith(o.hint, agents.Options{})
+	hint, err := hintMaker(o.hint)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 	network, addr := "tcp", o.addr
 	if o.unix != "" {
@@ -103,4 +97,21 @@ func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) err
 	err = srv.Serve(ctx, ln)
 	fmt.Fprintln(stderr, "spider serve: stopped")
 	return err
+}
+
+// hintMaker returns the maker of the agent that answers hints (--hint):
+// greedy when name is empty, never the oracle, whose hints would give the
+// hidden cards away.
+func hintMaker(name string) (agents.Maker, error) {
+	if name == "" {
+		name = "greedy"
+	}
+	if strings.EqualFold(name, "oracle") {
+		return nil, usageError{fmt.Errorf("--hint oracle: the oracle sees the hidden cards, so its hints would give them away")}
+	}
+	m, err := agents.NewWith(name, agents.Options{})
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return m, nil
 }
