@@ -33,7 +33,7 @@ func (r *Random) Act(v View) Decision {
 // which is what keeps it from looping until the step limit. Ties go to the
 // lowest action id, so Greedy is deterministic without a seed.
 type Greedy struct {
-	seen map[uint64]bool // keys of the positions met this game
+	seen seenPositions
 }
 
 // Name returns "greedy".
@@ -59,12 +59,12 @@ const (
 // Act plays the best-scoring move, or deals.
 func (g *Greedy) Act(v View) Decision {
 	if g.seen == nil {
-		g.seen = map[uint64]bool{}
+		g.seen = seenPositions{}
 	}
 	// Moves change only visible cards (a card turned up is new anyway), so
 	// a sampled game shows where each move leads as well as the real one.
 	sample := v.Sample(uint64(v.Steps()))
-	g.seen[sample.Key()] = true
+	g.seen.mark(&sample)
 	best, bestScore, bestWhy := env.Action(0), -1<<30, ""
 	canDeal := false
 	for _, a := range v.Legal() {
@@ -73,9 +73,7 @@ func (g *Greedy) Act(v View) Decision {
 			continue
 		}
 		s, why := score(v, a)
-		next := sample
-		next.Step(a)
-		if next.TotalFaceDown() == sample.TotalFaceDown() && g.seen[next.Key()] {
+		if g.seen.leadsBack(&sample, a) {
 			s -= penaltySeen
 		}
 		if s > bestScore {
@@ -153,4 +151,25 @@ func score(v View, a env.Action) (int, string) {
 		}
 	}
 	return s, why
+}
+
+// seenPositions remembers the positions of one game by State.Key, which
+// covers only what a player sees, so that an agent can avoid going back.
+type seenPositions map[uint64]bool
+
+// mark records s as seen.
+func (m seenPositions) mark(s *env.State) { m[s.Key()] = true }
+
+// leadsBack reports whether playing a from s returns to a position already
+// seen. A deal or a move that turns a card never does: what it shows is
+// new. Since only such moves reveal anything, s may be a sampled game.
+func (m seenPositions) leadsBack(s *env.State, a env.Action) bool {
+	if a == env.Deal {
+		return false
+	}
+	next := *s
+	if _, err := next.Step(a); err != nil {
+		return false
+	}
+	return next.TotalFaceDown() == s.TotalFaceDown() && m[next.Key()]
 }

@@ -20,13 +20,12 @@ import (
 // Several Neural agents may share one Net, which they only read.
 type Neural struct {
 	Net   *nn.Net
-	seen  map[uint64]bool
+	seen  seenPositions
 	order []env.Action
 	rules env.Rules
 	obs   []float32
 	logit []float32
 	value [1]float32
-	mask  []uint8
 	sc    *nn.Scratch
 }
 
@@ -45,7 +44,7 @@ func NewNeural(net *nn.Net) (*Neural, error) {
 		return nil, err
 	}
 	return &Neural{Net: net, rules: r, obs: make([]float32, r.Float32Len()), logit: make([]float32, env.NumActions),
-		mask: make([]uint8, env.NumActions), sc: net.NewScratch(1)}, nil
+		sc: net.NewScratch(1)}, nil
 }
 
 // Name returns "nn".
@@ -65,35 +64,23 @@ func (a *Neural) Act(v View) Decision {
 	}
 	s.ObserveFloat32(a.obs)
 	a.Net.Forward(a.logit, a.value[:], a.obs, 1, a.sc)
-	clear(a.mask)
-	for _, l := range v.Legal() {
-		a.mask[l] = 1
-	}
 	if a.seen == nil {
-		a.seen = map[uint64]bool{}
+		a.seen = seenPositions{}
 	}
-	a.seen[s.Key()] = true
+	a.seen.mark(&s)
 	a.order = append(a.order[:0], v.Legal()...)
 	slices.SortStableFunc(a.order, func(x, y env.Action) int { return cmp.Compare(a.logit[y], a.logit[x]) })
 	best := a.order[0]
 	for _, act := range a.order {
-		// Moves change only visible cards (a turned card is new anyway),
-		// so stepping the real game shows no more than a player knows.
-		next := s
-		if _, err := next.Step(act); err != nil {
-			continue // cannot happen: act is legal
-		}
-		if act == env.Deal || next.TotalFaceDown() != s.TotalFaceDown() || !a.seen[next.Key()] {
+		if !a.seen.leadsBack(&s, act) {
 			best = act
 			break
 		}
 	}
 	// The reason gives the network's probability of its choice.
 	sum := 0.0
-	for i, m := range a.mask {
-		if m != 0 {
-			sum += math.Exp(float64(a.logit[i] - a.logit[best]))
-		}
+	for _, l := range v.Legal() {
+		sum += math.Exp(float64(a.logit[l] - a.logit[best]))
 	}
 	return Decision{Action: best, Reason: fmt.Sprintf("the network's choice (p=%.2f, value %.2f)", 1/sum, a.value[0])}
 }

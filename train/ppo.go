@@ -253,7 +253,6 @@ func (t *Trainer) Run(ctx context.Context, stop func(iter int, steps int64) bool
 			return err
 		}
 		t.dirty = false
-		t.cloned = true
 		t.History = append(t.History, m)
 		if after != nil {
 			if err := after(m); err != nil {
