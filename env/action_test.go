@@ -135,8 +135,8 @@ func TestRulesParseAndValidate(t *testing.T) {
 		t.Error("float32 encoding not parsed")
 	}
 	bad := []env.Options{
-		{Suits: 3}, {Suits: 0}, {Suits: 1, FaceUpSlots: 105}, {Suits: 1, FaceUpSlots: -1},
-		{Suits: 1, TimePerAction: -1}, {Suits: 1, RuleSet: 9}, {Suits: 1, Encoding: 7}, {Suits: 1, MaxSteps: 1 << 31},
+		{Suits: 3}, {Suits: -1}, {Suits: 1, FaceUpSlots: 105}, {Suits: 1, FaceUpSlots: -1},
+		{Suits: 1, TimePerActionMs: -1}, {TimePerActionMs: env.MaxTimePerActionMs + 1}, {RuleSet: env.Cardems, TimePerActionMs: 1}, {Suits: 1, RuleSet: 9}, {Suits: 1, Encoding: 7}, {Suits: 1, MaxSteps: 1 << 31},
 	}
 	for _, o := range bad {
 		if _, err := env.NewRules(o); err == nil {

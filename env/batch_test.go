@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/spiderenv/spider/env"
 	"github.com/spiderenv/spider/internal/rng"
@@ -165,7 +164,7 @@ func TestBatchEquivalence(t *testing.T) {
 		env.MustRules(env.Options{RuleSet: env.Cardems, Suits: 2, MaxSteps: 150}),
 		// Float32 rows are big: fewer slots (so long columns overflow them)
 		// keep this configuration quick.
-		env.MustRules(env.Options{RuleSet: env.Classic, Suits: 4, MaxSteps: 120, Encoding: env.Float32, TimePerAction: 700 * time.Millisecond, FaceUpSlots: 6}),
+		env.MustRules(env.Options{RuleSet: env.Classic, Suits: 4, MaxSteps: 120, Encoding: env.Float32, TimePerActionMs: 700, FaceUpSlots: 6}),
 	} {
 		for _, mode := range []env.Autoreset{env.NextStep, env.SameStep, env.Disabled} {
 			t.Run(fmt.Sprint(r, "/", mode), func(t *testing.T) {

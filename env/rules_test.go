@@ -350,7 +350,7 @@ func TestRuleClassicTimePenalty(t *testing.T) {
 		{1500 * time.Millisecond, []int{499, 497, 495, 493}}, // 1.5s, 3s, 4.5s, 6s: 0, 1, 2, 3 time points
 		{5 * time.Second, []int{497, 493, 490, 486}},         // 5s, 10s, 15s, 20s: 2, 5, 7, 10 time points
 	} {
-		o := env.Options{RuleSet: env.Classic, Suits: 1, TimePerAction: tc.tick}
+		o := env.Options{RuleSet: env.Classic, Suits: 1, TimePerActionMs: int(tc.tick / time.Millisecond)}
 		s := posWith(t, o, "1: | 9s\n2: | 8s\n3: | 4s")
 		for i, want := range tc.after {
 			move := "2>1x1"
@@ -369,7 +369,7 @@ func TestRuleClassicTimePenalty(t *testing.T) {
 }
 
 func TestRuleCardemsHasNoTimePenalty(t *testing.T) {
-	_, err := env.NewRules(env.Options{RuleSet: env.Cardems, Suits: 1, TimePerAction: time.Second})
+	_, err := env.NewRules(env.Options{RuleSet: env.Cardems, Suits: 1, TimePerActionMs: 1000})
 	if err == nil || !strings.Contains(err.Error(), "classic") {
 		t.Fatalf("cardems accepted a time penalty: %v", err)
 	}
@@ -398,7 +398,7 @@ func TestRuleCostsClampBeforeBonuses(t *testing.T) {
 			t.Fatalf("%v: score %d, want 100", rs, s.Score())
 		}
 	}
-	o := env.Options{RuleSet: env.Classic, Suits: 1, TimePerAction: 4 * time.Second}
+	o := env.Options{RuleSet: env.Classic, Suits: 1, TimePerActionMs: 4000}
 	w := posWith(t, o, "1: | "+fullRunSpades+"\n2: | As\nruns: s s s s s s s\nscore: 1")
 	step(t, &w, "2>1x1") // costs 1 + 2 from a score of 1: 0, then +100 +50
 	if w.Score() != 150 {

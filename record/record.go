@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -53,7 +52,7 @@ func (g Game) RulesOf() (env.Rules, error) {
 	if err != nil {
 		return env.Rules{}, err
 	}
-	return env.NewRules(env.Options{RuleSet: rs, Suits: g.Suits, MaxSteps: g.MaxSteps, TimePerAction: time.Duration(g.TimePerActionMs) * time.Millisecond})
+	return env.NewRules(env.Options{RuleSet: rs, Suits: g.Suits, MaxSteps: g.MaxSteps, TimePerActionMs: int(g.TimePerActionMs)})
 }
 
 // Save writes g to path through a temporary file and a rename, so a crash

@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"strconv"
-	"time"
 
 	"github.com/spiderenv/spider/agents"
 	"github.com/spiderenv/spider/env"
@@ -153,7 +152,7 @@ func (cn *conn) opMake(q *request) *replyError {
 		if q.timeMs < 0 || q.timeMs > 1e9 {
 			return fail(codeBadConfig, "time_per_action_ms %d is outside 0 to 1e9", q.timeMs)
 		}
-		o.TimePerAction = time.Duration(q.timeMs) * time.Millisecond
+		o.TimePerActionMs = int(q.timeMs)
 	}
 	r, err := env.NewRules(o)
 	if err != nil {

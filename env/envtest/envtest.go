@@ -41,9 +41,9 @@ func Configurations(maxSteps int, encodings bool) []env.Rules {
 				continue
 			}
 			for _, enc := range []env.Encoding{env.Compact, env.Float32} {
-				o.Encoding, o.TimePerAction = enc, 0
+				o.Encoding, o.TimePerActionMs = enc, 0
 				if rs == env.Classic && enc == env.Float32 {
-					o.TimePerAction = 1500 * time.Millisecond
+					o.TimePerActionMs = 1500
 				}
 				out = append(out, env.MustRules(o))
 			}

@@ -90,36 +90,80 @@ const (
 	timePerPoint = 2 * time.Second // classic: one point per two seconds of game time
 )
 
-// Defaults for Options fields left at zero.
+// Defaults for Options fields left at zero (Suits: 1).
 const (
 	DefaultMaxSteps    = 1000
 	DefaultFaceUpSlots = 78
 )
 
-// Options are the choices a user makes for a configuration. The zero value
-// of each field other than Suits selects its default; NewRules checks them
-// and turns them into an immutable Rules.
+// Options is the one serializable description of a game: everything a
+// record, a checkpoint, the server's make request, the command line and the
+// Python client's SpiderConfig say about the game travels in this type. The
+// zero value of every field selects its default, so Options{} is classic
+// one-suit Spider with the default limits; NewRules checks the fields
+// (Validate) and turns them into an immutable Rules.
+//
+// Every field carries its key (the msgpack and JSON name, also the socket's
+// make field and, with '-' for '_', the command-line flag) and a help text:
+// OptionFields reads them, so adding a field here is all it takes for files,
+// the server and the flags to carry it.
 type Options struct {
-	RuleSet RuleSet
-	// Suits is 1 (spades), 2 (spades and hearts) or 4. Cardems is one-suit
-	// in its sheet; 2 and 4 suits under cardems rules are our extension.
-	Suits int
+	RuleSet RuleSet `msgpack:"rules" json:"rules" help:"rule set: classic or cardems"`
+	// Suits is 1 (spades), 2 (spades and hearts) or 4; 0 selects 1.
+	// Cardems is one-suit in its sheet; 2 and 4 suits under cardems rules
+	// are our extension.
+	Suits int `msgpack:"suits" json:"suits" help:"number of suits: 1, 2 or 4"`
 	// MaxSteps truncates an episode after that many actions. 0 selects
 	// DefaultMaxSteps; a negative value means no limit, for human play.
-	MaxSteps int
-	// TimePerAction is the simulated game time one action takes, for the
-	// classic rule of one point per two seconds. 0 (the default) turns the
-	// time penalty off. The wall clock is never used. Classic only.
-	TimePerAction time.Duration
+	MaxSteps int `msgpack:"max_steps" json:"max_steps" help:"truncate a game after this many actions (negative: no limit)"`
+	// TimePerActionMs is the simulated game time one action takes, in
+	// milliseconds, for the classic rule of one point per two seconds. 0
+	// (the default) turns the time penalty off. The wall clock is never
+	// used. Classic only.
+	TimePerActionMs int `msgpack:"time_per_action_ms" json:"time_per_action_ms" help:"classic's simulated clock: game time one action takes, in milliseconds (0: no time penalty)"`
 	// FaceUpSlots is how many face-up cards per column the observation
 	// shows, counted from the top. 0 selects DefaultFaceUpSlots (78), the
 	// most any classic game can reach (RULES.md proves it); a smaller value
 	// shrinks the observation at the risk of hiding the deepest face-up
 	// cards of very long columns, which the face-up count still reports.
-	FaceUpSlots int
+	FaceUpSlots int `msgpack:"face_up_slots" json:"face_up_slots" help:"face-up cards per column the observation shows, from the top"`
 	// Encoding is the observation encoding the Env returns.
-	Encoding Encoding
+	Encoding Encoding `msgpack:"obs" json:"obs" help:"observation encoding: compact or float32"`
 }
+
+// MaxTimePerActionMs is the largest TimePerActionMs Validate accepts (about
+// 11.6 days a move), far beyond any real clock and small enough that a
+// game's simulated time cannot overflow.
+const MaxTimePerActionMs = 1_000_000_000
+
+// maxStepLimit is the largest positive MaxSteps.
+const maxStepLimit = 1 << 30
+
+// Validate reports the first field of o that no game can have, in words
+// that name the field's key.
+func (o Options) Validate() error {
+	switch {
+	case o.RuleSet >= numRuleSets:
+		return fmt.Errorf("env: unknown rule set %d", o.RuleSet)
+	case o.Suits != 0 && o.Suits != 1 && o.Suits != 2 && o.Suits != 4:
+		return fmt.Errorf("env: suits must be 1, 2 or 4, not %d", o.Suits)
+	case o.Encoding >= numEncodings:
+		return fmt.Errorf("env: unknown observation encoding %d", o.Encoding)
+	case o.MaxSteps > maxStepLimit:
+		return fmt.Errorf("env: max_steps %d is over the limit %d (use a negative value for no limit)", o.MaxSteps, maxStepLimit)
+	case o.TimePerActionMs < 0 || o.TimePerActionMs > MaxTimePerActionMs:
+		return fmt.Errorf("env: time_per_action_ms %d is outside 0 to %d", o.TimePerActionMs, MaxTimePerActionMs)
+	case o.TimePerActionMs > 0 && o.RuleSet != Classic:
+		return fmt.Errorf("env: time_per_action_ms applies only to classic scoring; %s has no time penalty", o.RuleSet)
+	case o.FaceUpSlots < 0 || o.FaceUpSlots > NumCards:
+		return fmt.Errorf("env: face_up_slots must be 1 to %d, not %d", NumCards, o.FaceUpSlots)
+	}
+	return nil
+}
+
+// DefaultOptions returns the options of Options{} with every default filled
+// in: what a field left at zero means.
+func DefaultOptions() Options { return MustRules(Options{}).Options() }
 
 // Rules is an immutable configuration: the rule set, the number of suits,
 // the limits and the observation layout. Every size a trainer needs (the
@@ -134,47 +178,33 @@ type Rules struct {
 	tick     time.Duration
 }
 
-// NewRules checks o and returns the Rules it describes.
+// NewRules checks o (Validate) and returns the Rules it describes, with
+// zero fields replaced by their defaults.
 func NewRules(o Options) (Rules, error) {
-	if o.RuleSet >= numRuleSets {
-		return Rules{}, fmt.Errorf("env: unknown rule set %d", o.RuleSet)
+	if err := o.Validate(); err != nil {
+		return Rules{}, err
 	}
-	if o.Suits != 1 && o.Suits != 2 && o.Suits != 4 {
-		return Rules{}, fmt.Errorf("env: suits must be 1, 2 or 4, not %d", o.Suits)
-	}
-	if o.Encoding >= numEncodings {
-		return Rules{}, fmt.Errorf("env: unknown observation encoding %d", o.Encoding)
-	}
-	steps := o.MaxSteps
-	switch {
-	case steps == 0:
-		steps = DefaultMaxSteps
-	case steps < 0:
-		steps = -1
-	case steps > 1<<30:
-		return Rules{}, fmt.Errorf("env: max steps %d is over the limit %d (use a negative value for no limit)", steps, 1<<30)
-	}
-	if o.TimePerAction < 0 {
-		return Rules{}, fmt.Errorf("env: time per action must not be negative, got %v", o.TimePerAction)
-	}
-	if o.TimePerAction > 0 && o.RuleSet != Classic {
-		return Rules{}, fmt.Errorf("env: time per action applies only to classic scoring; %s has no time penalty", o.RuleSet)
-	}
-	slots := o.FaceUpSlots
-	if slots == 0 {
-		slots = DefaultFaceUpSlots
-	}
-	if slots < 1 || slots > 104 {
-		return Rules{}, fmt.Errorf("env: face-up slots must be 1 to 104, not %d", slots)
-	}
-	return Rules{
+	r := Rules{
 		ruleSet:  o.RuleSet,
 		suits:    uint8(o.Suits),
-		slots:    uint8(slots),
+		slots:    uint8(o.FaceUpSlots),
 		encoding: o.Encoding,
-		maxSteps: int32(steps),
-		tick:     o.TimePerAction,
-	}, nil
+		maxSteps: int32(o.MaxSteps),
+		tick:     time.Duration(o.TimePerActionMs) * time.Millisecond,
+	}
+	if r.suits == 0 {
+		r.suits = 1
+	}
+	if r.slots == 0 {
+		r.slots = DefaultFaceUpSlots
+	}
+	switch {
+	case o.MaxSteps == 0:
+		r.maxSteps = DefaultMaxSteps
+	case o.MaxSteps < 0:
+		r.maxSteps = -1
+	}
+	return r, nil
 }
 
 // MustRules is NewRules for options known to be valid, such as literals in
@@ -190,12 +220,12 @@ func MustRules(o Options) Rules {
 // Options returns the options that describe r, with defaults filled in.
 func (r Rules) Options() Options {
 	return Options{
-		RuleSet:       r.ruleSet,
-		Suits:         int(r.suits),
-		MaxSteps:      int(r.maxSteps),
-		TimePerAction: r.tick,
-		FaceUpSlots:   int(r.slots),
-		Encoding:      r.encoding,
+		RuleSet:         r.ruleSet,
+		Suits:           int(r.suits),
+		MaxSteps:        int(r.maxSteps),
+		TimePerActionMs: int(r.tick / time.Millisecond),
+		FaceUpSlots:     int(r.slots),
+		Encoding:        r.encoding,
 	}
 }
 

@@ -1,0 +1,171 @@
+package env
+
+import (
+	"encoding"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// MarshalText returns the rule set's name, so files, JSON and the socket
+// carry "classic" or "cardems" rather than a number.
+func (r RuleSet) MarshalText() ([]byte, error) {
+	if r >= numRuleSets {
+		return nil, fmt.Errorf("env: unknown rule set %d", uint8(r))
+	}
+	return []byte(r.String()), nil
+}
+
+// UnmarshalText sets r to the rule set named by text (case-insensitive).
+func (r *RuleSet) UnmarshalText(text []byte) error {
+	v, err := ParseRuleSet(string(text))
+	if err == nil {
+		*r = v
+	}
+	return err
+}
+
+// MarshalText returns the encoding's name: "compact" or "float32".
+func (e Encoding) MarshalText() ([]byte, error) {
+	if e >= numEncodings {
+		return nil, fmt.Errorf("env: unknown observation encoding %d", uint8(e))
+	}
+	return []byte(e.String()), nil
+}
+
+// UnmarshalText sets e to the encoding named by text (case-insensitive).
+func (e *Encoding) UnmarshalText(text []byte) error {
+	v, err := ParseEncoding(string(text))
+	if err == nil {
+		*e = v
+	}
+	return err
+}
+
+// EncodeMsgpack writes the rule set's name as a msgpack string (msgpack
+// would write a TextMarshaler as bin, which other languages read as bytes).
+func (r RuleSet) EncodeMsgpack(e *msgpack.Encoder) error { return encodeName(e, r) }
+
+// DecodeMsgpack reads a rule set's name.
+func (r *RuleSet) DecodeMsgpack(d *msgpack.Decoder) error { return decodeName(d, r) }
+
+// EncodeMsgpack writes the encoding's name as a msgpack string.
+func (e Encoding) EncodeMsgpack(enc *msgpack.Encoder) error { return encodeName(enc, e) }
+
+// DecodeMsgpack reads an encoding's name.
+func (e *Encoding) DecodeMsgpack(d *msgpack.Decoder) error { return decodeName(d, e) }
+
+func encodeName(e *msgpack.Encoder, v encoding.TextMarshaler) error {
+	b, err := v.MarshalText()
+	if err != nil {
+		return err
+	}
+	return e.EncodeString(string(b))
+}
+
+func decodeName(d *msgpack.Decoder, v encoding.TextUnmarshaler) error {
+	s, err := d.DecodeString()
+	if err != nil {
+		return err
+	}
+	return v.UnmarshalText([]byte(s))
+}
+
+// OptionField describes one field of Options as every outside form of it
+// sees it: files and JSON (through the struct tags), the server's make
+// request and reply, and the command-line flags. The table is read from the
+// struct tags once, so it cannot drift from the struct.
+type OptionField struct {
+	// Key is the field's name in files, JSON and socket requests:
+	// "max_steps".
+	Key string
+	// Flag is the command-line flag's name: the key with '-' for '_'.
+	Flag string
+	// Help describes the field for flag usage.
+	Help string
+	// Numeric reports an integer field; the others are names (enums) that
+	// travel as strings.
+	Numeric bool
+
+	index int
+}
+
+var optionFields = func() []OptionField {
+	t := reflect.TypeFor[Options]()
+	textType := reflect.TypeFor[encoding.TextUnmarshaler]()
+	fields := make([]OptionField, t.NumField())
+	for i := range fields {
+		sf := t.Field(i)
+		key := sf.Tag.Get("msgpack")
+		if key == "" || key != sf.Tag.Get("json") || sf.Tag.Get("help") == "" {
+			panic("env: Options." + sf.Name + " needs equal msgpack and json keys and a help tag")
+		}
+		numeric := sf.Type.Kind() == reflect.Int
+		if !numeric && !reflect.PointerTo(sf.Type).Implements(textType) {
+			panic("env: Options." + sf.Name + " must be an int or implement encoding.TextUnmarshaler")
+		}
+		fields[i] = OptionField{
+			Key: key, Flag: strings.ReplaceAll(key, "_", "-"), Help: sf.Tag.Get("help"),
+			Numeric: numeric, index: i,
+		}
+	}
+	return fields
+}()
+
+// OptionFields returns the fields of Options in declaration order.
+func OptionFields() []OptionField { return append([]OptionField(nil), optionFields...) }
+
+// LookupOption returns the field whose key is key.
+func LookupOption(key string) (OptionField, bool) {
+	for _, f := range optionFields {
+		if f.Key == key {
+			return f, true
+		}
+	}
+	return OptionField{}, false
+}
+
+// Value returns the field's value in o: an int64 for a numeric field, the
+// name for the others.
+func (f OptionField) Value(o Options) any {
+	v := reflect.ValueOf(o).Field(f.index)
+	if f.Numeric {
+		return v.Int()
+	}
+	b, err := v.Interface().(encoding.TextMarshaler).MarshalText()
+	if err != nil {
+		return fmt.Sprint(v.Interface())
+	}
+	return string(b)
+}
+
+// Text returns the field's value in o as text: "1000", "classic".
+func (f OptionField) Text(o Options) string { return fmt.Sprint(f.Value(o)) }
+
+// Set parses text into the field of o; a bad value changes nothing. Set
+// checks the form only: Validate checks the value.
+func (f OptionField) Set(o *Options, text string) error {
+	v := reflect.ValueOf(o).Elem().Field(f.index)
+	if f.Numeric {
+		n, err := strconv.ParseInt(strings.TrimSpace(text), 10, 0)
+		if err != nil {
+			return fmt.Errorf("env: %s wants an integer, not %q", f.Key, text)
+		}
+		v.SetInt(n)
+		return nil
+	}
+	return v.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(text))
+}
+
+// SetInt sets a numeric field of o to n.
+//
+// It panics if the field is not numeric.
+func (f OptionField) SetInt(o *Options, n int64) {
+	if !f.Numeric {
+		panic("env: SetInt on the non-numeric option " + f.Key)
+	}
+	reflect.ValueOf(o).Elem().Field(f.index).SetInt(n)
+}
