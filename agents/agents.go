@@ -118,6 +118,16 @@ type RulesChecker interface {
 	CheckRules(r env.Rules) error
 }
 
+// CheckRules reports why a cannot play games under r, or nil when it can:
+// the one place eval, play and the server ask. Agents that are not
+// RulesCheckers play every configuration.
+func CheckRules(a Agent, r env.Rules) error {
+	if c, ok := a.(RulesChecker); ok {
+		return c.CheckRules(r)
+	}
+	return nil
+}
+
 // Names returns the names New accepts, besides "nn:PATH".
 func Names() []string {
 	var out []string

@@ -31,10 +31,8 @@ func Evaluate(ctx context.Context, r env.Rules, policies []string, seeds []uint6
 		if err != nil {
 			return nil, err
 		}
-		if c, ok := m().(RulesChecker); ok {
-			if err := c.CheckRules(r); err != nil {
-				return nil, fmt.Errorf("%s: %v", p, err)
-			}
+		if err := CheckRules(m(), r); err != nil {
+			return nil, fmt.Errorf("%s: %v", p, err)
 		}
 		makers[i] = m
 	}

@@ -65,10 +65,8 @@ func (cn *conn) dispatch(q *request) (done bool, err *replyError) {
 		if cn.hint == nil {
 			cn.hint = cn.s.cfg.Hint()
 		}
-		if c, ok := cn.hint.(agents.RulesChecker); ok {
-			if err := c.CheckRules(cn.batch.Rules()); err != nil {
-				return false, fail(codeBadConfig, "the hint policy cannot advise on these games: %v", err)
-			}
+		if err := agents.CheckRules(cn.hint, cn.batch.Rules()); err != nil {
+			return false, fail(codeBadConfig, "the hint policy cannot advise on these games: %v", err)
 		}
 		// The hint agent sees each position afresh (Begin), so answers do
 		// not depend on which games were asked about before.

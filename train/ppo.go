@@ -464,7 +464,7 @@ func (t *Trainer) clone(ctx context.Context) (Metrics, error) {
 			ret = rewards[i] + float32(c.Gamma)*ret
 			data[first+i].ret = ret
 		}
-		sumRet += float64(s.Score() - 500)
+		sumRet += float64(s.Score() - env.StartScore)
 		sumRuns += float64(s.Runs())
 		if s.Status() == env.Won {
 			wins++

@@ -25,7 +25,7 @@ func sampleMasked(g *rng.Rand, logits []float32, mask []uint8) (int, float32) {
 	if sum == 0 {
 		panic("train: sampleMasked with no legal action")
 	}
-	u := float64(g.Uint64()>>11) / (1 << 53) * sum
+	u := g.Float64() * sum
 	last := -1
 	for i, m := range mask {
 		if m == 0 {

@@ -16,8 +16,7 @@ import (
 
 // benchOptions are the bench command's flags.
 type benchOptions struct {
-	game      gameFlags
-	obs       string
+	game      env.Options
 	n         int
 	workers   int
 	steps     int
@@ -46,8 +45,8 @@ type benchResult struct {
 
 func benchCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, io.Writer, io.Writer) error {
 	var o benchOptions
-	o.game.register(fs)
-	fs.StringVar(&o.obs, "obs", "compact", "observation encoding: compact or float32")
+	o.game = env.DefaultOptions()
+	registerGameFlags(fs, &o.game)
 	fs.IntVar(&o.n, "n", 4096, "games stepped together")
 	fs.IntVar(&o.workers, "workers", 0, "worker goroutines (0: GOMAXPROCS); 1 worker is also measured for the speed-up")
 	fs.IntVar(&o.steps, "steps", 500, "batch steps to time (each steps every game once)")
@@ -64,12 +63,9 @@ func benchCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 // from its masks (Batch.SampleLegal, in parallel) with the configured
 // workers and with one, and prints both with the speed-up.
 func runBench(ctx context.Context, o benchOptions, stdout, stderr io.Writer) error {
-	opts, err := o.game.options()
+	r, err := gameRules(o.game)
 	if err != nil {
 		return err
-	}
-	if opts.Encoding, err = env.ParseEncoding(o.obs); err != nil {
-		return usageError{err}
 	}
 	mode, err := env.ParseAutoreset(o.autoreset)
 	if err != nil {
@@ -84,7 +80,6 @@ func runBench(ctx context.Context, o benchOptions, stdout, stderr io.Writer) err
 	if err := o.out.check(); err != nil {
 		return err
 	}
-	r := env.MustRules(opts)
 	workers := o.workers
 	if workers == 0 {
 		workers = runtime.GOMAXPROCS(0)

@@ -5,12 +5,13 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"github.com/spiderenv/spider/env"
 	"strings"
 	"testing"
 )
 
 func smallBench() benchOptions {
-	return benchOptions{game: gameFlags{rules: "classic", suits: 2, maxSteps: 20}, obs: "compact", n: 16, workers: 2, steps: 30, warmup: 2, autoreset: "same-step", seed: 1}
+	return benchOptions{game: env.Options{Suits: 2, MaxSteps: 20}, n: 16, workers: 2, steps: 30, warmup: 2, autoreset: "same-step", seed: 1}
 }
 
 func TestBenchJSON(t *testing.T) {
@@ -46,7 +47,7 @@ func TestBenchJSON(t *testing.T) {
 
 func TestBenchTableAndCSV(t *testing.T) {
 	o := smallBench()
-	o.obs = "float32"
+	o.game.Encoding = env.Float32
 	var out bytes.Buffer
 	if err := runBench(context.Background(), o, &out, &bytes.Buffer{}); err != nil {
 		t.Fatal(err)
@@ -68,12 +69,12 @@ func TestBenchTableAndCSV(t *testing.T) {
 
 func TestBenchRefusesBadFlags(t *testing.T) {
 	for _, mut := range []func(*benchOptions){
-		func(o *benchOptions) { o.obs = "png" },
+		func(o *benchOptions) { o.game.Encoding = 7 },
 		func(o *benchOptions) { o.autoreset = "disabled" },
 		func(o *benchOptions) { o.autoreset = "sometimes" },
 		func(o *benchOptions) { o.n = 0 },
 		func(o *benchOptions) { o.out.json, o.out.csv = true, true },
-		func(o *benchOptions) { o.game.suits = 5 },
+		func(o *benchOptions) { o.game.Suits = 5 },
 	} {
 		o := smallBench()
 		mut(&o)

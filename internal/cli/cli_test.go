@@ -39,7 +39,7 @@ func TestMainUsage(t *testing.T) {
 
 func TestDemoPlaysAGameToItsEnd(t *testing.T) {
 	var out bytes.Buffer
-	o := demoOptions{game: gameFlags{rules: "cardems", suits: 2, maxSteps: 50}, seed: 9, policy: 3, show: 4}
+	o := demoOptions{game: env.Options{RuleSet: env.Cardems, Suits: 2, MaxSteps: 50}, seed: 9, policy: 3, show: 4}
 	if err := runDemo(context.Background(), o, &out); err != nil {
 		t.Fatal(err)
 	}
@@ -65,8 +65,43 @@ func TestDemoStopsOnCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	var out bytes.Buffer
-	o := demoOptions{game: gameFlags{rules: "classic", suits: 1, maxSteps: 100}, seed: 1, policy: 1}
+	o := demoOptions{game: env.Options{Suits: 1, MaxSteps: 100}, seed: 1, policy: 1}
 	if err := runDemo(ctx, o, &out); err == nil {
 		t.Fatal("a cancelled demo returned no error")
+	}
+}
+
+// Every game option is a flag of every command that makes games, and a bad
+// value is a usage error (exit 2) before anything runs.
+func TestGameFlagsComeFromOptions(t *testing.T) {
+	for _, cmd := range []string{"demo", "bench", "eval", "play", "train"} {
+		var stdout, stderr bytes.Buffer
+		if code := Main([]string{cmd, "--help"}, strings.NewReader(""), &stdout, &stderr); code != 0 {
+			t.Fatalf("%s --help: exit %d", cmd, code)
+		}
+		for _, f := range env.OptionFields() {
+			if !strings.Contains(stderr.String(), "--"+f.Flag) {
+				t.Errorf("spider %s has no --%s flag", cmd, f.Flag)
+			}
+		}
+	}
+	for _, args := range [][]string{
+		{"demo", "--obs", "png"}, {"demo", "--suits", "two"}, {"demo", "--suits", "3"},
+		{"demo", "--rules", "cardems", "--time-per-action-ms", "100"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := Main(args, strings.NewReader(""), &stdout, &stderr); code != 2 {
+			t.Errorf("%v: exit %d, want 2 (stderr %q)", args, code, stderr.String())
+		}
+		if stdout.Len() != 0 {
+			t.Errorf("%v printed a game: %q", args, stdout.String())
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := Main([]string{"demo", "--rules", "cardems", "--suits", "2", "--max-steps", "3", "--show", "0"}, strings.NewReader(""), &stdout, &stderr); code != 0 {
+		t.Fatalf("demo with game flags: exit %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "cardems 2-suit, max-steps 3") || !strings.Contains(stdout.String(), "after 3 moves") {
+		t.Fatalf("the flags did not reach the game:\n%s", stdout.String())
 	}
 }

@@ -11,34 +11,9 @@ import (
 	"github.com/spiderenv/spider/internal/rng"
 )
 
-// gameFlags are the flags every command that makes games shares.
-type gameFlags struct {
-	rules    string
-	suits    int
-	maxSteps int
-}
-
-func (g *gameFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&g.rules, "rules", "classic", "rule set: classic or cardems")
-	fs.IntVar(&g.suits, "suits", 1, "number of suits: 1, 2 or 4")
-	fs.IntVar(&g.maxSteps, "max-steps", env.DefaultMaxSteps, "truncate a game after this many actions (negative: no limit)")
-}
-
-func (g *gameFlags) options() (env.Options, error) {
-	rs, err := env.ParseRuleSet(g.rules)
-	if err != nil {
-		return env.Options{}, usageError{err}
-	}
-	o := env.Options{RuleSet: rs, Suits: g.suits, MaxSteps: g.maxSteps}
-	if _, err := env.NewRules(o); err != nil {
-		return env.Options{}, usageError{err}
-	}
-	return o, nil
-}
-
 // demoOptions are the demo command's flags.
 type demoOptions struct {
-	game   gameFlags
+	game   env.Options
 	seed   uint64
 	policy uint64
 	show   int
@@ -46,7 +21,8 @@ type demoOptions struct {
 
 func demoCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, io.Writer, io.Writer) error {
 	var o demoOptions
-	o.game.register(fs)
+	o.game = env.DefaultOptions()
+	registerGameFlags(fs, &o.game)
 	fs.Uint64Var(&o.seed, "seed", 1, "deal seed")
 	fs.Uint64Var(&o.policy, "policy-seed", 1, "seed of the random policy")
 	fs.IntVar(&o.show, "show", 20, "boards to show after the first (the rest of the game is played, then the final board)")
@@ -58,11 +34,10 @@ func demoCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, i
 // runDemo deals the game of o.seed and plays uniformly random legal
 // actions until it ends, showing the first o.show boards and the last.
 func runDemo(ctx context.Context, o demoOptions, stdout io.Writer) error {
-	opts, err := o.game.options()
+	r, err := gameRules(o.game)
 	if err != nil {
 		return err
 	}
-	r := env.MustRules(opts)
 	e := env.New(r)
 	e.Reset(o.seed)
 	g := rng.New(o.policy)

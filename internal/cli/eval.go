@@ -21,7 +21,7 @@ import (
 
 // evalOptions are the eval command's flags.
 type evalOptions struct {
-	game     gameFlags
+	game     env.Options
 	policies string
 	seeds    string
 	games    int
@@ -34,7 +34,8 @@ type evalOptions struct {
 
 func evalCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, io.Writer, io.Writer) error {
 	var o evalOptions
-	o.game.register(fs)
+	o.game = env.DefaultOptions()
+	registerGameFlags(fs, &o.game)
 	fs.StringVar(&o.policies, "policies", "random,greedy", "comma-separated policies to compare: "+strings.Join(agents.Names(), ", ")+", nn:CHECKPOINT")
 	fs.StringVar(&o.seeds, "seeds", "", "deals to play: a list and ranges, e.g. 1,5,10-19 (overrides --games)")
 	fs.IntVar(&o.games, "games", 100, "deals to play: seeds --start to --start+games-1")
@@ -108,21 +109,20 @@ type comparison struct {
 	GamesPairs int     `json:"pairs"`
 }
 
+// evalReport is the whole result. The game's options are embedded, so
+// JSON carries each under its own key (rules, suits, max_steps, ...).
 type evalReport struct {
-	Rules       string          `json:"rules"`
-	Suits       int             `json:"suits"`
-	MaxSteps    int             `json:"max_steps"`
+	env.Options
 	Seeds       int             `json:"deals"`
 	Policies    []policySummary `json:"policies"`
 	Comparisons []comparison    `json:"comparisons"`
 }
 
 func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error {
-	opts, err := o.game.options()
+	r, err := gameRules(o.game)
 	if err != nil {
 		return err
 	}
-	r := env.MustRules(opts)
 	var seeds []uint64
 	if o.seeds != "" {
 		if seeds, err = parseSeeds(o.seeds); err != nil {
@@ -205,7 +205,7 @@ func fileSafe(name string) string {
 }
 
 func summarize(ev *agents.Evaluation) evalReport {
-	rep := evalReport{Rules: ev.Rules.RuleSet().String(), Suits: ev.Rules.Suits(), MaxSteps: ev.Rules.MaxSteps(), Seeds: len(ev.Seeds)}
+	rep := evalReport{Options: ev.Rules.Options(), Seeds: len(ev.Seeds)}
 	column := func(res []agents.Result, f func(agents.Result) float64) []float64 {
 		out := make([]float64, len(res))
 		for i, x := range res {
@@ -261,7 +261,7 @@ func writeEval(w io.Writer, rep evalReport, o evalOptions) error {
 	done, err := o.out.write(w, rep, header, func() (rows [][]string) {
 		f := func(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
 		for _, p := range rep.Policies {
-			rows = append(rows, []string{rep.Rules, strconv.Itoa(rep.Suits), p.Policy, strconv.Itoa(p.Games), strconv.Itoa(p.Wins), f(p.WinRate), f(p.WinLo), f(p.WinHi),
+			rows = append(rows, []string{rep.RuleSet.String(), strconv.Itoa(rep.Suits), p.Policy, strconv.Itoa(p.Games), strconv.Itoa(p.Wins), f(p.WinRate), f(p.WinLo), f(p.WinHi),
 				f(p.Score), f(p.ScoreHalf), f(p.Runs), f(p.RunsHalf), f(p.Moves), f(p.MsPerGame), f(p.MsPerMove)})
 		}
 		return rows
@@ -269,7 +269,7 @@ func writeEval(w io.Writer, rep evalReport, o evalOptions) error {
 	if done || err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "%s, %d suit(s), %d deals, step limit %d\n\n", rep.Rules, rep.Suits, rep.Seeds, rep.MaxSteps)
+	fmt.Fprintf(w, "%s, %d suit(s), %d deals, step limit %d\n\n", rep.RuleSet, rep.Suits, rep.Seeds, rep.MaxSteps)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "policy\tgames\twins\twin rate (95% CI)\tmean score (95% CI)\tmean runs (95% CI)\tmean moves\tms/game\tms/move\t")
 	for _, p := range rep.Policies {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"github.com/spiderenv/spider/env"
 	"slices"
 	"strings"
 	"testing"
@@ -23,7 +24,7 @@ func TestParseSeeds(t *testing.T) {
 }
 
 func smallEval() evalOptions {
-	return evalOptions{game: gameFlags{rules: "classic", suits: 1, maxSteps: 400}, policies: "random,greedy", seeds: "1-12", workers: 2}
+	return evalOptions{game: env.Options{Suits: 1, MaxSteps: 400}, policies: "random,greedy", seeds: "1-12", workers: 2}
 }
 
 func TestEvalEndToEnd(t *testing.T) {

@@ -17,7 +17,7 @@ import (
 
 // playOptions are the play command's flags.
 type playOptions struct {
-	game   gameFlags
+	game   env.Options
 	seed   uint64
 	record string
 	hint   string
@@ -25,9 +25,9 @@ type playOptions struct {
 
 func playCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, io.Writer, io.Writer) error {
 	var o playOptions
-	o.game.register(fs)
-	fs.Lookup("max-steps").DefValue = "-1"
-	o.game.maxSteps = -1
+	o.game = env.DefaultOptions()
+	o.game.MaxSteps = -1 // a person plays without a step limit
+	registerGameFlags(fs, &o.game)
 	fs.Uint64Var(&o.seed, "seed", 1, "deal seed of the first game (new deals take the next seeds)")
 	fs.StringVar(&o.hint, "hint", "greedy", "policy that answers hint: greedy, search, or nn:CHECKPOINT")
 	fs.StringVar(&o.record, "record", "", "save each finished or abandoned game to this file (the last one wins)")
@@ -49,20 +49,17 @@ const playHelp = `commands:
 
 // runPlay is an interactive game on stdin/stdout.
 func runPlay(ctx context.Context, o playOptions, stdin io.Reader, stdout io.Writer) error {
-	opts, err := o.game.options()
+	r, err := gameRules(o.game)
 	if err != nil {
 		return err
 	}
-	r := env.MustRules(opts)
 	maker, err := hintMaker(o.hint)
 	if err != nil {
 		return err
 	}
 	hint := maker()
-	if c, ok := hint.(agents.RulesChecker); ok {
-		if err := c.CheckRules(r); err != nil {
-			return usageError{fmt.Errorf("--hint %s: %v", o.hint, err)}
-		}
+	if err := agents.CheckRules(hint, r); err != nil {
+		return usageError{fmt.Errorf("--hint %s: %v", o.hint, err)}
 	}
 	e := env.New(r)
 	seed := o.seed

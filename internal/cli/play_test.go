@@ -22,7 +22,7 @@ func TestPlaySession(t *testing.T) {
 	rec := filepath.Join(t.TempDir(), "me.spider")
 	input := strings.Join([]string{"?", "hint", "moves", "1>1", "zap", short, "undo", "undo", hint.Action.String(), "deal", "q"}, "\n") + "\n"
 	var out bytes.Buffer
-	o := playOptions{game: gameFlags{rules: "classic", suits: 1, maxSteps: -1}, seed: 3, record: rec}
+	o := playOptions{game: env.Options{Suits: 1, MaxSteps: -1}, seed: 3, record: rec}
 	if err := runPlay(context.Background(), o, strings.NewReader(input), &out); err != nil {
 		t.Fatal(err)
 	}

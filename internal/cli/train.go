@@ -12,12 +12,13 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/spiderenv/spider/env"
 	"github.com/spiderenv/spider/train"
 )
 
 // trainOptions are the train command's flags.
 type trainOptions struct {
-	game       gameFlags
+	game       env.Options
 	cfg        train.Config
 	hidden     []int
 	iterations int
@@ -32,7 +33,8 @@ type trainOptions struct {
 func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, io.Writer, io.Writer) error {
 	o := trainOptions{cfg: train.DefaultConfig()}
 	c := &o.cfg
-	o.game.register(fs)
+	o.game = env.DefaultOptions()
+	registerGameFlags(fs, &o.game)
 	fs.IntVar(&c.Slots, "slots", c.Slots, "face-up cards per column the network sees, from the top")
 	fs.IntSliceVar(&o.hidden, "hidden", c.Hidden, "hidden layer widths")
 	fs.IntVar(&c.Games, "games", c.Games, "games stepped together")
@@ -64,10 +66,11 @@ func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 }
 
 func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) error {
-	opts, err := o.game.options()
+	_, err := gameRules(o.game)
 	if err != nil {
 		return err
 	}
+	opts := o.game
 	c := o.cfg
 	c.RuleSet, c.Suits, c.MaxSteps, c.Hidden = opts.RuleSet.String(), opts.Suits, opts.MaxSteps, o.hidden
 	if o.iterations == 0 && o.steps == 0 && o.budget == 0 {

@@ -10,12 +10,13 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/spiderenv/spider/env"
 	"github.com/spiderenv/spider/train"
 	"github.com/spiderenv/spider/train/nn"
 )
 
 func tinyTrain(out string, iterations int) trainOptions {
-	o := trainOptions{cfg: train.DefaultConfig(), game: gameFlags{rules: "classic", suits: 1, maxSteps: 40}}
+	o := trainOptions{cfg: train.DefaultConfig(), game: env.Options{Suits: 1, MaxSteps: 40}}
 	o.cfg.Slots, o.cfg.Games, o.cfg.Rollout, o.cfg.Minibatch, o.cfg.Epochs = 2, 4, 16, 32, 1
 	o.cfg.CloneGames, o.cfg.CloneEpochs = 2, 1
 	o.hidden = []int{8}
@@ -90,7 +91,7 @@ func TestTrainInterruptedAndResumed(t *testing.T) {
 	if lines := strings.Count(string(a), "\n"); lines != 6 || lines != strings.Count(string(b), "\n") {
 		t.Fatalf("metrics of %d and %d lines; want 6 (header, warm start, 4 iterations)", lines, strings.Count(string(b), "\n"))
 	}
-	o.game.suits = 2
+	o.game.Suits = 2
 	if err := runTrain(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "suits is 2, the checkpoint's 1") {
 		t.Fatalf("resuming with other suits: %v", err)
 	}
@@ -124,7 +125,7 @@ func TestEvalNetworkPolicy(t *testing.T) {
 	if err := runReplay(context.Background(), replayOptions{}, files[0], &bytes.Buffer{}); err != nil {
 		t.Fatal(err)
 	}
-	o.game.suits = 2
+	o.game.Suits = 2
 	if err := runEval(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "2 suits, the network's 1") {
 		t.Fatalf("a 2-suit eval of a 1-suit network: %v", err)
 	}
@@ -136,7 +137,7 @@ func TestHintRefusesOracle(t *testing.T) {
 	if err := runServe(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "hidden cards") {
 		t.Fatalf("serve --hint oracle: %v", err)
 	}
-	p := playOptions{game: gameFlags{rules: "classic", suits: 1, maxSteps: -1}, hint: "oracle"}
+	p := playOptions{game: env.Options{Suits: 1, MaxSteps: -1}, hint: "oracle"}
 	if err := runPlay(context.Background(), p, strings.NewReader("q\n"), &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "hidden cards") {
 		t.Fatalf("play --hint oracle: %v", err)
 	}

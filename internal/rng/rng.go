@@ -35,6 +35,10 @@ func (r *Rand) IntN(n int) int {
 	return int(hi)
 }
 
+// Float64 returns a uniform number in [0, 1) with 53 random bits, as
+// math/rand/v2's Float64 does.
+func (r *Rand) Float64() float64 { return float64(r.Uint64()>>11) / (1 << 53) }
+
 // Mix returns a well-mixed 64-bit value from a and b, for deriving a child
 // seed (such as game i of a batch) from a parent seed.
 func Mix(a, b uint64) uint64 {

@@ -61,3 +61,24 @@ func TestMixDistinct(t *testing.T) {
 		}
 	}
 }
+
+// Float64 is the top 53 bits of Uint64 scaled into [0, 1): it stays inside
+// the interval and its mean over many draws is near one half.
+func TestFloat64(t *testing.T) {
+	a, b := New(9), New(9)
+	sum := 0.0
+	const draws = 100000
+	for range draws {
+		f := a.Float64()
+		if f < 0 || f >= 1 {
+			t.Fatalf("Float64 = %v, outside [0, 1)", f)
+		}
+		if want := float64(b.Uint64()>>11) / (1 << 53); f != want {
+			t.Fatalf("Float64 = %v, want the top 53 bits %v", f, want)
+		}
+		sum += f
+	}
+	if mean := sum / draws; mean < 0.49 || mean > 0.51 {
+		t.Fatalf("mean %v over %d draws", mean, draws)
+	}
+}

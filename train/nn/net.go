@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
@@ -65,17 +66,9 @@ func (s Spec) Check(r env.Rules) error {
 		diffs = append(diffs, fmt.Sprintf("observation of %d values, the network's %d", mine.Float32Len(), s.ObsLen))
 	}
 	if len(diffs) > 0 {
-		return fmt.Errorf("the game does not match the network: %s", joinDiffs(diffs))
+		return fmt.Errorf("the game does not match the network: %s", strings.Join(diffs, "; "))
 	}
 	return nil
-}
-
-func joinDiffs(d []string) string {
-	out := d[0]
-	for _, x := range d[1:] {
-		out += "; " + x
-	}
-	return out
 }
 
 // Net is a multilayer perceptron with tanh hidden layers and two heads:
@@ -131,7 +124,7 @@ func New(spec Spec, seed uint64) (*Net, error) {
 			lim *= 0.01 // the policy starts close to uniform over legal actions
 		}
 		for j := range w {
-			w[j] = float32((float64(g.Uint64()>>11)/(1<<53)*2 - 1) * lim)
+			w[j] = float32((g.Float64()*2 - 1) * lim)
 		}
 		n.W = append(n.W, w)
 		n.B = append(n.B, make([]float32, d[1]))

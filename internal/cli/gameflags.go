@@ -1,0 +1,40 @@
+package cli
+
+import (
+	"github.com/spf13/pflag"
+
+	"github.com/spiderenv/spider/env"
+)
+
+// registerGameFlags binds one flag per game option (env.OptionFields) to o,
+// with o's values as the defaults shown: a new field of env.Options is a
+// new flag of every command that makes games, with no change here.
+func registerGameFlags(fs *pflag.FlagSet, o *env.Options) {
+	for _, f := range env.OptionFields() {
+		fs.Var(optionFlag{f, o}, f.Flag, f.Help)
+	}
+}
+
+// optionFlag is one game option as a pflag.Value.
+type optionFlag struct {
+	f env.OptionField
+	o *env.Options
+}
+
+func (v optionFlag) String() string     { return v.f.Text(*v.o) }
+func (v optionFlag) Set(s string) error { return v.f.Set(v.o, s) }
+func (v optionFlag) Type() string {
+	if v.f.Numeric {
+		return "int"
+	}
+	return "string"
+}
+
+// gameRules checks the game flags' options, as a usage error.
+func gameRules(o env.Options) (env.Rules, error) {
+	r, err := env.NewRules(o)
+	if err != nil {
+		return env.Rules{}, usageError{err}
+	}
+	return r, nil
+}
