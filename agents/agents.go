@@ -5,8 +5,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/spiderenv/spider/agents/nn"
 	"github.com/spiderenv/spider/env"
-	"github.com/spiderenv/spider/train/nn"
 )
 
 // View is one game as its player sees it. The state behind it is never

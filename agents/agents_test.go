@@ -2,15 +2,17 @@ package agents
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/spiderenv/spider/agents/nn"
 	"github.com/spiderenv/spider/env"
 	"github.com/spiderenv/spider/env/envtest"
-	"github.com/spiderenv/spider/train/nn"
 )
 
 func configs() []env.Rules { return envtest.Configurations(250, false) }
@@ -138,11 +140,11 @@ func TestEvaluateStopsOnCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	r := env.MustRules(env.Options{Suits: 1})
-	if _, err := Evaluate(ctx, r, []string{"random"}, []uint64{1, 2, 3}, 1, Options{}, nil); err == nil {
-		t.Fatal("a cancelled evaluation returned no error")
+	if _, err := Evaluate(ctx, r, []string{"random"}, []uint64{1, 2, 3}, 1, Options{}, nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a cancelled evaluation returned %v, want context.Canceled", err)
 	}
-	if _, err := Evaluate(context.Background(), r, []string{"chess"}, []uint64{1}, 1, Options{}, nil); err == nil {
-		t.Fatal("an unknown policy was accepted")
+	if _, err := Evaluate(context.Background(), r, []string{"chess"}, []uint64{1}, 1, Options{}, nil); err == nil || !strings.Contains(err.Error(), `unknown agent "chess"`) {
+		t.Fatalf("an unknown policy: %v", err)
 	}
 }
 
@@ -315,8 +317,8 @@ func TestNeuralAgentIsFairAndLegal(t *testing.T) {
 		}
 	}
 	other := env.MustRules(env.Options{Suits: 2})
-	if _, err := Evaluate(context.Background(), other, []string{"nn:missing.ckpt"}, []uint64{1}, 1, Options{}, nil); err == nil {
-		t.Fatal("a missing checkpoint was accepted")
+	if _, err := Evaluate(context.Background(), other, []string{"nn:missing.ckpt"}, []uint64{1}, 1, Options{}, nil); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a missing checkpoint: %v, want a not-exist error", err)
 	}
 }
 

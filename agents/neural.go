@@ -6,8 +6,8 @@ import (
 	"math"
 	"slices"
 
+	"github.com/spiderenv/spider/agents/nn"
 	"github.com/spiderenv/spider/env"
-	"github.com/spiderenv/spider/train/nn"
 )
 
 // Neural plays a trained network's choice: the legal action with the

@@ -20,7 +20,16 @@ type Result struct {
 // Play plays the game of seed under r with a to its end (won, lost or
 // truncated) and returns the result. The agent is seeded with the deal's
 // seed, so a result depends only on (r, seed, agent).
-func Play(r env.Rules, seed uint64, a Agent) Result {
+func Play(r env.Rules, seed uint64, a Agent) Result { return PlayVisit(r, seed, a, nil) }
+
+// PlayVisit is Play that also calls visit (if not nil) with each decision
+// before it is played: the position, its legal actions (in id order) and
+// the agent's decision. The position and the slice are valid only during
+// the call and must not be changed (copy the State to keep it); they are
+// the whole game,
+// hidden cards included: visit is the caller's, never the agent's (a
+// trainer reads what its teacher did). The result is Play's.
+func PlayVisit(r env.Rules, seed uint64, a Agent, visit func(s *env.State, legal []env.Action, d Decision)) Result {
 	start := time.Now()
 	s := env.NewGame(r, seed)
 	a.Begin(seed)
@@ -30,6 +39,9 @@ func Play(r env.Rules, seed uint64, a Agent) Result {
 	for !s.Over() {
 		legal = s.AppendLegal(legal[:0])
 		d := a.Act(NewView(&s, legal, last, hasLast))
+		if visit != nil {
+			visit(&s, legal, d)
+		}
 		if _, err := s.Step(d.Action); err != nil {
 			panic("agents: " + a.Name() + " chose an illegal action: " + err.Error())
 		}

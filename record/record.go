@@ -4,40 +4,39 @@
 package record
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 
 	"github.com/vmihailenco/msgpack/v5"
 
-	"github.com/spiderenv/spider/internal/atomicfile"
-
 	"github.com/spiderenv/spider/env"
+	"github.com/spiderenv/spider/internal/atomicfile"
+	"github.com/spiderenv/spider/internal/msgpackcheck"
 )
 
-// Version is the record format version.
-const Version = 1
+// Version is the record format version. Version 2 stores the game as
+// env.Options under the "game" key; version 1 had its own rules, suits,
+// max_steps and time_per_action_ms keys.
+const Version = 2
 
 // Game is one recorded game. The result fields let a replay check itself.
 type Game struct {
-	Version         int      `msgpack:"version"`
-	Rules           string   `msgpack:"rules"`
-	Suits           int      `msgpack:"suits"`
-	MaxSteps        int      `msgpack:"max_steps"`
-	TimePerActionMs int64    `msgpack:"time_per_action_ms"`
-	Seed            uint64   `msgpack:"seed"`
-	Player          string   `msgpack:"player"`
-	Actions         []uint16 `msgpack:"actions"`
-	Score           int      `msgpack:"score"`
-	Runs            int      `msgpack:"runs"`
-	Won             bool     `msgpack:"won"`
+	Version int `msgpack:"version"`
+	// Game is the configuration the game was played under, defaults
+	// filled in.
+	Game    env.Options `msgpack:"game"`
+	Seed    uint64      `msgpack:"seed"`
+	Player  string      `msgpack:"player"`
+	Actions []uint16    `msgpack:"actions"`
+	Score   int         `msgpack:"score"`
+	Runs    int         `msgpack:"runs"`
+	Won     bool        `msgpack:"won"`
 }
 
 // New records a finished game of r from seed.
 func New(r env.Rules, seed uint64, player string, actions []env.Action, final *env.State) Game {
 	g := Game{
-		Version: Version, Rules: r.RuleSet().String(), Suits: r.Suits(), MaxSteps: r.MaxSteps(),
-		TimePerActionMs: r.TimePerAction().Milliseconds(), Seed: seed, Player: player,
+		Version: Version, Game: r.Options(), Seed: seed, Player: player,
 		Score: final.Score(), Runs: final.Runs(), Won: final.Status() == env.Won,
 	}
 	for _, a := range actions {
@@ -47,13 +46,7 @@ func New(r env.Rules, seed uint64, player string, actions []env.Action, final *e
 }
 
 // RulesOf returns the configuration a record was played under.
-func (g Game) RulesOf() (env.Rules, error) {
-	rs, err := env.ParseRuleSet(g.Rules)
-	if err != nil {
-		return env.Rules{}, err
-	}
-	return env.NewRules(env.Options{RuleSet: rs, Suits: g.Suits, MaxSteps: g.MaxSteps, TimePerActionMs: int(g.TimePerActionMs)})
-}
+func (g Game) RulesOf() (env.Rules, error) { return env.NewRules(g.Game) }
 
 // Save writes g to path through a temporary file and a rename, so a crash
 // never leaves half a record.
@@ -65,20 +58,34 @@ func Save(path string, g Game) error {
 	return atomicfile.Write(path, b)
 }
 
-// Load reads a record, refusing a file that is not one with a message that
-// names the file.
+// Load reads a record, refusing with a message that names the file one
+// that is not a record, declares more data than the file holds, has
+// another format version (the message names both) or describes a game no
+// configuration allows.
 func Load(path string) (Game, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return Game{}, err
 	}
-	var g Game
-	d := msgpack.NewDecoder(bytes.NewReader(b))
-	if err := d.Decode(&g); err != nil {
+	// msgpack allocates whatever length a header declares: check every
+	// declared length against the file's size before decoding.
+	if err := msgpackcheck.Lengths(b); err != nil {
 		return Game{}, fmt.Errorf("%s: not a spider game record: %v", path, err)
 	}
-	if g.Version != Version {
-		return Game{}, fmt.Errorf("%s: record version %d, this program reads %d", path, g.Version, Version)
+	// The version is read first, so a record of another layout is
+	// refused by its number.
+	var h struct {
+		Version int `msgpack:"version"`
+	}
+	if err := msgpack.Unmarshal(b, &h); err != nil {
+		return Game{}, fmt.Errorf("%s: not a spider game record: %v", path, err)
+	}
+	if h.Version != Version {
+		return Game{}, fmt.Errorf("%s: record version %d, this program reads version %d", path, h.Version, Version)
+	}
+	var g Game
+	if err := msgpack.Unmarshal(b, &g); err != nil {
+		return Game{}, fmt.Errorf("%s: not a spider game record: %v", path, err)
 	}
 	if _, err := g.RulesOf(); err != nil {
 		return Game{}, fmt.Errorf("%s: %v", path, err)

@@ -3,16 +3,19 @@ package train
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/spiderenv/spider/agents/nn"
 	"github.com/spiderenv/spider/env"
 	"github.com/spiderenv/spider/internal/rng"
-	"github.com/spiderenv/spider/train/nn"
 )
 
 // stateVersion is the version of the trainer's part of a checkpoint.
-const stateVersion = 1
+// Version 2 holds the configuration's game as env.Options under "game";
+// version 1 had rule_set, suits, max_steps and slots keys.
+const stateVersion = 2
 
 // state is the trainer's part of a checkpoint: with the network, all a
 // run needs to continue exactly.
@@ -58,9 +61,9 @@ func (t *Trainer) Save(path string) error {
 
 // Resume loads a checkpoint written by Save and returns the run, ready to
 // continue where it stopped. If want is not nil, the checkpoint's game
-// configuration and network shape must equal want's, or Resume refuses it
-// and says what differs; training settings (learning rate, games...) come
-// from the checkpoint.
+// (want.Game, defaults filled in) and hidden layers must equal want's, or
+// Resume refuses it and names the keys that differ; training settings
+// (learning rate, games...) come from the checkpoint.
 func Resume(path string, want *Config) (*Trainer, error) {
 	net, raw, err := nn.Load(path)
 	if err != nil {
@@ -69,18 +72,27 @@ func Resume(path string, want *Config) (*Trainer, error) {
 	if len(raw) == 0 {
 		return nil, fmt.Errorf("%s: a policy without training state: it cannot be resumed", path)
 	}
+	// The version is read first, so a state of another layout is refused
+	// by its number.
+	var v struct {
+		Version int `msgpack:"version"`
+	}
+	if err := msgpack.Unmarshal(raw, &v); err != nil {
+		return nil, fmt.Errorf("%s: unreadable training state: %v", path, err)
+	}
+	if v.Version != stateVersion {
+		return nil, fmt.Errorf("%s: training state version %d, this program reads version %d", path, v.Version, stateVersion)
+	}
 	var st state
 	if err := msgpack.Unmarshal(raw, &st); err != nil {
 		return nil, fmt.Errorf("%s: unreadable training state: %v", path, err)
-	}
-	if st.Version != stateVersion {
-		return nil, fmt.Errorf("%s: training state version %d, this program reads %d", path, st.Version, stateVersion)
 	}
 	c := st.Config
 	if err := c.validate(); err != nil {
 		return nil, fmt.Errorf("%s: %v", path, err)
 	}
 	r, _ := c.Rules()
+	c.Game = r.Options()
 	if got := nn.SpecFor(r, c.Hidden); !specEqual(got, net.Spec) {
 		return nil, fmt.Errorf("%s: the network's specification does not match its training configuration", path)
 	}
@@ -125,30 +137,34 @@ func Resume(path string, want *Config) (*Trainer, error) {
 }
 
 func specEqual(a, b nn.Spec) bool {
-	return a.RuleSet == b.RuleSet && a.Suits == b.Suits && a.Slots == b.Slots && a.MaxSteps == b.MaxSteps &&
-		a.Encoding == b.Encoding && a.ObsLen == b.ObsLen && a.NumActions == b.NumActions && slices.Equal(a.Hidden, b.Hidden)
+	return a.Game == b.Game && a.ObsLen == b.ObsLen && a.NumActions == b.NumActions && slices.Equal(a.Hidden, b.Hidden)
 }
 
 // configDiff lists how the game and network settings of want and got
-// differ ("" if they do not).
+// differ ("" if they do not). The games are compared as one value, with
+// their defaults filled in; the message names each differing option by
+// its key.
 func configDiff(want, got Config) string {
 	var d []string
-	add := func(name string, w, g any) {
-		if fmt.Sprint(w) != fmt.Sprint(g) {
-			d = append(d, fmt.Sprintf("%s is %v, the checkpoint's %v", name, w, g))
+	wg, gg := normalized(want.Game), normalized(got.Game)
+	if wg != gg {
+		for _, f := range env.OptionFields() {
+			if w, g := f.Text(wg), f.Text(gg); w != g {
+				d = append(d, fmt.Sprintf("%s is %s, the checkpoint's %s", f.Key, w, g))
+			}
 		}
 	}
-	add("rule set", want.RuleSet, got.RuleSet)
-	add("suits", want.Suits, got.Suits)
-	add("step limit", want.MaxSteps, got.MaxSteps)
-	add("observed slots", want.Slots, got.Slots)
-	add("hidden layers", want.Hidden, got.Hidden)
-	out := ""
-	for i, s := range d {
-		if i > 0 {
-			out += "; "
-		}
-		out += s
+	if !slices.Equal(want.Hidden, got.Hidden) {
+		d = append(d, fmt.Sprintf("hidden layers are %v, the checkpoint's %v", want.Hidden, got.Hidden))
 	}
-	return out
+	return strings.Join(d, "; ")
+}
+
+// normalized returns o with its defaults filled in, or o itself if it is
+// not valid (then it differs from any valid checkpoint's game).
+func normalized(o env.Options) env.Options {
+	if r, err := env.NewRules(o); err == nil {
+		return r.Options()
+	}
+	return o
 }

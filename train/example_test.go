@@ -10,7 +10,7 @@ import (
 // Train a tiny network for two PPO iterations after a one-game warm start.
 func Example() {
 	c := train.DefaultConfig()
-	c.MaxSteps, c.Slots, c.Hidden = 50, 2, []int{8}
+	c.Game.MaxSteps, c.Game.FaceUpSlots, c.Hidden = 50, 2, []int{8}
 	c.Games, c.Rollout, c.Minibatch, c.Epochs = 4, 16, 32, 1
 	c.CloneGames, c.CloneEpochs = 1, 1
 	t, err := train.New(c)

@@ -6,7 +6,7 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
-	"github.com/spiderenv/spider/train/nn"
+	"github.com/spiderenv/spider/agents/nn"
 )
 
 // Loss selects what a graph minimises.

@@ -6,8 +6,8 @@ import (
 
 	"gorgonia.org/tensor"
 
+	"github.com/spiderenv/spider/agents/nn"
 	"github.com/spiderenv/spider/internal/rng"
-	"github.com/spiderenv/spider/train/nn"
 )
 
 // gradCase is a small float64 problem: a network, a minibatch and a loss.

@@ -6,7 +6,7 @@ import (
 
 	"gorgonia.org/tensor"
 
-	"github.com/spiderenv/spider/train/nn"
+	"github.com/spiderenv/spider/agents/nn"
 )
 
 // learner updates a Net from minibatches: a gorgonia loss graph whose

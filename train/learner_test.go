@@ -4,8 +4,8 @@ import (
 	"math"
 	"testing"
 
+	"github.com/spiderenv/spider/agents/nn"
 	"github.com/spiderenv/spider/internal/rng"
-	"github.com/spiderenv/spider/train/nn"
 )
 
 // TestLearnerSolvesMaskedBandit trains on a contextual bandit with masked

@@ -17,6 +17,27 @@ import (
 	"github.com/spiderenv/spider/internal/atomicfile"
 )
 
+// Metrics is one iteration's line of the training log.
+type Metrics struct {
+	Iter          int     `msgpack:"iter" json:"iter"`
+	Phase         string  `msgpack:"phase" json:"phase"` // "clone" or "ppo"
+	EnvSteps      int64   `msgpack:"env_steps" json:"env_steps"`
+	Episodes      int64   `msgpack:"episodes" json:"episodes"`
+	MeanReturn    float64 `msgpack:"mean_return" json:"mean_return"` // score change per finished episode
+	WinRate       float64 `msgpack:"win_rate" json:"win_rate"`
+	MeanRuns      float64 `msgpack:"mean_runs" json:"mean_runs"`
+	Finished      int     `msgpack:"finished" json:"finished"` // episodes behind the three means
+	PolicyLoss    float64 `msgpack:"policy_loss" json:"policy_loss"`
+	ValueLoss     float64 `msgpack:"value_loss" json:"value_loss"`
+	Entropy       float64 `msgpack:"entropy" json:"entropy"`
+	EnvStepsPerS  float64 `msgpack:"env_steps_per_s" json:"env_steps_per_s"`
+	UpdatesPerS   float64 `msgpack:"updates_per_s" json:"updates_per_s"`
+	EnvSeconds    float64 `msgpack:"env_s" json:"env_s"`     // stepping the games
+	ActSeconds    float64 `msgpack:"act_s" json:"act_s"`     // the network choosing actions
+	LearnSeconds  float64 `msgpack:"learn_s" json:"learn_s"` // gradients and updates
+	ElapsedSecond float64 `msgpack:"elapsed_s" json:"elapsed_s"`
+}
+
 // ErrNoEpisodes is SaveCurve's answer before any PPO episode has ended.
 var ErrNoEpisodes = errors.New("train: no finished episode to plot yet")
 

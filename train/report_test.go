@@ -3,6 +3,7 @@ package train
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,7 +38,7 @@ func TestMetricsAndCurve(t *testing.T) {
 	if b, _ := os.ReadFile(path); !bytes.HasPrefix(b, []byte("\x89PNG")) {
 		t.Fatal("the curve is not a PNG")
 	}
-	if err := SaveCurve(path, h[:1], "test"); err == nil {
-		t.Fatal("a curve without PPO episodes was drawn")
+	if err := SaveCurve(path, h[:1], "test"); !errors.Is(err, ErrNoEpisodes) {
+		t.Fatalf("a curve without PPO episodes: %v, want ErrNoEpisodes", err)
 	}
 }

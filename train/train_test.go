@@ -2,6 +2,9 @@ package train
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -9,13 +12,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/spiderenv/spider/agents/nn"
 	"github.com/spiderenv/spider/env"
-	"github.com/spiderenv/spider/train/nn"
 )
 
 func tinyConfig() Config {
 	c := DefaultConfig()
-	c.MaxSteps, c.Slots, c.Hidden = 60, 2, []int{8}
+	c.Game.MaxSteps, c.Game.FaceUpSlots, c.Hidden = 60, 2, []int{8}
 	c.Games, c.Rollout, c.Minibatch, c.Epochs = 4, 16, 32, 2
 	c.CloneGames, c.CloneEpochs = 2, 1
 	c.Seed = 7
@@ -109,18 +114,42 @@ func TestCheckpointRoundTripAndRefusals(t *testing.T) {
 	for name, b := range cases {
 		p := filepath.Join(dir, name+".ckpt")
 		os.WriteFile(p, b, 0o644)
-		if _, _, err := nn.Load(p); err == nil || !strings.Contains(err.Error(), p) {
+		if _, _, err := nn.Load(p); err == nil || !strings.HasPrefix(err.Error(), p+": not a spider checkpoint") {
 			t.Errorf("%s checkpoint: error %v; want a refusal naming the file", name, err)
 		}
-		if _, err := Resume(p, nil); err == nil {
-			t.Errorf("%s checkpoint resumed", name)
+		if _, err := Resume(p, nil); err == nil || !strings.HasPrefix(err.Error(), p+": not a spider checkpoint") {
+			t.Errorf("%s checkpoint resumed: %v", name, err)
 		}
 	}
+	policy := filepath.Join(dir, "policy.ckpt")
+	if err := nn.Save(policy, net, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Resume(policy, nil); err == nil || err.Error() != policy+": a policy without training state: it cannot be resumed" {
+		t.Errorf("a policy without training state: %v", err)
+	}
 	other := tinyConfig()
-	other.Suits, other.Hidden = 2, []int{16}
+	other.Game.Suits, other.Hidden = 2, []int{16}
 	_, err = Resume(path, &other)
-	if err == nil || !strings.Contains(err.Error(), "suits is 2, the checkpoint's 1") || !strings.Contains(err.Error(), "hidden layers") {
-		t.Fatalf("a mismatched resume gave %v", err)
+	if want := path + ": the checkpoint does not match the requested run: suits is 2, the checkpoint's 1; hidden layers are [16], the checkpoint's [8]"; err == nil || err.Error() != want {
+		t.Fatalf("a mismatched resume gave %v; want %q", err, want)
+	}
+	// Options are compared with their defaults filled in, and every
+	// differing key is named.
+	same := tinyConfig()
+	same.Game.RuleSet, same.Game.Suits = env.Classic, 0
+	if r, err := Resume(path, &same); err != nil {
+		t.Fatalf("the same game with suits left at its default: %v", err)
+	} else {
+		r.Close()
+	}
+	other = tinyConfig()
+	other.Game.FaceUpSlots, other.Game.TimePerActionMs, other.Game.MaxSteps = 3, 500, 0
+	_, err = Resume(path, &other)
+	for _, want := range []string{"max_steps is 1000, the checkpoint's 60", "time_per_action_ms is 500, the checkpoint's 0", "face_up_slots is 3, the checkpoint's 2"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("resuming with other options: %v; want it to say %q", err, want)
+		}
 	}
 	if err := net.Spec.Check(env.MustRules(env.Options{Suits: 4})); err == nil || !strings.Contains(err.Error(), "4 suits, the network's 1") {
 		t.Fatalf("a 4-suit game against a 1-suit network gave %v", err)
@@ -130,21 +159,85 @@ func TestCheckpointRoundTripAndRefusals(t *testing.T) {
 	}
 }
 
+// TestResumeRefusesStateVersion1 writes a checkpoint whose training state
+// has version 1's layout (the game as rule_set, suits, max_steps and
+// slots keys of the configuration): Resume must refuse it by its number.
+func TestResumeRefusesStateVersion1(t *testing.T) {
+	type configV1 struct {
+		RuleSet  string `msgpack:"rule_set"`
+		Suits    int    `msgpack:"suits"`
+		MaxSteps int    `msgpack:"max_steps"`
+		Slots    int    `msgpack:"slots"`
+		Hidden   []int  `msgpack:"hidden"`
+	}
+	type stateV1 struct {
+		Version int      `msgpack:"version"`
+		Config  configV1 `msgpack:"config"`
+		Iter    int      `msgpack:"iter"`
+	}
+	c := tinyConfig()
+	r, _ := c.Rules()
+	net, err := nn.New(nn.SpecFor(r, c.Hidden), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := msgpack.Marshal(stateV1{Version: 1, Config: configV1{RuleSet: "classic", Suits: 1, MaxSteps: 60, Slots: 2, Hidden: c.Hidden}, Iter: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "v1.ckpt")
+	if err := nn.Save(path, net, raw); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("%s: training state version 1, this program reads version %d", path, stateVersion)
+	if _, err := Resume(path, nil); err == nil || err.Error() != want {
+		t.Fatalf("a version-1 training state: %v; want %q", err, want)
+	}
+}
+
 func TestConfigValidation(t *testing.T) {
-	for name, mod := range map[string]func(*Config){
-		"suits":     func(c *Config) { c.Suits = 3 },
-		"rules":     func(c *Config) { c.RuleSet = "klondike" },
-		"games":     func(c *Config) { c.Games = 0 },
-		"minibatch": func(c *Config) { c.Minibatch = 1 << 30 },
-		"lr":        func(c *Config) { c.LR = 0 },
-		"clip":      func(c *Config) { c.Clip = 1.5 },
-		"teacher":   func(c *Config) { c.Teacher = "chess" },
+	for name, tc := range map[string]struct {
+		mod  func(*Config)
+		want string
+	}{
+		"suits":     {func(c *Config) { c.Game.Suits = 3 }, "env: suits must be 1, 2 or 4, not 3"},
+		"rules":     {func(c *Config) { c.Game.RuleSet = 7 }, "env: unknown rule set 7"},
+		"obs":       {func(c *Config) { c.Game.Encoding = env.Compact }, "train: obs compact: the network reads float32 observations"},
+		"games":     {func(c *Config) { c.Games = 0 }, "train: games 0 outside 1 to 16384"},
+		"minibatch": {func(c *Config) { c.Minibatch = 1 << 30 }, "train: minibatch 1073741824 must be 1 to games x rollout (64)"},
+		"lr":        {func(c *Config) { c.LR = 0 }, "train: learning rates must be positive"},
+		"clip":      {func(c *Config) { c.Clip = 1.5 }, "train: clip must be in (0, 1)"},
+		"teacher":   {func(c *Config) { c.Teacher = "chess" }, `train: teacher "chess": want greedy, search or random (the oracle sees hidden cards)`},
+		"hidden":    {func(c *Config) { c.Hidden = []int{0} }, "train: hidden width 0 outside 1 to 16384"},
 	} {
 		c := tinyConfig()
-		mod(&c)
-		if _, err := New(c); err == nil {
-			t.Errorf("%s: a bad configuration was accepted", name)
+		tc.mod(&c)
+		if _, err := New(c); err == nil || err.Error() != tc.want {
+			t.Errorf("%s: %v; want %q", name, err, tc.want)
 		}
+	}
+}
+
+// TestDefaultConfigGame checks the game DefaultConfig trains on: the
+// default game, seen as float32 through 8 face-up slots, and that New
+// fills in the defaults of a game's zero fields.
+func TestDefaultConfigGame(t *testing.T) {
+	want := env.DefaultOptions()
+	want.FaceUpSlots, want.Encoding = 8, env.Float32
+	if got := DefaultConfig().Game; got != want {
+		t.Fatalf("DefaultConfig().Game = %+v, want %+v", got, want)
+	}
+	c := tinyConfig()
+	c.Game = env.Options{Suits: 2, Encoding: env.Float32}
+	tr, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	want = env.DefaultOptions()
+	want.Suits, want.Encoding = 2, env.Float32
+	if tr.Config.Game != want || tr.Net.Spec.Game != want {
+		t.Fatalf("the run's game %+v and the network's %+v; want %+v", tr.Config.Game, tr.Net.Spec.Game, want)
 	}
 }
 
@@ -159,14 +252,18 @@ func TestStoppedMidIterationIsNotSaved(t *testing.T) {
 	defer tr.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := tr.Run(ctx, until(1), nil); err == nil {
-		t.Fatal("a cancelled run returned no error")
+	if err := tr.Run(ctx, until(1), nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a cancelled run returned %v, want context.Canceled", err)
 	}
 	if tr.Consistent() {
 		t.Fatal("a run stopped inside the warm start reports a consistent state")
 	}
-	if err := tr.Save(filepath.Join(t.TempDir(), "x.ckpt")); err == nil {
-		t.Fatal("Save wrote a state between two iterations")
+	p := filepath.Join(t.TempDir(), "x.ckpt")
+	if err := tr.Save(p); err == nil || !strings.Contains(err.Error(), "stopped inside an iteration or the warm start; "+p+" keeps its last consistent state") {
+		t.Fatalf("Save of a state between two iterations: %v", err)
+	}
+	if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Save wrote %s: %v", p, err)
 	}
 }
 

@@ -16,9 +16,16 @@ func TestParseSeeds(t *testing.T) {
 	if err != nil || !slices.Equal(got, []uint64{1, 5, 10, 11, 12}) {
 		t.Fatalf("parseSeeds = %v, %v", got, err)
 	}
-	for _, bad := range []string{"", "x", "5-3", "1-", "1-100000000", "0-9999990,0-9999990"} {
-		if _, err := parseSeeds(bad); err == nil {
-			t.Errorf("parseSeeds(%q) accepted", bad)
+	for bad, want := range map[string]string{
+		"":                    `seed "" is not a number`,
+		"x":                   `seed "x" is not a number`,
+		"5-3":                 `seed range "5-3": want LOW-HIGH with LOW <= HIGH`,
+		"1-":                  `seed range "1-": want LOW-HIGH with LOW <= HIGH`,
+		"1-100000000":         `seed range "1-100000000" is too long`,
+		"0-9999990,0-9999990": `seed range "0-9999990" is too long`,
+	} {
+		if _, err := parseSeeds(bad); err == nil || err.Error() != want {
+			t.Errorf("parseSeeds(%q): %v; want %q", bad, err, want)
 		}
 	}
 }
@@ -77,17 +84,22 @@ func TestEvalEndToEnd(t *testing.T) {
 }
 
 func TestEvalRefusesBadFlags(t *testing.T) {
-	for _, mut := range []func(*evalOptions){
-		func(o *evalOptions) { o.policies = "random,chess" },
-		func(o *evalOptions) { o.policies = " , " },
-		func(o *evalOptions) { o.seeds = "9-1" },
-		func(o *evalOptions) { o.out.json, o.out.csv = true, true },
-		func(o *evalOptions) { o.seeds, o.games = "", 0 },
+	for _, tc := range []struct {
+		mut  func(*evalOptions)
+		want string
+	}{
+		{func(o *evalOptions) { o.policies = "random,chess" }, `agents: unknown agent "chess"`},
+		{func(o *evalOptions) { o.policies = " , " }, "no policy to evaluate"},
+		{func(o *evalOptions) { o.seeds = "9-1" }, `seed range "9-1": want LOW-HIGH with LOW <= HIGH`},
+		{func(o *evalOptions) { o.out.json, o.out.csv = true, true }, "choose one of --json and --csv"},
+		{func(o *evalOptions) { o.seeds, o.games = "", 0 }, "games must be 1 to 10,000,000"},
+		{func(o *evalOptions) { o.game.Suits = 3 }, "env: suits must be 1, 2 or 4, not 3"},
 	} {
 		o := smallEval()
-		mut(&o)
-		if _, ok := runEval(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{}).(usageError); !ok {
-			t.Errorf("%+v: want a usage error", o)
+		tc.mut(&o)
+		err := runEval(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{})
+		if _, ok := err.(usageError); !ok || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%+v: %v; want a usage error saying %q", o, err, tc.want)
 		}
 	}
 }

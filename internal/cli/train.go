@@ -12,13 +12,11 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/spiderenv/spider/env"
 	"github.com/spiderenv/spider/train"
 )
 
 // trainOptions are the train command's flags.
 type trainOptions struct {
-	game       env.Options
 	cfg        train.Config
 	hidden     []int
 	iterations int
@@ -33,9 +31,7 @@ type trainOptions struct {
 func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, io.Writer, io.Writer) error {
 	o := trainOptions{cfg: train.DefaultConfig()}
 	c := &o.cfg
-	o.game = env.DefaultOptions()
-	registerGameFlags(fs, &o.game)
-	fs.IntVar(&c.Slots, "slots", c.Slots, "face-up cards per column the network sees, from the top")
+	registerGameFlags(fs, &c.Game)
 	fs.IntSliceVar(&o.hidden, "hidden", c.Hidden, "hidden layer widths")
 	fs.IntVar(&c.Games, "games", c.Games, "games stepped together")
 	fs.IntVar(&c.Rollout, "rollout", c.Rollout, "steps per game per iteration")
@@ -66,13 +62,12 @@ func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 }
 
 func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) error {
-	_, err := gameRules(o.game)
+	_, err := gameRules(o.cfg.Game)
 	if err != nil {
 		return err
 	}
-	opts := o.game
 	c := o.cfg
-	c.RuleSet, c.Suits, c.MaxSteps, c.Hidden = opts.RuleSet.String(), opts.Suits, opts.MaxSteps, o.hidden
+	c.Hidden = o.hidden
 	if o.iterations == 0 && o.steps == 0 && o.budget == 0 {
 		return usageError{errors.New("give a budget: --iterations, --steps or --time")}
 	}
@@ -104,7 +99,7 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 		metrics = filepath.Join(o.out, "metrics.jsonl")
 	}
 	curve := filepath.Join(o.out, "curve.png")
-	title := fmt.Sprintf("PPO, %s %d-suit", t.Config.RuleSet, t.Config.Suits)
+	title := fmt.Sprintf("PPO, %s %d-suit", t.Config.Game.RuleSet, t.Config.Game.Suits)
 	save := func() error {
 		if err := t.Save(ckpt); err != nil {
 			return fmt.Errorf("saving %s: %w", ckpt, err)

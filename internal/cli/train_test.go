@@ -10,14 +10,15 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/spiderenv/spider/agents/nn"
 	"github.com/spiderenv/spider/env"
 	"github.com/spiderenv/spider/train"
-	"github.com/spiderenv/spider/train/nn"
 )
 
 func tinyTrain(out string, iterations int) trainOptions {
-	o := trainOptions{cfg: train.DefaultConfig(), game: env.Options{Suits: 1, MaxSteps: 40}}
-	o.cfg.Slots, o.cfg.Games, o.cfg.Rollout, o.cfg.Minibatch, o.cfg.Epochs = 2, 4, 16, 32, 1
+	o := trainOptions{cfg: train.DefaultConfig()}
+	o.cfg.Game = env.Options{Suits: 1, MaxSteps: 40, FaceUpSlots: 2, Encoding: env.Float32}
+	o.cfg.Games, o.cfg.Rollout, o.cfg.Minibatch, o.cfg.Epochs = 4, 16, 32, 1
 	o.cfg.CloneGames, o.cfg.CloneEpochs = 2, 1
 	o.hidden = []int{8}
 	o.iterations, o.out, o.every = iterations, out, 1
@@ -91,13 +92,16 @@ func TestTrainInterruptedAndResumed(t *testing.T) {
 	if lines := strings.Count(string(a), "\n"); lines != 6 || lines != strings.Count(string(b), "\n") {
 		t.Fatalf("metrics of %d and %d lines; want 6 (header, warm start, 4 iterations)", lines, strings.Count(string(b), "\n"))
 	}
-	o.game.Suits = 2
+	o.cfg.Game.Suits = 2
 	if err := runTrain(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "suits is 2, the checkpoint's 1") {
 		t.Fatalf("resuming with other suits: %v", err)
 	}
 	o = tinyTrain(filepath.Join(dir, "none"), 0)
-	if err := runTrain(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{}); err == nil {
-		t.Fatal("a run without a budget was accepted")
+	if _, ok := runTrain(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{}).(usageError); !ok {
+		t.Fatal("a run without a budget was not refused as a usage error")
+	}
+	if err := runTrain(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{}); err == nil || err.Error() != "give a budget: --iterations, --steps or --time" {
+		t.Fatalf("a run without a budget: %v", err)
 	}
 }
 
@@ -140,5 +144,35 @@ func TestHintRefusesOracle(t *testing.T) {
 	p := playOptions{game: env.Options{Suits: 1, MaxSteps: -1}, hint: "oracle"}
 	if err := runPlay(context.Background(), p, strings.NewReader("q\n"), &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "hidden cards") {
 		t.Fatalf("play --hint oracle: %v", err)
+	}
+}
+
+// TestTrainGameFlags runs spider train through Main: the game flags are
+// env.Options' flags and land in the network's specification, with the
+// trainer's defaults (8 face-up slots, float32) for those not given.
+func TestTrainGameFlags(t *testing.T) {
+	dir := t.TempDir()
+	var stderr bytes.Buffer
+	args := []string{"train", "--suits", "2", "--max-steps", "40", "--face-up-slots", "3", "--hidden", "8", "--games", "4",
+		"--rollout", "16", "--minibatch", "32", "--epochs", "1", "--iterations", "1", "--out", filepath.Join(dir, "a")}
+	if code := Main(args, nil, &bytes.Buffer{}, &stderr); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr.String())
+	}
+	net, _, err := nn.Load(filepath.Join(dir, "a", "checkpoint.spider"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := env.DefaultOptions()
+	want.Suits, want.MaxSteps, want.FaceUpSlots, want.Encoding = 2, 40, 3, env.Float32
+	if net.Spec.Game != want {
+		t.Fatalf("the network's game %+v, want %+v", net.Spec.Game, want)
+	}
+	stderr.Reset()
+	if code := Main([]string{"train", "--slots", "3", "--iterations", "1", "--out", filepath.Join(dir, "b")}, nil, &bytes.Buffer{}, &stderr); code != 2 || !strings.Contains(stderr.String(), "unknown flag: --slots") {
+		t.Fatalf("--slots: exit %d:\n%s", code, stderr.String())
+	}
+	stderr.Reset()
+	if code := Main([]string{"train", "--obs", "compact", "--iterations", "1", "--out", filepath.Join(dir, "c")}, nil, &bytes.Buffer{}, &stderr); code != 2 || !strings.Contains(stderr.String(), "train: obs compact: the network reads float32 observations") {
+		t.Fatalf("--obs compact: exit %d:\n%s", code, stderr.String())
 	}
 }

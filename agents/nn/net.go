@@ -16,14 +16,13 @@ import (
 // Spec is what a network was trained for. A network is used only with
 // games whose configuration gives the same observation and action shapes.
 type Spec struct {
-	RuleSet    string `msgpack:"rule_set"`
-	Suits      int    `msgpack:"suits"`
-	Slots      int    `msgpack:"slots"`     // face-up slots per column in the observation
-	MaxSteps   int    `msgpack:"max_steps"` // step limit of the training games
-	Encoding   string `msgpack:"encoding"`  // always "float32"
-	ObsLen     int    `msgpack:"obs_len"`
-	NumActions int    `msgpack:"num_actions"`
-	Hidden     []int  `msgpack:"hidden"` // widths of the hidden layers
+	// Game is the game the network was trained on, defaults filled in.
+	// The network reads the float32 observation, so Game.Encoding is
+	// always env.Float32: SpecFor sets it and Rules refuses another.
+	Game       env.Options `msgpack:"game"`
+	ObsLen     int         `msgpack:"obs_len"`
+	NumActions int         `msgpack:"num_actions"`
+	Hidden     []int       `msgpack:"hidden"` // widths of the hidden layers
 }
 
 // SpecFor returns the specification of a network over the float32
@@ -32,38 +31,40 @@ func SpecFor(r env.Rules, hidden []int) Spec {
 	o := r.Options()
 	o.Encoding = env.Float32
 	r = env.MustRules(o)
-	return Spec{
-		RuleSet: r.RuleSet().String(), Suits: r.Suits(), Slots: r.FaceUpSlots(), MaxSteps: r.MaxSteps(),
-		Encoding: env.Float32.String(), ObsLen: r.Float32Len(), NumActions: env.NumActions, Hidden: slices.Clone(hidden),
-	}
+	return Spec{Game: o, ObsLen: r.Float32Len(), NumActions: env.NumActions, Hidden: slices.Clone(hidden)}
 }
 
-// Rules returns the game configuration the network observes.
+// Rules returns the game configuration the network observes. It refuses
+// a game whose observation encoding is not float32.
 func (s Spec) Rules() (env.Rules, error) {
-	rs, err := env.ParseRuleSet(s.RuleSet)
-	if err != nil {
-		return env.Rules{}, err
+	if s.Game.Encoding != env.Float32 {
+		return env.Rules{}, fmt.Errorf("nn: observation encoding %s, a network reads %s", s.Game.Encoding, env.Float32)
 	}
-	return env.NewRules(env.Options{RuleSet: rs, Suits: s.Suits, FaceUpSlots: s.Slots, MaxSteps: s.MaxSteps, Encoding: env.Float32})
+	return env.NewRules(s.Game)
 }
 
 // Check reports whether a game under r can be played by this network, and
-// if not, says what differs.
+// if not, says what differs. The rule set and the suits must match; the
+// network observes the game through its own face-up slots and ignores the
+// game's step limit and clock, which its observation does not show.
 func (s Spec) Check(r env.Rules) error {
 	var diffs []string
-	if r.RuleSet().String() != s.RuleSet {
-		diffs = append(diffs, fmt.Sprintf("rule set %s, the network's is %s", r.RuleSet(), s.RuleSet))
-	}
-	if r.Suits() != s.Suits {
-		diffs = append(diffs, fmt.Sprintf("%d suits, the network's %d", r.Suits(), s.Suits))
+	mine, err := s.Rules()
+	if err != nil {
+		diffs = append(diffs, err.Error())
+	} else {
+		if r.RuleSet() != mine.RuleSet() {
+			diffs = append(diffs, fmt.Sprintf("rule set %s, the network's is %s", r.RuleSet(), mine.RuleSet()))
+		}
+		if r.Suits() != mine.Suits() {
+			diffs = append(diffs, fmt.Sprintf("%d suits, the network's %d", r.Suits(), mine.Suits()))
+		}
+		if mine.Float32Len() != s.ObsLen {
+			diffs = append(diffs, fmt.Sprintf("observation of %d values, the network's %d", mine.Float32Len(), s.ObsLen))
+		}
 	}
 	if env.NumActions != s.NumActions {
 		diffs = append(diffs, fmt.Sprintf("%d actions, the network's %d", env.NumActions, s.NumActions))
-	}
-	if mine, err := s.Rules(); err != nil {
-		diffs = append(diffs, err.Error())
-	} else if mine.Float32Len() != s.ObsLen {
-		diffs = append(diffs, fmt.Sprintf("observation of %d values, the network's %d", mine.Float32Len(), s.ObsLen))
 	}
 	if len(diffs) > 0 {
 		return fmt.Errorf("the game does not match the network: %s", strings.Join(diffs, "; "))

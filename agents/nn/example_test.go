@@ -3,8 +3,8 @@ package nn_test
 import (
 	"fmt"
 
+	"github.com/spiderenv/spider/agents/nn"
 	"github.com/spiderenv/spider/env"
-	"github.com/spiderenv/spider/train/nn"
 )
 
 // Build a network for one-suit games, observe a deal and pick the most

@@ -1,7 +1,6 @@
 package nn
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -12,10 +11,14 @@ import (
 
 	"github.com/spiderenv/spider/env"
 	"github.com/spiderenv/spider/internal/atomicfile"
+	"github.com/spiderenv/spider/internal/msgpackcheck"
 )
 
 // Format is the checkpoint format version this package writes and reads.
-const Format = 1
+// Format 2 stores the game as env.Options under the specification's
+// "game" key; format 1 had its own rule_set, suits, slots, max_steps and
+// encoding keys.
+const Format = 2
 
 // kind marks a file as a spider checkpoint.
 const kind = "spider-policy"
@@ -50,6 +53,14 @@ func (f *Floats) DecodeMsgpack(d *msgpack.Decoder) error {
 	return nil
 }
 
+// header is the part of a checkpoint every format version shares: read
+// first, so a file of another version is refused by its number rather
+// than by whatever its layout fails to decode into.
+type header struct {
+	Kind   string `msgpack:"kind"`
+	Format int    `msgpack:"format"`
+}
+
 // checkpoint is the file's content.
 type checkpoint struct {
 	Kind   string             `msgpack:"kind"`
@@ -76,26 +87,31 @@ func Save(path string, n *Net, train msgpack.RawMessage) error {
 }
 
 // Load reads a checkpoint, refusing (with a message naming the file) one
-// that is not a spider checkpoint, has another format version, or whose
-// weights do not fit its specification. It returns the network and the
+// that is not a spider checkpoint, has another format version (the
+// message names both), declares more data than the file holds, plays
+// another observation than float32, or whose weights do not fit its
+// specification or are not finite. It returns the network and the
 // trainer's state.
 func Load(path string) (*Net, msgpack.RawMessage, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	var c checkpoint
-	if err := msgpack.NewDecoder(bytes.NewReader(b)).Decode(&c); err != nil {
+	// msgpack allocates whatever length a header declares: check every
+	// declared length against the file's size before decoding.
+	if err := msgpackcheck.Lengths(b); err != nil {
 		return nil, nil, fmt.Errorf("%s: not a spider checkpoint: %v", path, err)
 	}
-	if c.Kind != kind {
+	var h header
+	if err := msgpack.Unmarshal(b, &h); err != nil || h.Kind != kind {
 		return nil, nil, fmt.Errorf("%s: not a spider checkpoint", path)
 	}
-	if c.Format != Format {
-		return nil, nil, fmt.Errorf("%s: checkpoint format %d, this program reads %d", path, c.Format, Format)
+	if h.Format != Format {
+		return nil, nil, fmt.Errorf("%s: checkpoint format %d, this program reads format %d", path, h.Format, Format)
 	}
-	if c.Spec.Encoding != "float32" {
-		return nil, nil, fmt.Errorf("%s: observation encoding %q, want float32", path, c.Spec.Encoding)
+	var c checkpoint
+	if err := msgpack.Unmarshal(b, &c); err != nil {
+		return nil, nil, fmt.Errorf("%s: unreadable checkpoint: %v", path, err)
 	}
 	if _, err := c.Spec.Rules(); err != nil {
 		return nil, nil, fmt.Errorf("%s: %v", path, err)

@@ -1,0 +1,43 @@
+package msgpackcheck
+
+import (
+	"encoding/binary"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// TestLengths accepts every kind of msgpack value and refuses every
+// strict prefix of one, which always lacks bytes.
+func TestLengths(t *testing.T) {
+	v := map[string]any{
+		"ints":   []any{0, 1, -1, -33, 200, -200, 70000, -70000, 1 << 40, -(1 << 40), uint64(1) << 63},
+		"floats": []any{float32(1.5), 2.5},
+		"bools":  []any{true, false, nil},
+		"str":    []string{"", "x", strings.Repeat("s", 40), strings.Repeat("m", 300), strings.Repeat("l", 70000)},
+		"bin":    [][]byte{{}, {1}, make([]byte, 300), make([]byte, 70000)},
+		"time":   []time.Time{time.Unix(1, 0), time.Unix(1, 5), time.Unix(1<<40, 5)}, // ext -1 of 4, 8 and 12 bytes
+		"nested": map[string]any{"a": []any{[]any{}, map[string]any{}}, "big": make([]int, 20), "bigger": make([]int, 70000)},
+	}
+	b, err := msgpack.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Lengths(b); err != nil {
+		t.Fatalf("a valid encoding: %v", err)
+	}
+	for _, n := range []int{0, 1, len(b) / 3, len(b) / 2, len(b) - 1} {
+		if err := Lengths(b[:n]); err == nil || !strings.Contains(err.Error(), "at byte") {
+			t.Errorf("a prefix of %d of %d bytes: %v; want a refusal", n, len(b), err)
+		}
+	}
+	if err := Lengths([]byte{0xc1}); err == nil || err.Error() != "invalid msgpack code 0xc1 at byte 0" {
+		t.Errorf("the unused code 0xc1: %v", err)
+	}
+	huge := binary.BigEndian.AppendUint32([]byte{0xdb}, 1<<31)
+	if err := Lengths(huge); err == nil || err.Error() != "the value at byte 0 declares more than the 0 bytes left" {
+		t.Errorf("a str32 of 2^31 bytes: %v", err)
+	}
+}

@@ -1,0 +1,117 @@
+package train
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/spiderenv/spider/env"
+)
+
+// Config is a training run's configuration. Start from DefaultConfig and
+// change what you need: every field must be set (New validates them).
+type Config struct {
+	// Game is the game the run trains on, the same options every other
+	// part of the project reads (files, the server, the flags). The
+	// network reads float32 observations, so Game.Encoding must be
+	// env.Float32; Game.FaceUpSlots is how many face-up cards per column
+	// the network sees. New fills in the defaults of fields left at zero.
+	Game   env.Options `msgpack:"game"`
+	Hidden []int       `msgpack:"hidden"`
+
+	Games     int     `msgpack:"games"`     // games stepped together
+	Rollout   int     `msgpack:"rollout"`   // steps per game per iteration
+	Epochs    int     `msgpack:"epochs"`    // passes over each rollout
+	Minibatch int     `msgpack:"minibatch"` // rows per update
+	LR        float64 `msgpack:"lr"`
+	Gamma     float64 `msgpack:"gamma"`
+	Lambda    float64 `msgpack:"lambda"`
+	Clip      float64 `msgpack:"clip"`
+	ValueCoef float64 `msgpack:"value_coef"`
+	EntCoef   float64 `msgpack:"entropy_coef"`
+	MaxNorm   float64 `msgpack:"max_grad_norm"`
+	// RewardScale multiplies the score change, so returns stay near 1.
+	RewardScale float64 `msgpack:"reward_scale"`
+
+	// CloneGames is the number of the teacher's games whose moves the
+	// network imitates before PPO starts (0: no warm start); CloneEpochs
+	// passes. Teacher is an agent name: "greedy" (default) or "search".
+	CloneGames  int     `msgpack:"clone_games"`
+	Teacher     string  `msgpack:"teacher"`
+	CloneEpochs int     `msgpack:"clone_epochs"`
+	CloneLR     float64 `msgpack:"clone_lr"`
+
+	Seed uint64 `msgpack:"seed"`
+}
+
+// DefaultConfig is a one-suit classic run sized for a 2-core machine: the
+// default game (env.DefaultOptions) seen through 8 face-up slots per
+// column as float32.
+func DefaultConfig() Config {
+	game := env.DefaultOptions()
+	game.FaceUpSlots, game.Encoding = 8, env.Float32
+	return Config{
+		Game: game, Hidden: []int{256, 256},
+		Games: 64, Rollout: 128, Epochs: 2, Minibatch: 512,
+		LR: 2.5e-4, Gamma: 0.99, Lambda: 0.95, Clip: 0.2, ValueCoef: 0.5, EntCoef: 0.01, MaxNorm: 0.5,
+		RewardScale: 0.01, CloneGames: 0, Teacher: "greedy", CloneEpochs: 3, CloneLR: 1e-3, Seed: 1,
+	}
+}
+
+// Rules returns the game configuration the run trains on. It refuses an
+// observation encoding other than float32.
+func (c Config) Rules() (env.Rules, error) {
+	if c.Game.Encoding != env.Float32 {
+		return env.Rules{}, fmt.Errorf("train: obs %s: the network reads %s observations", c.Game.Encoding, env.Float32)
+	}
+	return env.NewRules(c.Game)
+}
+
+// validate reports the first unusable setting.
+func (c Config) validate() error {
+	if _, err := c.Rules(); err != nil {
+		return err
+	}
+	switch {
+	case c.Games < 1 || c.Games > 1<<14:
+		return fmt.Errorf("train: games %d outside 1 to 16384", c.Games)
+	case c.Rollout < 1 || c.Games*c.Rollout > 1<<20:
+		return fmt.Errorf("train: rollout %d steps x %d games is outside 1 to 1048576 samples", c.Rollout, c.Games)
+	case c.Minibatch < 1 || c.Minibatch > c.Games*c.Rollout:
+		return fmt.Errorf("train: minibatch %d must be 1 to games x rollout (%d)", c.Minibatch, c.Games*c.Rollout)
+	case c.Epochs < 1:
+		return fmt.Errorf("train: epochs must be at least 1")
+	case !(c.LR > 0) || !(c.CloneLR > 0):
+		return fmt.Errorf("train: learning rates must be positive")
+	case !(c.Gamma > 0 && c.Gamma <= 1) || !(c.Lambda >= 0 && c.Lambda <= 1):
+		return fmt.Errorf("train: gamma must be in (0, 1] and lambda in [0, 1]")
+	case !(c.Clip > 0 && c.Clip < 1):
+		return fmt.Errorf("train: clip must be in (0, 1)")
+	case !(c.RewardScale > 0) || math.IsInf(c.RewardScale, 0):
+		return fmt.Errorf("train: the reward scale must be positive")
+	case !(c.ValueCoef >= 0) || !(c.EntCoef >= 0) || !(c.MaxNorm >= 0):
+		return fmt.Errorf("train: value and entropy coefficients and the gradient clip must not be negative")
+	case c.CloneGames < 0 || c.CloneEpochs < 0:
+		return fmt.Errorf("train: clone games and epochs must not be negative")
+	}
+	for _, h := range c.Hidden {
+		if h < 1 || h > 1<<14 {
+			return fmt.Errorf("train: hidden width %d outside 1 to 16384", h)
+		}
+	}
+	if c.CloneGames > 0 {
+		switch name := c.teacher(); name {
+		case "greedy", "search", "random":
+		default:
+			return fmt.Errorf("train: teacher %q: want greedy, search or random (the oracle sees hidden cards)", name)
+		}
+	}
+	return nil
+}
+
+// teacher returns the warm start's teacher's name, "greedy" if unset.
+func (c Config) teacher() string {
+	if c.Teacher == "" {
+		return "greedy"
+	}
+	return c.Teacher
+}

@@ -1,0 +1,195 @@
+package train
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spiderenv/spider/agents/nn"
+	"github.com/spiderenv/spider/env"
+	"github.com/spiderenv/spider/internal/rng"
+)
+
+// Trainer runs PPO on a Batch. Its whole state (network, optimiser,
+// games, random streams, counters and metrics) goes into a checkpoint, so
+// a resumed run continues exactly as if it had not stopped.
+type Trainer struct {
+	Config  Config
+	Net     *nn.Net
+	History []Metrics
+
+	rules   env.Rules
+	batch   *env.Batch
+	opt     *adam
+	g       rng.Rand
+	iter    int
+	steps   int64
+	eps     int64
+	cloned  bool
+	elapsed float64
+
+	// rollout buffers, T x N rows
+	obs                    []float32
+	masks                  []uint8
+	actions                []int32
+	logp, values, rewards  []float32
+	dones                  []bool
+	boot                   []float32 // value after a truncated step (0 if terminated)
+	adv, ret               []float32
+	logits, vals           []float32
+	sc                     *nn.Scratch
+	acts                   []env.Action
+	finalX, finalL, finalV []float32
+	learner                *learner // built on the first iteration
+	// dirty is set while an iteration or the warm start is under way: a
+	// run stopped then is between states, and Save refuses it.
+	dirty bool
+}
+
+// New starts a run from a freshly initialised network. The run's Config
+// is c with Game's defaults filled in.
+func New(c Config) (*Trainer, error) {
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	r, _ := c.Rules()
+	c.Game = r.Options()
+	net, err := nn.New(nn.SpecFor(r, c.Hidden), rng.Mix(c.Seed, 0x6e6574))
+	if err != nil {
+		return nil, err
+	}
+	t := &Trainer{Config: c, Net: net, rules: r, g: rng.New(rng.Mix(c.Seed, 0x707070))}
+	t.opt = newAdam(t.params(), c.LR, c.MaxNorm)
+	if err := t.setup(); err != nil {
+		return nil, err
+	}
+	t.batch.Reset(c.Seed)
+	return t, nil
+}
+
+func (t *Trainer) params() [][]float32 { return t.Net.Params() }
+
+// setup makes the batch and the buffers.
+func (t *Trainer) setup() error {
+	c := t.Config
+	b, err := env.NewBatch(t.rules, env.BatchOptions{N: c.Games, Autoreset: env.SameStep})
+	if err != nil {
+		return err
+	}
+	t.batch = b
+	n, T, D, A := c.Games, c.Rollout, t.Net.Spec.ObsLen, env.NumActions
+	t.obs = make([]float32, T*n*D)
+	t.masks = make([]uint8, T*n*A)
+	t.actions = make([]int32, T*n)
+	t.logp = make([]float32, T*n)
+	t.values = make([]float32, T*n)
+	t.rewards = make([]float32, T*n)
+	t.dones = make([]bool, T*n)
+	t.boot = make([]float32, T*n)
+	t.adv = make([]float32, T*n)
+	t.ret = make([]float32, T*n)
+	t.logits = make([]float32, n*A)
+	t.vals = make([]float32, n)
+	t.sc = t.Net.NewScratch(n)
+	t.acts = make([]env.Action, n)
+	t.finalX = make([]float32, n*D)
+	t.finalL = make([]float32, n*A)
+	t.finalV = make([]float32, n)
+	return nil
+}
+
+// Close stops the batch's workers and frees the graph.
+func (t *Trainer) Close() {
+	t.batch.Close()
+	if t.learner != nil {
+		t.learner.close()
+	}
+}
+
+// Consistent reports whether the run is between iterations, where Save
+// can checkpoint it (false after Run stopped inside one, on an error or a
+// cancelled context during the warm start or the learning).
+func (t *Trainer) Consistent() bool { return !t.dirty }
+
+// Iterations returns the number of PPO iterations done.
+func (t *Trainer) Iterations() int { return t.iter }
+
+// EnvSteps returns the number of environment steps taken in PPO.
+func (t *Trainer) EnvSteps() int64 { return t.steps }
+
+// Run trains until stop says so (checked before each iteration, with the
+// iterations and environment steps done) or ctx ends, calling after (if not
+// nil) after each iteration with its metrics; after may return an error to
+// stop the run (a checkpoint that failed to save, say). The warm start, if
+// configured and not done yet, runs first.
+func (t *Trainer) Run(ctx context.Context, stop func(iter int, steps int64) bool, after func(m Metrics) error) error {
+	if !t.cloned && t.Config.CloneGames > 0 {
+		t.dirty = true
+		m, err := t.clone(ctx)
+		if err != nil {
+			return err
+		}
+		t.dirty = false
+		t.History = append(t.History, m)
+		if after != nil {
+			if err := after(m); err != nil {
+				return err
+			}
+		}
+	}
+	t.cloned = true
+	for !stop(t.iter, t.steps) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		t.dirty = true
+		m, err := t.iteration()
+		if err != nil {
+			return err
+		}
+		t.dirty = false
+		t.History = append(t.History, m)
+		if after != nil {
+			if err := after(m); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// epochs makes passes over n rows, in minibatches of rows rows in an order
+// shuffled from t.g (the rows left over that do not fill a minibatch sit
+// that pass out), calling fill for each row of a minibatch before updating
+// l. It returns the summed losses and the number of updates; a
+// NaN loss or an ended ctx stops it with an error.
+func (t *Trainer) epochs(ctx context.Context, l *learner, n, rows, passes int, fill func(r, idx int)) (losses, int, error) {
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	var sum losses
+	updates := 0
+	for range passes {
+		for i := len(order) - 1; i > 0; i-- {
+			j := t.g.IntN(i + 1)
+			order[i], order[j] = order[j], order[i]
+		}
+		for lo := 0; lo+rows <= len(order); lo += rows {
+			if err := ctx.Err(); err != nil {
+				return sum, updates, err
+			}
+			for r, idx := range order[lo : lo+rows] {
+				fill(r, idx)
+			}
+			ls, err := l.update()
+			if err != nil {
+				return sum, updates, fmt.Errorf("%w, after %d updates", err, updates)
+			}
+			sum.Policy += ls.Policy
+			sum.Value += ls.Value
+			sum.Entropy += ls.Entropy
+			updates++
+		}
+	}
+	return sum, updates, nil
+}
