@@ -6,7 +6,7 @@ VENV     ?= .venv
 FUZZTIME ?= 30s
 BENCHTIME ?= 1s
 
-.PHONY: all build run test pytest lint vet fmt bench pybench fuzz race bound clean
+.PHONY: all build run test pytest pylint lint vet fmt bench pybench fuzz race bound clean
 
 all: build
 
@@ -26,16 +26,22 @@ test: lint
 	$(MAKE) pytest
 
 # The Python client: a virtual environment in .venv with the package and
-# its test dependencies, then pytest against bin/spider.
+# its test and lint dependencies, then its lint and pytest against bin/spider.
 $(VENV)/.installed: python/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet './python[test]'
+	$(VENV)/bin/pip install --quiet './python[test,lint]'
 	touch $@
 
-pytest: build $(VENV)/.installed
+pytest: pylint build
 	$(VENV)/bin/pip install --quiet --no-deps --force-reinstall ./python
 	SPIDER_BIN=$(CURDIR)/$(BIN) $(VENV)/bin/python -m pytest python/tests -q
+
+# The Python sources: ruff's lint and format check, and mypy (strict) on the
+# package and bench.py; all configured in python/pyproject.toml.
+pylint: $(VENV)/.installed
+	cd python && $(abspath $(VENV))/bin/ruff check --no-cache . && $(abspath $(VENV))/bin/ruff format --no-cache --check .
+	cd python && $(abspath $(VENV))/bin/mypy
 
 lint: vet
 	@out=$$(gofmt -l .); \
@@ -70,4 +76,4 @@ bound:
 	$(GO) test -run FaceUpBound -v -timeout 3h -faceup.games=1000000 ./env/
 
 clean:
-	rm -rf bin $(VENV) python/build python/*.egg-info
+	rm -rf bin $(VENV) python/build python/*.egg-info python/.mypy_cache python/.ruff_cache

@@ -28,25 +28,29 @@ import platform
 import subprocess
 import sys
 import time
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 import spider_env
 from spider_env import SpiderServer, SpiderVectorEnv
 
-
-def first_legal(masks: np.ndarray, num_legal: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    return masks.view(np.bool_).argmax(axis=1)
+Actions = NDArray[np.intp]
 
 
-def random_legal(masks: np.ndarray, num_legal: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def first_legal(masks: NDArray[np.int8], num_legal: NDArray[np.int32], rng: np.random.Generator) -> Actions:
+    return np.asarray(masks.view(np.bool_).argmax(axis=1))
+
+
+def random_legal(masks: NDArray[np.int8], num_legal: NDArray[np.int32], rng: np.random.Generator) -> Actions:
     """Uniform over each row's legal actions: the k-th of the row's nonzeros."""
     n, width = masks.shape
     counts = num_legal.astype(np.int64)
     flat = np.flatnonzero(masks.view(np.bool_))  # row-major: row i's legal actions are contiguous
     starts = np.cumsum(counts) - counts
     k = (rng.random(n) * counts).astype(np.int64)
-    return flat[starts + k] - np.arange(n, dtype=np.int64) * width
+    return np.asarray(flat[starts + k] - np.arange(n, dtype=np.intp) * width)
 
 
 POLICIES = {"first": first_legal, "random": random_legal}
@@ -56,7 +60,7 @@ def auto_steps(n: int) -> int:
     return int(min(3000, max(40, 300_000 // n)))
 
 
-def measure(server: SpiderServer, n: int, mask: str, policy: str, steps: int, seed: int) -> dict:
+def measure(server: SpiderServer, n: int, mask: str, policy: str, steps: int, seed: int) -> dict[str, Any]:
     venv = SpiderVectorEnv(n, mask=mask, address=server, obs="compact")
     rng = np.random.default_rng(seed)
     choose = POLICIES[policy]
@@ -81,8 +85,14 @@ def measure(server: SpiderServer, n: int, mask: str, policy: str, steps: int, se
         venv.close()
     total = n * steps
     return {
-        "n": n, "mask": mask, "policy": policy, "steps": steps, "env_steps": total, "episodes": episodes,
-        "env_seconds": env_s, "policy_seconds": pol_s,
+        "n": n,
+        "mask": mask,
+        "policy": policy,
+        "steps": steps,
+        "env_steps": total,
+        "episodes": episodes,
+        "env_seconds": env_s,
+        "policy_seconds": pol_s,
         "loop_env_steps_per_sec": total / (env_s + pol_s),
         "env_only_env_steps_per_sec": total / env_s,
         "env_ms_per_batch_step": env_s / steps * 1e3,
@@ -91,7 +101,7 @@ def measure(server: SpiderServer, n: int, mask: str, policy: str, steps: int, se
     }
 
 
-def go_bench(binary: str, n: int, steps: int | None) -> list[dict]:
+def go_bench(binary: str, n: int, steps: int | None) -> list[dict[str, Any]]:
     cmd = [binary, "bench", "--n", str(n), "--json"]
     if steps:
         cmd += ["--steps", str(steps), "--warmup", str(max(1, steps // 5))]
@@ -99,14 +109,16 @@ def go_bench(binary: str, n: int, steps: int | None) -> list[dict]:
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed: {p.stderr.strip()}")
-    return json.loads(p.stdout)
+    rows: list[dict[str, Any]] = json.loads(p.stdout)
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="1,64,1024,4096", help="comma-separated batch sizes (default 1,64,1024,4096)")
-    ap.add_argument("--steps", type=int, default=0,
-                    help="batch steps timed per run (default: 300000/N, clamped to 40..3000)")
+    ap.add_argument(
+        "--steps", type=int, default=0, help="batch steps timed per run (default: 300000/N, clamped to 40..3000)"
+    )
     ap.add_argument("--mask", default="bytes,bits", help="mask formats to measure: bytes, bits or both (default)")
     ap.add_argument("--policies", default="first,random", help="policies to measure (default first,random)")
     ap.add_argument("--go-n", type=int, default=4096, help="N of the in-process Go bench (0: skip it)")
@@ -127,36 +139,49 @@ def main(argv: list[str] | None = None) -> int:
     binary = spider_env.find_binary()
     results = []
     start = time.perf_counter()
-    with SpiderServer(binary, args=["--max-games", str(max(sizes + [16384]))]) as server:
+    with SpiderServer(binary, args=["--max-games", str(max([*sizes, 16384]))]) as server:
         for n in sizes:
             steps = args.steps or auto_steps(n)
             for mask in masks:
                 for policy in policies:
                     r = measure(server, n, mask, policy, steps, args.seed)
                     results.append(r)
-                    print(f"bench: N={n:<5} mask={mask:<5} policy={policy:<6} "
-                          f"{r['loop_env_steps_per_sec']:>10,.0f} env-steps/s  "
-                          f"(env {r['env_ms_per_batch_step']:.3f} ms, policy {r['policy_ms_per_batch_step']:.3f} ms a step)",
-                          file=sys.stderr, flush=True)
+                    print(
+                        f"bench: N={n:<5} mask={mask:<5} policy={policy:<6} "
+                        f"{r['loop_env_steps_per_sec']:>10,.0f} env-steps/s  "
+                        f"(env {r['env_ms_per_batch_step']:.3f} ms, "
+                        f"policy {r['policy_ms_per_batch_step']:.3f} ms a step)",
+                        file=sys.stderr,
+                        flush=True,
+                    )
     go = go_bench(binary, args.go_n, args.go_steps) if args.go_n else []
     elapsed = time.perf_counter() - start
 
-    machine = {"cpus": os.cpu_count(), "python": platform.python_version(), "numpy": np.__version__,
-               "platform": platform.platform(), "seconds": elapsed}
+    machine = {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "platform": platform.platform(),
+        "seconds": elapsed,
+    }
     if args.json:
         json.dump({"python": results, "go": go, "machine": machine}, sys.stdout, indent=2)
         print()
         return 0
 
-    print(f"Random-legal-action loop through SpiderVectorEnv (compact obs, next-step autoreset, "
-          f"server on a Unix socket; {machine['cpus']} CPUs, Python {machine['python']}, numpy {machine['numpy']}).")
+    print(
+        f"Random-legal-action loop through SpiderVectorEnv (compact obs, next-step autoreset, "
+        f"server on a Unix socket; {machine['cpus']} CPUs, Python {machine['python']}, numpy {machine['numpy']})."
+    )
     print()
     print("| N | mask | policy | loop env-steps/s | env-only env-steps/s | env ms/step | policy ms/step | env share |")
     print("|---:|:---|:---|---:|---:|---:|---:|---:|")
     for r in results:
-        print(f"| {r['n']} | {r['mask']} | {r['policy']} | {r['loop_env_steps_per_sec']:,.0f} | "
-              f"{r['env_only_env_steps_per_sec']:,.0f} | {r['env_ms_per_batch_step']:.3f} | "
-              f"{r['policy_ms_per_batch_step']:.3f} | {r['env_share']:.0%} |")
+        print(
+            f"| {r['n']} | {r['mask']} | {r['policy']} | {r['loop_env_steps_per_sec']:,.0f} | "
+            f"{r['env_only_env_steps_per_sec']:,.0f} | {r['env_ms_per_batch_step']:.3f} | "
+            f"{r['policy_ms_per_batch_step']:.3f} | {r['env_share']:.0%} |"
+        )
     if len(masks) == 2:
         print()
         print("bits vs bytes (env-only env-steps/s, first-legal policy where measured):")

@@ -4,26 +4,48 @@ by the Go ``spider serve`` server (see PROTOCOL.md in the repository).
     import gymnasium, spider_env
     env = gymnasium.make("Spider-v0", rules="cardems", suits=1)
     envs = gymnasium.make_vec("Spider-v0", num_envs=64, vectorization_mode="vector_entry_point")
+
+The game's options are the fields of :class:`SpiderConfig`; those not given
+are the server's defaults.
 """
 
 import gymnasium
 
-from ._client import NUM_ACTIONS, PROTOCOL_VERSION, Client, SpiderError
+from ._client import (
+    NUM_ACTIONS,
+    PROTOCOL_VERSION,
+    Address,
+    Client,
+    HelloReply,
+    HintReply,
+    MakeReply,
+    ObsArray,
+    SpiderError,
+    StepReply,
+)
 from ._server import SpiderServer, find_binary
+from ._version import __version__
+from .config import SpiderConfig
 from .envs import SpiderEnv, SpiderVectorEnv
 
 __all__ = [
-    "Client",
     "NUM_ACTIONS",
     "PROTOCOL_VERSION",
+    "Address",
+    "Client",
+    "HelloReply",
+    "HintReply",
+    "MakeReply",
+    "ObsArray",
+    "SpiderConfig",
     "SpiderEnv",
     "SpiderError",
     "SpiderServer",
     "SpiderVectorEnv",
+    "StepReply",
+    "__version__",
     "find_binary",
 ]
-
-__version__ = "0.1.0"
 
 ENV_ID = "Spider-v0"
 
@@ -34,5 +56,6 @@ if ENV_ID not in gymnasium.registry:
         vector_entry_point="spider_env.envs:SpiderVectorEnv",
         # The server truncates at max_steps; no TimeLimit wrapper is added.
         max_episode_steps=None,
-        kwargs={"rules": "classic", "suits": 1, "obs": "compact", "max_steps": 1000, "illegal": "noop"},
+        # Only the environment's own choice: the game's options default to the server's.
+        kwargs={"illegal": "noop"},
     )

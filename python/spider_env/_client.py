@@ -17,18 +17,116 @@ import itertools
 import os
 import socket
 import struct
-from typing import Any
+from typing import Any, TypeAlias, TypedDict, cast
 
 import msgpack
 import numpy as np
+import numpy.typing as npt
+from numpy.typing import NDArray
 
-__all__ = ["Client", "SpiderError", "PROTOCOL_VERSION", "NUM_ACTIONS", "parse_address"]
+from .config import SpiderConfig
+
+__all__ = [
+    "NUM_ACTIONS",
+    "PROTOCOL_VERSION",
+    "Address",
+    "Client",
+    "HelloReply",
+    "HintReply",
+    "MakeReply",
+    "ObsArray",
+    "SpiderError",
+    "StepReply",
+    "parse_address",
+]
 
 PROTOCOL_VERSION = 1
 NUM_ACTIONS = 1081
 PACKED_ROW_BYTES = (NUM_ACTIONS + 7) // 8
 
 _HDR = struct.Struct(">I")
+
+
+Address: TypeAlias = str | os.PathLike[str] | tuple[str, int]
+"""A server address: ``"host:port"``, ``"unix:/path"``, a socket path or ``(host, port)``."""
+
+ObsArray: TypeAlias = NDArray[np.uint8] | NDArray[np.float32]
+"""Observations: uint8 for the compact encoding, float32 for float32 (``make``'s ``obs``)."""
+
+
+# ---------------------------------------------------------------------------
+# Replies
+
+
+class HelloReply(TypedDict):
+    """The server's answer to hello (:attr:`Client.server_info`)."""
+
+    version: int
+    server: str
+    ops: list[str]
+    max_games: int
+    max_frame: int
+
+
+class MakeReply(TypedDict):
+    """The spec of a batch, ``make``'s reply.
+
+    Besides these keys the dict holds every other key of the reply as the
+    server sent it, among them the game options it echoes (``rules``,
+    ``suits``, ``max_steps``, ...); ``config`` holds those as a
+    :class:`SpiderConfig`.
+    """
+
+    n: int
+    num_actions: int
+    obs_shape: tuple[int, ...]
+    obs_dtype: str
+    obs_low: ObsArray
+    obs_high: ObsArray
+    mask: str
+    mask_row_bytes: int
+    autoreset: str
+    illegal: str
+    workers: int
+    config: SpiderConfig
+
+
+class _StepReplyAlways(TypedDict):
+    obs: ObsArray
+    masks: NDArray[np.uint8]
+    num_legal: NDArray[np.int32]
+    rewards: NDArray[np.float32]
+    terminated: NDArray[np.bool_]
+    truncated: NDArray[np.bool_]
+    illegal: NDArray[np.bool_]
+    score: NDArray[np.int32]
+    moves: NDArray[np.int32]
+    runs: NDArray[np.uint8]
+    episode_return: NDArray[np.float32]
+    episode_length: NDArray[np.int32]
+    episode_won: NDArray[np.bool_]
+    episode_runs: NDArray[np.uint8]
+
+
+class StepReply(_StepReplyAlways, total=False):
+    """The reply to reset and step: one row or item per game (PROTOCOL.md).
+
+    ``masks`` is always unpacked, (n, 1081) of 0/1. ``has_final``,
+    ``final_obs`` and ``final_score`` are there under same-step autoreset
+    only.
+    """
+
+    has_final: NDArray[np.bool_]
+    final_obs: ObsArray
+    final_score: NDArray[np.int32]
+
+
+class HintReply(TypedDict):
+    """The hint policy's move for one game."""
+
+    action: int
+    notation: str
+    reason: str
 
 
 class SpiderError(Exception):
@@ -51,7 +149,7 @@ class SpiderError(Exception):
 # Addresses
 
 
-def parse_address(address: Any) -> tuple[int, Any]:
+def parse_address(address: Address) -> tuple[int, str | tuple[str, int]]:
     """Return (socket family, socket address) for an address.
 
     Accepted: ``"host:port"``, ``"tcp://host:port"``, ``("host", port)``,
@@ -63,11 +161,11 @@ def parse_address(address: Any) -> tuple[int, Any]:
     if not isinstance(address, str):
         address = str(address)  # os.PathLike and the like
     if address.startswith("unix://"):
-        return socket.AF_UNIX, address[len("unix://"):]
+        return socket.AF_UNIX, address[len("unix://") :]
     if address.startswith("unix:"):
-        return socket.AF_UNIX, address[len("unix:"):]
+        return socket.AF_UNIX, address[len("unix:") :]
     if address.startswith("tcp://"):
-        address = address[len("tcp://"):]
+        address = address[len("tcp://") :]
     elif "/" in address:
         return socket.AF_UNIX, address
     host, sep, port = address.rpartition(":")
@@ -103,7 +201,7 @@ class _Reader:
         if 0xA0 <= b <= 0xBF:
             n = b & 0x1F
             self.pos = p + n
-            return str(mv[p:p + n], "utf-8")
+            return str(mv[p : p + n], "utf-8")
         if 0x80 <= b <= 0x8F:
             self.pos = p
             return self._map(b & 0x0F)
@@ -119,11 +217,11 @@ class _Reader:
         if 0xC4 <= b <= 0xC6:  # bin 8, 16, 32
             n, p = self._len(b - 0xC4, p)
             self.pos = p + n
-            return mv[p:p + n]
+            return mv[p : p + n]
         if 0xD9 <= b <= 0xDB:  # str 8, 16, 32
             n, p = self._len(b - 0xD9, p)
             self.pos = p + n
-            return str(mv[p:p + n], "utf-8")
+            return str(mv[p : p + n], "utf-8")
         if 0xCC <= b <= 0xD3:  # uint 8..64, int 8..64
             fmt = _INT_FORMATS[b - 0xCC]
             self.pos = p + fmt.size
@@ -147,15 +245,16 @@ class _Reader:
         fmt = _LEN_FORMATS[k]
         return fmt.unpack_from(self.mv, p)[0], p + fmt.size
 
-    def _map(self, n: int) -> dict:
-        out = {}
+    def _map(self, n: int) -> dict[Any, Any]:
+        out: dict[Any, Any] = {}
         mv = self.mv
         for _ in range(n):
             p = self.pos
             b = mv[p]
+            k: Any
             if 0xA0 <= b <= 0xBF:  # the usual key, a short string: read it here
                 p += 1
-                k = _key(mv[p:p + (b & 0x1F)])
+                k = _key(mv[p : p + (b & 0x1F)])
                 p += b & 0x1F
             else:
                 k = self.value()
@@ -168,7 +267,7 @@ class _Reader:
                     m, p = mv[p + 1], p + 2
                 else:
                     m, p = self._len(c - 0xC4, p + 1)
-                out[k] = mv[p:p + m]
+                out[k] = mv[p : p + m]
                 self.pos = p + m
             else:
                 self.pos = p
@@ -196,7 +295,7 @@ _F32 = struct.Struct(">f")
 _F64 = struct.Struct(">d")
 
 
-def decode_frame(payload) -> Any:
+def decode_frame(payload: bytes | bytearray | memoryview) -> Any:
     """Decode one msgpack value; bins come back as memoryviews of payload."""
     mv = memoryview(payload).cast("B")
     r = _Reader(mv)
@@ -213,42 +312,60 @@ def decode_frame(payload) -> Any:
 # The client
 
 
-_STEP_FIELDS = {
-    # key: (numpy dtype, items per game; None: the observation length)
-    "num_legal": ("<i4", 1),
-    "rewards": ("<f4", 1),
-    "terminated": ("?", 1),
-    "truncated": ("?", 1),
-    "illegal": ("?", 1),
-    "score": ("<i4", 1),
-    "moves": ("<i4", 1),
-    "runs": ("u1", 1),
-    "episode_return": ("<f4", 1),
-    "episode_length": ("<i4", 1),
-    "episode_won": ("?", 1),
-    "episode_runs": ("u1", 1),
-    "has_final": ("?", 1),
-    "final_score": ("<i4", 1),
+_STEP_FIELDS: dict[str, str] = {
+    # key: numpy dtype of its one item per game
+    "num_legal": "<i4",
+    "rewards": "<f4",
+    "terminated": "?",
+    "truncated": "?",
+    "illegal": "?",
+    "score": "<i4",
+    "moves": "<i4",
+    "runs": "u1",
+    "episode_return": "<f4",
+    "episode_length": "<i4",
+    "episode_won": "?",
+    "episode_runs": "u1",
+    "has_final": "?",
+    "final_score": "<i4",
 }
 
-_OBS_DTYPES = {"uint8": np.dtype("u1"), "float32": np.dtype("<f4")}
+_OBS_DTYPES: dict[str, np.dtype[Any]] = {"uint8": np.dtype("u1"), "float32": np.dtype("<f4")}
+
+
+def _field(op: str, reply: dict[str, Any], key: str, want: type) -> Any:
+    """reply[key] of op's reply, which must be of type want (a bool is not an int)."""
+    v = reply.get(key)
+    if not isinstance(v, want) or (want is int and isinstance(v, bool)):
+        raise SpiderError("protocol", f"the {op} reply's {key!r} is {v!r}; want a {want.__name__}")
+    return v
 
 
 class Client:
     """One connection to a spider server, owning one batch of games.
 
     ``address`` is ``"host:port"``, ``("host", port)``, ``"unix:/path"`` or a
-    Unix socket path. The client says hello on connect; then :meth:`make`
-    creates the batch and :meth:`reset` / :meth:`step` play it. A failed
-    request raises :class:`SpiderError`. Not safe for concurrent use.
+    Unix socket path. The client says hello on connect (the reply is
+    :attr:`server_info`); then :meth:`make` creates the batch and
+    :meth:`reset` / :meth:`step` play it. A failed request raises
+    :class:`SpiderError`. Not safe for concurrent use.
     """
 
-    def __init__(self, address: Any, *, timeout: float | None = None, connect_timeout: float = 10.0):
+    spec: MakeReply | None
+    """The last :meth:`make` reply, None before the first."""
+
+    server_info: HelloReply
+    """The server's hello reply: protocol version, ops and limits."""
+
+    def __init__(self, address: Address, *, timeout: float | None = None, connect_timeout: float = 10.0):
         family, addr = parse_address(address)
         self.address = address
         self._sock: socket.socket | None = None
         self._ids = itertools.count(1)
-        self.spec: dict | None = None
+        self.spec = None
+        self._obs_dtype: np.dtype[Any] = np.dtype("u1")
+        self._obs_len = self._n = 0
+        self._bits = False
         sock = socket.socket(family, socket.SOCK_STREAM)
         try:
             sock.settimeout(connect_timeout)
@@ -262,7 +379,7 @@ class Client:
         self._sock = sock
         self._pid = os.getpid()
         try:
-            self.server_info = self.request({"op": "hello", "version": PROTOCOL_VERSION})
+            self.server_info = self._hello()
         except BaseException:
             self.close()
             raise
@@ -273,10 +390,11 @@ class Client:
     def closed(self) -> bool:
         return self._sock is None
 
-    def request(self, req: dict) -> dict:
+    def request(self, req: dict[str, Any]) -> dict[str, Any]:
         """Send one request map and return the reply map (bins as memoryviews).
 
-        Raises SpiderError for an error reply.
+        The raw protocol, for what the typed methods do not cover. Raises
+        SpiderError for an error reply.
         """
         sock = self._sock
         if sock is None:
@@ -286,7 +404,7 @@ class Client:
         payload = msgpack.packb(req, use_bin_type=True)
         try:
             sock.sendall(_HDR.pack(len(payload)) + payload)
-            reply = self._read_reply()
+            reply = self._read_reply(sock)
         except OSError as e:
             self.close()
             raise SpiderError("connection", f"the connection to the spider server broke: {e}") from e
@@ -297,7 +415,7 @@ class Client:
             raise
         if not isinstance(reply, dict) or "ok" not in reply:
             self.close()
-            raise SpiderError("protocol", "a reply is not a map with \"ok\"")
+            raise SpiderError("protocol", 'a reply is not a map with "ok"')
         if not reply["ok"]:
             code = reply.get("code", "unknown")
             if code == "bad_frame":
@@ -309,8 +427,8 @@ class Client:
             raise SpiderError("protocol", f"reply id {reply.get('id')!r} does not match request id {rid}")
         return reply
 
-    def _recv_exact(self, view: memoryview) -> None:
-        sock = self._sock
+    @staticmethod
+    def _recv_exact(sock: socket.socket, view: memoryview) -> None:
         got, n = 0, len(view)
         while got < n:
             k = sock.recv_into(view[got:], n - got)
@@ -318,63 +436,104 @@ class Client:
                 raise SpiderError("connection", "the spider server closed the connection")
             got += k
 
-    def _read_reply(self) -> Any:
+    def _read_reply(self, sock: socket.socket) -> Any:
         hdr = bytearray(4)
-        self._recv_exact(memoryview(hdr))
+        self._recv_exact(sock, memoryview(hdr))
         (n,) = _HDR.unpack(hdr)
         # A fresh, uninitialised buffer per reply: the arrays returned are
         # views of it and must not be overwritten by a later reply.
-        buf = np.empty(n, dtype=np.uint8)
-        mv = memoryview(buf)
-        self._recv_exact(mv)
+        mv = np.empty(n, dtype=np.uint8).data
+        self._recv_exact(sock, mv)
         return decode_frame(mv)
 
     # -- operations -----------------------------------------------------------
 
-    def make(self, **cfg: Any) -> dict:
+    def _hello(self) -> HelloReply:
+        r = self.request({"op": "hello", "version": PROTOCOL_VERSION})
+        return HelloReply(
+            version=_field("hello", r, "version", int),
+            server=_field("hello", r, "server", str),
+            ops=[str(op) for op in _field("hello", r, "ops", list)],
+            max_games=_field("hello", r, "max_games", int),
+            max_frame=_field("hello", r, "max_frame", int),
+        )
+
+    def make(
+        self,
+        config: SpiderConfig | None = None,
+        *,
+        n: int | None = None,
+        autoreset: str | None = None,
+        illegal: str | None = None,
+        illegal_penalty: float | None = None,
+        mask: str | None = None,
+        workers: int | None = None,
+        **game: Any,
+    ) -> MakeReply:
         """Create (or replace) the connection's batch; return its spec.
 
-        Keyword arguments are make's fields (rules, suits, n, obs, autoreset,
-        illegal, illegal_penalty, max_steps, face_up_slots,
-        time_per_action_ms, mask, workers); None values are left out. The
-        spec is the reply with obs_low and obs_high as numpy arrays and
-        obs_shape as a tuple.
+        The game is ``config`` with the keyword arguments ``game`` (the
+        fields of :class:`SpiderConfig`: rules, suits, max_steps, ...) laid
+        over it; the other arguments are the batch's (PROTOCOL.md). None,
+        and a field not given, leaves the server's default.
         """
-        req: dict[str, Any] = {"op": "make"}
-        for k, v in cfg.items():
-            if v is None:
-                continue
-            if isinstance(v, (np.integer,)):
-                v = int(v)
-            elif isinstance(v, np.floating):
-                v = float(v)
-            if k == "illegal_penalty":
-                v = float(v)
-            req[k] = v
+        req: dict[str, Any] = {"op": "make", **SpiderConfig.resolve(config, **game).to_request()}
+        for key, v, kind in (
+            ("n", n, int),
+            ("autoreset", autoreset, str),
+            ("illegal", illegal, str),
+            ("illegal_penalty", illegal_penalty, float),
+            ("mask", mask, str),
+            ("workers", workers, int),
+        ):
+            if v is not None:
+                req[key] = v if kind is str else kind(v)  # numpy's numbers as Python's
         reply = self.request(req)
-        spec = dict(reply)
-        spec.pop("ok", None)
-        spec.pop("id", None)
-        dtype = _OBS_DTYPES.get(spec.get("obs_dtype"))
+        reply.pop("ok", None)
+        reply.pop("id", None)
+        obs_dtype = _field("make", reply, "obs_dtype", str)
+        dtype = _OBS_DTYPES.get(obs_dtype)
         if dtype is None:
-            raise SpiderError("protocol", f"unknown obs_dtype {spec.get('obs_dtype')!r}")
-        spec["obs_shape"] = tuple(int(x) for x in spec["obs_shape"])
-        obs_len = int(np.prod(spec["obs_shape"]))
+            raise SpiderError("protocol", f"unknown obs_dtype {obs_dtype!r}")
+        shape = tuple(int(x) for x in _field("make", reply, "obs_shape", list))
+        obs_len = int(np.prod(shape))
+        bounds = []
         for k in ("obs_low", "obs_high"):
-            a = np.frombuffer(spec[k], dtype=dtype).copy()
+            a = np.frombuffer(_field("make", reply, k, memoryview), dtype=dtype).copy()
             if a.size != obs_len:
                 raise SpiderError("protocol", f"{k} has {a.size} items for an observation of {obs_len}")
-            spec[k] = a.reshape(spec["obs_shape"])
-        if spec.get("num_actions") != NUM_ACTIONS:
-            raise SpiderError("protocol", f"num_actions {spec.get('num_actions')} (this client knows {NUM_ACTIONS})")
+            bounds.append(a.reshape(shape))
+        num_actions = _field("make", reply, "num_actions", int)
+        if num_actions != NUM_ACTIONS:
+            raise SpiderError("protocol", f"num_actions {num_actions} (this client knows {NUM_ACTIONS})")
+        try:
+            config = SpiderConfig.from_spec(reply)
+        except TypeError as e:
+            raise SpiderError("protocol", f"the make reply's game options: {e}") from None
+        typed = MakeReply(
+            n=_field("make", reply, "n", int),
+            num_actions=num_actions,
+            obs_shape=shape,
+            obs_dtype=obs_dtype,
+            obs_low=bounds[0],
+            obs_high=bounds[1],
+            mask=_field("make", reply, "mask", str),
+            mask_row_bytes=_field("make", reply, "mask_row_bytes", int),
+            autoreset=_field("make", reply, "autoreset", str),
+            illegal=_field("make", reply, "illegal", str),
+            workers=_field("make", reply, "workers", int),
+            config=config,
+        )
+        reply.update(typed)
+        spec = cast(MakeReply, reply)  # the typed keys, and the rest as the server sent them
         self.spec = spec
         self._obs_dtype = dtype
         self._obs_len = obs_len
-        self._n = int(spec["n"])
+        self._n = spec["n"]
         self._bits = spec["mask"] == "bits"
         return spec
 
-    def reset(self, seed: int | None = None, reset_mask: Any = None) -> dict:
+    def reset(self, seed: int | None = None, reset_mask: npt.ArrayLike | None = None) -> StepReply:
         """Reset games and return the step reply as a dict of numpy arrays.
 
         With ``seed`` every game is reset from that seed (game i from
@@ -392,7 +551,7 @@ class Client:
             req["reset_mask"] = np.asarray(reset_mask, dtype=bool).astype(np.uint8).tobytes()
         return self._decode_step(self.request(req))
 
-    def step(self, actions: Any) -> dict:
+    def step(self, actions: npt.ArrayLike) -> StepReply:
         """Play one action per game (n integers) and return the step reply."""
         a = np.asarray(actions)
         if a.dtype.kind not in "iub":
@@ -401,25 +560,29 @@ class Client:
             else:
                 raise TypeError(f"actions must be integers, got dtype {a.dtype}")
         a = a.reshape(-1)
+        payload: list[int] | bytes
         if a.size and (a.min() < 0 or a.max() > 0xFFFF):
             # Not encodable as uint16: send the integer array form and let
             # the server say what is wrong.
-            payload: Any = [int(x) for x in a]
+            payload = [int(x) for x in a]
         else:
             payload = a.astype("<u2", copy=False).tobytes()
         return self._decode_step(self.request({"op": "step", "actions": payload}))
 
     def render(self, game: int = 0) -> str:
         """The board of a game as a player sees it."""
-        return self.request({"op": "render", "game": int(game)})["text"]
+        text: str = _field("render", self.request({"op": "render", "game": int(game)}), "text", str)
+        return text
 
-    def hint(self, game: int = 0) -> dict:
-        """Ask the server for its recommended move for one game: a dict with
-        "action" (the id), "notation" (like "3>7x4") and "reason"."""
-        reply = self.request({"op": "hint", "game": int(game)})
-        reply.pop("ok", None)
-        reply.pop("id", None)
-        return reply
+    def hint(self, game: int = 0) -> HintReply:
+        """Ask the server for its recommended move for one game: the action
+        id, its notation (like "3>7x4") and the reason."""
+        r = self.request({"op": "hint", "game": int(game)})
+        return HintReply(
+            action=_field("hint", r, "action", int),
+            notation=_field("hint", r, "notation", str),
+            reason=_field("hint", r, "reason", str),
+        )
 
     def close(self) -> None:
         """Say close to the server (best effort) and close the socket. Idempotent."""
@@ -442,13 +605,13 @@ class Client:
             except OSError:
                 pass
 
-    def __enter__(self) -> "Client":
+    def __enter__(self) -> Client:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __del__(self):  # the socket would close anyway; this says close first
+    def __del__(self) -> None:  # the socket would close anyway; this says close first
         try:
             self.close()
         except Exception:
@@ -456,13 +619,13 @@ class Client:
 
     # -- decoding -------------------------------------------------------------
 
-    def _decode_step(self, reply: dict) -> dict:
+    def _decode_step(self, reply: dict[str, Any]) -> StepReply:
         if self.spec is None:
             raise SpiderError("protocol", "a step reply before make")
         n, obs_len, dtype = self._n, self._obs_len, self._obs_dtype
-        out: dict[str, np.ndarray] = {}
+        out: dict[str, NDArray[Any]] = {}
 
-        def arr(key: str, dt: Any, count: int) -> np.ndarray:
+        def arr(key: str, dt: npt.DTypeLike, count: int) -> NDArray[Any]:
             b = reply.get(key)
             if not isinstance(b, memoryview):
                 raise SpiderError("protocol", f"the step reply has no bin {key!r}")
@@ -477,9 +640,12 @@ class Client:
             out["masks"] = np.unpackbits(packed, axis=1, count=NUM_ACTIONS, bitorder="little")
         else:
             out["masks"] = arr("masks", np.uint8, n * NUM_ACTIONS).reshape(n, NUM_ACTIONS)
-        for key, (dt, per) in _STEP_FIELDS.items():
-            if key in reply:
-                out[key] = arr(key, dt, n * per)
+        for key, dt in _STEP_FIELDS.items():
+            if key in reply or key in _STEP_REQUIRED:
+                out[key] = arr(key, dt, n)
         if "final_obs" in reply:
             out["final_obs"] = arr("final_obs", dtype, n * obs_len).reshape(n, obs_len)
-        return out
+        return cast(StepReply, out)  # every required key is there, each checked
+
+
+_STEP_REQUIRED = StepReply.__required_keys__

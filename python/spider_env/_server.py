@@ -22,8 +22,9 @@ import tempfile
 import threading
 import time
 import weakref
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Sequence
+from typing import IO
 
 from ._client import SpiderError
 
@@ -71,7 +72,7 @@ def find_binary() -> str:
     )
 
 
-def _pdeathsig_preexec(parent: int):
+def _pdeathsig_preexec(parent: int) -> Callable[[], None] | None:
     """A preexec_fn asking Linux to SIGTERM the child when its parent dies."""
     try:
         import ctypes
@@ -81,7 +82,7 @@ def _pdeathsig_preexec(parent: int):
     except (OSError, AttributeError):
         return None
 
-    def preexec():
+    def preexec() -> None:
         prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
         if os.getppid() != parent:  # the parent died before prctl
             os.kill(os.getpid(), signal.SIGTERM)
@@ -89,7 +90,7 @@ def _pdeathsig_preexec(parent: int):
     return preexec
 
 
-def _stop(proc: subprocess.Popen, tmpdir: str | None, owner: int, stderr_file) -> None:
+def _stop(proc: subprocess.Popen[bytes], tmpdir: str | None, owner: int, stderr_file: IO[bytes]) -> None:
     """Stop the server process and remove its directory (the finalizer)."""
     if os.getpid() != owner:
         # A forked child inherited this object: the server is the parent's.
@@ -157,7 +158,8 @@ class SpiderServer:
             cmd += ["--workers", str(int(workers))]
         cmd += list(args)
         self._stderr_path = os.path.join(self.tmpdir, "stderr.log")
-        stderr_file = open(self._stderr_path, "wb")
+        # Open for the server's lifetime; the finalizer closes it.
+        stderr_file = open(self._stderr_path, "wb")  # noqa: SIM115
         preexec = None
         if sys.platform.startswith("linux") and threading.current_thread() is threading.main_thread():
             # Only from the main thread: PDEATHSIG fires when the thread
@@ -219,6 +221,7 @@ class SpiderServer:
             delay = min(delay * 2, 0.05)
 
     def _try_connect(self, sock_path: str | None) -> str | None:
+        target: str | tuple[str, int]
         if sock_path is not None:
             if not os.path.exists(sock_path):
                 return None
@@ -248,10 +251,10 @@ class SpiderServer:
         """Stop the server (SIGTERM, then SIGKILL after 5 s) and remove its directory."""
         self._finalizer()
 
-    def __enter__(self) -> "SpiderServer":
+    def __enter__(self) -> SpiderServer:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __repr__(self) -> str:

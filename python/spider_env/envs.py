@@ -5,22 +5,32 @@
 ``gymnasium.vector.VectorEnv``, stepped in one request. Both start a private
 server when no ``address`` is given and stop it on ``close()`` (or when
 garbage collected, or at exit).
+
+The game is a :class:`SpiderConfig`, given as ``config`` or as its fields'
+keyword arguments (or both: the keywords replace those fields of
+``config``), and sent as it is: the server's defaults fill in what is not
+given. The other arguments (``illegal``, ``mask``, ``address``, ...) belong
+to the environment, not to the game.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Final
 
 import gymnasium as gym
 import numpy as np
+import numpy.typing as npt
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
+from numpy.typing import NDArray
 
-from ._client import NUM_ACTIONS, Client
+from ._client import NUM_ACTIONS, Address, Client, MakeReply, ObsArray, StepReply
 from ._server import SpiderServer
+from .config import SpiderConfig
 
-__all__ = ["SpiderEnv", "SpiderVectorEnv", "NUM_ACTIONS"]
+__all__ = ["NUM_ACTIONS", "SpiderEnv", "SpiderVectorEnv"]
 
 _AUTORESET_NAMES = {
     AutoresetMode.NEXT_STEP: "next-step",
@@ -29,7 +39,7 @@ _AUTORESET_NAMES = {
 }
 
 
-def _autoreset_mode(mode: Any) -> AutoresetMode:
+def _autoreset_mode(mode: AutoresetMode | str) -> AutoresetMode:
     if isinstance(mode, AutoresetMode):
         return mode
     if isinstance(mode, str):
@@ -43,7 +53,9 @@ def _autoreset_mode(mode: Any) -> AutoresetMode:
 class _Backend:
     """A client connected to a given server or to one started for it."""
 
-    def __init__(self, address: Any):
+    client: Client
+
+    def __init__(self, address: Address | SpiderServer | None):
         self.server: SpiderServer | None = None
         if address is None:
             self.server = SpiderServer()
@@ -64,19 +76,28 @@ class _Backend:
             self.server.close()
 
 
-def _make_config(**cfg: Any) -> dict:
-    if cfg.get("mask") not in ("bytes", "bits"):
-        raise ValueError(f"mask {cfg.get('mask')!r}: want 'bytes' or 'bits'")
-    return cfg
+# The step reply's keys that are infos as they are.
+_INFO_KEYS: Final = ("score", "runs", "moves", "num_legal", "illegal")
 
 
-def _observation_space(spec: dict) -> spaces.Box:
+def _check_mask(mask: str) -> None:
+    if mask not in ("bytes", "bits"):
+        raise ValueError(f"mask {mask!r}: want 'bytes' or 'bits'")
+
+
+def _observation_space(spec: MakeReply) -> spaces.Box:
     low, high = spec["obs_low"], spec["obs_high"]
     return spaces.Box(low=low, high=high, shape=spec["obs_shape"], dtype=low.dtype)
 
 
-class SpiderEnv(gym.Env):
+class SpiderEnv(gym.Env[NDArray[Any], np.int64]):
     """One game of Spider Solitaire.
+
+    The game is ``config`` (a :class:`SpiderConfig`) with the keyword
+    arguments ``game`` laid over it: ``SpiderEnv(rules="cardems", suits=2)``
+    and ``SpiderEnv(SpiderConfig(rules="cardems", suits=2))`` are the same
+    game. An unknown keyword raises TypeError; a field not given is the
+    server's default. :attr:`config` is the configuration the server made.
 
     Actions are the 1081 ids of the fixed action space; ``info["action_mask"]``
     (int8, 1 where legal) and :meth:`action_masks` (bool) say which are legal.
@@ -89,46 +110,51 @@ class SpiderEnv(gym.Env):
 
     ``address`` is a running server's address (``"host:port"``,
     ``"unix:/path"``) or a :class:`SpiderServer`; without one the env starts
-    its own server and stops it on :meth:`close`. ``episode_key`` names the
-    info entry of the episode statistics (None leaves them out, for
-    wrappers that add their own).
+    its own server and stops it on :meth:`close`. ``mask`` is the masks'
+    form on the wire (``"bytes"`` or ``"bits"``; Python always sees them
+    unpacked). ``episode_key`` names the info entry of the episode
+    statistics (None leaves them out, for wrappers that add their own).
     """
 
-    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+    metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 4}  # noqa: RUF012 (gymnasium's convention)
 
     def __init__(
         self,
-        rules: str = "classic",
-        suits: int = 1,
-        obs: str = "compact",
-        max_steps: int = 1000,
+        config: SpiderConfig | None = None,
+        *,
         illegal: str = "noop",
         illegal_penalty: float = 0.0,
         render_mode: str | None = None,
-        address: Any = None,
-        face_up_slots: int = 78,
+        address: Address | SpiderServer | None = None,
         mask: str = "bytes",
-        time_per_action_ms: int = 0,
         episode_key: str | None = "episode",
+        **game: Any,
     ):
+        game_config = SpiderConfig.resolve(config, **game)
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode {render_mode!r}: want one of {self.metadata['render_modes']} or None")
+        _check_mask(mask)
         self.render_mode = render_mode
         self.episode_key = episode_key
-        cfg = _make_config(
-            rules=rules, suits=suits, n=1, obs=obs, autoreset="disabled", illegal=illegal,
-            illegal_penalty=illegal_penalty, max_steps=max_steps, face_up_slots=face_up_slots,
-            time_per_action_ms=time_per_action_ms, mask=mask, workers=1,
-        )
         self._backend = _Backend(address)
         try:
-            self.spider_spec = self._backend.client.make(**cfg)
+            self.spider_spec: MakeReply = self._backend.client.make(
+                game_config,
+                n=1,
+                autoreset="disabled",
+                illegal=illegal,
+                illegal_penalty=illegal_penalty,
+                mask=mask,
+                workers=1,
+            )
         except BaseException:
             self._backend.close()
             raise
+        self.config: SpiderConfig = self.spider_spec["config"]
+        """The game the server made: its echo of every game option."""
         self.observation_space = _observation_space(self.spider_spec)
         self.action_space = spaces.Discrete(NUM_ACTIONS)
-        self._last: dict | None = None
+        self._last: StepReply | None = None
 
     @property
     def client(self) -> Client:
@@ -140,7 +166,9 @@ class SpiderEnv(gym.Env):
         """The server this env started, if it started one."""
         return self._backend.server
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+    def reset(
+        self, *, seed: int | np.integer[Any] | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[ObsArray, dict[str, Any]]:
         """Deal a new game.
 
         With ``seed`` the game is the first of that seed's stream (the same
@@ -160,7 +188,7 @@ class SpiderEnv(gym.Env):
         self._last = r
         return r["obs"][0], self._info(r, ended=False)
 
-    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
+    def step(self, action: int | np.integer[Any]) -> tuple[ObsArray, float, bool, bool, dict[str, Any]]:
         if self._last is None:
             raise gym.error.ResetNeeded("call reset before step")
         r = self.client.step(np.array([action], dtype=np.int64).reshape(1))
@@ -169,8 +197,8 @@ class SpiderEnv(gym.Env):
         info = self._info(r, ended=terminated or truncated)
         return r["obs"][0], float(r["rewards"][0]), terminated, truncated, info
 
-    def _info(self, r: dict, ended: bool) -> dict:
-        info = {
+    def _info(self, r: StepReply, ended: bool) -> dict[str, Any]:
+        info: dict[str, Any] = {
             "action_mask": r["masks"][0].view(np.int8),
             "score": int(r["score"][0]),
             "runs": int(r["runs"][0]),
@@ -187,11 +215,12 @@ class SpiderEnv(gym.Env):
             }
         return info
 
-    def action_masks(self) -> np.ndarray:
+    def action_masks(self) -> NDArray[np.bool_]:
         """The legal actions now, as 1081 booleans (what MaskablePPO asks for)."""
         if self._last is None:
             raise gym.error.ResetNeeded("call reset before action_masks")
-        return self._last["masks"][0].view(np.bool_)
+        mask: NDArray[np.bool_] = self._last["masks"][0].view(np.bool_)
+        return mask
 
     def hint(self) -> tuple[int, str]:
         """The server's recommended action now (its greedy agent, which sees
@@ -200,7 +229,7 @@ class SpiderEnv(gym.Env):
         if self._last is None:
             raise gym.error.ResetNeeded("call reset before hint")
         h = self.client.hint(0)
-        return int(h["action"]), str(h["reason"])
+        return h["action"], h["reason"]
 
     def render(self) -> str | None:
         if self.render_mode == "ansi":
@@ -213,10 +242,11 @@ class SpiderEnv(gym.Env):
             backend.close()
 
 
-class SpiderVectorEnv(gym.vector.VectorEnv):
+class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[Any]]):
     """A batch of ``num_envs`` games stepped together by one server request.
 
-    Takes the keyword arguments of :class:`SpiderEnv` and ``autoreset_mode``:
+    Takes the arguments of :class:`SpiderEnv` (``config`` and the game's
+    keyword arguments among them) and ``autoreset_mode``:
     ``"next-step"`` (gymnasium's default), ``"same-step"`` or ``"disabled"``
     (or a :class:`gymnasium.vector.AutoresetMode`), which the server carries
     out.
@@ -234,26 +264,28 @@ class SpiderVectorEnv(gym.vector.VectorEnv):
     observations) and ``final_info``.
     """
 
-    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": ["ansi"], "render_fps": 4}
+    metadata: dict[str, Any] = {  # noqa: RUF012 (gymnasium's convention)
+        "autoreset_mode": AutoresetMode.NEXT_STEP,
+        "render_modes": ["ansi"],
+        "render_fps": 4,
+    }
 
     def __init__(
         self,
         num_envs: int = 1,
-        rules: str = "classic",
-        suits: int = 1,
-        obs: str = "compact",
-        max_steps: int = 1000,
+        config: SpiderConfig | None = None,
+        *,
         illegal: str = "noop",
         illegal_penalty: float = 0.0,
         render_mode: str | None = None,
-        address: Any = None,
-        face_up_slots: int = 78,
+        address: Address | SpiderServer | None = None,
         mask: str = "bytes",
-        time_per_action_ms: int = 0,
         episode_key: str | None = "episode",
-        autoreset_mode: Any = AutoresetMode.NEXT_STEP,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
         workers: int = 0,
+        **game: Any,
     ):
+        game_config = SpiderConfig.resolve(config, **game)
         if int(num_envs) < 1:
             raise ValueError(f"num_envs must be at least 1, got {num_envs}")
         if render_mode is not None and render_mode not in ("ansi",):
@@ -264,23 +296,28 @@ class SpiderVectorEnv(gym.vector.VectorEnv):
         self.episode_key = episode_key
         self.autoreset_mode = mode
         self.metadata = {"autoreset_mode": mode, "render_modes": ["ansi"], "render_fps": 4}
-        cfg = _make_config(
-            rules=rules, suits=suits, n=self.num_envs, obs=obs, autoreset=_AUTORESET_NAMES[mode],
-            illegal=illegal, illegal_penalty=illegal_penalty, max_steps=max_steps,
-            face_up_slots=face_up_slots, time_per_action_ms=time_per_action_ms, mask=mask,
-            workers=workers,
-        )
+        _check_mask(mask)
         self._backend = _Backend(address)
         try:
-            self.spider_spec = self._backend.client.make(**cfg)
+            self.spider_spec: MakeReply = self._backend.client.make(
+                game_config,
+                n=self.num_envs,
+                autoreset=_AUTORESET_NAMES[mode],
+                illegal=illegal,
+                illegal_penalty=illegal_penalty,
+                mask=mask,
+                workers=workers,
+            )
         except BaseException:
             self._backend.close()
             raise
+        self.config: SpiderConfig = self.spider_spec["config"]
+        """The game the server made: its echo of every game option."""
         self.single_observation_space = _observation_space(self.spider_spec)
         self.single_action_space = spaces.Discrete(NUM_ACTIONS)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = spaces.MultiDiscrete(np.full(self.num_envs, NUM_ACTIONS, dtype=np.int64))
-        self._last: dict | None = None
+        self._last: StepReply | None = None
 
     @property
     def client(self) -> Client:
@@ -292,7 +329,12 @@ class SpiderVectorEnv(gym.vector.VectorEnv):
         """The server this env started, if it started one."""
         return self._backend.server
 
-    def reset(self, *, seed: Any = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+    def reset(
+        self,
+        *,
+        seed: int | np.integer[Any] | list[int | None] | tuple[int | None, ...] | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> tuple[ObsArray, dict[str, Any]]:
         """Reset games.
 
         ``seed`` (an int) resets every game, game i from (seed, i); without
@@ -332,19 +374,22 @@ class SpiderVectorEnv(gym.vector.VectorEnv):
         self._last = r
         return r["obs"], self._infos(r, with_episode=False)
 
-    def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
+    def step(
+        self, actions: npt.ArrayLike
+    ) -> tuple[ObsArray, NDArray[np.float32], NDArray[np.bool_], NDArray[np.bool_], dict[str, Any]]:
         if self._last is None:
             raise gym.error.ResetNeeded("call reset before step")
         r = self.client.step(actions)
         self._last = r
         return r["obs"], r["rewards"], r["terminated"], r["truncated"], self._infos(r, with_episode=True)
 
-    def _infos(self, r: dict, with_episode: bool) -> dict:
+    def _infos(self, r: StepReply, with_episode: bool) -> dict[str, Any]:
         n = self.num_envs
         ones = np.ones((6, n), np.bool_)  # one row for each key's "_key"
         infos: dict[str, Any] = {"action_mask": r["masks"].view(np.int8), "_action_mask": ones[0]}
-        for j, key in enumerate(("score", "runs", "moves", "num_legal", "illegal"), 1):
-            infos[key] = r[key]
+        by_key: Mapping[str, object] = r
+        for j, key in enumerate(_INFO_KEYS, 1):
+            infos[key] = by_key[key]
             infos["_" + key] = ones[j]
         if not with_episode:
             return infos
@@ -377,7 +422,7 @@ class SpiderVectorEnv(gym.vector.VectorEnv):
         return infos
 
     @staticmethod
-    def _episode(r: dict, where: np.ndarray) -> dict:
+    def _episode(r: StepReply, where: NDArray[np.bool_]) -> dict[str, NDArray[Any]]:
         return {
             "r": np.where(where, r["episode_return"], 0).astype(np.float32),
             "l": np.where(where, r["episode_length"], 0).astype(np.int32),
@@ -385,7 +430,7 @@ class SpiderVectorEnv(gym.vector.VectorEnv):
             "runs": np.where(where, r["episode_runs"], 0).astype(np.uint8),
         }
 
-    def action_masks(self) -> np.ndarray:
+    def action_masks(self) -> NDArray[np.bool_]:
         """The legal actions of every game, (num_envs, 1081) booleans."""
         if self._last is None:
             raise gym.error.ResetNeeded("call reset before action_masks")
@@ -396,9 +441,10 @@ class SpiderVectorEnv(gym.vector.VectorEnv):
         if self._last is None:
             raise gym.error.ResetNeeded("call reset before hint")
         h = self.client.hint(int(index))
-        return int(h["action"]), str(h["reason"])
+        return h["action"], h["reason"]
 
-    def render(self) -> str | None:
+    # Not gymnasium's tuple of every game's frame: one text, game 0's.
+    def render(self) -> str | None:  # type: ignore[override]
         """The board of game 0 as text (render_mode "ansi")."""
         if self.render_mode == "ansi":
             return self.client.render(0)

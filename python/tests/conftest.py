@@ -28,7 +28,10 @@ def spider_bin() -> str:
     else:
         p = subprocess.run(
             [go, "build", "-o", str(out), "./cmd/spider"],
-            cwd=REPO, capture_output=True, text=True, timeout=600,
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=600,
         )
         if p.returncode != 0:
             pytest.fail(f"go build ./cmd/spider failed:\n{p.stdout}{p.stderr}", pytrace=False)

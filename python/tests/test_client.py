@@ -7,10 +7,8 @@ import numpy as np
 import pytest
 
 import spider_env
-from spider_env import _client
-from spider_env import Client, SpiderError
-
 from conftest import masked_random
+from spider_env import Client, SpiderError, _client
 
 
 def test_hello_and_make_spec(server):
@@ -41,13 +39,23 @@ def test_step_reply_arrays(server):
         c.make(n=5, autoreset="same-step")
         r = c.reset(seed=7)
         expect = {
-            "obs": (np.uint8, (5, 806)), "masks": (np.uint8, (5, 1081)), "num_legal": (np.int32, (5,)),
-            "rewards": (np.float32, (5,)), "terminated": (np.bool_, (5,)), "truncated": (np.bool_, (5,)),
-            "illegal": (np.bool_, (5,)), "score": (np.int32, (5,)), "moves": (np.int32, (5,)),
-            "runs": (np.uint8, (5,)), "episode_return": (np.float32, (5,)),
-            "episode_length": (np.int32, (5,)), "episode_won": (np.bool_, (5,)),
-            "episode_runs": (np.uint8, (5,)), "has_final": (np.bool_, (5,)),
-            "final_obs": (np.uint8, (5, 806)), "final_score": (np.int32, (5,)),
+            "obs": (np.uint8, (5, 806)),
+            "masks": (np.uint8, (5, 1081)),
+            "num_legal": (np.int32, (5,)),
+            "rewards": (np.float32, (5,)),
+            "terminated": (np.bool_, (5,)),
+            "truncated": (np.bool_, (5,)),
+            "illegal": (np.bool_, (5,)),
+            "score": (np.int32, (5,)),
+            "moves": (np.int32, (5,)),
+            "runs": (np.uint8, (5,)),
+            "episode_return": (np.float32, (5,)),
+            "episode_length": (np.int32, (5,)),
+            "episode_won": (np.bool_, (5,)),
+            "episode_runs": (np.uint8, (5,)),
+            "has_final": (np.bool_, (5,)),
+            "final_obs": (np.uint8, (5, 806)),
+            "final_score": (np.int32, (5,)),
         }
         assert set(r) == set(expect)
         for k, (dt, shape) in expect.items():
@@ -99,12 +107,19 @@ def test_decoder_matches_msgpack(server, monkeypatch):
     for f in frames:
         assert plain(real(f)) == msgpack.unpackb(f, raw=False)
     # Every msgpack type the reader claims to know, round-tripped.
+    ints = [0, 1, 127, 128, 255, 256, 65535, 65536, 2**32, 2**64 - 1]
+    ints += [-1, -32, -33, -128, -129, -32768, -32769, -(2**31), -(2**31) - 1, -(2**63)]
     value = {
-        "a": [0, 1, 127, 128, 255, 256, 65535, 65536, 2**32, 2**64 - 1, -1, -32, -33, -128, -129,
-              -32768, -32769, -(2**31), -(2**31) - 1, -(2**63)],
-        "f": [1.5, -0.25], "s": ["", "x" * 31, "y" * 32, "z" * 300, "é" * 40000],
-        "b": [b"", b"q" * 300, b"r" * 70000], "n": None, "t": True, "F": False,
-        "m": {str(i): i for i in range(20)}, "l": list(range(20)), "big": [None] * 70000,
+        "a": ints,
+        "f": [1.5, -0.25],
+        "s": ["", "x" * 31, "y" * 32, "z" * 300, "é" * 40000],
+        "b": [b"", b"q" * 300, b"r" * 70000],
+        "n": None,
+        "t": True,
+        "F": False,
+        "m": {str(i): i for i in range(20)},
+        "l": list(range(20)),
+        "big": [None] * 70000,
     }
     packed = msgpack.packb(value, use_bin_type=True)
     assert plain(real(packed)) == value

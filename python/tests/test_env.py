@@ -13,10 +13,8 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from spider_env import SpiderEnv, SpiderError, SpiderVectorEnv
-
 from conftest import REPO, masked_random
-
+from spider_env import SpiderEnv, SpiderError, SpiderVectorEnv
 
 # Warnings check_env may give that are expected: bounds of [0, 1] float boxes,
 # the per-suit run counters of absent suits (fixed at 0, so low == high),
@@ -93,7 +91,7 @@ def test_same_seed_same_game(server):
     a, b = SpiderEnv(address=server), SpiderEnv(address=server, max_steps=1000)
     try:
         sa, sb = _rollout(a, 42, 300), _rollout(b, 42, 300)
-        assert len(sa) == len(sb) and all((x == y).all() for x, y in zip(sa, sb))
+        assert len(sa) == len(sb) and all((x == y).all() for x, y in zip(sa, sb, strict=True))
         sc = _rollout(b, 43, 10)
         assert not (sa[0] == sc[0]).all()
         # Unseeded first resets draw their seed from np_random, which a
@@ -325,7 +323,10 @@ def _go_golden(tmp_path, *args) -> list[dict]:
     overlay.write_text(json.dumps({"Replace": {str(virtual): str(src)}}))
     p = subprocess.run(
         [go, "run", "-overlay", str(overlay), "./internal/pyclientgolden", *map(str, args)],
-        cwd=REPO, capture_output=True, text=True, timeout=600,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert p.returncode == 0, p.stderr
     return [json.loads(line) for line in p.stdout.splitlines()]
@@ -349,8 +350,9 @@ def test_matches_go_package(server, tmp_path, rules, suits, obs):
     finally:
         env.close()
 
-    venv = SpiderVectorEnv(n, address=server, rules=rules, suits=suits, obs=obs, max_steps=max_steps,
-                           autoreset_mode="same-step")
+    venv = SpiderVectorEnv(
+        n, address=server, rules=rules, suits=suits, obs=obs, max_steps=max_steps, autoreset_mode="same-step"
+    )
     try:
         o, info = venv.reset(seed=seed)
         r = term = trunc = None

@@ -15,8 +15,7 @@ import numpy as np
 import pytest
 
 import spider_env
-from spider_env import Client, SpiderEnv, SpiderError, SpiderServer, SpiderVectorEnv
-from spider_env import _server
+from spider_env import Client, SpiderEnv, SpiderError, SpiderServer, SpiderVectorEnv, _server
 
 
 def _gone(pid: int, timeout: float = 10.0) -> bool:
@@ -101,8 +100,9 @@ _SCRIPT = textwrap.dedent(
 
 @pytest.mark.parametrize("how", ["exit", "hard"])
 def test_no_server_outlives_python(how):
-    p = subprocess.run([sys.executable, "-c", _SCRIPT, how], capture_output=True, text=True, timeout=60,
-                       env=os.environ.copy())
+    p = subprocess.run(
+        [sys.executable, "-c", _SCRIPT, how], capture_output=True, text=True, timeout=60, env=os.environ.copy()
+    )
     assert p.returncode == 0, p.stderr
     pid, tmpdir = p.stdout.split()
     assert _gone(int(pid)), f"server {pid} still running after its Python process ended ({how})"

@@ -8,9 +8,8 @@ import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode
 
-from spider_env import SpiderEnv, SpiderError, SpiderVectorEnv
-
 from conftest import masked_random
+from spider_env import SpiderEnv, SpiderError, SpiderVectorEnv
 
 N = 16
 STEPS = 3000
@@ -32,7 +31,8 @@ def _check_common(venv, obs, rewards, term, trunc, infos):
     assert infos["_action_mask"].all() and infos["_action_mask"].shape == (n,)
     assert (m.sum(axis=1) == infos["num_legal"]).all()
     assert (venv.action_masks() == m.astype(bool)).all() and venv.action_masks().dtype == np.bool_
-    for key, dt in (("score", np.int32), ("runs", np.uint8), ("moves", np.int32), ("num_legal", np.int32), ("illegal", np.bool_)):
+    dtypes = {"score": np.int32, "runs": np.uint8, "moves": np.int32, "num_legal": np.int32, "illegal": np.bool_}
+    for key, dt in dtypes.items():
         assert infos[key].dtype == dt and infos[key].shape == (n,) and infos["_" + key].all(), key
     assert not infos["illegal"].any()  # masked actions are always legal
     assert (infos["score"] >= 0).all()
@@ -42,11 +42,19 @@ def _check_common(venv, obs, rewards, term, trunc, infos):
 @pytest.mark.parametrize("rules", ["classic", "cardems"])
 def test_random_rollout(server, mode, rules):
     steps = STEPS if rules == "classic" else STEPS // 3
-    venv = SpiderVectorEnv(N, rules=rules, suits=2 if rules == "cardems" else 1, max_steps=200,
-                           autoreset_mode=mode, address=server, mask="bits" if mode == "same-step" else "bytes")
+    venv = SpiderVectorEnv(
+        N,
+        rules=rules,
+        suits=2 if rules == "cardems" else 1,
+        max_steps=200,
+        autoreset_mode=mode,
+        address=server,
+        mask="bits" if mode == "same-step" else "bytes",
+    )
     rng = np.random.default_rng(123)
     assert venv.metadata["autoreset_mode"] == AutoresetMode(
-        {"next-step": "NextStep", "same-step": "SameStep", "disabled": "Disabled"}[mode])
+        {"next-step": "NextStep", "same-step": "SameStep", "disabled": "Disabled"}[mode]
+    )
     try:
         obs, infos = venv.reset(seed=2024)
         assert (infos["score"] == START).all() and (infos["moves"] == 0).all()
@@ -232,7 +240,7 @@ def test_vector_spaces_and_render(server):
         assert venv.single_action_space == gym.spaces.Discrete(1081)
         assert venv.action_space == gym.spaces.MultiDiscrete([1081] * 5)
         assert venv.single_observation_space.dtype == np.float32
-        assert venv.observation_space.shape == (5,) + venv.single_observation_space.shape
+        assert venv.observation_space.shape == (5, *venv.single_observation_space.shape)
         assert venv.metadata["autoreset_mode"] is AutoresetMode.NEXT_STEP
         obs, infos = venv.reset(seed=1)
         assert obs in venv.observation_space
@@ -248,8 +256,14 @@ def test_vector_spaces_and_render(server):
 
 
 def test_make_vec():
-    venv = gym.make_vec("Spider-v0", num_envs=6, vectorization_mode="vector_entry_point",
-                        rules="cardems", suits=1, autoreset_mode="same-step")
+    venv = gym.make_vec(
+        "Spider-v0",
+        num_envs=6,
+        vectorization_mode="vector_entry_point",
+        rules="cardems",
+        suits=1,
+        autoreset_mode="same-step",
+    )
     try:
         assert isinstance(venv, SpiderVectorEnv) and venv.num_envs == 6
         assert venv.spider_spec["n"] == 6 and venv.spider_spec["rules"] == "cardems"
