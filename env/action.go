@@ -106,6 +106,8 @@ func ParseAction(s string) (Action, error) {
 	return MoveAction(from-1, to-1, n), nil
 }
 
+// parseNumber reads the decimal integer s, spaces around it allowed, and
+// requires lo <= n <= hi.
 func parseNumber(s string, lo, hi int) (int, error) {
 	s = strings.TrimSpace(s)
 	n, err := strconv.Atoi(s)

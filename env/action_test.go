@@ -1,16 +1,25 @@
 package env_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/spiderenv/spider/env"
-	"github.com/spiderenv/spider/internal/rng"
 )
 
+// TestActionSpaceIsOneToOne derives the size of the action space from its
+// definition, not from the constants under test: a move for every ordered
+// pair of distinct columns and every count a group can have, then the
+// deal. It then checks that each move has exactly one id.
 func TestActionSpaceIsOneToOne(t *testing.T) {
-	if env.NumActions != 1081 || env.Deal != 1080 {
-		t.Fatalf("NumActions %d, Deal %d", env.NumActions, env.Deal)
+	// A group is at most 12 cards: 13 same-suit cards are King to Ace, a
+	// completed run, removed the moment it forms (RULES.md, decision 10).
+	const columns, counts = 10, 13 - 1
+	const want = columns*(columns-1)*counts + 1 // 1081
+	if env.NumActions != want || env.Deal != want-1 || env.NumColumns != columns || env.MaxMove != counts {
+		t.Fatalf("NumActions %d, Deal %d, NumColumns %d, MaxMove %d; want %d, %d, %d, %d",
+			env.NumActions, env.Deal, env.NumColumns, env.MaxMove, want, want-1, columns, counts)
 	}
 	seen := map[env.Action]bool{}
 	for src := range env.NumColumns {
@@ -83,102 +92,23 @@ func TestParseActionErrors(t *testing.T) {
 
 func TestMoveActionPanicsOnMisuse(t *testing.T) {
 	for _, args := range [][3]int{{0, 0, 1}, {-1, 2, 1}, {0, 10, 1}, {0, 1, 0}, {0, 1, 13}} {
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("MoveAction%v did not panic", args)
-				}
-			}()
-			env.MoveAction(args[0], args[1], args[2])
-		}()
+		want := fmt.Sprintf("env: MoveAction(%d, %d, %d) out of range", args[0], args[1], args[2])
+		wantPanic(t, want, func() { env.MoveAction(args[0], args[1], args[2]) })
 	}
 }
 
-func TestCardCodes(t *testing.T) {
-	n := 0
-	for su := env.Suit(0); su < env.NumSuits; su++ {
-		for r := env.Ace; r <= env.King; r++ {
-			c := env.MakeCard(r, su)
-			n++
-			if int(c) != n || c.Rank() != r || c.Suit() != su || !c.Valid() {
-				t.Fatalf("MakeCard(%v, %v) = %d (rank %v suit %v)", r, su, c, c.Rank(), c.Suit())
-			}
-			p, err := env.ParseCard(c.String())
-			if err != nil || p != c {
-				t.Fatalf("ParseCard(%q) = %v, %v", c.String(), p, err)
-			}
-		}
-	}
-	if env.MakeCard(env.King, env.Spades).String() != "Ks" || env.MakeCard(10, env.Hearts).String() != "Th" {
-		t.Error("card notation changed")
-	}
-	for _, bad := range []string{"", "K", "Kx", "1s", "Kss"} {
-		if _, err := env.ParseCard(bad); err == nil {
-			t.Errorf("ParseCard(%q) accepted", bad)
-		}
-	}
-	if env.NoCard.Valid() || env.Card(53).Valid() || env.NoCard.String() != "--" {
-		t.Error("NoCard or 53 treated as a card")
-	}
-}
-
-func TestRulesParseAndValidate(t *testing.T) {
-	for _, name := range []string{"classic", "CARDEMS"} {
-		if _, err := env.ParseRuleSet(name); err != nil {
-			t.Error(err)
-		}
-	}
-	if _, err := env.ParseRuleSet("freecell"); err == nil {
-		t.Error("unknown rule set accepted")
-	}
-	if e, err := env.ParseEncoding("float32"); err != nil || e != env.Float32 {
-		t.Error("float32 encoding not parsed")
-	}
-	bad := []env.Options{
-		{Suits: 3}, {Suits: -1}, {Suits: 1, FaceUpSlots: 105}, {Suits: 1, FaceUpSlots: -1},
-		{Suits: 1, TimePerActionMs: -1}, {TimePerActionMs: env.MaxTimePerActionMs + 1}, {RuleSet: env.Cardems, TimePerActionMs: 1}, {Suits: 1, RuleSet: 9}, {Suits: 1, Encoding: 7}, {Suits: 1, MaxSteps: 1 << 31},
-	}
-	for _, o := range bad {
-		if _, err := env.NewRules(o); err == nil {
-			t.Errorf("NewRules(%+v) accepted", o)
-		}
-	}
-	r := env.MustRules(env.Options{Suits: 2, Encoding: env.Float32, FaceUpSlots: 20})
-	if o := r.Options(); o.Suits != 2 || o.FaceUpSlots != 20 || o.MaxSteps != env.DefaultMaxSteps || o.Encoding != env.Float32 {
-		t.Errorf("Options() = %+v", o)
-	}
-	if again := env.MustRules(r.Options()); again != r {
-		t.Error("Rules do not round-trip through Options")
-	}
-}
-
-func TestNthMaskedFindsEachSetByte(t *testing.T) {
-	g := rng.New(8)
-	for trial := range 200 {
-		n := 1 + g.IntN(env.NumActions)
-		if trial%3 == 0 {
-			n = env.NumActions
-		}
-		mask := make([]uint8, n)
-		var set []env.Action
-		for i := range mask {
-			if g.IntN(5) == 0 || i == n-1 {
-				mask[i] = 1
-				set = append(set, env.Action(i))
-			}
-		}
-		for k, want := range set {
-			if got := env.NthMasked(mask, k); got != want {
-				t.Fatalf("mask of %d: NthMasked(%d) = %d, want %d", n, k, got, want)
-			}
-		}
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Fatal("asking past the set bytes did not panic")
-				}
-			}()
-			env.NthMasked(mask, len(set))
-		}()
+// wantPanic calls f and fails the test unless f panics with a value whose
+// text contains want: a panic for the wrong reason is a failure too.
+func wantPanic(t *testing.T, want string, f func()) {
+	t.Helper()
+	got := func() (v any) {
+		defer func() { v = recover() }()
+		f()
+		return nil
+	}()
+	if got == nil {
+		t.Errorf("no panic; want one saying %q", want)
+	} else if !strings.Contains(fmt.Sprint(got), want) {
+		t.Errorf("panic %q; want one saying %q", got, want)
 	}
 }

@@ -2,7 +2,9 @@ package env_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -236,8 +238,9 @@ func TestBatchRefusesIllegalAndChangesNothing(t *testing.T) {
 		}
 	}
 	err := b.Step(actions)
-	if err == nil || !strings.Contains(err.Error(), "game 5") {
-		t.Fatalf("error %v does not name game 5", err)
+	var ill *env.IllegalActionError
+	if err == nil || !strings.HasPrefix(err.Error(), "env: game 5: ") || !errors.As(err, &ill) || ill.Action != actions[bad] || ill.Reason == "" {
+		t.Fatalf("error %v does not name game 5 and wrap its IllegalActionError for %v", err, actions[bad])
 	}
 	if !reflect.DeepEqual(before, deepCopy(b)) {
 		t.Fatal("a refused step changed the buffers")
@@ -247,8 +250,8 @@ func TestBatchRefusesIllegalAndChangesNothing(t *testing.T) {
 			t.Fatalf("a refused step changed game %d", i)
 		}
 	}
-	if err := b.Step(actions[:7]); err == nil {
-		t.Fatal("7 actions for 8 games accepted")
+	if err := b.Step(actions[:7]); err == nil || err.Error() != "env: 7 actions for 8 games" {
+		t.Fatalf("7 actions for 8 games: %v", err)
 	}
 }
 
@@ -327,8 +330,8 @@ func TestBatchIllegalPolicies(t *testing.T) {
 func TestBatchResetGamesOnlyTouchesChosenGames(t *testing.T) {
 	r := env.MustRules(env.Options{Suits: 2})
 	b := newBatch(t, r, env.BatchOptions{N: 6, Workers: 2})
-	if err := b.ResetGames(make([]bool, 6)); err == nil {
-		t.Fatal("ResetGames before Reset accepted")
+	if err := b.ResetGames(make([]bool, 6)); err == nil || err.Error() != "env: ResetGames before Reset" {
+		t.Fatalf("ResetGames before Reset: %v", err)
 	}
 	b.Reset(9)
 	actions := make([]env.Action, 6)
@@ -351,8 +354,8 @@ func TestBatchResetGamesOnlyTouchesChosenGames(t *testing.T) {
 			t.Fatalf("game %d: a reset reports reward %v, ended or illegal; no game stepped", i, b.Rewards[i])
 		}
 	}
-	if err := b.ResetGames(mask[:3]); err == nil {
-		t.Fatal("a short reset mask was accepted")
+	if err := b.ResetGames(mask[:3]); err == nil || err.Error() != "env: reset mask of 3 entries for 6 games" {
+		t.Fatalf("a short reset mask: %v", err)
 	}
 }
 
@@ -371,20 +374,33 @@ func TestBatchDisabledRefusesEndedGames(t *testing.T) {
 
 func TestNewBatchValidates(t *testing.T) {
 	r := env.MustRules(env.Options{Suits: 1})
-	for _, o := range []env.BatchOptions{{N: 0}, {N: env.MaxBatch + 1}, {N: 2, Workers: -1}, {N: 2, Autoreset: 9}, {N: 2, Illegal: 9}, {N: 2, IllegalPenalty: -1}} {
-		if _, err := env.NewBatch(r, o); err == nil {
-			t.Errorf("NewBatch(%+v) accepted", o)
+	for _, tc := range []struct {
+		o    env.BatchOptions
+		want string
+	}{
+		{env.BatchOptions{N: 0}, "batch size 0 outside 1 to 1048576"},
+		{env.BatchOptions{N: 1<<20 + 1}, "batch size 1048577 outside 1 to 1048576"},
+		{env.BatchOptions{N: 2, Workers: -1}, "negative worker count -1"},
+		{env.BatchOptions{N: 2, Autoreset: 9}, "unknown autoreset mode 9"},
+		{env.BatchOptions{N: 2, Illegal: 9}, "unknown illegal-action policy 9"},
+		{env.BatchOptions{N: 2, IllegalPenalty: -1}, "illegal-action penalty -1 must be a finite number, not negative"},
+		{env.BatchOptions{N: 2, IllegalPenalty: float32(math.NaN())}, "illegal-action penalty NaN must be"},
+		{env.BatchOptions{N: 2, IllegalPenalty: float32(math.Inf(1))}, "illegal-action penalty +Inf must be"},
+	} {
+		b, err := env.NewBatch(r, tc.o)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || b != nil {
+			t.Errorf("NewBatch(%+v) = %v, %v; want nil and an error containing %q", tc.o, b, err, tc.want)
 		}
 	}
-	if _, err := env.NewBatch(env.Rules{}, env.BatchOptions{N: 1}); err == nil {
-		t.Error("zero Rules accepted")
+	if _, err := env.NewBatch(env.Rules{}, env.BatchOptions{N: 1}); err == nil || !strings.Contains(err.Error(), "NewBatch with zero Rules") {
+		t.Errorf("zero Rules: %v", err)
 	}
 	b := newBatch(t, r, env.BatchOptions{N: 3, Workers: 8})
 	if b.Options().Workers != 3 {
 		t.Errorf("workers %d, want capped at N = 3", b.Options().Workers)
 	}
-	if err := b.Step(make([]env.Action, 3)); err == nil {
-		t.Error("Step before Reset accepted")
+	if err := b.Step(make([]env.Action, 3)); err == nil || err.Error() != "env: Step before Reset" {
+		t.Errorf("Step before Reset: %v", err)
 	}
 }
 

@@ -131,6 +131,7 @@ func ParseCard(s string) (Card, error) {
 	return NoCard, fmt.Errorf("env: card %q: unknown suit %q (want one of s, h, d, c)", s, s[1])
 }
 
+// upper returns the ASCII letter b in upper case; other bytes unchanged.
 func upper(b byte) byte {
 	if b >= 'a' && b <= 'z' {
 		return b - 'a' + 'A'
@@ -138,6 +139,7 @@ func upper(b byte) byte {
 	return b
 }
 
+// lower returns the ASCII letter b in lower case; other bytes unchanged.
 func lower(b byte) byte {
 	if b >= 'A' && b <= 'Z' {
 		return b - 'A' + 'a'

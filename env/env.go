@@ -116,11 +116,14 @@ func (e *Env) Undo() (Obs, Info, error) {
 	return e.obs(), e.Info(), nil
 }
 
+// refresh rewrites the whole mask and observation from the state, as after
+// a reset, when no previous mask or observation can be updated in place.
 func (e *Env) refresh() {
 	e.legal, e.chunks = e.state.writeMask(e.mask, AllChunks)
 	e.state.Observe(e.u8, e.f32)
 }
 
+// obs returns the Env's observation buffers, in its encoding.
 func (e *Env) obs() Obs { return Obs{Compact: e.u8, Float32: e.f32} }
 
 // Info returns the info of the current position.

@@ -2,6 +2,7 @@ package env
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -64,10 +65,26 @@ func TestBatchSnapshotRestore(t *testing.T) {
 				}
 			}
 		}
+		// A snapshot that does not fit is refused whole: nothing changes.
+		obs, masks := slices.Clone(b.ObsFloat32), slices.Clone(b.Masks)
 		bad := snap
 		bad.States = bad.States[:3]
-		if err := b.Restore(bad); err == nil {
-			t.Fatal("a snapshot of the wrong size was accepted")
+		if err := b.Restore(bad); err == nil || err.Error() != "env: snapshot of 3 games for a batch of 7" {
+			t.Fatalf("a snapshot of the wrong size: %v", err)
+		}
+		bad = snap
+		bad.Next = nil
+		if err := b.Restore(bad); err == nil || err.Error() != "env: snapshot and batch disagree on Presample" {
+			t.Fatalf("a snapshot without presampled actions: %v", err)
+		}
+		bad = snap
+		bad.States = slices.Clone(snap.States)
+		bad.States[4] = "1: | Ks Qs Js Ts 9s 8s 7s 6s 5s 4s 3s 2s As"
+		if err := b.Restore(bad); err == nil || !strings.HasPrefix(err.Error(), "env: snapshot game 4: env: position: column 1 holds a completed run") {
+			t.Fatalf("a snapshot with a completed run on the tableau: %v", err)
+		}
+		if !slices.Equal(obs, b.ObsFloat32) || !slices.Equal(masks, b.Masks) {
+			t.Fatalf("%v: a refused Restore changed the batch", mode)
 		}
 	}
 }

@@ -94,6 +94,9 @@ func ParseState(r Rules, text string) (State, error) {
 	return s, nil
 }
 
+// parseLine reads one "key: fields" line of the text form into s: a
+// column (1-10), the stock, the completed runs or a counter. ParseState
+// checks what needs the whole position once every line is read.
 func (s *State) parseLine(key string, fields []string) error {
 	card := func(f string) (Card, error) {
 		c, err := ParseCard(f)

@@ -1,0 +1,90 @@
+package env
+
+// phase is the job run hands every worker: one pass over its shard.
+type phase uint8
+
+const (
+	phaseCheck phase = iota
+	phaseStep
+	phaseReset
+	phaseResetMasked
+	phaseSample
+)
+
+// run has every worker do p on its shard and waits for all of them. A
+// single worker's shard runs on the calling goroutine instead, which saves
+// the hand-off for small batches.
+func (b *Batch) run(p phase) {
+	b.phase = p
+	if len(b.work) == 1 {
+		b.wg.Add(1)
+		b.do(0, p)
+		return
+	}
+	b.wg.Add(len(b.work))
+	for _, c := range b.work {
+		c <- p
+	}
+	b.wg.Wait()
+}
+
+// shard returns worker w's contiguous range of games.
+func (b *Batch) shard(w int) (lo, hi int) {
+	n, k := b.opts.N, len(b.errs)
+	return w * n / k, (w + 1) * n / k
+}
+
+// worker is worker w's goroutine: it does each phase it receives on its
+// shard until the batch closes its channel.
+func (b *Batch) worker(w int, work <-chan phase) {
+	for p := range work {
+		b.do(w, p)
+	}
+}
+
+// do runs phase p over worker w's shard and marks it done.
+func (b *Batch) do(w int, p phase) {
+	lo, hi := b.shard(w)
+	switch p {
+	case phaseCheck:
+		b.errs[w] = nil
+		for i := lo; i < hi; i++ {
+			if err := b.check(i); err != nil {
+				b.errs[w] = err
+				break
+			}
+		}
+	case phaseStep:
+		for i := lo; i < hi; i++ {
+			if j := i + prefetchAhead; j < hi {
+				b.prefetch(j)
+			}
+			b.step(i)
+			if b.next != nil {
+				b.next[i] = b.sample(i)
+			}
+		}
+	case phaseReset:
+		for i := lo; i < hi; i++ {
+			b.reset(i)
+			if b.next != nil {
+				b.next[i] = b.sample(i)
+			}
+		}
+	case phaseSample:
+		for i := lo; i < hi; i++ {
+			b.actions[i] = b.sample(i)
+		}
+	case phaseResetMasked:
+		for i := lo; i < hi; i++ {
+			if b.resetM[i] {
+				b.episode[i]++
+				b.reset(i)
+				if b.next != nil {
+					b.next[i] = b.sample(i)
+				}
+			}
+		}
+	}
+	b.wg.Done()
+}
