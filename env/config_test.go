@@ -64,8 +64,8 @@ func TestOptionsMarshalling(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"rules":"freecell"}`), &bad); err == nil || !strings.Contains(err.Error(), "freecell") {
 		t.Fatalf("unknown rule set name decoded: %v", err)
 	}
-	if err := msgpack.Unmarshal(mustMsgpack(t, map[string]any{"obs": "png"}), &bad); err == nil {
-		t.Fatal("unknown encoding name decoded from msgpack")
+	if err := msgpack.Unmarshal(mustMsgpack(t, map[string]any{"obs": "png"}), &bad); err == nil || !strings.Contains(err.Error(), `unknown observation encoding "png"`) {
+		t.Fatalf("unknown encoding name decoded from msgpack: %v", err)
 	}
 	if bad != (env.Options{}) {
 		t.Fatalf("a refused value changed the options: %+v", bad)
