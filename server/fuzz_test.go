@@ -13,8 +13,9 @@ import (
 )
 
 // FuzzDecodeRequest feeds arbitrary frames to the frame reader and the
-// request decoder: they must return a request or an error, never panic,
-// and a decoded request always has an op.
+// request decoder: they must return a request or an error, never panic; a
+// decoded request always has an op, and an action array the step can read
+// again.
 func FuzzDecodeRequest(f *testing.F) {
 	for _, m := range []map[string]any{
 		{"op": "hello", "version": 1},
@@ -22,6 +23,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		{"op": "step", "actions": []byte{1, 0, 56, 4}},
 		{"op": "step", "actions": []int{1, 2, 1080}},
 		{"op": "reset", "seed": uint64(1 << 63), "reset_mask": []byte{1, 0}},
+		{"op": "make", "rules": "cardems", "max_steps": -1, "face_up_slots": 0, "time_per_action_ms": 1 << 40, "x": map[string]any{"y": []any{1.5, nil, true}}},
 	} {
 		b, _ := msgpack.Marshal(m)
 		f.Add(append([]byte{0, 0, 0, byte(len(b))}, b...))
@@ -41,10 +43,24 @@ func FuzzDecodeRequest(f *testing.F) {
 			return
 		}
 		var q request
-		q.seen = map[string]bool{}
-		d := msgpack.NewDecoder(nil)
-		if _, err := decodeRequest(d, payload, &q, nil); err == nil && !q.has("op") {
+		re := decodeRequest(payload, &q)
+		if re == nil && !q.has(fieldOp) {
 			t.Fatal("a request without op was accepted")
+		}
+		if re != nil && re.code != codeBadFrame && re.code != codeBadRequest {
+			t.Fatalf("decoding failed with %v; want bad_frame or bad_request", re)
+		}
+		if re == nil && q.actionArray {
+			// The step reads the array's items again: they must be there.
+			items := reader{b: q.actions}
+			for i := range q.actionCount {
+				if _, err := items.int(); err != nil {
+					t.Fatalf("action %d of an accepted array: %v", i, err)
+				}
+			}
+			if items.left() != 0 {
+				t.Fatalf("%d bytes after the accepted actions", items.left())
+			}
 		}
 	})
 }

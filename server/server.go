@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log"
 	"net"
@@ -13,8 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/vmihailenco/msgpack/v5"
-
 	"github.com/spiderenv/spider/agents"
 	"github.com/spiderenv/spider/env"
 )
@@ -22,52 +19,65 @@ import (
 // Version is the protocol version this server speaks.
 const Version = 1
 
-// Config holds the server-wide limits. The zero value of a field selects
-// its default.
+// Config holds the server-wide limits. A zero field selects its value in
+// DefaultConfig.
 type Config struct {
-	MaxConns    int           // connections served at once (default 64)
-	MaxGames    int           // games in one connection's batch (default 16384)
-	MaxTotal    int           // games across all connections (default 65536)
-	MaxFrame    int           // bytes in one request frame (default 64 MiB)
-	MaxBytes    int           // bytes of observation buffers in one batch (default 1 GiB)
-	IdleTimeout time.Duration // a connection silent this long is closed (default 5 min)
-	Workers     int           // default workers per batch (default GOMAXPROCS)
-	Log         *log.Logger   // where connection errors are logged (default: discarded)
+	MaxConns    int           // connections served at once
+	MaxGames    int           // games in one connection's batch
+	MaxTotal    int           // games across all connections
+	MaxFrame    int           // bytes in one request frame
+	MaxBytes    int           // bytes of observation and mask buffers in one batch
+	IdleTimeout time.Duration // a connection silent this long is closed
+	// Workers is the default number of worker goroutines of a batch; 0
+	// means GOMAXPROCS when the server is made.
+	Workers int
+	Log     *log.Logger // where connection errors are logged (default: discarded)
 	// Hint makes the agent that answers hint requests, one per connection
 	// (default: greedy). A trained network (agents "nn:PATH") answers only
 	// for games of the configuration it was trained for.
 	Hint agents.Maker
 }
 
+// DefaultConfig returns the default limits, the values New gives the zero
+// fields of a Config: 64 connections, 16384 games a batch, 65536 games in
+// all, 64 MiB frames, 1 GiB of buffers a batch, a 5-minute idle timeout,
+// GOMAXPROCS workers, no log and greedy hints.
+func DefaultConfig() Config {
+	return Config{
+		MaxConns:    64,
+		MaxGames:    16384,
+		MaxTotal:    65536,
+		MaxFrame:    64 << 20,
+		MaxBytes:    1 << 30,
+		IdleTimeout: 5 * time.Minute,
+		Log:         log.New(io.Discard, "", 0),
+		Hint:        func() agents.Agent { return &agents.Greedy{} },
+	}
+}
+
+// withDefaults fills the zero (or negative) fields of c from DefaultConfig.
 func (c Config) withDefaults() Config {
-	if c.MaxConns <= 0 {
-		c.MaxConns = 64
-	}
-	if c.MaxGames <= 0 {
-		c.MaxGames = 16384
-	}
-	if c.MaxTotal <= 0 {
-		c.MaxTotal = 65536
-	}
-	if c.MaxFrame <= 0 {
-		c.MaxFrame = 64 << 20
-	}
-	if c.MaxBytes <= 0 {
-		c.MaxBytes = 1 << 30
-	}
-	if c.IdleTimeout <= 0 {
-		c.IdleTimeout = 5 * time.Minute
-	}
-	if c.Workers <= 0 {
-		c.Workers = runtime.GOMAXPROCS(0)
+	d := DefaultConfig()
+	orDefault(&c.MaxConns, d.MaxConns)
+	orDefault(&c.MaxGames, d.MaxGames)
+	orDefault(&c.MaxTotal, d.MaxTotal)
+	orDefault(&c.MaxFrame, d.MaxFrame)
+	orDefault(&c.MaxBytes, d.MaxBytes)
+	orDefault(&c.IdleTimeout, d.IdleTimeout)
+	orDefault(&c.Workers, runtime.GOMAXPROCS(0))
+	if c.Log == nil {
+		c.Log = d.Log
 	}
 	if c.Hint == nil {
-		c.Hint = func() agents.Agent { return &agents.Greedy{} }
-	}
-	if c.Log == nil {
-		c.Log = log.New(io.Discard, "", 0)
+		c.Hint = d.Hint
 	}
 	return c
+}
+
+func orDefault[T int | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
 }
 
 // Server serves connections on listeners until its context ends.
@@ -107,7 +117,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		}
 		if s.conns.Add(1) > int64(s.cfg.MaxConns) {
 			s.conns.Add(-1)
-			go refuse(c, fmt.Sprintf("the server already serves %d connections", s.cfg.MaxConns))
+			go refuse(c, fail(codeLimit, "the server already serves %d connections", s.cfg.MaxConns))
 			continue
 		}
 		s.mu.Lock()
@@ -128,54 +138,41 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return err
 }
 
-// refuse answers a connection over the limit with one error reply.
-func refuse(c net.Conn, msg string) {
+// refuse answers a connection over the limit with one failed reply.
+func refuse(c net.Conn, re *replyError) {
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(2 * time.Second))
-	en := newEncoder()
-	en.start(false, nil, 2)
-	en.str("code", codeLimit)
-	en.str("error", msg)
-	writeFrame(c, en.buf.Bytes())
+	var en encoder
+	en.failure(nil, re)
+	c.Write(en.frame())
 }
 
 // conn is one connection's state.
 type conn struct {
-	s       *Server
-	c       net.Conn
-	r       *bufio.Reader
-	w       *bufio.Writer
-	dec     *msgpack.Decoder
-	en      *encoder
-	req     request
-	frame   []byte
-	actBuf  []byte
-	actions []env.Action
-	hello   bool
-	batch   *env.Batch
-	ready   bool // the batch has been reset
-	games   int64
-	spec    spec
-	hint    agents.Agent // made on the first hint
-	packed  []byte       // bit-packed masks
-	drawn   uint64       // seeds drawn for seedless resets
-}
-
-// spec is the configuration of the connection's batch as make set it.
-type spec struct {
-	rules env.Rules
-	opts  env.BatchOptions
-	bits  bool
+	s         *Server
+	c         net.Conn
+	r         *bufio.Reader
+	w         *bufio.Writer
+	en        encoder
+	req       request
+	frame     []byte // the last frame read; req's views point into it
+	closing   bool   // close was answered
+	hello     bool
+	batch     *env.Batch
+	ready     bool // the batch has been reset
+	games     int64
+	bits      bool         // masks travel bit-packed
+	actions   []env.Action // one per game, reused by every step
+	resetMask []bool       // one per game, reused by every reset
+	packed    []byte       // bit-packed masks
+	hint      agents.Agent // made on the first hint
 }
 
 func (s *Server) handle(c net.Conn) {
 	cn := &conn{
 		s: s, c: c,
-		r:   bufio.NewReaderSize(c, 1<<16),
-		w:   bufio.NewWriterSize(c, 1<<16),
-		dec: msgpack.NewDecoder(nil),
-		en:  newEncoder(),
-		req: request{seen: map[string]bool{}},
+		r: bufio.NewReaderSize(c, 1<<16),
+		w: bufio.NewWriterSize(c, 1<<16),
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -190,61 +187,47 @@ func (s *Server) handle(c net.Conn) {
 		s.conns.Add(-1)
 		s.wg.Done()
 	}()
-	for {
+	for !cn.closing {
 		c.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
 		var payload []byte
 		var err error
 		payload, cn.frame, err = readFrame(cn.r, cn.frame, s.cfg.MaxFrame)
 		if err != nil {
-			var re *replyError
-			if errors.As(err, &re) {
-				cn.req.op = "" // the bad frame was never read: echo no earlier id
-				cn.replyErr(re)
-			} else if !errors.Is(err, io.EOF) {
+			// After a bad frame the stream cannot be trusted: answer it
+			// (echoing no id, since no request was read) and close.
+			if re := (*replyError)(nil); errors.As(err, &re) {
+				cn.en.failure(nil, re)
+				err = cn.flush()
+			}
+			if err != nil && !errors.Is(err, io.EOF) {
 				s.cfg.Log.Printf("spider serve: %v: %v", c.RemoteAddr(), err)
 			}
 			return
 		}
-		done, err := cn.serve(payload)
-		if err != nil {
+		if err := cn.serve(payload); err != nil {
 			s.cfg.Log.Printf("spider serve: %v: %v", c.RemoteAddr(), err)
 			return
 		}
-		if done {
-			return
-		}
 	}
 }
 
-// serve answers one request and reports whether the connection is done.
-func (cn *conn) serve(payload []byte) (done bool, err error) {
-	var rerr *replyError
-	cn.actBuf, err = decodeRequest(cn.dec, payload, &cn.req, cn.actBuf)
-	if err != nil {
-		errors.As(err, &rerr)
-	} else {
-		done, rerr = cn.dispatch(&cn.req)
-	}
-	if rerr != nil {
-		return rerr.fatal, cn.replyErr(rerr)
-	}
-	return done, cn.flush()
-}
-
-func (cn *conn) replyErr(re *replyError) error {
+// serve answers one request: its handler's reply, or the failure.
+func (cn *conn) serve(payload []byte) error {
 	q := &cn.req
-	if q.op == "" {
-		q = nil
+	re := decodeRequest(payload, q)
+	if re == nil {
+		re = cn.dispatch(q)
 	}
-	cn.en.start(false, q, 2)
-	cn.en.str("code", re.code)
-	cn.en.str("error", re.msg)
+	if re != nil {
+		cn.en.failure(q, re)
+	}
 	return cn.flush()
 }
 
+// flush writes the reply in cn.en.
 func (cn *conn) flush() error {
 	cn.c.SetWriteDeadline(time.Now().Add(cn.s.cfg.IdleTimeout))
-	if err := writeFrame(cn.w, cn.en.buf.Bytes()); err != nil {
+	if _, err := cn.w.Write(cn.en.frame()); err != nil {
 		return err
 	}
 	return cn.w.Flush()

@@ -60,23 +60,25 @@ func dial(t *testing.T, addr string) *client {
 	return &client{t: t, c: c}
 }
 
+// frame returns payload behind its length prefix.
+func frame(payload []byte) []byte {
+	return append(binary.BigEndian.AppendUint32(nil, uint32(len(payload))), payload...)
+}
+
 func (cl *client) sendRaw(payload []byte) {
 	cl.t.Helper()
-	if err := writeFrame(cl.c, payload); err != nil {
+	if _, err := cl.c.Write(frame(payload)); err != nil {
 		cl.t.Fatal(err)
 	}
 }
 
 func (cl *client) send(m map[string]any) {
 	cl.t.Helper()
-	b, err := msgpack.Marshal(m)
-	if err != nil {
-		cl.t.Fatal(err)
-	}
-	cl.sendRaw(b)
+	cl.sendRaw(must(msgpack.Marshal(m)))
 }
 
 // recv reads one reply, or returns nil when the server closed the stream.
+// It checks the reply's map32 header against the keys the map really has.
 func (cl *client) recv() map[string]any {
 	cl.t.Helper()
 	payload, _, err := readFrame(cl.c, nil, 1<<30)
@@ -86,9 +88,22 @@ func (cl *client) recv() map[string]any {
 		}
 		cl.t.Fatalf("reading a reply: %v", err)
 	}
+	return decodeReply(cl.t, payload)
+}
+
+// decodeReply decodes a reply map and checks that its header counts its
+// distinct keys: a miscount or a key written twice fails.
+func decodeReply(t testing.TB, payload []byte) map[string]any {
+	t.Helper()
 	var m map[string]any
 	if err := msgpack.Unmarshal(payload, &m); err != nil {
-		cl.t.Fatalf("reply is not a map: %v", err)
+		t.Fatalf("reply is not a map: %v", err)
+	}
+	if len(payload) < 5 || payload[0] != 0xdf {
+		t.Fatalf("reply does not start with a map32 header: % x", payload[:min(len(payload), 5)])
+	}
+	if n := binary.BigEndian.Uint32(payload[1:]); int(n) != len(m) {
+		t.Fatalf("reply header says %d fields; the map has %d distinct keys: %v", n, len(m), m)
 	}
 	return m
 }
@@ -110,6 +125,15 @@ func (cl *client) ok(m map[string]any) map[string]any {
 		cl.t.Fatalf("%v failed: %v (%v)", m["op"], r["error"], r["code"])
 	}
 	return r
+}
+
+// failed sends m and requires a failed reply with code and exactly msg.
+func (cl *client) failed(m map[string]any, code, msg string) {
+	cl.t.Helper()
+	r := cl.call(m)
+	if r["ok"] != false || r["code"] != code || r["error"] != msg {
+		cl.t.Fatalf("%v: reply %v; want code %s, error %q", m, r, code, msg)
+	}
 }
 
 // closed reports whether the server has closed the connection: a read that
@@ -150,7 +174,7 @@ func TestServeMatchesBatch(t *testing.T) {
 			const n = 5
 			mk := cl.ok(map[string]any{"op": "make", "rules": "cardems", "suits": 2, "n": n, "obs": tc.obs,
 				"autoreset": tc.autoreset, "mask": tc.mask, "max_steps": 30, "id": 7})
-			if mk["id"] != int8(7) && mk["id"] != uint8(7) && mk["id"] != int64(7) {
+			if fmt.Sprint(mk["id"]) != "7" {
 				t.Fatalf("id not echoed: %#v", mk["id"])
 			}
 			r := env.MustRules(env.Options{RuleSet: env.Cardems, Suits: 2, MaxSteps: 30, Encoding: must(env.ParseEncoding(tc.obs))})
@@ -163,8 +187,11 @@ func TestServeMatchesBatch(t *testing.T) {
 			if mk["obs_dtype"] != tc.obs && !(tc.obs == "compact" && mk["obs_dtype"] == "uint8") {
 				t.Fatalf("obs_dtype %v", mk["obs_dtype"])
 			}
-			if shape := mk["obs_shape"].([]any); fmt.Sprint(shape[0]) != fmt.Sprint(r.ObsLen()) {
+			if shape := mk["obs_shape"].([]any); fmt.Sprint(shape...) != fmt.Sprint(r.ObsLen()) {
 				t.Fatalf("obs_shape %v, want [%d]", shape, r.ObsLen())
+			}
+			if mk["autoreset"] != tc.autoreset || mk["mask"] != tc.mask || mk["rules"] != "cardems" || fmt.Sprint(mk["suits"]) != "2" || fmt.Sprint(mk["max_steps"]) != "30" {
+				t.Fatalf("make reply %v does not echo the request", mk)
 			}
 			rep := cl.ok(map[string]any{"op": "reset", "seed": 99})
 			ref.Reset(99)
@@ -212,13 +239,47 @@ func TestServeMatchesBatch(t *testing.T) {
 			if text != s.Render() {
 				t.Fatalf("render differs:\n%s\n%s", text, s.Render())
 			}
-			cl.ok(map[string]any{"op": "close"})
+			if r := cl.ok(map[string]any{"op": "close", "id": -3}); len(r) != 2 || fmt.Sprint(r["id"]) != "-3" {
+				t.Fatalf("close reply %v, want ok and the id", r)
+			}
 			if !cl.closed() {
 				t.Fatal("close did not close the connection")
 			}
 		})
 	}
 }
+
+// TestStepActionArray checks that an array of integers steps exactly like
+// the same actions as a bin.
+func TestStepActionArray(t *testing.T) {
+	_, addr := start(t, Config{})
+	bin, arr := dial(t, addr), dial(t, addr)
+	const n = 4
+	ref := must(env.NewBatch(env.MustRules(env.Options{}), env.BatchOptions{N: n}))
+	defer ref.Close()
+	ref.Reset(8)
+	for _, cl := range []*client{bin, arr} {
+		hello(cl)
+		cl.ok(map[string]any{"op": "make", "n": n})
+		cl.ok(map[string]any{"op": "reset", "seed": 8})
+	}
+	actions := make([]env.Action, n)
+	for range 30 {
+		ref.SampleLegal(actions)
+		ints := make([]int, n)
+		for i, a := range actions {
+			ints[i] = int(a)
+		}
+		b := bin.ok(map[string]any{"op": "step", "actions": actionsBin(actions)})
+		a := arr.ok(map[string]any{"op": "step", "actions": ints})
+		ref.Step(actions)
+		compare(t, b, ref, false)
+		compare(t, a, ref, false)
+	}
+}
+
+// errText returns err's message, for the replies that carry env's.
+func errText[T any](_ T, err error) string { return err.Error() }
 
 func must[T any](v T, err error) T {
 	if err != nil {
@@ -260,6 +321,9 @@ func compare(t *testing.T, rep map[string]any, b *env.Batch, bits bool) {
 			t.Fatalf("%s differs from the in-process batch (%d bytes, want %d)", k, len(got), len(w))
 		}
 	}
+	if len(rep) != len(want)+1 { // and "ok"
+		t.Fatalf("step reply has %d fields, want %d", len(rep), len(want)+1)
+	}
 }
 
 func TestPackMasks(t *testing.T) {
@@ -281,60 +345,106 @@ func TestPackMasks(t *testing.T) {
 	}
 }
 
+// envError returns the error env gives for setting option key to text,
+// from Set or from NewRules: the message a bad_config reply must carry.
+func envError(t *testing.T, o env.Options, key, text string) string {
+	t.Helper()
+	f, ok := env.LookupOption(key)
+	if !ok {
+		t.Fatalf("no game option %q", key)
+	}
+	err := f.Set(&o, text)
+	if err == nil {
+		_, err = env.NewRules(o)
+	}
+	if err == nil {
+		t.Fatalf("%s %s is valid", key, text)
+	}
+	return err.Error()
+}
+
 // TestBadInput sends each kind of bad input on its own connection, checks
 // the error reply (or the closed connection), and then checks the server
 // still serves a good client.
 func TestBadInput(t *testing.T) {
 	srv, addr := start(t, Config{MaxFrame: 1 << 16, MaxGames: 64, MaxBytes: 2 << 20})
-	frame := func(b []byte) []byte {
-		var h [4]byte
-		binary.BigEndian.PutUint32(h[:], uint32(len(b)))
-		return append(h[:], b...)
-	}
 	marshal := func(m map[string]any) []byte { return must(msgpack.Marshal(m)) }
 	helloB := marshal(map[string]any{"op": "hello", "version": 1})
 	makeB := marshal(map[string]any{"op": "make", "n": 3})
 	resetB := marshal(map[string]any{"op": "reset", "seed": 1})
+	// A hand-built map: msgpack.Marshal cannot repeat a key.
+	raw := func(fields int, items ...[]byte) []byte {
+		return append([]byte{0x80 | byte(fields)}, bytes.Join(items, nil)...)
+	}
+	str := func(s string) []byte { return append([]byte{0xa0 | byte(len(s))}, s...) }
+	stepHeader := []byte{0x82, 0xa2, 'o', 'p', 0xa4, 's', 't', 'e', 'p', 0xa7, 'a', 'c', 't', 'i', 'o', 'n', 's'}
 	tests := []struct {
 		name    string
-		setup   [][]byte // frames sent first, each answered
+		setup   [][]byte // payloads sent first, each answered
 		raw     []byte   // the bad bytes, sent as they are
-		code    string   // expected error code ("" when the server just closes)
-		msg     string
+		code    string   // expected error code
+		msg     string   // expected message, or a part of it when contains is set
+		part    bool
 		closes  bool
-		noReply bool
+		noReply bool // the client hangs up instead
 	}{
-		{"GarbageBytes", nil, frame([]byte{0xc1, 0xff, 0x00}), codeBadFrame, "msgpack map", false, false},
-		{"NotAMap", nil, frame(must(msgpack.Marshal([]int{1, 2}))), codeBadFrame, "map", false, false},
-		{"NoOp", nil, frame(marshal(map[string]any{"version": 1})), codeBadRequest, "no \"op\"", false, false},
-		{"WrongVersion", nil, frame(marshal(map[string]any{"op": "hello", "version": 9})), codeBadRequest, "version 9", false, false},
-		{"OpBeforeHello", nil, frame(makeB), codeBadOrder, "hello", false, false},
-		{"UnknownOp", [][]byte{helloB}, frame(marshal(map[string]any{"op": "fly"})), codeBadRequest, "unknown op", false, false},
-		{"WrongType", [][]byte{helloB}, frame(marshal(map[string]any{"op": "make", "suits": "four"})), codeBadRequest, "\"suits\"", false, false},
-		{"BadSuits", [][]byte{helloB}, frame(marshal(map[string]any{"op": "make", "suits": 3})), codeBadConfig, "suits", false, false},
-		{"TooManyGames", [][]byte{helloB}, frame(marshal(map[string]any{"op": "make", "n": 65})), codeLimit, "max-games", false, false},
-		{"TooManyBytes", [][]byte{helloB}, frame(marshal(map[string]any{"op": "make", "n": 64, "suits": 4, "obs": "float32"})), codeLimit, "MiB of buffers", false, false},
-		{"StepBeforeMake", [][]byte{helloB}, frame(marshal(map[string]any{"op": "step", "actions": []int{1}})), codeBadOrder, "before make", false, false},
-		{"StepBeforeReset", [][]byte{helloB, makeB}, frame(marshal(map[string]any{"op": "step", "actions": []int{1, 1, 1}})), codeBadOrder, "before reset", false, false},
-		{"RenderBeforeReset", [][]byte{helloB, makeB}, frame(marshal(map[string]any{"op": "render", "game": 0})), codeBadOrder, "before reset", false, false},
-		{"MaskedResetFirst", [][]byte{helloB, makeB}, frame(marshal(map[string]any{"op": "reset", "reset_mask": []byte{1, 0, 0}})), codeBadOrder, "first reset", false, false},
-		{"WrongActionCount", [][]byte{helloB, makeB, resetB}, frame(marshal(map[string]any{"op": "step", "actions": []int{1080, 1080}})), codeBadAction, "2 actions for 3 games", false, false},
-		{"WrongActionBytes", [][]byte{helloB, makeB, resetB}, frame(marshal(map[string]any{"op": "step", "actions": []byte{1, 2, 3}})), codeBadAction, "3 bytes", false, false},
-		{"OutOfRangeAction", [][]byte{helloB, makeB, resetB}, frame(marshal(map[string]any{"op": "step", "actions": []int{1080, 5000, 1080}})), codeBadAction, "game 1", false, false},
-		{"NegativeAction", [][]byte{helloB, makeB, resetB}, frame(marshal(map[string]any{"op": "step", "actions": []int{-1, 1080, 1080}})), codeBadAction, "game 0", false, false},
-		{"IllegalAction", [][]byte{helloB, makeB, resetB}, frame(marshal(map[string]any{"op": "step", "actions": []int{1080, 1080, 0}})), codeBadAction, "game 2", false, false},
-		{"NoActions", [][]byte{helloB, makeB, resetB}, frame(marshal(map[string]any{"op": "step"})), codeBadRequest, "needs \"actions\"", false, false},
-		{"BadGame", [][]byte{helloB, makeB, resetB}, frame(marshal(map[string]any{"op": "render", "game": 3})), codeBadRequest, "outside", false, false},
-		{"ShortResetMask", [][]byte{helloB, makeB, resetB}, frame(marshal(map[string]any{"op": "reset", "reset_mask": []byte{1}})), codeBadRequest, "reset_mask", false, false},
-		{"HintBadGame", [][]byte{helloB, makeB, resetB}, frame(marshal(map[string]any{"op": "hint", "game": 9})), codeBadRequest, "outside", false, false},
-		{"HugeActionArray", [][]byte{helloB, makeB, resetB}, frame(append([]byte{0x82, 0xa2, 'o', 'p', 0xa4, 's', 't', 'e', 'p', 0xa7, 'a', 'c', 't', 'i', 'o', 'n', 's'}, 0xdd, 0xff, 0xff, 0xff, 0xf0)), codeBadRequest, "past the end of the frame", false, false},
-		{"HugeActionBin", [][]byte{helloB, makeB, resetB}, frame(append([]byte{0x82, 0xa2, 'o', 'p', 0xa4, 's', 't', 'e', 'p', 0xa7, 'a', 'c', 't', 'i', 'o', 'n', 's'}, 0xc6, 0xff, 0xff, 0xff, 0xf0)), codeBadRequest, "past the end of the frame", false, false},
-		{"DeeplyNestedUnknownField", nil, frame(append(append([]byte{0x82, 0xa2, 'o', 'p', 0xa5, 'h', 'e', 'l', 'l', 'o', 0xa1, 'x'}, bytes.Repeat([]byte{0x91}, 5000)...), 0xc0)), codeBadRequest, "nested more than", false, false},
-		{"TooManyFields", nil, frame(append([]byte{0xde, 0x03, 0xe8}, bytes.Repeat([]byte{0xa1, 'k', 0x01}, 1000)...)), codeBadRequest, "over the limit of 64", false, false},
-		{"HugeString", nil, frame(append([]byte{0x81, 0xa2, 'o', 'p', 0xdb}, 0x7f, 0xff, 0xff, 0xff)), codeBadRequest, "over the limit", false, false},
-		{"OversizeFrame", nil, []byte{0, 2, 0, 0, 1, 2}, codeBadFrame, "over the limit", true, false},
-		{"EmptyFrame", nil, []byte{0, 0, 0, 0}, codeBadFrame, "empty frame", true, false},
-		{"DisconnectMidFrame", [][]byte{helloB}, []byte{0, 0, 0, 50, 0x81}, "", "", true, true},
+		{name: "GarbageBytes", raw: frame([]byte{0xc1, 0xff, 0x00}), code: "bad_frame", msg: "a request must be a msgpack map with string keys: want a map"},
+		{name: "NotAMap", raw: frame(must(msgpack.Marshal([]int{1, 2}))), code: "bad_frame", msg: "a request must be a msgpack map with string keys: want a map"},
+		{name: "IntegerKey", raw: frame([]byte{0x81, 0x01, 0x01}), code: "bad_frame", msg: "a request must be a msgpack map with string keys: want a string"},
+		{name: "NoOp", raw: frame(marshal(map[string]any{"version": 1})), code: "bad_request", msg: `the request has no "op"`},
+		{name: "NoVersion", raw: frame(marshal(map[string]any{"op": "hello"})), code: "bad_request", msg: `hello needs "version" (this server speaks 1)`},
+		{name: "WrongVersion", raw: frame(marshal(map[string]any{"op": "hello", "version": 9})), code: "bad_request", msg: "protocol version 9 is not supported (this server speaks 1)"},
+		{name: "OpBeforeHello", raw: frame(makeB), code: "bad_order", msg: `the first request must be hello (op "make" came first)`},
+		{name: "UnknownOp", setup: [][]byte{helloB}, raw: frame(marshal(map[string]any{"op": "fly"})), code: "bad_request", msg: `unknown op "fly" (known: hello, make, reset, step, render, hint, close)`},
+		{name: "UnknownOpBeforeHello", raw: frame(marshal(map[string]any{"op": "fly"})), code: "bad_request", msg: `unknown op "fly" (known: hello, make, reset, step, render, hint, close)`},
+		{name: "OpNotAString", raw: frame(marshal(map[string]any{"op": 1})), code: "bad_request", msg: `field "op" has the wrong type or value: want a string`},
+		{name: "DuplicateField", setup: [][]byte{helloB}, raw: frame(raw(3, str("op"), str("make"), str("n"), []byte{1}, str("n"), []byte{2})), code: "bad_request", msg: `field "n" given twice`},
+		{name: "DuplicateOption", setup: [][]byte{helloB}, raw: frame(raw(3, str("op"), str("make"), str("suits"), []byte{1}, str("suits"), []byte{2})), code: "bad_request", msg: `field "suits" given twice`},
+		{name: "DuplicateUnknownField", setup: [][]byte{helloB}, raw: frame(raw(3, str("op"), str("make"), str("x"), []byte{1}, str("x"), []byte{2})), code: "bad_request", msg: `field "x" given twice`},
+		{name: "NumericOptionAsString", setup: [][]byte{helloB}, raw: frame(marshal(map[string]any{"op": "make", "suits": "four"})), code: "bad_request", msg: `field "suits" has the wrong type or value: want an integer`},
+		{name: "NameOptionAsInteger", setup: [][]byte{helloB}, raw: frame(marshal(map[string]any{"op": "make", "rules": 1})), code: "bad_request", msg: `field "rules" has the wrong type or value: want a string`},
+		{name: "NAsFloat", setup: [][]byte{helloB}, raw: frame(marshal(map[string]any{"op": "make", "n": 2.5})), code: "bad_request", msg: `field "n" has the wrong type or value: want an integer`},
+		{name: "BadSuits", setup: [][]byte{helloB}, raw: frame(marshal(map[string]any{"op": "make", "suits": 3})), code: "bad_config", msg: envError(t, env.Options{}, "suits", "3")},
+		{name: "UnknownRules", setup: [][]byte{helloB}, raw: frame(marshal(map[string]any{"op": "make", "rules": "spite"})), code: "bad_config", msg: envError(t, env.Options{}, "rules", "spite")},
+		{name: "UnknownObs", setup: [][]byte{helloB}, raw: frame(marshal(map[string]any{"op": "make", "obs": "png"})), code: "bad_config", msg: envError(t, env.Options{}, "obs", "png")},
+		{name: "TooManySlots", setup: [][]byte{helloB}, raw: frame(marshal(map[string]any{"op": "make", "face_up_slots": 105})), code: "bad_config", msg: envError(t, env.Options{}, "face_up_slots", "105")},
+		{name: "ClockUnderCardems", setup: [][]byte{helloB}, raw: frame(marshal(map[string]any{"op": "make", "rules": "cardems", "time_per_action_ms": 100})), code: "bad_config", msg: envError(t, env.Options{RuleSet: env.Cardems}, "time_per_action_ms", "100")},
+		{name: "ZeroGames", setup: [][]byte{helloB}, raw: frame(marshal(map[string]any{"op": "make", "n": 0})), code: "bad_config", msg: "n must be at least 1"},
+		{name: "BadWorkers", setup: [][]byte{helloB}, raw: frame(marshal(map[string]any{"op": "make", "workers": 5000})), code: "bad_config", msg: "workers 5000 is outside 0 to 1024"},
+		{name: "BadPenalty", setup: [][]byte{helloB}, raw: frame(marshal(map[string]any{"op": "make", "illegal_penalty": -1.5})), code: "bad_config", msg: "illegal_penalty -1.5 is outside 0 to 1e6"},
+		{name: "BadMask", setup: [][]byte{helloB}, raw: frame(marshal(map[string]any{"op": "make", "mask": "nibbles"})), code: "bad_config", msg: `mask "nibbles": want bytes or bits`},
+		{name: "BadAutoreset", setup: [][]byte{helloB}, raw: frame(marshal(map[string]any{"op": "make", "autoreset": "never"})), code: "bad_config", msg: errText(env.ParseAutoreset("never"))},
+		{name: "TooManyGames", setup: [][]byte{helloB}, raw: frame(marshal(map[string]any{"op": "make", "n": 65})), code: "limit", msg: "n must be 1 to 64 (the server's --max-games)"},
+		{name: "TooManyBytes", setup: [][]byte{helloB}, raw: frame(marshal(map[string]any{"op": "make", "n": 64, "suits": 4, "obs": "float32"})), code: "limit", msg: "MiB of buffers, over the server's limit of 2 MiB", part: true},
+		{name: "StepBeforeMake", setup: [][]byte{helloB}, raw: frame(marshal(map[string]any{"op": "step", "actions": []int{1}})), code: "bad_order", msg: "step before make: make a batch first"},
+		{name: "StepBeforeReset", setup: [][]byte{helloB, makeB}, raw: frame(marshal(map[string]any{"op": "step", "actions": []int{1, 1, 1}})), code: "bad_order", msg: "step before reset: reset the batch first"},
+		{name: "RenderBeforeReset", setup: [][]byte{helloB, makeB}, raw: frame(marshal(map[string]any{"op": "render", "game": 0})), code: "bad_order", msg: "render before reset: reset the batch first"},
+		{name: "MaskedResetFirst", setup: [][]byte{helloB, makeB}, raw: frame(marshal(map[string]any{"op": "reset", "reset_mask": []byte{1, 0, 0}})), code: "bad_order", msg: "reset_mask before the first reset: reset the whole batch first"},
+		{name: "ResetMaskNotBool", setup: [][]byte{helloB, makeB, resetB}, raw: frame(marshal(map[string]any{"op": "reset", "reset_mask": []byte{1, 2, 0}})), code: "bad_request", msg: "reset_mask byte 1 is 2; want 0 or 1"},
+		{name: "NegativeSeed", setup: [][]byte{helloB, makeB}, raw: frame(marshal(map[string]any{"op": "reset", "seed": -4})), code: "bad_request", msg: `field "seed" has the wrong type or value: negative`},
+		{name: "WrongActionCount", setup: [][]byte{helloB, makeB, resetB}, raw: frame(marshal(map[string]any{"op": "step", "actions": []int{1080, 1080}})), code: "bad_action", msg: "2 actions for 3 games"},
+		{name: "WrongActionBytes", setup: [][]byte{helloB, makeB, resetB}, raw: frame(marshal(map[string]any{"op": "step", "actions": []byte{1, 2, 3}})), code: "bad_action", msg: "actions bin has 3 bytes; want 6 (uint16 little-endian, one per game)"},
+		{name: "ActionsNotIntegers", setup: [][]byte{helloB, makeB, resetB}, raw: frame(marshal(map[string]any{"op": "step", "actions": []any{1080, "deal", 1080}})), code: "bad_request", msg: `field "actions" has the wrong type or value: want an integer`},
+		{name: "ActionsAString", setup: [][]byte{helloB, makeB, resetB}, raw: frame(marshal(map[string]any{"op": "step", "actions": "deal"})), code: "bad_request", msg: `field "actions" has the wrong type or value: want a bin of uint16 or an array of integers`},
+		{name: "OutOfRangeAction", setup: [][]byte{helloB, makeB, resetB}, raw: frame(marshal(map[string]any{"op": "step", "actions": []int{1080, 70000, 1080}})), code: "bad_action", msg: "game 1: action 70000 is outside the action space 0 to 1080"},
+		{name: "NegativeAction", setup: [][]byte{helloB, makeB, resetB}, raw: frame(marshal(map[string]any{"op": "step", "actions": []int{-1, 1080, 1080}})), code: "bad_action", msg: "game 0: action -1 is outside the action space 0 to 1080"},
+		{name: "IllegalAction", setup: [][]byte{helloB, makeB, resetB}, raw: frame(marshal(map[string]any{"op": "step", "actions": []int{1080, 1080, 0}})), code: "bad_action", msg: "game 2", part: true},
+		{name: "NoActions", setup: [][]byte{helloB, makeB, resetB}, raw: frame(marshal(map[string]any{"op": "step"})), code: "bad_request", msg: `step needs "actions": a bin of uint16 or an array of integers, one per game`},
+		{name: "NoGame", setup: [][]byte{helloB, makeB, resetB}, raw: frame(marshal(map[string]any{"op": "render"})), code: "bad_request", msg: `render needs "game", the index of a game`},
+		{name: "BadGame", setup: [][]byte{helloB, makeB, resetB}, raw: frame(marshal(map[string]any{"op": "render", "game": 3})), code: "bad_request", msg: "game 3 is outside 0 to 2"},
+		{name: "ShortResetMask", setup: [][]byte{helloB, makeB, resetB}, raw: frame(marshal(map[string]any{"op": "reset", "reset_mask": []byte{1}})), code: "bad_request", msg: "reset_mask has 1 bytes for 3 games"},
+		{name: "HintBadGame", setup: [][]byte{helloB, makeB, resetB}, raw: frame(marshal(map[string]any{"op": "hint", "game": 9})), code: "bad_request", msg: "game 9 is outside 0 to 2"},
+		{name: "HugeActionArray", setup: [][]byte{helloB, makeB, resetB}, raw: frame(append(stepHeader, 0xdd, 0xff, 0xff, 0xff, 0xf0)), code: "bad_request", msg: `field "actions" has the wrong type or value: a declared length runs past the end of the frame`},
+		{name: "HugeActionBin", setup: [][]byte{helloB, makeB, resetB}, raw: frame(append(stepHeader, 0xc6, 0xff, 0xff, 0xff, 0xf0)), code: "bad_request", msg: `field "actions" has the wrong type or value: a declared length runs past the end of the frame`},
+		{name: "TruncatedInteger", setup: [][]byte{helloB}, raw: frame(raw(2, str("op"), str("make"), str("n"), []byte{0xcd, 0x01})), code: "bad_request", msg: `field "n" has the wrong type or value: the frame ends inside a value`},
+		{name: "MapPastTheEnd", raw: frame([]byte{0x8f, 0xa2, 'o', 'p'}), code: "bad_frame", msg: "a request map of 15 fields: a declared length runs past the end of the frame"},
+		{name: "DeeplyNestedUnknownField", raw: frame(append(append([]byte{0x82, 0xa2, 'o', 'p', 0xa5, 'h', 'e', 'l', 'l', 'o', 0xa1, 'x'}, bytes.Repeat([]byte{0x91}, 5000)...), 0xc0)), code: "bad_request", msg: `field "x" has the wrong type or value: an unknown field is nested more than 16 deep`},
+		{name: "UnknownFieldNotMsgpack", raw: frame(raw(2, str("op"), str("hello"), str("x"), []byte{0xc1})), code: "bad_request", msg: `field "x" has the wrong type or value: byte 0xc1 is not msgpack`},
+		{name: "TooManyFields", raw: frame(append([]byte{0xde, 0x03, 0xe8}, bytes.Repeat([]byte{0xa1, 'k', 0x01}, 1000)...)), code: "bad_request", msg: "a request of 1000 fields is over the limit of 64"},
+		{name: "HugeString", raw: frame(append([]byte{0x81, 0xa2, 'o', 'p', 0xdb}, 0x7f, 0xff, 0xff, 0xff)), code: "bad_request", msg: `field "op" has the wrong type or value: a string of 2147483647 bytes is over the limit of 256`},
+		{name: "OversizeFrame", raw: []byte{0, 2, 0, 0, 1, 2}, code: "bad_frame", msg: "frame of 131072 bytes is over the limit of 65536", closes: true},
+		{name: "EmptyFrame", raw: []byte{0, 0, 0, 0}, code: "bad_frame", msg: "empty frame", closes: true},
+		{name: "DisconnectMidFrame", setup: [][]byte{helloB}, raw: []byte{0, 0, 0, 50, 0x81}, closes: true, noReply: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -352,8 +462,12 @@ func TestBadInput(t *testing.T) {
 				cl.c.Close() // hang up with the frame half sent
 			} else {
 				r := cl.recv()
-				if r == nil || r["ok"] != false || r["code"] != tc.code || !strings.Contains(fmt.Sprint(r["error"]), tc.msg) {
-					t.Fatalf("reply %v; want code %s with %q", r, tc.code, tc.msg)
+				msg := fmt.Sprint(r["error"])
+				if r == nil || r["ok"] != false || r["code"] != tc.code || (tc.part && !strings.Contains(msg, tc.msg)) || (!tc.part && msg != tc.msg) {
+					t.Fatalf("reply %v; want code %s with error %q", r, tc.code, tc.msg)
+				}
+				if _, ok := r["id"]; ok || len(r) != 3 {
+					t.Fatalf("failed reply %v: want ok, code and error only", r)
 				}
 				if tc.closes != cl.closed() {
 					t.Fatalf("connection closed = %v, want %v", !tc.closes, tc.closes)
@@ -379,25 +493,210 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
+// TestFailedReplyEchoesID checks that a failed request's reply carries its
+// id, as a good one does.
+func TestFailedReplyEchoesID(t *testing.T) {
+	_, addr := start(t, Config{})
+	cl := dial(t, addr)
+	hello(cl)
+	r := cl.call(map[string]any{"op": "make", "suits": 3, "id": 1 << 40})
+	if r["ok"] != false || r["code"] != "bad_config" || fmt.Sprint(r["id"]) != fmt.Sprint(1<<40) || len(r) != 4 {
+		t.Fatalf("reply %v; want bad_config with id %d", r, 1<<40)
+	}
+}
+
+// TestOrderComesFromTheTable sends every op of the table at every stage
+// before the one it needs, and requires the bad_order message of the
+// first stage the connection lacks.
+func TestOrderComesFromTheTable(t *testing.T) {
+	_, addr := start(t, Config{})
+	// reach brings a new connection to a stage.
+	reach := []func(*client){
+		stageStart: func(*client) {},
+		stageHello: hello,
+		stageMade: func(cl *client) {
+			hello(cl)
+			cl.ok(map[string]any{"op": "make", "n": 2})
+		},
+	}
+	want := map[stage]string{
+		stageHello: `the first request must be hello (op "%s" came first)`,
+		stageMade:  "%s before make: make a batch first",
+		stageReset: "%s before reset: reset the batch first",
+	}
+	checked := 0
+	for _, op := range operations {
+		for at := stageStart; at < op.needs; at++ {
+			cl := dial(t, addr)
+			reach[at](cl)
+			cl.failed(map[string]any{"op": op.name, "game": 0}, "bad_order", fmt.Sprintf(want[at+1], op.name))
+			checked++
+		}
+	}
+	if checked < len(operations) {
+		t.Fatalf("only %d order checks for %d operations", checked, len(operations))
+	}
+	// A new make takes the connection back to "made".
+	cl := dial(t, addr)
+	reach[stageMade](cl)
+	cl.ok(map[string]any{"op": "reset", "seed": 1})
+	cl.ok(map[string]any{"op": "render", "game": 1})
+	cl.ok(map[string]any{"op": "make", "n": 2})
+	cl.failed(map[string]any{"op": "render", "game": 1}, "bad_order", "render before reset: reset the batch first")
+}
+
+// TestHelloListsTheTable checks the hello reply against the table of
+// operations and the server's limits.
+func TestHelloListsTheTable(t *testing.T) {
+	_, addr := start(t, Config{MaxGames: 50, MaxFrame: 4096})
+	cl := dial(t, addr)
+	r := cl.ok(map[string]any{"op": "hello", "version": Version, "id": 2})
+	var names []string
+	for _, op := range operations {
+		names = append(names, op.name)
+	}
+	if fmt.Sprint(r["ops"]) != fmt.Sprint(names) || fmt.Sprint(r["version"]) != fmt.Sprint(Version) || r["server"] != "spider" ||
+		fmt.Sprint(r["max_games"]) != "50" || fmt.Sprint(r["max_frame"]) != "4096" || fmt.Sprint(r["id"]) != "2" {
+		t.Fatalf("hello reply %v", r)
+	}
+	if len(r) != 7 {
+		t.Fatalf("hello reply has %d fields, want 7: %v", len(r), r)
+	}
+}
+
+// optionTestValues holds, for every game option, a valid value other than
+// its default. A new env.Options field needs one here and nothing in the
+// server.
+var optionTestValues = map[string]any{
+	"rules":              "cardems",
+	"suits":              4,
+	"max_steps":          77,
+	"time_per_action_ms": 1500,
+	"face_up_slots":      30,
+	"obs":                "float32",
+}
+
+// TestMakeEchoesEveryOption sets each game option alone and checks that
+// the make reply echoes it, with every other option at its default, and
+// that the batch has the configuration the option makes.
+func TestMakeEchoesEveryOption(t *testing.T) {
+	_, addr := start(t, Config{})
+	cl := dial(t, addr)
+	hello(cl)
+	def := env.DefaultOptions()
+	for _, f := range env.OptionFields() {
+		v, ok := optionTestValues[f.Key]
+		if !ok {
+			t.Errorf("game option %q has no test value: add a valid non-default value for it to optionTestValues", f.Key)
+			continue
+		}
+		if fmt.Sprint(v) == fmt.Sprint(f.Value(def)) {
+			t.Errorf("the test value of %q is its default, %v", f.Key, v)
+		}
+		var o env.Options
+		if err := f.Set(&o, fmt.Sprint(v)); err != nil {
+			t.Fatal(err)
+		}
+		r := env.MustRules(o)
+		rep := cl.ok(map[string]any{"op": "make", f.Key: v, "n": 2})
+		for _, g := range env.OptionFields() {
+			if got, want := fmt.Sprint(rep[g.Key]), fmt.Sprint(g.Value(r.Options())); got != want {
+				t.Errorf("make with %s %v: the reply says %s %s, want %s", f.Key, v, g.Key, got, want)
+			}
+		}
+		if fmt.Sprint(rep[f.Key]) != fmt.Sprint(v) {
+			t.Errorf("make with %s %v echoed %v", f.Key, v, rep[f.Key])
+		}
+		if fmt.Sprint(rep["obs_shape"]) != fmt.Sprint([]int{r.ObsLen()}) {
+			t.Errorf("make with %s %v: obs_shape %v, want [%d]", f.Key, v, rep["obs_shape"], r.ObsLen())
+		}
+		batchFields := []string{"n", "num_actions", "obs_shape", "obs_dtype", "obs_low", "obs_high", "mask", "mask_row_bytes", "autoreset", "illegal", "workers"}
+		if want := 1 + len(batchFields) + len(env.OptionFields()); len(rep) != want {
+			t.Errorf("make reply has %d fields, want %d (ok, the batch fields %v and every game option)", len(rep), want, batchFields)
+		}
+		for _, k := range batchFields {
+			if _, ok := rep[k]; !ok {
+				t.Errorf("make reply lacks the batch field %q", k)
+			}
+		}
+		cl.ok(map[string]any{"op": "reset", "seed": 1})
+		cl.ok(map[string]any{"op": "step", "actions": []int{env.NumActions - 1, env.NumActions - 1}})
+	}
+}
+
+// TestMakeZeroMeansDefault sends every numeric game option as 0 and
+// requires the defaults, as an absent option gets.
+func TestMakeZeroMeansDefault(t *testing.T) {
+	_, addr := start(t, Config{})
+	cl := dial(t, addr)
+	hello(cl)
+	req := map[string]any{"op": "make"}
+	for _, f := range env.OptionFields() {
+		if f.Numeric {
+			req[f.Key] = 0
+		}
+	}
+	for _, m := range []map[string]any{req, {"op": "make"}} {
+		rep := cl.ok(m)
+		for _, f := range env.OptionFields() {
+			if got, want := fmt.Sprint(rep[f.Key]), f.Text(env.DefaultOptions()); got != want {
+				t.Errorf("make %v: %s is %s, want the default %s", m, f.Key, got, want)
+			}
+		}
+	}
+}
+
+// TestOptionKeysAreFree checks that no game option's key is also one of
+// the server's own request fields, which would hide the option.
+func TestOptionKeysAreFree(t *testing.T) {
+	for _, f := range env.OptionFields() {
+		if k, ok := lookupField([]byte(f.Key)); ok {
+			t.Errorf("game option %q is also the request field %d", f.Key, k)
+		}
+	}
+	for f := range numFields {
+		if k, ok := lookupField([]byte(requestFields[f].key)); !ok || k != f {
+			t.Errorf("request field %q looks up as %d, %v", requestFields[f].key, k, ok)
+		}
+	}
+}
+
 func TestLimits(t *testing.T) {
 	_, addr := start(t, Config{MaxConns: 2, MaxTotal: 10, IdleTimeout: 300 * time.Millisecond})
 	a, b := dial(t, addr), dial(t, addr)
 	hello(a)
 	hello(b)
 	a.ok(map[string]any{"op": "make", "n": 6})
-	r := b.call(map[string]any{"op": "make", "n": 6})
-	if r["code"] != codeLimit {
-		t.Fatalf("a 12th game was accepted over the total of 10: %v", r)
-	}
+	b.failed(map[string]any{"op": "make", "n": 6}, "limit", "the server holds its limit of 10 games across connections")
 	b.ok(map[string]any{"op": "make", "n": 4})
 	third := dial(t, addr)
-	if r := third.recv(); r == nil || r["code"] != codeLimit || !third.closed() {
+	if r := third.recv(); r == nil || r["code"] != "limit" || r["error"] != "the server already serves 2 connections" || !third.closed() {
 		t.Fatalf("a third connection over the limit of 2: %v", r)
 	}
 	// The idle timeout frees an abandoned connection.
 	time.Sleep(500 * time.Millisecond)
 	if !a.closed() {
 		t.Fatal("an idle connection was not closed")
+	}
+}
+
+// TestDefaultConfig checks that New fills exactly the zero (and negative)
+// fields from DefaultConfig.
+func TestDefaultConfig(t *testing.T) {
+	d := DefaultConfig()
+	if d.MaxConns <= 0 || d.MaxGames <= 0 || d.MaxTotal < d.MaxGames || d.MaxFrame <= 0 || d.MaxBytes <= 0 || d.IdleTimeout <= 0 || d.Workers != 0 || d.Log == nil || d.Hint == nil {
+		t.Fatalf("DefaultConfig %+v: a limit is unset", d)
+	}
+	got := New(Config{MaxGames: 7, MaxFrame: -1, Workers: 3}).cfg
+	if got.MaxGames != 7 || got.Workers != 3 || got.MaxFrame != d.MaxFrame || got.MaxConns != d.MaxConns ||
+		got.MaxTotal != d.MaxTotal || got.MaxBytes != d.MaxBytes || got.IdleTimeout != d.IdleTimeout || got.Log == nil || got.Hint == nil {
+		t.Fatalf("New filled %+v; want DefaultConfig's values in the zero and negative fields only", got)
+	}
+	if _, ok := got.Hint().(*agents.Greedy); !ok {
+		t.Fatalf("the default hint agent is %T, want greedy", got.Hint())
+	}
+	if New(Config{}).cfg.Workers <= 0 {
+		t.Fatal("workers not resolved")
 	}
 }
 
@@ -482,18 +781,13 @@ func TestHintUsesConfiguredAgent(t *testing.T) {
 		cl.ok(map[string]any{"op": "hello", "version": Version})
 		cl.ok(map[string]any{"op": "make", "n": 2, "suits": suits})
 		cl.ok(map[string]any{"op": "reset", "seed": 3})
-		rep := cl.call(map[string]any{"op": "hint", "game": 0})
 		if suits == 1 {
-			if rep["ok"] != true || rep["reason"] != "the fixed test agent" {
+			if rep := cl.ok(map[string]any{"op": "hint", "game": 0}); rep["reason"] != "the fixed test agent" {
 				t.Fatalf("hint %v", rep)
 			}
 			continue
 		}
-		if rep["ok"] == true || rep["code"] != codeBadConfig || !strings.Contains(fmt.Sprint(rep["error"]), "trained for 1 suits") {
-			t.Fatalf("hint on a 2-suit batch: %v", rep)
-		}
-		if r := cl.call(map[string]any{"op": "render", "game": 0}); r["ok"] != true {
-			t.Fatalf("the connection did not go on after the refusal: %v", r)
-		}
+		cl.failed(map[string]any{"op": "hint", "game": 0}, "bad_config", "the hint policy cannot advise on these games: trained for 1 suits")
+		cl.ok(map[string]any{"op": "render", "game": 0}) // the connection goes on
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/spf13/pflag"
 
@@ -18,34 +17,33 @@ import (
 
 // serveOptions are the serve command's flags.
 type serveOptions struct {
-	addr     string
-	unix     string
-	maxConns int
-	maxGames int
-	maxTotal int
-	maxFrame int
-	maxBytes int
-	idle     time.Duration
-	workers  int
-	quiet    bool
-	hint     string
-	ready    func(addr net.Addr) // tests learn the address here
+	addr  string
+	unix  string
+	cfg   server.Config // the limits; Log and Hint are set by runServe
+	quiet bool
+	hint  string
+	ready func(addr net.Addr) // tests learn the address here
 }
 
 // DefaultAddr is where spider serve listens unless told otherwise.
 const DefaultAddr = "127.0.0.1:7878"
 
+// minFrame is the smallest --max-frame: room for any request a client
+// needs before make.
+const minFrame = 64
+
 func serveCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, io.Writer, io.Writer) error {
 	var o serveOptions
+	d := server.DefaultConfig()
 	fs.StringVar(&o.addr, "addr", DefaultAddr, "TCP address to listen on (host:port; port 0 picks a free one). Only loopback unless you say otherwise, e.g. 0.0.0.0:7878")
 	fs.StringVar(&o.unix, "unix", "", "listen on this Unix socket path instead of TCP")
-	fs.IntVar(&o.maxConns, "max-conns", 64, "connections served at once")
-	fs.IntVar(&o.maxGames, "max-games", 16384, "games in one connection's batch")
-	fs.IntVar(&o.maxTotal, "max-total", 65536, "games across all connections")
-	fs.IntVar(&o.maxFrame, "max-frame", 64<<20, "largest request frame in bytes")
-	fs.IntVar(&o.maxBytes, "max-batch-bytes", 1<<30, "largest observation and mask buffers of one batch, in bytes")
-	fs.DurationVar(&o.idle, "idle-timeout", 5*time.Minute, "close a connection silent for this long")
-	fs.IntVar(&o.workers, "workers", 0, "default worker goroutines per batch (0: GOMAXPROCS)")
+	fs.IntVar(&o.cfg.MaxConns, "max-conns", d.MaxConns, "connections served at once")
+	fs.IntVar(&o.cfg.MaxGames, "max-games", d.MaxGames, "games in one connection's batch")
+	fs.IntVar(&o.cfg.MaxTotal, "max-total", d.MaxTotal, "games across all connections")
+	fs.IntVar(&o.cfg.MaxFrame, "max-frame", d.MaxFrame, "largest request frame in bytes")
+	fs.IntVar(&o.cfg.MaxBytes, "max-batch-bytes", d.MaxBytes, "largest observation and mask buffers of one batch, in bytes")
+	fs.DurationVar(&o.cfg.IdleTimeout, "idle-timeout", d.IdleTimeout, "close a connection silent for this long")
+	fs.IntVar(&o.cfg.Workers, "workers", d.Workers, "default worker goroutines per batch (0: GOMAXPROCS)")
 	fs.BoolVar(&o.quiet, "quiet", false, "do not log connection errors to stderr")
 	fs.StringVar(&o.hint, "hint", "greedy", "policy that answers hint requests: greedy, search, or nn:CHECKPOINT")
 	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
@@ -55,8 +53,9 @@ func serveCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 
 // runServe listens and serves until ctx ends (SIGINT or SIGTERM).
 func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error {
-	if o.maxConns < 1 || o.maxGames < 1 || o.maxTotal < 1 || o.maxFrame < 64 || o.maxBytes < 1 || o.idle <= 0 || o.workers < 0 {
-		return usageError{fmt.Errorf("limits must be positive (max-frame at least 64 bytes)")}
+	cfg := o.cfg
+	if cfg.MaxConns < 1 || cfg.MaxGames < 1 || cfg.MaxTotal < 1 || cfg.MaxFrame < minFrame || cfg.MaxBytes < 1 || cfg.IdleTimeout <= 0 || cfg.Workers < 0 {
+		return usageError{fmt.Errorf("limits must be positive (max-frame at least %d bytes)", minFrame)}
 	}
 	hint, err := hintMaker(o.hint)
 	if err != nil {
@@ -82,14 +81,12 @@ func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) err
 	if o.unix != "" {
 		defer os.Remove(o.unix)
 	}
-	logger := log.New(stderr, "", log.LstdFlags)
+	cfg.Log = log.New(stderr, "", log.LstdFlags)
 	if o.quiet {
-		logger = log.New(io.Discard, "", 0)
+		cfg.Log = log.New(io.Discard, "", 0)
 	}
-	srv := server.New(server.Config{
-		MaxConns: o.maxConns, MaxGames: o.maxGames, MaxTotal: o.maxTotal, MaxFrame: o.maxFrame, MaxBytes: o.maxBytes,
-		IdleTimeout: o.idle, Workers: o.workers, Log: logger, Hint: hint,
-	})
+	cfg.Hint = hint
+	srv := server.New(cfg)
 	fmt.Fprintf(stderr, "spider serve: listening on %s %s (protocol %d)\n", ln.Addr().Network(), ln.Addr(), server.Version)
 	if o.ready != nil {
 		o.ready(ln.Addr())

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -12,7 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/spiderenv/spider/server"
 )
 
 // helloOver sends a hello over c and returns the decoded reply.
@@ -40,7 +44,7 @@ func helloOver(t *testing.T, c net.Conn) map[string]any {
 }
 
 func serveOpts() serveOptions {
-	return serveOptions{addr: "127.0.0.1:0", maxConns: 4, maxGames: 64, maxTotal: 128, maxFrame: 1 << 20, maxBytes: 1 << 30, idle: time.Minute}
+	return serveOptions{addr: "127.0.0.1:0", cfg: server.Config{MaxConns: 4, MaxGames: 64, MaxTotal: 128, MaxFrame: 1 << 20, MaxBytes: 1 << 30, IdleTimeout: time.Minute}}
 }
 
 func TestServeTCPAndShutdown(t *testing.T) {
@@ -122,9 +126,46 @@ func TestServeUnixSocketReplacesStaleFile(t *testing.T) {
 }
 
 func TestServeRefusesBadLimits(t *testing.T) {
-	o := serveOpts()
-	o.maxFrame = 10
-	if _, ok := runServe(context.Background(), o, io.Discard, io.Discard).(usageError); !ok {
-		t.Fatal("a 10-byte frame limit was accepted")
+	for name, spoil := range map[string]func(*server.Config){
+		"max-conns":       func(c *server.Config) { c.MaxConns = 0 },
+		"max-games":       func(c *server.Config) { c.MaxGames = -1 },
+		"max-total":       func(c *server.Config) { c.MaxTotal = 0 },
+		"max-frame":       func(c *server.Config) { c.MaxFrame = minFrame - 1 },
+		"max-batch-bytes": func(c *server.Config) { c.MaxBytes = 0 },
+		"idle-timeout":    func(c *server.Config) { c.IdleTimeout = 0 },
+		"workers":         func(c *server.Config) { c.Workers = -1 },
+	} {
+		o := serveOpts()
+		spoil(&o.cfg)
+		err := runServe(context.Background(), o, io.Discard, io.Discard)
+		if _, ok := err.(usageError); !ok || err.Error() != "limits must be positive (max-frame at least 64 bytes)" {
+			t.Errorf("a bad --%s: %v; want the usage error on limits", name, err)
+		}
+	}
+}
+
+// TestServeFlagDefaultsComeFromServer checks that the serve command's
+// flags default to server.DefaultConfig and set the Config fields.
+func TestServeFlagDefaultsComeFromServer(t *testing.T) {
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	serveCommand(fs)
+	d := server.DefaultConfig()
+	for flag, want := range map[string]any{
+		"max-conns": d.MaxConns, "max-games": d.MaxGames, "max-total": d.MaxTotal, "max-frame": d.MaxFrame,
+		"max-batch-bytes": d.MaxBytes, "idle-timeout": d.IdleTimeout, "workers": d.Workers,
+	} {
+		f := fs.Lookup(flag)
+		if f == nil || f.DefValue != fmt.Sprint(want) {
+			t.Errorf("--%s defaults to %v, want server.DefaultConfig's %v", flag, f, want)
+		}
+	}
+	// A flag given reaches the Config the server gets.
+	fs = pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	run := serveCommand(fs)
+	if err := fs.Parse([]string{"--max-frame", "10"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(context.Background(), nil, nil, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "max-frame at least 64 bytes") {
+		t.Fatalf("--max-frame 10: %v", err)
 	}
 }

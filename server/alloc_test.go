@@ -1,0 +1,170 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"net"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/spiderenv/spider/env"
+)
+
+// discardConn is a connection that accepts every write; the tests below
+// call only Write and SetWriteDeadline.
+type discardConn struct{ net.Conn }
+
+func (discardConn) Write(b []byte) (int, error)      { return len(b), nil }
+func (discardConn) SetWriteDeadline(time.Time) error { return nil }
+
+// testConn returns a connection of a New(cfg) server that writes its
+// replies nowhere, after hello and the make request mk.
+func testConn(t *testing.T, cfg Config, mk map[string]any) *conn {
+	t.Helper()
+	cn := &conn{s: New(cfg), c: discardConn{}, w: bufio.NewWriterSize(discardConn{}, 1<<16)}
+	t.Cleanup(cn.release)
+	cn.call(t, map[string]any{"op": "hello", "version": Version})
+	cn.call(t, mk)
+	return cn
+}
+
+// call serves one request and returns the reply, which must be ok.
+func (cn *conn) call(t *testing.T, m map[string]any) map[string]any {
+	t.Helper()
+	if err := cn.serve(must(msgpack.Marshal(m))); err != nil {
+		t.Fatal(err)
+	}
+	r := decodeReply(t, cn.en.payload())
+	if r["ok"] != true {
+		t.Fatalf("%v: %v", m, r)
+	}
+	return r
+}
+
+// stepPayload returns a step request for n games with an id, and the
+// offset of its actions bin, which the caller fills in place.
+func stepPayload(n int) ([]byte, int) {
+	p := []byte{0x83, 0xa2, 'o', 'p', 0xa4, 's', 't', 'e', 'p', 0xa2, 'i', 'd', 0xcd, 0x12, 0x34, 0xa7, 'a', 'c', 't', 'i', 'o', 'n', 's'}
+	p = binary.BigEndian.AppendUint16(append(p, 0xc5), uint16(2*n))
+	return append(p, make([]byte, 2*n)...), len(p)
+}
+
+// TestStepAllocatesNothing serves steps and resets, from the request's
+// bytes to the reply's frame written, and requires no allocation per
+// request once the buffers have grown.
+func TestStepAllocatesNothing(t *testing.T) {
+	const n = 64
+	for _, mk := range []map[string]any{
+		{"op": "make", "n": n, "suits": 4, "max_steps": 40},
+		{"op": "make", "n": n, "obs": "float32", "autoreset": "same-step", "mask": "bits", "max_steps": 40},
+		{"op": "make", "n": n, "illegal": "noop", "illegal_penalty": 0.5, "max_steps": 40, "workers": 1},
+	} {
+		cn := testConn(t, Config{}, mk)
+		cn.call(t, map[string]any{"op": "reset", "seed": 4})
+		step, off := stepPayload(n)
+		actions := make([]env.Action, n)
+		serveStep := func() {
+			cn.batch.SampleLegal(actions)
+			for i, a := range actions {
+				binary.LittleEndian.PutUint16(step[off+2*i:], uint16(a))
+			}
+			if err := cn.serve(step); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 5 {
+			serveStep()
+		}
+		if allocs := testing.AllocsPerRun(200, serveStep); allocs != 0 {
+			t.Errorf("%v: %v allocations per step request", mk, allocs)
+		}
+		if r := decodeReply(t, cn.en.payload()); r["ok"] != true || r["id"] != int64(0x1234) && r["id"] != uint16(0x1234) {
+			t.Fatalf("%v: step reply %v", mk, r)
+		}
+		resets := [][]byte{
+			must(msgpack.Marshal(map[string]any{"op": "reset", "seed": 9})),
+			must(msgpack.Marshal(map[string]any{"op": "reset"})),
+			must(msgpack.Marshal(map[string]any{"op": "reset", "reset_mask": bytes.Repeat([]byte{1, 0}, n/2)})),
+		}
+		for _, p := range resets {
+			serve := func() {
+				if err := cn.serve(p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			serve()
+			if allocs := testing.AllocsPerRun(100, serve); allocs != 0 {
+				t.Errorf("%v: %v allocations per reset %x", mk, allocs, p)
+			}
+			if r := decodeReply(t, cn.en.payload()); r["ok"] != true {
+				t.Fatalf("reset reply %v", r)
+			}
+		}
+	}
+}
+
+// TestStepReplyEncodeAllocatesNothing checks the step reply's encoder
+// alone, for each kind of batch.
+func TestStepReplyEncodeAllocatesNothing(t *testing.T) {
+	for _, mk := range []map[string]any{
+		{"op": "make", "n": 8},
+		{"op": "make", "n": 8, "obs": "float32", "autoreset": "same-step", "mask": "bits"},
+	} {
+		cn := testConn(t, Config{}, mk)
+		cn.call(t, map[string]any{"op": "reset", "seed": 1, "id": 77})
+		q := &cn.req
+		if allocs := testing.AllocsPerRun(300, func() { cn.stepReply(q); cn.en.frame() }); allocs != 0 {
+			t.Errorf("%v: %v allocations per step reply", mk, allocs)
+		}
+		r := decodeReply(t, cn.en.payload())
+		compare(t, mapWithout(r, "id"), cn.batch, mk["mask"] == "bits")
+	}
+}
+
+func mapWithout(m map[string]any, k string) map[string]any {
+	delete(m, k)
+	return m
+}
+
+// TestStepRequestDecodeAllocatesNothing decodes step requests of both
+// action forms, and reads their frames.
+func TestStepRequestDecodeAllocatesNothing(t *testing.T) {
+	bin, _ := stepPayload(300)
+	arr := must(msgpack.Marshal(map[string]any{"op": "step", "id": -5, "actions": slices.Repeat([]any{1080, 0, 70000, 12}, 75)}))
+	var q request
+	for _, p := range [][]byte{bin, arr} {
+		decode := func() {
+			if re := decodeRequest(p, &q); re != nil {
+				t.Fatal(re)
+			}
+		}
+		if allocs := testing.AllocsPerRun(300, decode); allocs != 0 {
+			t.Errorf("%v allocations per decoded step request", allocs)
+		}
+		if q.op != "step" || !q.has(fieldID) || !q.has(fieldActions) {
+			t.Fatalf("decoded %+v", q)
+		}
+	}
+	if !q.actionArray || q.actionCount != 300 || q.id != -5 {
+		t.Fatalf("the array form decoded as %+v", q)
+	}
+	framed := frame(arr)
+	rd := bytes.NewReader(framed)
+	var buf []byte
+	read := func() {
+		rd.Reset(framed)
+		var err error
+		var payload []byte
+		if payload, buf, err = readFrame(rd, buf, 1<<20); err != nil || !bytes.Equal(payload, arr) {
+			t.Fatalf("readFrame: %v", err)
+		}
+	}
+	read()
+	if allocs := testing.AllocsPerRun(300, read); allocs != 0 {
+		t.Errorf("%v allocations per frame read", allocs)
+	}
+}

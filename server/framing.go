@@ -1,0 +1,51 @@
+package server
+
+import (
+	"encoding/binary"
+	"errors"
+	"io"
+)
+
+// frameHeader is the size of a frame's length prefix: a big-endian uint32.
+const frameHeader = 4
+
+// readFrame reads one frame into buf (grown as needed, never past max) and
+// returns the payload and the buffer to reuse. An empty or oversize length
+// is refused before anything is allocated, with a bad_frame *replyError
+// (after which the stream cannot be trusted: the caller closes it); a
+// broken stream returns the I/O error.
+func readFrame(r io.Reader, buf []byte, max int) (payload, reuse []byte, err error) {
+	// The header is read into buf too: a local array passed to r would
+	// escape, and cost an allocation per frame.
+	if cap(buf) < frameHeader {
+		buf = make([]byte, frameHeader)
+	}
+	if _, err := io.ReadFull(r, buf[:frameHeader]); err != nil {
+		return nil, buf, err
+	}
+	n := int(binary.BigEndian.Uint32(buf[:frameHeader]))
+	switch {
+	case n == 0:
+		return nil, buf, fail(codeBadFrame, "empty frame")
+	case n > max:
+		return nil, buf, fail(codeBadFrame, "frame of %d bytes is over the limit of %d", n, max)
+	}
+	if cap(buf) < n {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
+	if _, err := io.ReadFull(r, buf); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, buf, err
+	}
+	return buf, buf, nil
+}
+
+// sealFrame writes the length prefix into the first frameHeader bytes of
+// frame, which the caller reserved, and returns the frame ready to write.
+func sealFrame(frame []byte) []byte {
+	binary.BigEndian.PutUint32(frame[:frameHeader], uint32(len(frame)-frameHeader))
+	return frame
+}

@@ -1,0 +1,43 @@
+package server
+
+import (
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/spiderenv/spider/env"
+)
+
+// TestProtocolDocumentsEveryOption reads PROTOCOL.md: every game option
+// needs a row in make's game option table, every request field the server
+// reads a mention, and every op a heading.
+func TestProtocolDocumentsEveryOption(t *testing.T) {
+	b, err := os.ReadFile("../PROTOCOL.md")
+	if err != nil {
+		t.Skipf("PROTOCOL.md: %v", err)
+	}
+	doc := string(b)
+	i := strings.Index(doc, "| game option |")
+	if i < 0 {
+		t.Fatal("PROTOCOL.md has no game option table")
+	}
+	table := doc[i:]
+	table = table[:strings.Index(table, "\n\n")]
+	for _, f := range env.OptionFields() {
+		if !strings.Contains(table, "| `"+f.Key+"` |") {
+			t.Errorf("PROTOCOL.md's game option table has no row for %q", f.Key)
+		}
+	}
+	for f := range numFields {
+		if !strings.Contains(doc, "`"+requestFields[f].key+"`") && !strings.Contains(doc, `"`+requestFields[f].key+`"`) {
+			t.Errorf("PROTOCOL.md never mentions the request field %q", requestFields[f].key)
+		}
+	}
+	headings := strings.Join(regexp.MustCompile(`(?m)^### .*$`).FindAllString(doc, -1), "\n")
+	for _, op := range operations {
+		if !regexp.MustCompile(`\b` + op.name + `\b`).MatchString(headings) {
+			t.Errorf("PROTOCOL.md has no heading for the op %q", op.name)
+		}
+	}
+}
