@@ -104,31 +104,33 @@ const (
 // (Validate) and turns them into an immutable Rules.
 //
 // Every field carries its key (the msgpack and JSON name, also the socket's
-// make field and, with '-' for '_', the command-line flag) and a help text:
+// make field and, with '-' for '_', the command-line flag), a help text and
+// an example (a valid value other than the default, which generic tests in
+// every package use):
 // OptionFields reads them, so adding a field here is all it takes for files,
 // the server and the flags to carry it.
 type Options struct {
-	RuleSet RuleSet `msgpack:"rules" json:"rules" help:"rule set: classic or cardems"`
+	RuleSet RuleSet `msgpack:"rules" json:"rules" help:"rule set: classic or cardems" example:"cardems"`
 	// Suits is 1 (spades), 2 (spades and hearts) or 4; 0 selects 1.
 	// Cardems is one-suit in its sheet; 2 and 4 suits under cardems rules
 	// are our extension.
-	Suits int `msgpack:"suits" json:"suits" help:"number of suits: 1, 2 or 4"`
+	Suits int `msgpack:"suits" json:"suits" help:"number of suits: 1, 2 or 4" example:"2"`
 	// MaxSteps truncates an episode after that many actions. 0 selects
 	// DefaultMaxSteps; a negative value means no limit, for human play.
-	MaxSteps int `msgpack:"max_steps" json:"max_steps" help:"truncate a game after this many actions (negative: no limit)"`
+	MaxSteps int `msgpack:"max_steps" json:"max_steps" help:"truncate a game after this many actions (negative: no limit)" example:"300"`
 	// TimePerActionMs is the simulated game time one action takes, in
 	// milliseconds, for the classic rule of one point per two seconds. 0
 	// (the default) turns the time penalty off. The wall clock is never
 	// used. Classic only.
-	TimePerActionMs int `msgpack:"time_per_action_ms" json:"time_per_action_ms" help:"classic's simulated clock: game time one action takes, in milliseconds (0: no time penalty)"`
+	TimePerActionMs int `msgpack:"time_per_action_ms" json:"time_per_action_ms" help:"classic's simulated clock: game time one action takes, in milliseconds (0: no time penalty)" example:"1500"`
 	// FaceUpSlots is how many face-up cards per column the observation
 	// shows, counted from the top. 0 selects DefaultFaceUpSlots (78), the
 	// most any classic game can reach (RULES.md proves it); a smaller value
 	// shrinks the observation at the risk of hiding the deepest face-up
 	// cards of very long columns, which the face-up count still reports.
-	FaceUpSlots int `msgpack:"face_up_slots" json:"face_up_slots" help:"face-up cards per column the observation shows, from the top"`
+	FaceUpSlots int `msgpack:"face_up_slots" json:"face_up_slots" help:"face-up cards per column the observation shows, from the top" example:"12"`
 	// Encoding is the observation encoding the Env returns.
-	Encoding Encoding `msgpack:"obs" json:"obs" help:"observation encoding: compact or float32"`
+	Encoding Encoding `msgpack:"obs" json:"obs" help:"observation encoding: compact or float32" example:"float32"`
 }
 
 // MaxTimePerActionMs is the largest TimePerActionMs Validate accepts (about

@@ -106,6 +106,22 @@ func TestOptionFieldsFollowTheStruct(t *testing.T) {
 			t.Errorf("LookupOption(%q) = %+v, %v", f.Key, g, ok)
 		}
 	}
+	for _, f := range fields {
+		// Each example is valid on its own and differs from the default.
+		var e env.Options
+		if err := f.Set(&e, f.Example); err != nil {
+			t.Errorf("%s: example %q: %v", f.Key, f.Example, err)
+			continue
+		}
+		r, err := env.NewRules(e)
+		if err != nil {
+			t.Errorf("%s: example %q: %v", f.Key, f.Example, err)
+			continue
+		}
+		if got, def := f.Text(r.Options()), f.Text(env.DefaultOptions()); got != f.Example || got == def {
+			t.Errorf("%s: example %q became %q (default %q)", f.Key, f.Example, got, def)
+		}
+	}
 	var rebuilt env.Options
 	for _, f := range fields {
 		if err := f.Set(&rebuilt, f.Text(o)); err != nil {

@@ -89,6 +89,9 @@ type OptionField struct {
 	// Numeric reports an integer field; the others are names (enums) that
 	// travel as strings.
 	Numeric bool
+	// Example is a valid value other than the default, as text: what tests
+	// that cover every option set it to.
+	Example string
 
 	index int
 }
@@ -100,8 +103,8 @@ var optionFields = func() []OptionField {
 	for i := range fields {
 		sf := t.Field(i)
 		key := sf.Tag.Get("msgpack")
-		if key == "" || key != sf.Tag.Get("json") || sf.Tag.Get("help") == "" {
-			panic("env: Options." + sf.Name + " needs equal msgpack and json keys and a help tag")
+		if key == "" || key != sf.Tag.Get("json") || sf.Tag.Get("help") == "" || sf.Tag.Get("example") == "" {
+			panic("env: Options." + sf.Name + " needs equal msgpack and json keys, a help tag and an example tag")
 		}
 		numeric := sf.Type.Kind() == reflect.Int
 		if !numeric && !reflect.PointerTo(sf.Type).Implements(textType) {
@@ -109,7 +112,7 @@ var optionFields = func() []OptionField {
 		}
 		fields[i] = OptionField{
 			Key: key, Flag: strings.ReplaceAll(key, "_", "-"), Help: sf.Tag.Get("help"),
-			Numeric: numeric, index: i,
+			Numeric: numeric, Example: sf.Tag.Get("example"), index: i,
 		}
 	}
 	return fields

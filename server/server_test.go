@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -564,16 +565,18 @@ func TestHelloListsTheTable(t *testing.T) {
 	}
 }
 
-// optionTestValues holds, for every game option, a valid value other than
-// its default. A new env.Options field needs one here and nothing in the
-// server.
-var optionTestValues = map[string]any{
-	"rules":              "cardems",
-	"suits":              4,
-	"max_steps":          77,
-	"time_per_action_ms": 1500,
-	"face_up_slots":      30,
-	"obs":                "float32",
+// optionExample is f's example value as the socket carries it: an integer
+// for a numeric option, the name for the others.
+func optionExample(t *testing.T, f env.OptionField) any {
+	t.Helper()
+	if !f.Numeric {
+		return f.Example
+	}
+	v, err := strconv.ParseInt(f.Example, 10, 64)
+	if err != nil {
+		t.Fatalf("%s: example %q: %v", f.Key, f.Example, err)
+	}
+	return v
 }
 
 // TestMakeEchoesEveryOption sets each game option alone and checks that
@@ -585,11 +588,7 @@ func TestMakeEchoesEveryOption(t *testing.T) {
 	hello(cl)
 	def := env.DefaultOptions()
 	for _, f := range env.OptionFields() {
-		v, ok := optionTestValues[f.Key]
-		if !ok {
-			t.Errorf("game option %q has no test value: add a valid non-default value for it to optionTestValues", f.Key)
-			continue
-		}
+		v := optionExample(t, f)
 		if fmt.Sprint(v) == fmt.Sprint(f.Value(def)) {
 			t.Errorf("the test value of %q is its default, %v", f.Key, v)
 		}
