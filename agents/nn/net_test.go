@@ -186,7 +186,7 @@ func TestLoadRefusesHugeDeclaredLengths(t *testing.T) {
 func TestSpecFollowsTheGame(t *testing.T) {
 	r := env.MustRules(env.Options{RuleSet: env.Cardems, Suits: 2, FaceUpSlots: 5, MaxSteps: 300})
 	spec := SpecFor(r, []int{3})
-	want := env.Options{RuleSet: env.Cardems, Suits: 2, FaceUpSlots: 5, MaxSteps: 300, Encoding: env.Float32}
+	want := env.MustRules(env.Options{RuleSet: env.Cardems, Suits: 2, FaceUpSlots: 5, MaxSteps: 300, Encoding: env.Float32}).Options()
 	if spec.Game != want || spec.ObsLen != env.MustRules(want).Float32Len() || spec.NumActions != env.NumActions {
 		t.Fatalf("SpecFor gave %+v; want the game %+v (float32, whatever r's encoding)", spec, want)
 	}
