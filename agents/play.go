@@ -25,10 +25,10 @@ func Play(r env.Rules, seed uint64, a Agent) Result { return PlayVisit(r, seed, 
 // PlayVisit is Play that also calls visit (if not nil) with each decision
 // before it is played: the position, its legal actions (in id order) and
 // the agent's decision. The position and the slice are valid only during
-// the call and must not be changed (copy the State to keep it); they are
-// the whole game,
-// hidden cards included: visit is the caller's, never the agent's (a
-// trainer reads what its teacher did). The result is Play's.
+// the call and must not be changed (copy the State to keep it). The
+// position is the whole game, hidden cards included: visit is the
+// caller's, never the agent's (a trainer reads what its teacher did). The
+// result is Play's.
 func PlayVisit(r env.Rules, seed uint64, a Agent, visit func(s *env.State, legal []env.Action, d Decision)) Result {
 	start := time.Now()
 	s := env.NewGame(r, seed)
