@@ -122,18 +122,24 @@ func (t *Trainer) EnvSteps() int64 { return t.steps }
 // stop the run (a checkpoint that failed to save, say). The warm start, if
 // configured and not done yet, runs first.
 func (t *Trainer) Run(ctx context.Context, stop func(iter int, steps int64) bool, after func(m Metrics) error) error {
-	if !t.cloned && t.Config.CloneGames > 0 {
+	// phase runs one phase (the warm start or an iteration), marking the
+	// trainer inconsistent while it runs, and keeps its metrics.
+	phase := func(run func() (Metrics, error)) error {
 		t.dirty = true
-		m, err := t.clone(ctx)
+		m, err := run()
 		if err != nil {
 			return err
 		}
 		t.dirty = false
 		t.History = append(t.History, m)
 		if after != nil {
-			if err := after(m); err != nil {
-				return err
-			}
+			return after(m)
+		}
+		return nil
+	}
+	if !t.cloned && t.Config.CloneGames > 0 {
+		if err := phase(func() (Metrics, error) { return t.clone(ctx) }); err != nil {
+			return err
 		}
 	}
 	t.cloned = true
@@ -141,17 +147,8 @@ func (t *Trainer) Run(ctx context.Context, stop func(iter int, steps int64) bool
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		t.dirty = true
-		m, err := t.iteration()
-		if err != nil {
+		if err := phase(t.iteration); err != nil {
 			return err
-		}
-		t.dirty = false
-		t.History = append(t.History, m)
-		if after != nil {
-			if err := after(m); err != nil {
-				return err
-			}
 		}
 	}
 	return nil
