@@ -31,10 +31,22 @@ func Evaluate(ctx context.Context, r env.Rules, policies []string, seeds []uint6
 		if err != nil {
 			return nil, err
 		}
-		if err := CheckRules(m(), r); err != nil {
-			return nil, fmt.Errorf("%s: %v", p, err)
-		}
 		makers[i] = m
+	}
+	return EvaluateWith(ctx, r, policies, makers, seeds, workers, progress)
+}
+
+// EvaluateWith is Evaluate for agents the caller makes: makers[p] makes
+// the agents of the policy named policies[p] (a trainer's network in
+// training, say).
+func EvaluateWith(ctx context.Context, r env.Rules, policies []string, makers []Maker, seeds []uint64, workers int, progress func(done, total int)) (*Evaluation, error) {
+	if len(makers) != len(policies) {
+		return nil, fmt.Errorf("agents: %d makers for %d policies", len(makers), len(policies))
+	}
+	for i, m := range makers {
+		if err := CheckRules(m(), r); err != nil {
+			return nil, fmt.Errorf("%s: %v", policies[i], err)
+		}
 	}
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)

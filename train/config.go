@@ -40,7 +40,28 @@ type Config struct {
 	CloneEpochs int     `msgpack:"clone_epochs"`
 	CloneLR     float64 `msgpack:"clone_lr"`
 
+	// ValEvery is how often, in PPO iterations, the network playing
+	// greedily (argmax, as agents.Neural plays) is validated on ValGames
+	// fixed deals from seed ValStart; it is also validated right after
+	// the warm start. 0 turns validation off.
+	ValEvery int    `msgpack:"val_every"`
+	ValGames int    `msgpack:"val_games"`
+	ValStart uint64 `msgpack:"val_start"`
+
 	Seed uint64 `msgpack:"seed"`
+}
+
+// DefaultValStart is the first validation deal: inside the seeds agents
+// are tuned on (1-50000), never in the reported ones (from 100001).
+const DefaultValStart = 40001
+
+// valSeeds returns the validation deals.
+func (c Config) valSeeds() []uint64 {
+	seeds := make([]uint64, c.ValGames)
+	for i := range seeds {
+		seeds[i] = c.ValStart + uint64(i)
+	}
+	return seeds
 }
 
 // DefaultConfig is a one-suit classic run sized for a 2-core machine: the
@@ -53,7 +74,8 @@ func DefaultConfig() Config {
 		Game: game, Hidden: []int{256, 256},
 		Games: 64, Rollout: 128, Epochs: 2, Minibatch: 512,
 		LR: 2.5e-4, Gamma: 0.99, Lambda: 0.95, Clip: 0.2, ValueCoef: 0.5, EntCoef: 0.01, MaxNorm: 0.5,
-		RewardScale: 0.01, CloneGames: 0, Teacher: "greedy", CloneEpochs: 3, CloneLR: 1e-3, Seed: 1,
+		RewardScale: 0.01, CloneGames: 0, Teacher: "greedy", CloneEpochs: 3, CloneLR: 1e-3,
+		ValEvery: 20, ValGames: 100, ValStart: DefaultValStart, Seed: 1,
 	}
 }
 
@@ -92,6 +114,12 @@ func (c Config) validate() error {
 		return fmt.Errorf("train: value and entropy coefficients and the gradient clip must not be negative")
 	case c.CloneGames < 0 || c.CloneEpochs < 0:
 		return fmt.Errorf("train: clone games and epochs must not be negative")
+	case c.ValEvery < 0 || c.ValGames < 0 || c.ValGames > 100_000:
+		return fmt.Errorf("train: validation every %d iterations on %d deals: want both at least 0, and at most 100000 deals", c.ValEvery, c.ValGames)
+	case c.ValEvery > 0 && c.ValGames == 0:
+		return fmt.Errorf("train: validation every %d iterations needs at least one deal (val games)", c.ValEvery)
+	case c.ValStart > math.MaxUint64-uint64(c.ValGames):
+		return fmt.Errorf("train: validation deals from seed %d overflow", c.ValStart)
 	}
 	for _, h := range c.Hidden {
 		if h < 1 || h > 1<<14 {

@@ -36,6 +36,29 @@ type Metrics struct {
 	ActSeconds    float64 `msgpack:"act_s" json:"act_s"`     // the network choosing actions
 	LearnSeconds  float64 `msgpack:"learn_s" json:"learn_s"` // gradients and updates
 	ElapsedSecond float64 `msgpack:"elapsed_s" json:"elapsed_s"`
+	// ValGames is the number of validation deals the greedy network played
+	// after this phase (0: not validated then); ValWinRate and ValRuns are
+	// its win rate and mean completed runs on them.
+	ValGames   int     `msgpack:"val_games" json:"val_games"`
+	ValWinRate float64 `msgpack:"val_win_rate" json:"val_win_rate"`
+	ValRuns    float64 `msgpack:"val_runs" json:"val_runs"`
+	ValSeconds float64 `msgpack:"val_s" json:"val_s"` // validating, counted in ElapsedSecond
+}
+
+// NewBest reports whether the last phase of history was validated and
+// beat every earlier validation (more wins, then more runs): the network
+// is the run's best so far.
+func NewBest(history []Metrics) bool {
+	if len(history) == 0 || history[len(history)-1].ValGames == 0 {
+		return false
+	}
+	m := history[len(history)-1]
+	for _, h := range history[:len(history)-1] {
+		if h.ValGames > 0 && (h.ValWinRate > m.ValWinRate || h.ValWinRate == m.ValWinRate && h.ValRuns >= m.ValRuns) {
+			return false
+		}
+	}
+	return true
 }
 
 // ErrNoEpisodes is SaveCurve's answer before any PPO episode has ended.
@@ -46,7 +69,8 @@ const curveWindow = 20
 
 // metricsHeader is the CSV header, in Metrics field order.
 var metricsHeader = []string{"iter", "phase", "env_steps", "episodes", "mean_return", "win_rate", "mean_runs", "finished",
-	"policy_loss", "value_loss", "entropy", "env_steps_per_s", "updates_per_s", "env_s", "act_s", "learn_s", "elapsed_s"}
+	"policy_loss", "value_loss", "entropy", "env_steps_per_s", "updates_per_s", "env_s", "act_s", "learn_s", "elapsed_s",
+	"val_games", "val_win_rate", "val_runs", "val_s"}
 
 // WriteMetrics writes history as CSV (jsonl false) or JSON lines.
 func WriteMetrics(w io.Writer, history []Metrics, jsonl bool) error {
@@ -65,7 +89,8 @@ func WriteMetrics(w io.Writer, history []Metrics, jsonl bool) error {
 	for _, m := range history {
 		cw.Write([]string{strconv.Itoa(m.Iter), m.Phase, strconv.FormatInt(m.EnvSteps, 10), strconv.FormatInt(m.Episodes, 10),
 			f(m.MeanReturn), f(m.WinRate), f(m.MeanRuns), strconv.Itoa(m.Finished), f(m.PolicyLoss), f(m.ValueLoss), f(m.Entropy),
-			f(m.EnvStepsPerS), f(m.UpdatesPerS), f(m.EnvSeconds), f(m.ActSeconds), f(m.LearnSeconds), f(m.ElapsedSecond)})
+			f(m.EnvStepsPerS), f(m.UpdatesPerS), f(m.EnvSeconds), f(m.ActSeconds), f(m.LearnSeconds), f(m.ElapsedSecond),
+			strconv.Itoa(m.ValGames), f(m.ValWinRate), f(m.ValRuns), f(m.ValSeconds)})
 	}
 	cw.Flush()
 	return cw.Error()
@@ -85,16 +110,21 @@ func SaveMetrics(path string, history []Metrics, jsonl bool) error {
 // at path. Games are dealt together and most end at the step limit
 // together, so a single iteration's mean is noisy: each point averages the
 // episodes that ended in the last curveWindow iterations. The warm start's
-// teacher is drawn as a dashed level for reference.
+// teacher is drawn as a dashed level for reference, and the validations
+// of the greedy network (the warm start's at 0 steps) as points.
 func SaveCurve(path string, history []Metrics, title string) error {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = "environment steps"
 	p.Y.Label.Text = fmt.Sprintf("per episode (episodes of the last %d iterations)", curveWindow)
-	var runs, ret plotter.XYs
+	var runs, ret, valRuns, valWins plotter.XYs
 	teacher := -1.0
 	var ppo []Metrics
 	for _, m := range history {
+		if m.ValGames > 0 {
+			valRuns = append(valRuns, plotter.XY{X: float64(m.EnvSteps), Y: m.ValRuns})
+			valWins = append(valWins, plotter.XY{X: float64(m.EnvSteps), Y: m.ValWinRate})
+		}
 		if m.Phase == "clone" {
 			teacher = m.MeanRuns
 			continue
@@ -139,6 +169,21 @@ func SaveCurve(path string, history []Metrics, title string) error {
 			p.Legend.Add("warm-start teacher's runs", lg)
 		}
 	}
+	for i, v := range []struct {
+		xy   plotter.XYs
+		name string
+	}{{valRuns, "validation: runs (greedy network)"}, {valWins, "validation: win rate"}} {
+		if len(v.xy) == 0 {
+			continue
+		}
+		l, s, err := plotter.NewLinePoints(v.xy)
+		if err != nil {
+			return err
+		}
+		l.Color, s.Color = plotColor(3+i), plotColor(3+i)
+		p.Add(l, s)
+		p.Legend.Add(v.name, l, s)
+	}
 	p.Legend.Top = true
 	w, err := p.WriterTo(8*vg.Inch, 4.5*vg.Inch, "png")
 	if err != nil {
@@ -156,5 +201,7 @@ func plotColor(i int) color.Color {
 		color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
 		color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
 		color.RGBA{R: 0x55, G: 0x55, B: 0x55, A: 0xff},
+		color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
+		color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
 	}[i]
 }

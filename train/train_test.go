@@ -14,6 +14,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/spiderenv/spider/agents"
 	"github.com/spiderenv/spider/agents/nn"
 	"github.com/spiderenv/spider/env"
 )
@@ -23,6 +24,7 @@ func tinyConfig() Config {
 	c.Game.MaxSteps, c.Game.FaceUpSlots, c.Hidden = 60, 2, []int{8}
 	c.Games, c.Rollout, c.Minibatch, c.Epochs = 4, 16, 32, 2
 	c.CloneGames, c.CloneEpochs = 2, 1
+	c.ValEvery, c.ValGames = 2, 3
 	c.Seed = 7
 	return c
 }
@@ -209,6 +211,9 @@ func TestConfigValidation(t *testing.T) {
 		"clip":      {func(c *Config) { c.Clip = 1.5 }, "train: clip must be in (0, 1)"},
 		"teacher":   {func(c *Config) { c.Teacher = "chess" }, `train: teacher "chess": want greedy, search or random (the oracle sees hidden cards)`},
 		"hidden":    {func(c *Config) { c.Hidden = []int{0} }, "train: hidden width 0 outside 1 to 16384"},
+		"val every": {func(c *Config) { c.ValEvery = -1 }, "train: validation every -1 iterations on 3 deals: want both at least 0, and at most 100000 deals"},
+		"val games": {func(c *Config) { c.ValGames = 0 }, "train: validation every 2 iterations needs at least one deal (val games)"},
+		"val start": {func(c *Config) { c.ValStart = math.MaxUint64 - 1 }, "train: validation deals from seed 18446744073709551614 overflow"},
 	} {
 		c := tinyConfig()
 		tc.mod(&c)
@@ -285,5 +290,79 @@ func TestNonFiniteLossLeavesWeights(t *testing.T) {
 	}
 	if !slices.Equal(before, weights(net)) {
 		t.Fatal("a failed update changed the weights")
+	}
+}
+
+// TestValidationIsTheGreedyNetworksEval checks the validation metrics
+// against an independent evaluation: the checkpoint, loaded as an nn:PATH
+// policy by agents.Evaluate on the same deals, must win and complete runs
+// exactly as the last validation says. The warm start and every second
+// iteration are validated, the others not.
+func TestValidationIsTheGreedyNetworksEval(t *testing.T) {
+	c := tinyConfig()
+	c.Game.MaxSteps = 200
+	c.ValGames, c.ValStart = 6, 123
+	tr, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	if err := tr.Run(context.Background(), until(4), nil); err != nil {
+		t.Fatal(err)
+	}
+	var validated []string
+	for _, m := range tr.History {
+		if m.ValGames > 0 {
+			validated = append(validated, fmt.Sprintf("%s %d", m.Phase, m.Iter))
+			if m.ValGames != 6 || m.ValWinRate < 0 || m.ValWinRate > 1 || m.ValRuns < 0 || m.ValRuns > env.NumRuns || m.ValSeconds <= 0 {
+				t.Errorf("validation metrics %+v", m)
+			}
+		}
+	}
+	if got := strings.Join(validated, ", "); got != "clone 0, ppo 2, ppo 4" {
+		t.Fatalf("validated after %s; want the warm start and iterations 2 and 4", got)
+	}
+	path := filepath.Join(t.TempDir(), "c.spider")
+	if err := tr.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	seeds := []uint64{123, 124, 125, 126, 127, 128}
+	ev, err := agents.Evaluate(context.Background(), tr.rules, []string{"nn:" + path}, seeds, 2, agents.Options{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wins, runs := 0.0, 0.0
+	for _, r := range ev.Results[0] {
+		if r.Won {
+			wins++
+		}
+		runs += float64(r.Runs)
+	}
+	last := tr.History[len(tr.History)-1]
+	if last.ValWinRate != wins/6 || last.ValRuns != runs/6 {
+		t.Fatalf("validation says won %v, runs %v; agents.Evaluate of the checkpoint: %v, %v", last.ValWinRate, last.ValRuns, wins/6, runs/6)
+	}
+}
+
+func TestNewBest(t *testing.T) {
+	v := func(games int, win, runs float64) Metrics {
+		return Metrics{ValGames: games, ValWinRate: win, ValRuns: runs}
+	}
+	for _, tc := range []struct {
+		history []Metrics
+		want    bool
+	}{
+		{nil, false},
+		{[]Metrics{v(0, 0, 0)}, false},
+		{[]Metrics{v(5, 0, 0)}, true},
+		{[]Metrics{v(5, 0.2, 1), v(0, 0, 0), v(5, 0.4, 0.5)}, true},   // more wins beat more runs
+		{[]Metrics{v(5, 0.4, 1), v(5, 0.4, 1)}, false},                // a tie is not better
+		{[]Metrics{v(5, 0.4, 1), v(5, 0.4, 1.5)}, true},               // equal wins: more runs
+		{[]Metrics{v(5, 0.4, 1), v(5, 0.2, 3)}, false},                // fewer wins
+		{[]Metrics{v(5, 0.4, 1), v(5, 0.5, 3), v(5, 0.45, 4)}, false}, // only the best counts
+	} {
+		if got := NewBest(tc.history); got != tc.want {
+			t.Errorf("NewBest(%+v) = %v, want %v", tc.history, got, tc.want)
+		}
 	}
 }

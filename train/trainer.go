@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/spiderenv/spider/agents/nn"
 	"github.com/spiderenv/spider/env"
@@ -124,21 +125,40 @@ func (t *Trainer) EnvSteps() int64 { return t.steps }
 func (t *Trainer) Run(ctx context.Context, stop func(iter int, steps int64) bool, after func(m Metrics) error) error {
 	// phase runs one phase (the warm start or an iteration), marking the
 	// trainer inconsistent while it runs, and keeps its metrics.
+	// The network is validated after the phase when due; a validation cut
+	// short by ctx leaves the phase recorded without it.
 	phase := func(run func() (Metrics, error)) error {
 		t.dirty = true
 		m, err := run()
 		if err != nil {
 			return err
 		}
+		var verr error
+		if c := t.Config; c.ValEvery > 0 && (m.Phase == "clone" || t.iter%c.ValEvery == 0) {
+			start := time.Now()
+			if m.ValWinRate, m.ValRuns, verr = t.validate(ctx); verr == nil {
+				m.ValGames = c.ValGames
+				m.ValSeconds = time.Since(start).Seconds()
+				t.elapsed += m.ValSeconds
+				m.ElapsedSecond = t.elapsed
+			}
+		}
 		t.dirty = false
 		t.History = append(t.History, m)
 		if after != nil {
-			return after(m)
+			if err := after(m); err != nil {
+				return err
+			}
 		}
-		return nil
+		return verr
 	}
 	if !t.cloned && t.Config.CloneGames > 0 {
-		if err := phase(func() (Metrics, error) { return t.clone(ctx) }); err != nil {
+		warm := func() (Metrics, error) {
+			m, err := t.clone(ctx)
+			t.cloned = err == nil // before validation, which ctx may cut short
+			return m, err
+		}
+		if err := phase(warm); err != nil {
 			return err
 		}
 	}

@@ -48,6 +48,9 @@ func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 	fs.StringVar(&c.Teacher, "teacher", c.Teacher, "warm start teacher: greedy or search")
 	fs.IntVar(&c.CloneEpochs, "clone-epochs", c.CloneEpochs, "warm start: passes over the greedy games")
 	fs.Float64Var(&c.CloneLR, "clone-lr", c.CloneLR, "warm start learning rate")
+	fs.IntVar(&c.ValEvery, "val-every", c.ValEvery, "validate the greedy network every this many iterations, and after the warm start (0: never)")
+	fs.IntVar(&c.ValGames, "val-games", c.ValGames, "validation deals")
+	fs.Uint64Var(&c.ValStart, "val-start", c.ValStart, "first validation deal's seed (keep it in the tuning seeds, 1-50000)")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed of the network, the games and the sampling")
 	fs.IntVar(&o.iterations, "iterations", 0, "stop after this many PPO iterations in all (0: no limit)")
 	fs.Int64Var(&o.steps, "steps", 0, "stop once this many environment steps are done in all (0: no limit)")
@@ -78,6 +81,8 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 		return err
 	}
 	ckpt := filepath.Join(o.out, "checkpoint.spider")
+	best := filepath.Join(o.out, "best.spider")      // the best validation so far
+	warm := filepath.Join(o.out, "warmstart.spider") // right after the warm start
 	var t *train.Trainer
 	if o.resume {
 		t, err = train.Resume(ckpt, &c)
@@ -123,15 +128,40 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 			(o.budget > 0 && time.Since(start) >= o.budget)
 	}
 	since := 0
+	// validated reports the phase's validation and keeps the best network.
+	validated := func(m train.Metrics) error {
+		if m.ValGames == 0 {
+			return nil
+		}
+		note := ""
+		if train.NewBest(t.History) {
+			if err := t.Save(best); err != nil {
+				return fmt.Errorf("saving %s: %w", best, err)
+			}
+			note = ", the best so far: " + best
+		}
+		fmt.Fprintf(stderr, "train: validation on %d deals from seed %d: won %.1f%%, %.2f runs%s\n",
+			m.ValGames, t.Config.ValStart, 100*m.ValWinRate, m.ValRuns, note)
+		return nil
+	}
 	err = t.Run(ctx, stop, func(m train.Metrics) error {
 		if m.Phase == "clone" {
 			fmt.Fprintf(stderr, "train: warm start on %d %s games (teacher: %.2f runs, %.0f%% won): cross-entropy %.3f, %.1f updates/s\n",
 				m.Finished, t.Config.Teacher, m.MeanRuns, 100*m.WinRate, m.PolicyLoss, m.UpdatesPerS)
+			if err := t.Save(warm); err != nil {
+				return fmt.Errorf("saving %s: %w", warm, err)
+			}
+			if err := validated(m); err != nil {
+				return err
+			}
 			return save()
 		}
 		fmt.Fprintf(stderr, "train: iter %d  steps %d  episodes %d  return %.1f  runs %.2f  won %.0f%%  entropy %.2f  %.0f steps/s  %.1f updates/s  (env %.1fs, act %.1fs, learn %.1fs)\n",
 			m.Iter, m.EnvSteps, m.Episodes, m.MeanReturn, m.MeanRuns, 100*m.WinRate, m.Entropy, m.EnvStepsPerS, m.UpdatesPerS,
 			m.EnvSeconds, m.ActSeconds, m.LearnSeconds)
+		if err := validated(m); err != nil {
+			return err
+		}
 		if since++; since >= o.every {
 			since = 0
 			return save()
@@ -159,28 +189,49 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 		}
 		return err
 	}
-	return writeTrainSummary(stdout, t, ckpt, metrics, curve)
+	return writeTrainSummary(stdout, t, []string{ckpt, warm, best}, metrics, curve)
+}
+
+// phaseName says which phase m is: the warm start or a PPO iteration.
+func phaseName(m train.Metrics) string {
+	if m.Phase == "clone" {
+		return "the warm start"
+	}
+	return fmt.Sprintf("iteration %d", m.Iter)
 }
 
 // writeTrainSummary prints where the time went and what was written.
-func writeTrainSummary(w io.Writer, t *train.Trainer, ckpt, metrics, curve string) error {
-	var env, act, learn, elapsed float64
+// ckpts are the last, warm-start and best checkpoints' paths.
+func writeTrainSummary(w io.Writer, t *train.Trainer, ckpts []string, metrics, curve string) error {
+	var env, act, learn, val, elapsed float64
 	updates := 0.0
-	for _, m := range t.History {
+	var best *train.Metrics
+	for i, m := range t.History {
 		env += m.EnvSeconds
 		act += m.ActSeconds
 		learn += m.LearnSeconds
+		val += m.ValSeconds
 		elapsed = m.ElapsedSecond
 		updates += m.UpdatesPerS * m.LearnSeconds
+		if train.NewBest(t.History[:i+1]) {
+			best = &t.History[i]
+		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "iterations\t%d\n", t.Iterations())
 	fmt.Fprintf(tw, "environment steps\t%d\n", t.EnvSteps())
-	fmt.Fprintf(tw, "time\t%.0f s (games %.0f s, acting %.0f s, learning %.0f s)\n", elapsed, env, act, learn)
+	fmt.Fprintf(tw, "time\t%.0f s (games %.0f s, acting %.0f s, learning %.0f s, validating %.0f s)\n", elapsed, env, act, learn, val)
 	if learn > 0 {
 		fmt.Fprintf(tw, "updates\t%.0f (%.2f/s)\n", updates, updates/learn)
 	}
-	fmt.Fprintf(tw, "checkpoint\t%s (use as nn:%s)\n", ckpt, ckpt)
+	if best != nil {
+		fmt.Fprintf(tw, "best validation\twon %.1f%%, %.2f runs on %d deals, after %s\n", 100*best.ValWinRate, best.ValRuns, best.ValGames, phaseName(*best))
+	}
+	for i, what := range []string{"checkpoint", "warm start", "best"} {
+		if _, err := os.Stat(ckpts[i]); err == nil {
+			fmt.Fprintf(tw, "%s\t%s (use as nn:%s)\n", what, ckpts[i], ckpts[i])
+		}
+	}
 	fmt.Fprintf(tw, "metrics\t%s\n", metrics)
 	fmt.Fprintf(tw, "curve\t%s\n", curve)
 	return tw.Flush()

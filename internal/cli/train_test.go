@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/spiderenv/spider/agents"
 	"github.com/spiderenv/spider/agents/nn"
 	"github.com/spiderenv/spider/env"
 	"github.com/spiderenv/spider/train"
@@ -174,5 +176,57 @@ func TestTrainGameFlags(t *testing.T) {
 	stderr.Reset()
 	if code := Main([]string{"train", "--obs", "compact", "--iterations", "1", "--out", filepath.Join(dir, "c")}, nil, &bytes.Buffer{}, &stderr); code != 2 || !strings.Contains(stderr.String(), "train: obs compact: the network reads float32 observations") {
 		t.Fatalf("--obs compact: exit %d:\n%s", code, stderr.String())
+	}
+}
+
+// TestTrainKeepsWarmStartAndBestCheckpoints validates after the warm start
+// and every iteration: warmstart.spider holds the network right after the
+// warm start, and best.spider the network of the best validation, which
+// the summary names and an nn:PATH evaluation of that file reproduces.
+func TestTrainKeepsWarmStartAndBestCheckpoints(t *testing.T) {
+	dir := t.TempDir()
+	o := tinyTrain(dir, 3)
+	o.cfg.ValEvery, o.cfg.ValGames, o.cfg.ValStart = 1, 4, 77
+	var out, errb bytes.Buffer
+	if err := runTrain(context.Background(), o, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(errb.String(), "train: validation on 4 deals from seed 77: won "); n != 4 {
+		t.Fatalf("%d validation lines, want 4 (the warm start and 3 iterations):\n%s", n, errb.String())
+	}
+	for _, f := range []string{"warmstart.spider", "best.spider"} {
+		if !strings.Contains(out.String(), filepath.Join(dir, f)) {
+			t.Errorf("the summary does not name %s:\n%s", f, out.String())
+		}
+	}
+	r, err := train.Resume(filepath.Join(dir, "checkpoint.spider"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var best train.Metrics
+	for i, m := range r.History {
+		if train.NewBest(r.History[:i+1]) {
+			best = m
+		}
+	}
+	ev, err := agents.Evaluate(context.Background(), env.MustRules(r.Config.Game), []string{"nn:" + filepath.Join(dir, "best.spider")},
+		[]uint64{77, 78, 79, 80}, 1, agents.Options{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := 0
+	for _, g := range ev.Results[0] {
+		runs += g.Runs
+	}
+	if float64(runs)/4 != best.ValRuns || !strings.Contains(out.String(), fmt.Sprintf("best validation    won %.1f%%, %.2f runs on 4 deals", 100*best.ValWinRate, best.ValRuns)) {
+		t.Fatalf("best.spider completes %d runs on the validation deals; the best validation said %.2f a deal\n%s", runs, best.ValRuns, out.String())
+	}
+	warm, _, err := nn.Load(filepath.Join(dir, "warmstart.spider"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Equal(slices.Concat(warm.Params()...), netWeights(t, filepath.Join(dir, "checkpoint.spider"))) {
+		t.Fatal("the warm-start checkpoint holds the final network")
 	}
 }

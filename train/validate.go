@@ -1,0 +1,31 @@
+package train
+
+import (
+	"context"
+
+	"github.com/spiderenv/spider/agents"
+)
+
+// validate plays the validation deals with the network as agents.Neural
+// plays it (the most likely legal action, one forward pass a move, with its
+// loop avoidance) and returns the win rate and mean completed runs. It
+// reads the weights only, so it changes nothing a checkpoint holds and a
+// resumed run validates the same way.
+func (t *Trainer) validate(ctx context.Context) (winRate, runs float64, err error) {
+	maker := func() agents.Agent {
+		a, _ := agents.NewNeural(t.Net) // the network was built for t.rules
+		return a
+	}
+	ev, err := agents.EvaluateWith(ctx, t.rules, []string{"nn"}, []agents.Maker{maker}, t.Config.valSeeds(), 0, nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, r := range ev.Results[0] {
+		if r.Won {
+			winRate++
+		}
+		runs += float64(r.Runs)
+	}
+	n := float64(len(ev.Results[0]))
+	return winRate / n, runs / n, nil
+}
