@@ -150,10 +150,7 @@ func NewWith(name string, o Options) (Maker, error) {
 		if err != nil {
 			return nil, err
 		}
-		if _, err := NewNeural(net); err != nil {
-			return nil, err
-		}
-		return func() Agent { a, _ := NewNeural(net); return a }, nil
+		return NeuralMaker(net)
 	}
 	m, ok := makers[strings.ToLower(name)]
 	if !ok {

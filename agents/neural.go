@@ -47,6 +47,15 @@ func NewNeural(net *nn.Net) (*Neural, error) {
 		sc: net.NewScratch(1)}, nil
 }
 
+// NeuralMaker returns the maker of agents playing net, which they share
+// (read only), or why net cannot play.
+func NeuralMaker(net *nn.Net) (Maker, error) {
+	if _, err := NewNeural(net); err != nil {
+		return nil, err
+	}
+	return func() Agent { a, _ := NewNeural(net); return a }, nil
+}
+
 // Name returns "nn".
 func (*Neural) Name() string { return "nn" }
 

@@ -134,15 +134,16 @@ type Options struct {
 }
 
 // MaxTimePerActionMs is the largest TimePerActionMs Validate accepts (about
-// 11.6 days a move), far beyond any real clock and small enough that a
-// game's simulated time cannot overflow.
+// 11.6 days a move), far beyond any real clock. A game without a step
+// limit can still run its clock to the end of time.Duration (292 years):
+// the clock then stops, and actions cost their one point only.
 const MaxTimePerActionMs = 1_000_000_000
 
 // maxStepLimit is the largest positive MaxSteps.
 const maxStepLimit = 1 << 30
 
-// Validate reports the first field of o that no game can have, in words
-// that name the field's key.
+// Validate reports the first field of o that no game can have, naming the
+// field.
 func (o Options) Validate() error {
 	switch {
 	case o.RuleSet >= numRuleSets:
@@ -254,7 +255,7 @@ func (r Rules) Encoding() Encoding { return r.encoding }
 // Rules value.
 func (r Rules) NumActions() int { return NumActions }
 
-// String describes r in the words the command-line flags use.
+// String describes r on one line, as the command-line programs print it.
 func (r Rules) String() string {
 	s := fmt.Sprintf("%s %d-suit, max-steps %d, slots %d, %s", r.ruleSet, r.suits, r.maxSteps, r.slots, r.encoding)
 	if r.tick > 0 {

@@ -496,3 +496,25 @@ func TestRuleCloneIsIndependent(t *testing.T) {
 		t.Fatal("stepping a clone changed the original")
 	}
 }
+
+// A game without a step limit can run classic's clock to the end of
+// time.Duration: it stops there instead of wrapping round (which would hand
+// back hundreds of millions of points), and actions then cost one point.
+func TestRuleClockStopsAtItsEnd(t *testing.T) {
+	o := env.Options{MaxSteps: -1, TimePerActionMs: env.MaxTimePerActionMs}
+	s := posWith(t, o, "1: | 9s\n2: | 8s\n3: | 4s\nscore: 100000\nelapsed: 2562047h40m")
+	for i := range 4 {
+		before := s.Score()
+		move := "2>1x1"
+		if i%2 == 1 {
+			move = "1>2x1"
+		}
+		step(t, &s, move)
+		if s.Elapsed() <= 0 || s.Score() >= before {
+			t.Fatalf("move %d: elapsed %v, score %d after %d", i+1, s.Elapsed(), s.Score(), before)
+		}
+		if i >= 1 && s.Score() != before-1 {
+			t.Fatalf("move %d at the clock's end: score %d after %d, want one point less", i+1, s.Score(), before)
+		}
+	}
+}

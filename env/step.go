@@ -1,6 +1,9 @@
 package env
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Undo is what State.Step returns so that State.Undo can restore the
 // position before the action exactly, score and counters included. It is a
@@ -134,7 +137,9 @@ func (s *State) finish(gain int32) {
 	s.steps++
 	if s.rules.ruleSet == Classic && s.rules.tick > 0 {
 		before := s.elapsed / timePerPoint
-		s.elapsed += s.rules.tick
+		// The clock stops at its largest value (292 years of game time)
+		// rather than wrap round and hand back the points it charged.
+		s.elapsed = min(s.elapsed, math.MaxInt64-s.rules.tick) + s.rules.tick
 		cost += int32(s.elapsed/timePerPoint - before)
 	}
 	if s.runs == NumRuns {

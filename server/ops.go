@@ -231,12 +231,13 @@ func (cn *conn) opMake(q *request) *replyError {
 	if bits {
 		cn.packed = make([]byte, bo.N*PackedRowBytes)
 	}
-	return cn.makeReply(q)
+	cn.makeReply(q)
+	return nil
 }
 
 // makeReply describes the new batch: its spaces, known before any game
 // exists, its batch fields and every game option under its key.
-func (cn *conn) makeReply(q *request) *replyError {
+func (cn *conn) makeReply(q *request) {
 	b := cn.batch
 	r, bo := b.Rules(), b.Options()
 	en := &cn.en
@@ -271,11 +272,12 @@ func (cn *conn) makeReply(q *request) *replyError {
 	en.int("workers", int64(bo.Workers))
 	o := r.Options()
 	for _, f := range env.OptionFields() {
-		if err := en.value(f.Key, f.Value(o)); err != nil {
-			return err
+		if f.Numeric {
+			en.int(f.Key, f.Value(o).(int64))
+		} else {
+			en.str(f.Key, f.Value(o).(string))
 		}
 	}
-	return nil
 }
 
 func (cn *conn) opReset(q *request) *replyError {

@@ -127,20 +127,6 @@ func (en *encoder) strs(k string, v []string) {
 	}
 }
 
-// value writes an int64 or a string, the two forms env.OptionField.Value
-// returns; anything else is a bug, reported as such.
-func (en *encoder) value(k string, v any) *replyError {
-	switch v := v.(type) {
-	case int64:
-		en.int(k, v)
-	case string:
-		en.str(k, v)
-	default:
-		return fail(codeInternal, "%s has a value of type %T the server cannot send", k, v)
-	}
-	return nil
-}
-
 func appendStr(b []byte, s string) []byte {
 	switch n := len(s); {
 	case n < 32:

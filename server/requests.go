@@ -74,7 +74,8 @@ func lookupField(key []byte) (field, bool) {
 // and its bit in seen stays clear. The byte slices are views into the
 // frame, valid until the next frame is read.
 type request struct {
-	seen      uint32 // bit f set when field f was sent
+	seen      uint32 // bit f set when field f was sent with a value (a nil seed is none)
+	given     uint32 // bit f set when field f's key came, to refuse it twice
 	op        string
 	id        int64
 	version   int64
@@ -110,6 +111,9 @@ type option struct {
 
 func (q *request) has(f field) bool { return q.seen&(1<<f) != 0 }
 
+// The field bits must fit request.seen and request.given.
+var _ [32 - numFields]struct{}
+
 // decodeRequest reads one request map from payload into q, reusing q's
 // slices. Every length the frame declares is checked against the bytes
 // it really has left before anything is read or allocated; a step or reset
@@ -136,6 +140,9 @@ func decodeRequest(payload []byte, q *request) *replyError {
 			return re
 		}
 	}
+	if n := r.left(); n != 0 {
+		return fail(codeBadFrame, "%d bytes after the request map: a frame holds one msgpack value", n)
+	}
 	if !q.has(fieldOp) {
 		return fail(codeBadRequest, "the request has no \"op\"")
 	}
@@ -148,11 +155,14 @@ func decodeRequest(payload []byte, q *request) *replyError {
 func (q *request) read(r *reader, key []byte) *replyError {
 	var err error
 	if f, ok := lookupField(key); ok {
-		if q.has(f) {
+		if q.given&(1<<f) != 0 {
 			return fail(codeBadRequest, "field %q given twice", key)
 		}
-		q.seen |= 1 << f
-		err = requestFields[f].read(r, q)
+		q.given |= 1 << f
+		q.seen |= 1 << f // the reader may clear it: a nil seed is no seed
+		if err = requestFields[f].read(r, q); err != nil {
+			q.seen &^= 1 << f // a failed reply must not echo a bad id
+		}
 	} else if of, ok := env.LookupOption(string(key)); ok {
 		for _, o := range q.options {
 			if o.field.Key == of.Key {

@@ -192,6 +192,14 @@ func TestRequestFieldsDecode(t *testing.T) {
 	if fmt.Sprint(opts) != `map[rules:0 "cardems" suits:2 ""]` || len(q.ignored) != 1 || string(q.ignored[0]) != "future" {
 		t.Fatalf("options %v, ignored %q", opts, q.ignored)
 	}
+	// A field whose value is refused counts as not sent: a failed reply
+	// must not echo an id the peer did not give.
+	for _, id := range []any{"abc", uint64(1) << 63} {
+		re := decodeRequest(must(msgpack.Marshal(map[string]any{"op": "hello", "version": 1, "id": id})), &q)
+		if re == nil || re.code != codeBadRequest || !strings.HasPrefix(re.msg, `field "id" has the wrong type or value`) || q.has(fieldID) {
+			t.Fatalf("id %v: %v, id seen %v", id, re, q.has(fieldID))
+		}
+	}
 	// A nil seed is no seed.
 	if re := decodeRequest(must(msgpack.Marshal(map[string]any{"op": "reset", "seed": nil})), &q); re != nil || q.has(fieldSeed) {
 		t.Fatalf("a nil seed: %v, seen %b", re, q.seen)

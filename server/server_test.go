@@ -401,6 +401,8 @@ func TestBadInput(t *testing.T) {
 		{name: "OpNotAString", raw: frame(marshal(map[string]any{"op": 1})), code: "bad_request", msg: `field "op" has the wrong type or value: want a string`},
 		{name: "DuplicateField", setup: [][]byte{helloB}, raw: frame(raw(3, str("op"), str("make"), str("n"), []byte{1}, str("n"), []byte{2})), code: "bad_request", msg: `field "n" given twice`},
 		{name: "DuplicateOption", setup: [][]byte{helloB}, raw: frame(raw(3, str("op"), str("make"), str("suits"), []byte{1}, str("suits"), []byte{2})), code: "bad_request", msg: `field "suits" given twice`},
+		{name: "NilSeedThenSeed", setup: [][]byte{helloB, makeB}, raw: frame(raw(3, str("op"), str("reset"), str("seed"), []byte{0xc0}, str("seed"), []byte{5})), code: "bad_request", msg: `field "seed" given twice`},
+		{name: "BytesAfterTheMap", raw: frame(append(append([]byte{}, helloB...), 0xc1, 0xff)), code: "bad_frame", msg: "2 bytes after the request map: a frame holds one msgpack value"},
 		{name: "DuplicateUnknownField", setup: [][]byte{helloB}, raw: frame(raw(3, str("op"), str("make"), str("x"), []byte{1}, str("x"), []byte{2})), code: "bad_request", msg: `field "x" given twice`},
 		{name: "NumericOptionAsString", setup: [][]byte{helloB}, raw: frame(marshal(map[string]any{"op": "make", "suits": "four"})), code: "bad_request", msg: `field "suits" has the wrong type or value: want an integer`},
 		{name: "NameOptionAsInteger", setup: [][]byte{helloB}, raw: frame(marshal(map[string]any{"op": "make", "rules": 1})), code: "bad_request", msg: `field "rules" has the wrong type or value: want a string`},

@@ -8,7 +8,8 @@ import (
 )
 
 // Config is a training run's configuration. Start from DefaultConfig and
-// change what you need: every field must be set (New validates them).
+// change what you need; New validates it. Game's zero fields take their
+// defaults, but its Encoding must be env.Float32 (the network's input).
 type Config struct {
 	// Game is the game the run trains on, the same options every other
 	// part of the project reads (files, the server, the flags). The

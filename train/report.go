@@ -17,7 +17,8 @@ import (
 	"github.com/spiderenv/spider/internal/atomicfile"
 )
 
-// Metrics is one iteration's line of the training log.
+// Metrics is one phase's line of the training log: a PPO iteration, or
+// the warm start (Phase "clone"), with its validation if one ran.
 type Metrics struct {
 	Iter          int     `msgpack:"iter" json:"iter"`
 	Phase         string  `msgpack:"phase" json:"phase"` // "clone" or "ppo"
@@ -45,20 +46,31 @@ type Metrics struct {
 	ValSeconds float64 `msgpack:"val_s" json:"val_s"` // validating, counted in ElapsedSecond
 }
 
+// BetterValidation reports whether a's validation beats b's: a was
+// validated and b was not, or a won more, or as many with more runs.
+func BetterValidation(a, b Metrics) bool {
+	switch {
+	case a.ValGames == 0:
+		return false
+	case b.ValGames == 0:
+		return true
+	}
+	return a.ValWinRate > b.ValWinRate || a.ValWinRate == b.ValWinRate && a.ValRuns > b.ValRuns
+}
+
 // NewBest reports whether the last phase of history was validated and
-// beat every earlier validation (more wins, then more runs): the network
-// is the run's best so far.
+// beat every earlier validation: the network is the run's best so far.
 func NewBest(history []Metrics) bool {
-	if len(history) == 0 || history[len(history)-1].ValGames == 0 {
+	if len(history) == 0 {
 		return false
 	}
 	m := history[len(history)-1]
 	for _, h := range history[:len(history)-1] {
-		if h.ValGames > 0 && (h.ValWinRate > m.ValWinRate || h.ValWinRate == m.ValWinRate && h.ValRuns >= m.ValRuns) {
+		if !BetterValidation(m, h) {
 			return false
 		}
 	}
-	return true
+	return m.ValGames > 0
 }
 
 // ErrNoEpisodes is SaveCurve's answer before any PPO episode has ended.

@@ -80,7 +80,8 @@ func TestResumeIsExact(t *testing.T) {
 	}
 	for i := range straight.History {
 		a, b := straight.History[i], resumed.History[i]
-		if a.EnvSteps != b.EnvSteps || a.Episodes != b.Episodes || a.PolicyLoss != b.PolicyLoss || a.MeanReturn != b.MeanReturn {
+		if a.EnvSteps != b.EnvSteps || a.Episodes != b.Episodes || a.PolicyLoss != b.PolicyLoss || a.MeanReturn != b.MeanReturn ||
+			a.ValGames != b.ValGames || a.ValWinRate != b.ValWinRate || a.ValRuns != b.ValRuns {
 			t.Fatalf("metrics line %d differs: %+v and %+v", i, a, b)
 		}
 	}

@@ -118,47 +118,44 @@ func (t *Trainer) Iterations() int { return t.iter }
 func (t *Trainer) EnvSteps() int64 { return t.steps }
 
 // Run trains until stop says so (checked before each iteration, with the
-// iterations and environment steps done) or ctx ends, calling after (if not
-// nil) after each iteration with its metrics; after may return an error to
-// stop the run (a checkpoint that failed to save, say). The warm start, if
-// configured and not done yet, runs first.
+// iterations and environment steps done) or ctx ends. The warm start, if
+// configured and not done yet, runs first. After each phase (the warm
+// start or an iteration), and its validation when one is due (ValEvery),
+// Run appends the phase's metrics to History and calls after (if not nil)
+// with them; after may return an error to stop the run (a checkpoint that
+// failed to save, say). A run stopped by ctx inside a phase or its
+// validation is left inconsistent (Consistent is false).
 func (t *Trainer) Run(ctx context.Context, stop func(iter int, steps int64) bool, after func(m Metrics) error) error {
 	// phase runs one phase (the warm start or an iteration), marking the
-	// trainer inconsistent while it runs, and keeps its metrics.
-	// The network is validated after the phase when due; a validation cut
-	// short by ctx leaves the phase recorded without it.
+	// trainer inconsistent while it runs, and keeps its metrics. The network is validated after the phase when due, as part of it: a
+	// validation cut short by ctx leaves the phase unfinished (dirty), so
+	// the checkpoint keeps the state before it and a resumed run redoes
+	// both exactly.
 	phase := func(run func() (Metrics, error)) error {
 		t.dirty = true
 		m, err := run()
 		if err != nil {
 			return err
 		}
-		var verr error
 		if c := t.Config; c.ValEvery > 0 && (m.Phase == "clone" || t.iter%c.ValEvery == 0) {
 			start := time.Now()
-			if m.ValWinRate, m.ValRuns, verr = t.validate(ctx); verr == nil {
-				m.ValGames = c.ValGames
-				m.ValSeconds = time.Since(start).Seconds()
-				t.elapsed += m.ValSeconds
-				m.ElapsedSecond = t.elapsed
+			if m.ValWinRate, m.ValRuns, err = t.validate(ctx); err != nil {
+				return err
 			}
+			m.ValGames = c.ValGames
+			m.ValSeconds = time.Since(start).Seconds()
+			t.elapsed += m.ValSeconds
+			m.ElapsedSecond = t.elapsed
 		}
 		t.dirty = false
 		t.History = append(t.History, m)
 		if after != nil {
-			if err := after(m); err != nil {
-				return err
-			}
+			return after(m)
 		}
-		return verr
+		return nil
 	}
 	if !t.cloned && t.Config.CloneGames > 0 {
-		warm := func() (Metrics, error) {
-			m, err := t.clone(ctx)
-			t.cloned = err == nil // before validation, which ctx may cut short
-			return m, err
-		}
-		if err := phase(warm); err != nil {
+		if err := phase(func() (Metrics, error) { return t.clone(ctx) }); err != nil {
 			return err
 		}
 	}

@@ -12,9 +12,9 @@ import (
 // reads the weights only, so it changes nothing a checkpoint holds and a
 // resumed run validates the same way.
 func (t *Trainer) validate(ctx context.Context) (winRate, runs float64, err error) {
-	maker := func() agents.Agent {
-		a, _ := agents.NewNeural(t.Net) // the network was built for t.rules
-		return a
+	maker, err := agents.NeuralMaker(t.Net)
+	if err != nil {
+		return 0, 0, err
 	}
 	ev, err := agents.EvaluateWith(ctx, t.rules, []string{"nn"}, []agents.Maker{maker}, t.Config.valSeeds(), 0, nil)
 	if err != nil {

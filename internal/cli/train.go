@@ -87,8 +87,12 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 	if o.resume {
 		t, err = train.Resume(ckpt, &c)
 	} else {
-		if _, statErr := os.Stat(ckpt); statErr == nil {
-			return usageError{fmt.Errorf("%s exists: pass --resume to continue it, or choose another --out", ckpt)}
+		// The best and warm-start checkpoints of another run would pass for
+		// this run's.
+		for _, f := range []string{ckpt, best, warm} {
+			if _, statErr := os.Stat(f); statErr == nil {
+				return usageError{fmt.Errorf("%s exists: pass --resume to continue its run, or choose another --out", f)}
+			}
 		}
 		t, err = train.New(c)
 	}
@@ -128,22 +132,6 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 			(o.budget > 0 && time.Since(start) >= o.budget)
 	}
 	since := 0
-	// validated reports the phase's validation and keeps the best network.
-	validated := func(m train.Metrics) error {
-		if m.ValGames == 0 {
-			return nil
-		}
-		note := ""
-		if train.NewBest(t.History) {
-			if err := t.Save(best); err != nil {
-				return fmt.Errorf("saving %s: %w", best, err)
-			}
-			note = ", the best so far: " + best
-		}
-		fmt.Fprintf(stderr, "train: validation on %d deals from seed %d: won %.1f%%, %.2f runs%s\n",
-			m.ValGames, t.Config.ValStart, 100*m.ValWinRate, m.ValRuns, note)
-		return nil
-	}
 	err = t.Run(ctx, stop, func(m train.Metrics) error {
 		if m.Phase == "clone" {
 			fmt.Fprintf(stderr, "train: warm start on %d %s games (teacher: %.2f runs, %.0f%% won): cross-entropy %.3f, %.1f updates/s\n",
@@ -151,20 +139,32 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 			if err := t.Save(warm); err != nil {
 				return fmt.Errorf("saving %s: %w", warm, err)
 			}
-			if err := validated(m); err != nil {
+		} else {
+			fmt.Fprintf(stderr, "train: iter %d  steps %d  episodes %d  return %.1f  runs %.2f  won %.0f%%  entropy %.2f  %.0f steps/s  %.1f updates/s  (env %.1fs, act %.1fs, learn %.1fs)\n",
+				m.Iter, m.EnvSteps, m.Episodes, m.MeanReturn, m.MeanRuns, 100*m.WinRate, m.Entropy, m.EnvStepsPerS, m.UpdatesPerS,
+				m.EnvSeconds, m.ActSeconds, m.LearnSeconds)
+		}
+		// A new best is saved as the checkpoint first and then as
+		// best.spider, so a resumed run's history always knows the
+		// validation best.spider holds (or a better one): a later, worse
+		// network never replaces it.
+		improved := train.NewBest(t.History)
+		if since++; improved || since >= o.every || m.Phase == "clone" {
+			since = 0
+			if err := save(); err != nil {
 				return err
 			}
-			return save()
 		}
-		fmt.Fprintf(stderr, "train: iter %d  steps %d  episodes %d  return %.1f  runs %.2f  won %.0f%%  entropy %.2f  %.0f steps/s  %.1f updates/s  (env %.1fs, act %.1fs, learn %.1fs)\n",
-			m.Iter, m.EnvSteps, m.Episodes, m.MeanReturn, m.MeanRuns, 100*m.WinRate, m.Entropy, m.EnvStepsPerS, m.UpdatesPerS,
-			m.EnvSeconds, m.ActSeconds, m.LearnSeconds)
-		if err := validated(m); err != nil {
-			return err
+		note := ""
+		if improved {
+			if err := t.Save(best); err != nil {
+				return fmt.Errorf("saving %s: %w", best, err)
+			}
+			note = ", the best so far: " + best
 		}
-		if since++; since >= o.every {
-			since = 0
-			return save()
+		if m.ValGames > 0 {
+			fmt.Fprintf(stderr, "train: validation on %d deals from seed %d: won %.1f%%, %.2f runs%s\n",
+				m.ValGames, t.Config.ValStart, 100*m.ValWinRate, m.ValRuns, note)
 		}
 		return nil
 	})
@@ -205,16 +205,16 @@ func phaseName(m train.Metrics) string {
 func writeTrainSummary(w io.Writer, t *train.Trainer, ckpts []string, metrics, curve string) error {
 	var env, act, learn, val, elapsed float64
 	updates := 0.0
-	var best *train.Metrics
-	for i, m := range t.History {
+	var best train.Metrics
+	for _, m := range t.History {
 		env += m.EnvSeconds
 		act += m.ActSeconds
 		learn += m.LearnSeconds
 		val += m.ValSeconds
 		elapsed = m.ElapsedSecond
 		updates += m.UpdatesPerS * m.LearnSeconds
-		if train.NewBest(t.History[:i+1]) {
-			best = &t.History[i]
+		if train.BetterValidation(m, best) {
+			best = m
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -224,8 +224,8 @@ func writeTrainSummary(w io.Writer, t *train.Trainer, ckpts []string, metrics, c
 	if learn > 0 {
 		fmt.Fprintf(tw, "updates\t%.0f (%.2f/s)\n", updates, updates/learn)
 	}
-	if best != nil {
-		fmt.Fprintf(tw, "best validation\twon %.1f%%, %.2f runs on %d deals, after %s\n", 100*best.ValWinRate, best.ValRuns, best.ValGames, phaseName(*best))
+	if best.ValGames > 0 {
+		fmt.Fprintf(tw, "best validation\twon %.1f%%, %.2f runs on %d deals, after %s\n", 100*best.ValWinRate, best.ValRuns, best.ValGames, phaseName(best))
 	}
 	for i, what := range []string{"checkpoint", "warm start", "best"} {
 		if _, err := os.Stat(ckpts[i]); err == nil {

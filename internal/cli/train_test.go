@@ -229,4 +229,10 @@ func TestTrainKeepsWarmStartAndBestCheckpoints(t *testing.T) {
 	if slices.Equal(slices.Concat(warm.Params()...), netWeights(t, filepath.Join(dir, "checkpoint.spider"))) {
 		t.Fatal("the warm-start checkpoint holds the final network")
 	}
+	// A new run in the folder would pass the old best for its own.
+	os.Remove(filepath.Join(dir, "checkpoint.spider"))
+	err = runTrain(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{})
+	if _, ok := err.(usageError); !ok || !strings.Contains(err.Error(), "best.spider exists: pass --resume") {
+		t.Fatalf("a new run over an old best.spider: %v", err)
+	}
 }

@@ -15,7 +15,7 @@ import (
 const module = "github.com/spiderenv/spider/"
 
 // tier gives each package its layer; a package may import only packages of
-// a lower layer, or its own layer's where the table says so.
+// a lower layer (so agents/nn, which agents imports, sits below it).
 var tier = map[string]int{
 	"internal/rng": 0, "internal/stats": 0, "internal/atomicfile": 0, "internal/msgpackcheck": 0,
 	"env": 1, "env/envtest": 2,

@@ -28,7 +28,13 @@ func Lengths(b []byte) error {
 		case 2:
 			return int(binary.BigEndian.Uint16(b[pos+1:])), 3, nil
 		default:
-			return int(binary.BigEndian.Uint32(b[pos+1:])), 5, nil
+			// Compared as uint64 first: on a 32-bit platform a length of
+			// 2^31 or more would turn negative as an int.
+			v := binary.BigEndian.Uint32(b[pos+1:])
+			if uint64(v) > uint64(len(b)) {
+				return 0, 0, fmt.Errorf("the value at byte %d declares more than the %d bytes left", pos, len(b)-pos-5)
+			}
+			return int(v), 5, nil
 		}
 	}
 	for ; pending > 0; pending-- {

@@ -13,7 +13,7 @@ import (
 // strict prefix of one, which always lacks bytes.
 func TestLengths(t *testing.T) {
 	v := map[string]any{
-		"ints":   []any{0, 1, -1, -33, 200, -200, 70000, -70000, 1 << 40, -(1 << 40), uint64(1) << 63},
+		"ints":   []any{0, 1, -1, -33, 200, -200, 70000, -70000, int64(1 << 40), int64(-(1 << 40)), uint64(1) << 63},
 		"floats": []any{float32(1.5), 2.5},
 		"bools":  []any{true, false, nil},
 		"str":    []string{"", "x", strings.Repeat("s", 40), strings.Repeat("m", 300), strings.Repeat("l", 70000)},
@@ -39,5 +39,14 @@ func TestLengths(t *testing.T) {
 	huge := binary.BigEndian.AppendUint32([]byte{0xdb}, 1<<31)
 	if err := Lengths(huge); err == nil || err.Error() != "the value at byte 0 declares more than the 0 bytes left" {
 		t.Errorf("a str32 of 2^31 bytes: %v", err)
+	}
+}
+
+// A 32-bit length of 2^31 or more is refused on every platform (as an int
+// it would be negative on a 32-bit one and pass the comparison).
+func TestLengthsRefusesHuge32BitLengths(t *testing.T) {
+	b := []byte{0x92, 0xc0, 0xdb, 0xff, 0xff, 0xff, 0xf0, 0xc0, 0xc0}
+	if err := Lengths(b); err == nil || err.Error() != "the value at byte 2 declares more than the 2 bytes left" {
+		t.Fatalf("a str32 of 2^32-16 bytes: %v", err)
 	}
 }
