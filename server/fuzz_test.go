@@ -65,14 +65,15 @@ func FuzzDecodeRequest(f *testing.F) {
 	})
 }
 
-// FuzzServe sends arbitrary payloads, after a hello and a make, to a real
-// server: every frame gets a reply or a closed connection, and no handler
-// ever panics.
+// FuzzServe sends arbitrary payloads, after a hello, a make and a reset
+// (so step, render and hint reach their handlers), to a real server: every
+// frame gets a reply or a closed connection, and no handler ever panics.
 func FuzzServe(f *testing.F) {
 	for _, m := range []map[string]any{
 		{"op": "reset", "seed": 3},
 		{"op": "step", "actions": []int{1080, 1080}},
 		{"op": "render", "game": 1},
+		{"op": "hint", "game": 0},
 		{"op": "make", "n": 2, "autoreset": "same-step", "mask": "bits"},
 		{"op": "reset", "reset_mask": []byte{1, 1}},
 	} {
@@ -95,6 +96,7 @@ func FuzzServe(f *testing.F) {
 		cl := dial(t, addr)
 		hello(cl)
 		cl.ok(map[string]any{"op": "make", "n": 2})
+		cl.ok(map[string]any{"op": "reset", "seed": 1})
 		cl.sendRaw(payload)
 		if r := cl.recv(); r != nil {
 			if _, ok := r["ok"].(bool); !ok {

@@ -14,6 +14,8 @@ a new buffer and never overwrites them.
 from __future__ import annotations
 
 import itertools
+import numbers
+import operator
 import os
 import socket
 import struct
@@ -341,6 +343,22 @@ def _field(op: str, reply: dict[str, Any], key: str, want: type) -> Any:
     return v
 
 
+def _batch_value(key: str, v: Any, kind: type) -> Any:
+    """A batch field's value as msgpack sends it, refusing what is not of
+    its kind rather than converting it (2.5 games, True workers)."""
+    if kind is str:
+        if not isinstance(v, str):
+            raise TypeError(f"{key} must be a str, not {type(v).__name__}")
+        return v
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise TypeError(f"{key} must be a number, not {type(v).__name__}")
+    if kind is int:
+        if not isinstance(v, numbers.Integral):
+            raise TypeError(f"{key} must be an integer, not {type(v).__name__}")
+        return operator.index(v)  # numpy integers as Python's
+    return float(v)
+
+
 class Client:
     """One connection to a spider server, owning one batch of games.
 
@@ -477,7 +495,8 @@ class Client:
         over it; the other arguments are the batch's (PROTOCOL.md). None,
         and a field not given, leaves the server's default.
         """
-        req: dict[str, Any] = {"op": "make", **SpiderConfig.resolve(config, **game).to_request()}
+        given = SpiderConfig.resolve(config, **game).to_request()
+        req: dict[str, Any] = {"op": "make", **given}
         for key, v, kind in (
             ("n", n, int),
             ("autoreset", autoreset, str),
@@ -487,8 +506,15 @@ class Client:
             ("workers", workers, int),
         ):
             if v is not None:
-                req[key] = v if kind is str else kind(v)  # numpy's numbers as Python's
+                req[key] = _batch_value(key, v, kind)
         reply = self.request(req)
+        # A server older than this client ignores options it does not know
+        # (as the protocol asks): refuse rather than play another game.
+        unknown = [k for k in given if k not in reply]
+        if unknown:
+            raise SpiderError(
+                "protocol", f"the server does not know the game options {unknown}: it is older than this client"
+            )
         reply.pop("ok", None)
         reply.pop("id", None)
         obs_dtype = _field("make", reply, "obs_dtype", str)

@@ -234,3 +234,28 @@ def test_parse_address():
 
 def test_version_exported():
     assert spider_env.PROTOCOL_VERSION == 1 and spider_env.NUM_ACTIONS == 1081
+
+
+def test_make_refuses_batch_values_of_the_wrong_kind(server):
+    with Client(server.address) as c:
+        for bad in ({"n": 2.5}, {"n": "64"}, {"workers": True}, {"illegal_penalty": "1"}, {"mask": 1}):
+            with pytest.raises(TypeError):
+                c.make(**bad)
+        spec = c.make(n=np.int64(3), illegal_penalty=np.float32(0.5))
+        assert spec["n"] == 3
+
+
+def test_make_refuses_an_option_the_server_does_not_echo(server, monkeypatch):
+    with Client(server.address) as c:
+        real = c.request
+
+        def older_server(req):
+            reply = real(req)
+            reply.pop("face_up_slots", None)  # as a server without that option
+            return reply
+
+        monkeypatch.setattr(c, "request", older_server)
+        c.make(suits=2)  # not given: nothing to miss
+        with pytest.raises(SpiderError) as e:
+            c.make(face_up_slots=20)
+        assert "face_up_slots" in str(e.value) and "older" in str(e.value)
