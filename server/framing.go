@@ -9,12 +9,12 @@ import (
 // frameHeader is the size of a frame's length prefix: a big-endian uint32.
 const frameHeader = 4
 
-// readFrame reads one frame into buf (grown as needed, never past max) and
+// readFrame reads one frame into buf (grown as needed, never past limit) and
 // returns the payload and the buffer to reuse. An empty or oversize length
 // is refused before anything is allocated, with a bad_frame *replyError
 // (after which the stream cannot be trusted: the caller closes it); a
 // broken stream returns the I/O error.
-func readFrame(r io.Reader, buf []byte, max int) (payload, reuse []byte, err error) {
+func readFrame(r io.Reader, buf []byte, limit int) (payload, reuse []byte, err error) {
 	// The header is read into buf too: a local array passed to r would
 	// escape, and cost an allocation per frame.
 	if cap(buf) < frameHeader {
@@ -27,18 +27,26 @@ func readFrame(r io.Reader, buf []byte, max int) (payload, reuse []byte, err err
 	switch {
 	case n == 0:
 		return nil, buf, fail(codeBadFrame, "empty frame")
-	case n > max:
-		return nil, buf, fail(codeBadFrame, "frame of %d bytes is over the limit of %d", n, max)
+	case n > limit:
+		return nil, buf, fail(codeBadFrame, "frame of %d bytes is over the limit of %d", n, limit)
 	}
-	if cap(buf) < n {
-		buf = make([]byte, n)
-	}
-	buf = buf[:n]
-	if _, err := io.ReadFull(r, buf); err != nil {
-		if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
+	// The buffer grows with the bytes that arrive, not with the length the
+	// peer declared: a peer that announces a frame of limit bytes and sends
+	// nothing holds 64 KiB, not max. Once grown, it is reused as it is.
+	buf = buf[:0]
+	for len(buf) < n {
+		have := len(buf)
+		want := min(n, max(have*2, 64<<10))
+		if cap(buf) < want {
+			buf = append(buf[:cap(buf)], make([]byte, want-cap(buf))...)
 		}
-		return nil, buf, err
+		buf = buf[:want]
+		if _, err := io.ReadFull(r, buf[have:want]); err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, buf, err
+		}
 	}
 	return buf, buf, nil
 }

@@ -55,7 +55,12 @@ func DefaultConfig() Config {
 	}
 }
 
-// withDefaults fills the zero (or negative) fields of c from DefaultConfig.
+// MaxBatchBytes is the largest MaxBytes: a step reply carries a batch's
+// buffers in one frame, whose length is a uint32.
+const MaxBatchBytes = 2 << 30
+
+// withDefaults fills the zero (or negative) fields of c from DefaultConfig
+// and keeps MaxBytes within MaxBatchBytes.
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
 	orDefault(&c.MaxConns, d.MaxConns)
@@ -63,6 +68,7 @@ func (c Config) withDefaults() Config {
 	orDefault(&c.MaxTotal, d.MaxTotal)
 	orDefault(&c.MaxFrame, d.MaxFrame)
 	orDefault(&c.MaxBytes, d.MaxBytes)
+	c.MaxBytes = min(c.MaxBytes, MaxBatchBytes)
 	orDefault(&c.IdleTimeout, d.IdleTimeout)
 	orDefault(&c.Workers, runtime.GOMAXPROCS(0))
 	if c.Log == nil {

@@ -57,6 +57,9 @@ func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) err
 	if cfg.MaxConns < 1 || cfg.MaxGames < 1 || cfg.MaxTotal < 1 || cfg.MaxFrame < minFrame || cfg.MaxBytes < 1 || cfg.IdleTimeout <= 0 || cfg.Workers < 0 {
 		return usageError{fmt.Errorf("limits must be positive (max-frame at least %d bytes)", minFrame)}
 	}
+	if cfg.MaxBytes > server.MaxBatchBytes {
+		return usageError{fmt.Errorf("max-batch-bytes %d is over %d: a step reply must fit one frame", cfg.MaxBytes, server.MaxBatchBytes)}
+	}
 	hint, err := hintMaker(o.hint)
 	if err != nil {
 		return err

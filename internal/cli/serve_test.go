@@ -142,6 +142,12 @@ func TestServeRefusesBadLimits(t *testing.T) {
 			t.Errorf("a bad --%s: %v; want the usage error on limits", name, err)
 		}
 	}
+	o := serveOpts()
+	o.cfg.MaxBytes = server.MaxBatchBytes + 1
+	err := runServe(context.Background(), o, io.Discard, io.Discard)
+	if _, ok := err.(usageError); !ok || !strings.Contains(err.Error(), "a step reply must fit one frame") {
+		t.Errorf("--max-batch-bytes over %d: %v", server.MaxBatchBytes, err)
+	}
 }
 
 // TestServeFlagDefaultsComeFromServer checks that the serve command's
