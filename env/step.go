@@ -135,7 +135,7 @@ func (s *State) settle(c int, u *Undo) int32 {
 func (s *State) finish(gain int32) {
 	cost := int32(1)
 	s.steps++
-	if s.rules.ruleSet == Classic && s.rules.tick > 0 {
+	if s.rules.tick > 0 { // only classic has a clock (Options.Validate)
 		before := s.elapsed / timePerPoint
 		// The clock stops at its largest value (292 years of game time)
 		// rather than wrap round and hand back the points it charged.
