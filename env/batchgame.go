@@ -78,7 +78,11 @@ func (b *Batch) step(i int) {
 		b.HasFinal[i] = false
 	}
 	b.Illegal[i] = false
-	before := s.score
+	before, shaped := s.score, b.rules.shaping != NoShaping
+	var phi float32
+	if shaped {
+		phi = potential(s)
+	}
 	var reward float32
 	forfeit := false
 	if b.opts.Illegal != RefuseIllegal && !b.legal(i, a) {
@@ -91,6 +95,9 @@ func (b *Batch) step(i int) {
 		u, n, chunks := s.applyMask(a, b.maskRow(i), b.chunks[i])
 		b.NumLegal[i], b.chunks[i] = int32(n), chunks
 		reward = float32(s.score - before)
+		if shaped {
+			reward += b.rules.shapingTerm(phi, s)
+		}
 		u8, f32 := b.obsRow(i)
 		s.Update(u8, f32, u.Columns())
 	}

@@ -131,6 +131,12 @@ type Options struct {
 	FaceUpSlots int `msgpack:"face_up_slots" json:"face_up_slots" help:"face-up cards per column the observation shows, from the top" example:"12"`
 	// Encoding is the observation encoding the Env returns.
 	Encoding Encoding `msgpack:"obs" json:"obs" help:"observation encoding: compact or float32" example:"float32"`
+	// Shaping adds potential-based shaping to the reward (Shaping's doc);
+	// the default, NoShaping, leaves the reward the score's change.
+	Shaping Shaping `msgpack:"shaping" json:"shaping" help:"reward shaping: none or progress (potential-based; the best policy is unchanged)" example:"progress"`
+	// ShapingGamma is the discount of the learner the shaping is for,
+	// in (0, 1]; 0 selects 1. It matters only with shaping.
+	ShapingGamma float64 `msgpack:"shaping_gamma" json:"shaping_gamma" help:"the learner's discount, for reward shaping (0: 1)" example:"0.99"`
 }
 
 // MaxTimePerActionMs is the largest TimePerActionMs Validate accepts (about
@@ -158,6 +164,10 @@ func (o Options) Validate() error {
 		return fmt.Errorf("env: time_per_action_ms %d is outside 0 to %d", o.TimePerActionMs, MaxTimePerActionMs)
 	case o.TimePerActionMs > 0 && o.RuleSet != Classic:
 		return fmt.Errorf("env: time_per_action_ms applies only to classic scoring; %s has no time penalty", o.RuleSet)
+	case o.Shaping >= numShapings:
+		return fmt.Errorf("env: unknown reward shaping %d", o.Shaping)
+	case !(o.ShapingGamma >= 0 && o.ShapingGamma <= 1):
+		return fmt.Errorf("env: shaping_gamma %v is outside 0 to 1", o.ShapingGamma)
 	case o.FaceUpSlots < 0 || o.FaceUpSlots > NumCards:
 		return fmt.Errorf("env: face_up_slots must be 1 to %d, not %d", NumCards, o.FaceUpSlots)
 	}
@@ -179,6 +189,8 @@ type Rules struct {
 	encoding Encoding
 	maxSteps int32
 	tick     time.Duration
+	shaping  Shaping
+	gamma    float64
 }
 
 // NewRules checks o (Validate) and returns the Rules it describes, with
@@ -194,6 +206,11 @@ func NewRules(o Options) (Rules, error) {
 		encoding: o.Encoding,
 		maxSteps: int32(o.MaxSteps),
 		tick:     time.Duration(o.TimePerActionMs) * time.Millisecond,
+		shaping:  o.Shaping,
+		gamma:    o.ShapingGamma,
+	}
+	if r.gamma == 0 {
+		r.gamma = 1
 	}
 	if r.suits == 0 {
 		r.suits = 1
@@ -227,6 +244,8 @@ func (r Rules) Options() Options {
 		Suits:           int(r.suits),
 		MaxSteps:        int(r.maxSteps),
 		TimePerActionMs: int(r.tick / time.Millisecond),
+		Shaping:         r.shaping,
+		ShapingGamma:    r.gamma,
 		FaceUpSlots:     int(r.slots),
 		Encoding:        r.encoding,
 	}
@@ -246,6 +265,12 @@ func (r Rules) TimePerAction() time.Duration { return r.tick }
 
 // FaceUpSlots returns how many face-up cards per column observations show.
 func (r Rules) FaceUpSlots() int { return int(r.slots) }
+
+// Shaping returns the reward shaping.
+func (r Rules) Shaping() Shaping { return r.shaping }
+
+// ShapingGamma returns the discount the shaping is for.
+func (r Rules) ShapingGamma() float64 { return r.gamma }
 
 // Encoding returns the observation encoding the Env returns.
 func (r Rules) Encoding() Encoding { return r.encoding }

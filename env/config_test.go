@@ -2,6 +2,7 @@ package env_test
 
 import (
 	"encoding/json"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -20,7 +21,7 @@ func TestZeroOptionsAreTheDefaults(t *testing.T) {
 		r.FaceUpSlots() != env.DefaultFaceUpSlots || r.Encoding() != env.Compact || r.TimePerAction() != 0 {
 		t.Fatalf("Options{} gave %v", r)
 	}
-	want := env.Options{RuleSet: env.Classic, Suits: 1, MaxSteps: 1000, FaceUpSlots: 78}
+	want := env.Options{RuleSet: env.Classic, Suits: 1, MaxSteps: 1000, FaceUpSlots: 78, ShapingGamma: 1}
 	if d := env.DefaultOptions(); d != want {
 		t.Fatalf("DefaultOptions() = %+v, want %+v", d, want)
 	}
@@ -30,7 +31,7 @@ func TestZeroOptionsAreTheDefaults(t *testing.T) {
 // the enums as their names, under the keys the protocol documents.
 func TestOptionsMarshalling(t *testing.T) {
 	o := env.Options{RuleSet: env.Cardems, Suits: 4, MaxSteps: -1, FaceUpSlots: 12, Encoding: env.Float32}
-	c := env.Options{RuleSet: env.Classic, Suits: 2, MaxSteps: 77, TimePerActionMs: 1500}
+	c := env.Options{RuleSet: env.Classic, Suits: 2, MaxSteps: 77, TimePerActionMs: 1500, Shaping: env.Progress, ShapingGamma: 0.97}
 	for _, in := range []env.Options{o, c} {
 		j, err := json.Marshal(in)
 		if err != nil {
@@ -57,7 +58,7 @@ func TestOptionsMarshalling(t *testing.T) {
 		}
 	}
 	j, _ := json.Marshal(o)
-	if got := string(j); got != `{"rules":"cardems","suits":4,"max_steps":-1,"time_per_action_ms":0,"face_up_slots":12,"obs":"float32"}` {
+	if got := string(j); got != `{"rules":"cardems","suits":4,"max_steps":-1,"time_per_action_ms":0,"face_up_slots":12,"obs":"float32","shaping":"none","shaping_gamma":0}` {
 		t.Fatalf("JSON form %s", got)
 	}
 	var bad env.Options
@@ -188,6 +189,9 @@ func TestOptionsValidateNamesTheField(t *testing.T) {
 		{env.Options{RuleSet: env.Cardems, TimePerActionMs: 5}, "applies only to classic"},
 		{env.Options{RuleSet: 7}, "unknown rule set 7"},
 		{env.Options{Encoding: 9}, "unknown observation encoding 9"},
+		{env.Options{Shaping: 5}, "unknown reward shaping 5"},
+		{env.Options{ShapingGamma: 1.5}, "shaping_gamma 1.5 is outside 0 to 1"},
+		{env.Options{ShapingGamma: math.NaN()}, "shaping_gamma NaN is outside 0 to 1"},
 	} {
 		err := tc.o.Validate()
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

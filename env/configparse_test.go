@@ -64,7 +64,7 @@ func TestNewRulesChecksEveryBound(t *testing.T) {
 		}
 	}
 	r := env.MustRules(env.Options{Suits: 2, Encoding: env.Float32, FaceUpSlots: 20})
-	if o := r.Options(); o != (env.Options{Suits: 2, FaceUpSlots: 20, MaxSteps: 1000, Encoding: env.Float32}) {
+	if o := r.Options(); o != (env.Options{Suits: 2, FaceUpSlots: 20, MaxSteps: 1000, Encoding: env.Float32, ShapingGamma: 1}) {
 		t.Errorf("Options() = %+v", o)
 	}
 	if again := env.MustRules(r.Options()); again != r {

@@ -79,7 +79,8 @@ func (e *Env) Reset(seed uint64) (Obs, Info) {
 }
 
 // Step plays a and returns the observation, the reward (the change of the
-// score, clamping included), whether the game terminated (won or lost) or
+// score, clamping included, plus the shaping term when the options ask for
+// shaping), whether the game terminated (won or lost) or
 // was truncated by the step limit, and the info. An illegal action returns
 // an *IllegalActionError and changes nothing; so does a Step before Reset
 // (ErrNotReset) or after the episode ended (ErrEpisodeOver).
@@ -90,7 +91,11 @@ func (e *Env) Step(a Action) (obs Obs, reward float64, terminated, truncated boo
 	if e.state.Over() {
 		return Obs{}, 0, false, false, Info{}, ErrEpisodeOver
 	}
-	before := e.state.score
+	before, shaped := e.state.score, e.rules.shaping != NoShaping
+	var phi float32
+	if shaped {
+		phi = potential(&e.state)
+	}
 	if r := e.state.reason(a); r != "" {
 		return Obs{}, 0, false, false, Info{}, &IllegalActionError{Action: a, Reason: r}
 	}
@@ -98,7 +103,11 @@ func (e *Env) Step(a Action) (obs Obs, reward float64, terminated, truncated boo
 	e.history = append(e.history, u)
 	e.legal, e.chunks = n, chunks
 	e.state.Update(e.u8, e.f32, u.Columns())
-	return e.obs(), float64(e.state.score - before), e.state.Terminated(), e.state.Truncated(), e.Info(), nil
+	reward = float64(e.state.score - before)
+	if shaped {
+		reward += float64(e.rules.shapingTerm(phi, &e.state))
+	}
+	return e.obs(), reward, e.state.Terminated(), e.state.Truncated(), e.Info(), nil
 }
 
 // Undo takes back the last action of the episode, restoring the game

@@ -86,9 +86,10 @@ type OptionField struct {
 	Flag string
 	// Help describes the field for flag usage.
 	Help string
-	// Numeric reports an integer field; the others are names (enums) that
-	// travel as strings.
+	// Numeric reports an integer field and Float a float64 one; the others
+	// are names (enums) that travel as strings.
 	Numeric bool
+	Float   bool
 	// Example is a valid value other than the default, as text: what tests
 	// that cover every option set it to.
 	Example string
@@ -106,13 +107,13 @@ var optionFields = func() []OptionField {
 		if key == "" || key != sf.Tag.Get("json") || sf.Tag.Get("help") == "" || sf.Tag.Get("example") == "" {
 			panic("env: Options." + sf.Name + " needs equal msgpack and json keys, a help tag and an example tag")
 		}
-		numeric := sf.Type.Kind() == reflect.Int
-		if !numeric && !reflect.PointerTo(sf.Type).Implements(textType) {
-			panic("env: Options." + sf.Name + " must be an int or implement encoding.TextUnmarshaler")
+		numeric, float := sf.Type.Kind() == reflect.Int, sf.Type.Kind() == reflect.Float64
+		if !numeric && !float && !reflect.PointerTo(sf.Type).Implements(textType) {
+			panic("env: Options." + sf.Name + " must be an int, a float64 or implement encoding.TextUnmarshaler")
 		}
 		fields[i] = OptionField{
 			Key: key, Flag: strings.ReplaceAll(key, "_", "-"), Help: sf.Tag.Get("help"),
-			Numeric: numeric, Example: sf.Tag.Get("example"), index: i,
+			Numeric: numeric, Float: float, Example: sf.Tag.Get("example"), index: i,
 		}
 	}
 	return fields
@@ -131,12 +132,15 @@ func LookupOption(key string) (OptionField, bool) {
 	return OptionField{}, false
 }
 
-// Value returns the field's value in o: an int64 for a numeric field, the
-// name for the others.
+// Value returns the field's value in o: an int64 for a numeric field, a
+// float64 for a float one, the name for the others.
 func (f OptionField) Value(o Options) any {
 	v := reflect.ValueOf(o).Field(f.index)
-	if f.Numeric {
+	switch {
+	case f.Numeric:
 		return v.Int()
+	case f.Float:
+		return v.Float()
 	}
 	b, err := v.Interface().(encoding.TextMarshaler).MarshalText()
 	if err != nil {
@@ -145,22 +149,45 @@ func (f OptionField) Value(o Options) any {
 	return string(b)
 }
 
-// Text returns the field's value in o as text: "1000", "classic".
-func (f OptionField) Text(o Options) string { return fmt.Sprint(f.Value(o)) }
+// Text returns the field's value in o as text: "1000", "0.99", "classic".
+func (f OptionField) Text(o Options) string {
+	if f.Float {
+		return strconv.FormatFloat(f.Value(o).(float64), 'g', -1, 64)
+	}
+	return fmt.Sprint(f.Value(o))
+}
 
 // Set parses text into the field of o; a bad value changes nothing. Set
 // checks the form only: Validate checks the value.
 func (f OptionField) Set(o *Options, text string) error {
 	v := reflect.ValueOf(o).Elem().Field(f.index)
-	if f.Numeric {
+	switch {
+	case f.Numeric:
 		n, err := strconv.ParseInt(strings.TrimSpace(text), 10, 0)
 		if err != nil {
 			return fmt.Errorf("env: %s wants an integer, not %q", f.Key, text)
 		}
 		v.SetInt(n)
 		return nil
+	case f.Float:
+		x, err := strconv.ParseFloat(strings.TrimSpace(text), 64)
+		if err != nil {
+			return fmt.Errorf("env: %s wants a number, not %q", f.Key, text)
+		}
+		v.SetFloat(x)
+		return nil
 	}
 	return v.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(text))
+}
+
+// SetFloat sets a float field of o to x.
+//
+// It panics if the field is not a float.
+func (f OptionField) SetFloat(o *Options, x float64) {
+	if !f.Float {
+		panic("env: SetFloat on the non-float option " + f.Key)
+	}
+	reflect.ValueOf(o).Elem().Field(f.index).SetFloat(x)
 }
 
 // SetInt sets a numeric field of o to n.

@@ -142,10 +142,15 @@ func (cn *conn) opMake(q *request) *replyError {
 	// The game options, whatever they are: zero means the default.
 	var o env.Options
 	for _, v := range q.options {
-		if v.field.Numeric {
+		switch {
+		case v.field.Numeric:
 			v.field.SetInt(&o, v.num)
-		} else if err := v.field.Set(&o, v.text); err != nil {
-			return fail(codeBadConfig, "%v", err)
+		case v.field.Float:
+			v.field.SetFloat(&o, v.float)
+		default:
+			if err := v.field.Set(&o, v.text); err != nil {
+				return fail(codeBadConfig, "%v", err)
+			}
 		}
 	}
 	r, err := env.NewRules(o)
@@ -272,11 +277,15 @@ func (cn *conn) makeReply(q *request) {
 	en.int("workers", int64(bo.Workers))
 	o := r.Options()
 	for _, f := range env.OptionFields() {
-		if f.Numeric {
+		switch {
+		case f.Numeric:
 			en.int(f.Key, f.Value(o).(int64))
-		} else {
+		case f.Float:
+			en.float(f.Key, f.Value(o).(float64))
+		default:
 			en.str(f.Key, f.Value(o).(string))
 		}
+
 	}
 }
 

@@ -98,6 +98,11 @@ func (en *encoder) int(k string, v int64) {
 	en.buf = appendInt(en.buf, v)
 }
 
+func (en *encoder) float(k string, v float64) {
+	en.key(k)
+	en.buf = binary.BigEndian.AppendUint64(append(en.buf, 0xcb), math.Float64bits(v))
+}
+
 func (en *encoder) bin(k string, v []byte) {
 	en.key(k)
 	switch n := len(v); {

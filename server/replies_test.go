@@ -28,6 +28,7 @@ func TestEncoderCountsFields(t *testing.T) {
 		en.ints("shape", 4, 806)
 		en.strs("names", []string{"a", "bc"})
 		en.bool("no", false)
+		en.float("f", -0.25)
 		f := en.frame()
 		if n := binary.BigEndian.Uint32(f); int(n) != len(f)-frameHeader {
 			t.Fatalf("frame length %d for a %d-byte payload", n, len(f)-frameHeader)
@@ -36,7 +37,7 @@ func TestEncoderCountsFields(t *testing.T) {
 		want := fmt.Sprint(map[string]any{
 			"ok": true, "s": "text", "long": string(bytes.Repeat([]byte{'x'}, 300)), "i": int64(math.MinInt64),
 			"b": []byte{1, 2, 3}, "big": make([]byte, 70000), "shape": []any{4, 806}, "names": []any{"a", "bc"},
-			"no": false,
+			"no": false, "f": -0.25,
 		})
 		id, hasID := m["id"]
 		delete(m, "id")

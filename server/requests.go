@@ -106,6 +106,7 @@ type request struct {
 type option struct {
 	field env.OptionField
 	num   int64
+	float float64
 	text  string
 }
 
@@ -170,9 +171,12 @@ func (q *request) read(r *reader, key []byte) *replyError {
 			}
 		}
 		o := option{field: of}
-		if of.Numeric {
+		switch {
+		case of.Numeric:
 			o.num, err = r.int()
-		} else {
+		case of.Float:
+			o.float, err = r.float()
+		default:
 			o.text, err = r.text()
 		}
 		q.options = append(q.options, o)

@@ -568,9 +568,16 @@ func TestHelloListsTheTable(t *testing.T) {
 }
 
 // optionExample is f's example value as the socket carries it: an integer
-// for a numeric option, the name for the others.
+// for a numeric option, a float for a float one, the name for the others.
 func optionExample(t *testing.T, f env.OptionField) any {
 	t.Helper()
+	if f.Float {
+		v, err := strconv.ParseFloat(f.Example, 64)
+		if err != nil {
+			t.Fatalf("%s: example %q: %v", f.Key, f.Example, err)
+		}
+		return v
+	}
 	if !f.Numeric {
 		return f.Example
 	}

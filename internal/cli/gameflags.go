@@ -24,8 +24,11 @@ type optionFlag struct {
 func (v optionFlag) String() string     { return v.f.Text(*v.o) }
 func (v optionFlag) Set(s string) error { return v.f.Set(v.o, s) }
 func (v optionFlag) Type() string {
-	if v.f.Numeric {
+	switch {
+	case v.f.Numeric:
 		return "int"
+	case v.f.Float:
+		return "float"
 	}
 	return "string"
 }

@@ -27,7 +27,9 @@ class SpiderConfig:
     ``max_steps``: actions before an episode is truncated (negative: no
     limit). ``time_per_action_ms``: classic's simulated clock.
     ``face_up_slots``: observation slots per column, 1 to 104. ``obs``: the
-    observation encoding, ``"compact"`` (uint8) or ``"float32"``. For the
+    observation encoding, ``"compact"`` (uint8) or ``"float32"``.
+    ``shaping``: ``"none"`` or ``"progress"``, potential-based reward
+    shaping for a learner of discount ``shaping_gamma``. For the
     integer fields 0 selects the server's default too. The server checks
     the values; this class checks only their types.
     """
@@ -38,6 +40,8 @@ class SpiderConfig:
     time_per_action_ms: int | None = None
     face_up_slots: int | None = None
     obs: str | None = None
+    shaping: str | None = None
+    shaping_gamma: float | None = None
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):

@@ -153,10 +153,10 @@ def test_spider_config():
     assert SpiderConfig.resolve(c, suits=4) == SpiderConfig(rules="cardems", suits=4)
     assert SpiderConfig.resolve(None) == SpiderConfig()
     assert SpiderConfig.resolve(c) is c
-    # Every field is optional, a str or an int, with None the default.
+    # Every field is optional, a str, an int or a float, with None the default.
     hints = typing.get_type_hints(SpiderConfig)
     for f in dataclasses.fields(SpiderConfig):
-        assert f.default is None and hints[f.name] in (str | None, int | None), f.name
+        assert f.default is None and hints[f.name] in (str | None, int | None, float | None), f.name
 
 
 # ---------------------------------------------------------------------------
