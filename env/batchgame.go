@@ -95,11 +95,11 @@ func (b *Batch) step(i int) {
 		u, n, chunks := s.applyMask(a, b.maskRow(i), b.chunks[i])
 		b.NumLegal[i], b.chunks[i] = int32(n), chunks
 		reward = float32(s.score - before)
-		if shaped {
-			reward += b.rules.shapingTerm(phi, s)
-		}
 		u8, f32 := b.obsRow(i)
 		s.Update(u8, f32, u.Columns())
+	}
+	if shaped {
+		reward += b.rules.shapingTerm(phi, s, forfeit)
 	}
 	b.Rewards[i] = reward
 	b.epReturn[i] += reward

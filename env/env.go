@@ -105,7 +105,7 @@ func (e *Env) Step(a Action) (obs Obs, reward float64, terminated, truncated boo
 	e.state.Update(e.u8, e.f32, u.Columns())
 	reward = float64(e.state.score - before)
 	if shaped {
-		reward += float64(e.rules.shapingTerm(phi, &e.state))
+		reward += float64(e.rules.shapingTerm(phi, &e.state, false))
 	}
 	return e.obs(), reward, e.state.Terminated(), e.state.Truncated(), e.Info(), nil
 }

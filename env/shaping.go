@@ -86,9 +86,15 @@ func potential(s *State) float32 {
 	return float32(turnedWeight*turned + inOrderWeight*inOrder)
 }
 
-// shaping returns the shaping term of an action that led from a position
-// of potential before to s: gamma*Phi(s) - before. Callers ask only when
-// r.shaping is on, so the unshaped step pays one predictable branch.
-func (r Rules) shapingTerm(before float32, s *State) float32 {
+// shapingTerm returns the shaping term of a step that led from a position
+// of potential before to s (forfeit: the step ended the game, as a batch's
+// LoseIllegal does): gamma*Phi(s) - before, Phi of an ended game being 0.
+// An illegal no-op is a step from s to s and gets (gamma-1)*Phi(s), so the
+// terms still add up to a constant. Callers ask only when r.shaping is on,
+// so the unshaped step pays one predictable branch.
+func (r Rules) shapingTerm(before float32, s *State, forfeit bool) float32 {
+	if forfeit {
+		return -before
+	}
 	return float32(r.gamma)*potential(s) - before
 }

@@ -111,3 +111,45 @@ func TestBatchShapesLikeEnv(t *testing.T) {
 		t.Fatalf("a shaped batch step allocates %v times", allocs)
 	}
 }
+
+// An illegal action under NoopIllegal is a step from s to s and is shaped
+// (gamma-1)*Phi(s); under LoseIllegal it ends the game, shaped -Phi(s).
+func TestShapingOfIllegalActions(t *testing.T) {
+	const gamma = 0.8
+	r := env.MustRules(env.Options{Suits: 1, Shaping: env.Progress, ShapingGamma: gamma})
+	for _, tc := range []struct {
+		policy env.IllegalPolicy
+		want   func(phi float64) float64
+	}{
+		{env.NoopIllegal, func(phi float64) float64 { return -2 + (gamma-1)*phi }},
+		{env.LoseIllegal, func(phi float64) float64 { return -2 - phi }},
+	} {
+		b, err := env.NewBatch(r, env.BatchOptions{N: 1, Illegal: tc.policy, IllegalPenalty: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Reset(3)
+		actions := make([]env.Action, 1)
+		for range 5 { // a few legal moves first, so Phi is not the deal's
+			b.SampleLegal(actions)
+			b.Step(actions)
+		}
+		phi := progress(b.State(0))
+		if phi == 0 {
+			t.Fatal("Phi is 0 here: the test could not tell shaped from unshaped")
+		}
+		for a := range env.Action(env.NumActions) {
+			if b.Masks[a] == 0 {
+				actions[0] = a
+				break
+			}
+		}
+		if err := b.Step(actions); err != nil {
+			t.Fatal(err)
+		}
+		if want := tc.want(phi); !b.Illegal[0] || math.Abs(float64(b.Rewards[0])-want) > 1e-4 {
+			t.Errorf("%v: illegal %v, reward %v, want %v (Phi %v)", tc.policy, b.Illegal[0], b.Rewards[0], want, phi)
+		}
+		b.Close()
+	}
+}
