@@ -1,7 +1,5 @@
 package env
 
-import "fmt"
-
 // Autoreset says what a Batch does with a game that has ended, in the
 // meaning Gymnasium 1.x gives its vector environments' autoreset modes.
 type Autoreset uint8
@@ -24,20 +22,13 @@ const (
 	numAutoresets
 )
 
-var autoresetNames = [numAutoresets]string{"next-step", "same-step", "disabled"}
+var autoresetNames = names[Autoreset]{"Autoreset", "autoreset mode", []string{"next-step", "same-step", "disabled"}}
 
 // String returns "next-step", "same-step" or "disabled".
-func (a Autoreset) String() string {
-	if a >= numAutoresets {
-		return fmt.Sprintf("Autoreset(%d)", uint8(a))
-	}
-	return autoresetNames[a]
-}
+func (a Autoreset) String() string { return autoresetNames.name(a) }
 
 // ParseAutoreset returns the autoreset mode named s (case-insensitive).
-func ParseAutoreset(s string) (Autoreset, error) {
-	return parseName[Autoreset](autoresetNames[:], s, "autoreset mode")
-}
+func ParseAutoreset(s string) (Autoreset, error) { return autoresetNames.parse(s) }
 
 // IllegalPolicy says what a Batch does with an illegal action.
 type IllegalPolicy uint8
@@ -55,20 +46,13 @@ const (
 	numIllegalPolicies
 )
 
-var illegalNames = [numIllegalPolicies]string{"error", "noop", "lose"}
+var illegalNames = names[IllegalPolicy]{"IllegalPolicy", "illegal-action policy", []string{"error", "noop", "lose"}}
 
 // String returns "error", "noop" or "lose".
-func (p IllegalPolicy) String() string {
-	if p >= numIllegalPolicies {
-		return fmt.Sprintf("IllegalPolicy(%d)", uint8(p))
-	}
-	return illegalNames[p]
-}
+func (p IllegalPolicy) String() string { return illegalNames.name(p) }
 
 // ParseIllegalPolicy returns the illegal-action policy named s.
-func ParseIllegalPolicy(s string) (IllegalPolicy, error) {
-	return parseName[IllegalPolicy](illegalNames[:], s, "illegal-action policy")
-}
+func ParseIllegalPolicy(s string) (IllegalPolicy, error) { return illegalNames.parse(s) }
 
 // MaxBatch is the largest number of games one Batch holds.
 const MaxBatch = 1 << 20

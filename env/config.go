@@ -2,7 +2,6 @@ package env
 
 import (
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -22,30 +21,13 @@ const (
 	numRuleSets
 )
 
-var ruleSetNames = [numRuleSets]string{"classic", "cardems"}
+var ruleSetNames = names[RuleSet]{"RuleSet", "rule set", []string{"classic", "cardems"}}
 
 // String returns the rule set's name: "classic" or "cardems".
-func (r RuleSet) String() string {
-	if r >= numRuleSets {
-		return fmt.Sprintf("RuleSet(%d)", uint8(r))
-	}
-	return ruleSetNames[r]
-}
+func (r RuleSet) String() string { return ruleSetNames.name(r) }
 
 // ParseRuleSet returns the rule set named s (case-insensitive).
-func ParseRuleSet(s string) (RuleSet, error) {
-	return parseName[RuleSet](ruleSetNames[:], s, "rule set")
-}
-
-// parseName finds s among names (case-insensitive) and returns its index.
-func parseName[T ~uint8](names []string, s, what string) (T, error) {
-	for i, n := range names {
-		if strings.EqualFold(s, n) {
-			return T(i), nil
-		}
-	}
-	return 0, fmt.Errorf("env: unknown %s %q (want %s)", what, s, strings.Join(names, " or "))
-}
+func ParseRuleSet(s string) (RuleSet, error) { return ruleSetNames.parse(s) }
 
 // Encoding selects how an observation is written.
 type Encoding uint8
@@ -58,20 +40,13 @@ const (
 	numEncodings
 )
 
-var encodingNames = [numEncodings]string{"compact", "float32"}
+var encodingNames = names[Encoding]{"Encoding", "observation encoding", []string{"compact", "float32"}}
 
 // String returns the encoding's name: "compact" or "float32".
-func (e Encoding) String() string {
-	if e >= numEncodings {
-		return fmt.Sprintf("Encoding(%d)", uint8(e))
-	}
-	return encodingNames[e]
-}
+func (e Encoding) String() string { return encodingNames.name(e) }
 
 // ParseEncoding returns the encoding named s (case-insensitive).
-func ParseEncoding(s string) (Encoding, error) {
-	return parseName[Encoding](encodingNames[:], s, "observation encoding")
-}
+func ParseEncoding(s string) (Encoding, error) { return encodingNames.parse(s) }
 
 // Game constants shared by every rule set.
 const (

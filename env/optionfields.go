@@ -12,38 +12,16 @@ import (
 
 // MarshalText returns the rule set's name, so files, JSON and the socket
 // carry "classic" or "cardems" rather than a number.
-func (r RuleSet) MarshalText() ([]byte, error) {
-	if r >= numRuleSets {
-		return nil, fmt.Errorf("env: unknown rule set %d", uint8(r))
-	}
-	return []byte(r.String()), nil
-}
+func (r RuleSet) MarshalText() ([]byte, error) { return ruleSetNames.text(r) }
 
 // UnmarshalText sets r to the rule set named by text (case-insensitive).
-func (r *RuleSet) UnmarshalText(text []byte) error {
-	v, err := ParseRuleSet(string(text))
-	if err == nil {
-		*r = v
-	}
-	return err
-}
+func (r *RuleSet) UnmarshalText(text []byte) error { return ruleSetNames.setText(r, text) }
 
 // MarshalText returns the encoding's name: "compact" or "float32".
-func (e Encoding) MarshalText() ([]byte, error) {
-	if e >= numEncodings {
-		return nil, fmt.Errorf("env: unknown observation encoding %d", uint8(e))
-	}
-	return []byte(e.String()), nil
-}
+func (e Encoding) MarshalText() ([]byte, error) { return encodingNames.text(e) }
 
 // UnmarshalText sets e to the encoding named by text (case-insensitive).
-func (e *Encoding) UnmarshalText(text []byte) error {
-	v, err := ParseEncoding(string(text))
-	if err == nil {
-		*e = v
-	}
-	return err
-}
+func (e *Encoding) UnmarshalText(text []byte) error { return encodingNames.setText(e, text) }
 
 // EncodeMsgpack writes the rule set's name as a msgpack string (msgpack
 // would write a TextMarshaler as bin, which other languages read as bytes).

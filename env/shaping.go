@@ -1,10 +1,6 @@
 package env
 
-import (
-	"fmt"
-
-	"github.com/vmihailenco/msgpack/v5"
-)
+import "github.com/vmihailenco/msgpack/v5"
 
 // Shaping selects an optional potential-based reward shaping. The reward
 // stays the score's change (the environment's contract) unless a game's
@@ -27,37 +23,19 @@ const (
 	numShapings
 )
 
-var shapingNames = [numShapings]string{"none", "progress"}
+var shapingNames = names[Shaping]{"Shaping", "reward shaping", []string{"none", "progress"}}
 
 // String returns the shaping's name: "none" or "progress".
-func (h Shaping) String() string {
-	if h >= numShapings {
-		return fmt.Sprintf("Shaping(%d)", uint8(h))
-	}
-	return shapingNames[h]
-}
+func (h Shaping) String() string { return shapingNames.name(h) }
 
 // ParseShaping returns the shaping named s (case-insensitive).
-func ParseShaping(s string) (Shaping, error) {
-	return parseName[Shaping](shapingNames[:], s, "reward shaping")
-}
+func ParseShaping(s string) (Shaping, error) { return shapingNames.parse(s) }
 
 // MarshalText returns the shaping's name.
-func (h Shaping) MarshalText() ([]byte, error) {
-	if h >= numShapings {
-		return nil, fmt.Errorf("env: unknown reward shaping %d", uint8(h))
-	}
-	return []byte(h.String()), nil
-}
+func (h Shaping) MarshalText() ([]byte, error) { return shapingNames.text(h) }
 
 // UnmarshalText sets h to the shaping named by text (case-insensitive).
-func (h *Shaping) UnmarshalText(text []byte) error {
-	v, err := ParseShaping(string(text))
-	if err == nil {
-		*h = v
-	}
-	return err
-}
+func (h *Shaping) UnmarshalText(text []byte) error { return shapingNames.setText(h, text) }
 
 // EncodeMsgpack writes the shaping's name as a msgpack string.
 func (h Shaping) EncodeMsgpack(e *msgpack.Encoder) error { return encodeName(e, h) }
