@@ -49,7 +49,9 @@ func (t *Trainer) iteration() (Metrics, error) {
 			}
 			if done {
 				finished++
-				sumRet += float64(b.EpisodeReturn[i])
+				// The score's change, not the sum of the rewards: with
+				// reward shaping the two differ, and the metric is the score's.
+				sumRet += float64(b.FinalScore[i] - env.StartScore)
 				sumRuns += float64(b.EpisodeRuns[i])
 				if b.EpisodeWon[i] {
 					wins++

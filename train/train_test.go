@@ -367,3 +367,34 @@ func TestNewBest(t *testing.T) {
 		}
 	}
 }
+
+// With reward shaping the policy learns from shaped rewards, but the
+// metrics' return stays the score's change: whole points summed over the
+// finished episodes, within what a score can move.
+func TestShapedRunReportsScoreChange(t *testing.T) {
+	c := tinyConfig()
+	c.Game.Shaping, c.Game.ShapingGamma = env.Progress, c.Gamma
+	c.Game.MaxSteps, c.ValEvery = 20, 0
+	tr, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	if err := tr.Run(context.Background(), until(4), nil); err != nil {
+		t.Fatal(err)
+	}
+	finished := 0
+	for _, m := range tr.History {
+		if m.Phase != "ppo" || m.Finished == 0 {
+			continue
+		}
+		finished += m.Finished
+		sum := m.MeanReturn * float64(m.Finished)
+		if math.Abs(sum-math.Round(sum)) > 1e-6 || math.Abs(m.MeanReturn) > env.StartScore+env.NumRuns*env.RunBonus+env.WinBonus {
+			t.Fatalf("iteration %d: mean return %v over %d episodes is not a score change", m.Iter, m.MeanReturn, m.Finished)
+		}
+	}
+	if finished == 0 {
+		t.Fatal("no episode finished: the test saw nothing")
+	}
+}
