@@ -11,6 +11,8 @@ require (
 	gorgonia.org/tensor v0.9.24
 )
 
+require gonum.org/v1/netlib v0.0.0-20220323200511-14de99971b2d
+
 require (
 	codeberg.org/go-fonts/liberation v0.5.0 // indirect
 	codeberg.org/go-latex/latex v0.2.0 // indirect

@@ -1,6 +1,9 @@
 package train
 
-import "math"
+import (
+	"math"
+	"sync"
+)
 
 // adam is Adam with a global gradient-norm clip, on float32 weights. It is
 // ours rather than gorgonia's solver so its moments go into checkpoints and
@@ -43,14 +46,25 @@ func (a *adam) step(params, grads [][]float32, norm float64) {
 	c2 := 1 - math.Pow(a.Beta2, float64(a.T))
 	b1, b2 := float32(a.Beta1), float32(a.Beta2)
 	lr := float32(a.LR / c1)
-	c2s, eps := float32(math.Sqrt(c2)), float32(a.Eps)
-	for i, p := range params {
-		m, v := a.M[i], a.V[i]
-		for j, g := range grads[i] {
-			g *= float32(scale)
-			m[j] = b1*m[j] + (1-b1)*g
-			v[j] = b2*v[j] + (1-b2)*g*g
-			p[j] -= lr * m[j] / (float32(math.Sqrt(float64(v[j])))/c2s + eps)
+	c2s, eps, sc := float32(math.Sqrt(c2)), float32(a.Eps), float32(scale)
+	// Each element's update depends on that element alone, so the two
+	// halves of every array go to two goroutines with the same result as
+	// one loop.
+	half := func(part int) {
+		for i, p := range params {
+			lo, hi := part*len(p)/2, (part+1)*len(p)/2
+			m, v, g := a.M[i][lo:hi], a.V[i][lo:hi], grads[i][lo:hi]
+			p = p[lo:hi]
+			for j := range p {
+				gj := g[j] * sc
+				m[j] = b1*m[j] + (1-b1)*gj
+				v[j] = b2*v[j] + (1-b2)*gj*gj
+				p[j] -= lr * m[j] / (float32(math.Sqrt(float64(v[j])))/c2s + eps)
+			}
 		}
 	}
+	var wg sync.WaitGroup
+	wg.Go(func() { half(1) })
+	half(0)
+	wg.Wait()
 }

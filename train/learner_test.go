@@ -75,3 +75,105 @@ func TestLearnerSolvesMaskedBandit(t *testing.T) {
 		t.Fatalf("accuracy %.2f after training (%.2f before); want at least 0.95", after, before)
 	}
 }
+
+// BenchmarkLearnerUpdate times one PPO update of the default network (the
+// size the README's training figures use) on a minibatch of the default
+// size, whatever BLAS the build linked (see nn.BLAS).
+func BenchmarkLearnerUpdate(b *testing.B) {
+	c := DefaultConfig()
+	r, err := c.Rules()
+	if err != nil {
+		b.Fatal(err)
+	}
+	net, err := nn.New(nn.SpecFor(r, c.Hidden), 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	l, err := newLearner(net, newAdam(net.Params(), c.LR, c.MaxNorm), c.Minibatch-2, PPOLoss,
+		coefs{Value: c.ValueCoef, Entropy: c.EntCoef}, c.Clip)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.close()
+	g := rng.New(1)
+	D, A := net.Spec.ObsLen, net.Spec.NumActions
+	obs, mask := make([]float32, D), make([]uint8, A)
+	for r := range c.Minibatch - 2 {
+		for i := range obs {
+			obs[i] = float32(g.IntN(2))
+		}
+		for i := range mask {
+			mask[i] = uint8(g.IntN(8) / 7)
+		}
+		a := g.IntN(A)
+		mask[a] = 1
+		l.setRow(r, obs, mask, a)
+		l.oldLP[r], l.adv[r], l.ret[r] = -3, float32(g.IntN(3)-1), 0.5
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := l.update(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*c.Minibatch)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// TestShardedUpdateMatchesOneGraph fills the same odd-sized minibatch into
+// a learner with one graph and one with two, and checks that one update
+// gives the same losses and the same weights: the shards' gradients must be
+// weighted by their rows, and the two graphs must not disturb each other.
+func TestShardedUpdateMatchesOneGraph(t *testing.T) {
+	spec := nn.Spec{ObsLen: 12, NumActions: 9, Hidden: []int{10, 7}}
+	const rows = 13
+	run := func(n int) (losses, *nn.Net) {
+		defer func(old int) { shards = old }(shards)
+		shards = n
+		net, err := nn.New(spec, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := newLearner(net, newAdam(net.Params(), 0.01, 0.5), rows, PPOLoss, coefs{Value: 0.5, Entropy: 0.01}, 0.2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.close()
+		if len(l.parts) != n {
+			t.Fatalf("%d graphs, want %d", len(l.parts), n)
+		}
+		g := rng.New(9)
+		obs, mask := make([]float32, spec.ObsLen), make([]uint8, spec.NumActions)
+		for r := range rows {
+			for i := range obs {
+				obs[i] = float32(g.IntN(5)) / 4
+			}
+			for i := range mask {
+				mask[i] = uint8(g.IntN(2))
+			}
+			a := g.IntN(spec.NumActions)
+			mask[a] = 1
+			l.setRow(r, obs, mask, a)
+			l.oldLP[r], l.adv[r], l.ret[r] = -1.5, float32(g.IntN(5)-2), float32(g.IntN(3))
+		}
+		ls, err := l.update()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ls, net
+	}
+	one, netOne := run(1)
+	two, netTwo := run(2)
+	close := func(a, b float64) bool { return math.Abs(a-b) <= 1e-5*(1+math.Abs(a)) }
+	if !close(one.Policy, two.Policy) || !close(one.Value, two.Value) || !close(one.Entropy, two.Entropy) || !close(one.GradNorm, two.GradNorm) {
+		t.Fatalf("one graph %+v, two graphs %+v", one, two)
+	}
+	for i, p := range netOne.Params() {
+		q := netTwo.Params()[i]
+		for j := range p {
+			if !close(float64(p[j]), float64(q[j])) {
+				t.Fatalf("parameter %d[%d]: %v with one graph, %v with two", i, j, p[j], q[j])
+			}
+		}
+	}
+}

@@ -1,0 +1,48 @@
+package nn
+
+import (
+	"math"
+	"testing"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+	"gonum.org/v1/gonum/blas/gonum"
+
+	"github.com/spiderenv/spider/internal/rng"
+)
+
+// TestBLASAgreesWithPureGo multiplies the same matrices through the BLAS
+// this build uses (blas32, which the openblas build points at OpenBLAS) and
+// through gonum's pure-Go implementation directly. The shapes are a layer's
+// and a transposed product's, as the forward pass and the trainer use.
+func TestBLASAgreesWithPureGo(t *testing.T) {
+	t.Logf("BLAS: %s", BLAS())
+	if BLAS() != "openblas" && BLAS() != "gonum" {
+		t.Fatalf("BLAS() = %q", BLAS())
+	}
+	g := rng.New(2)
+	fill := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(g.IntN(2001)-1000) / 1000
+		}
+		return v
+	}
+	const m, k, n = 37, 300, 129
+	a, b := fill(m*k), fill(k*n)
+	for _, tb := range []blas.Transpose{blas.NoTrans, blas.Trans} {
+		ldb := n
+		if tb == blas.Trans {
+			ldb = k // b read as an n x k matrix
+		}
+		got, want := fill(m*n), make([]float32, m*n)
+		copy(want, got)
+		blas32.Implementation().Sgemm(blas.NoTrans, tb, m, n, k, 0.5, a, k, b, ldb, 1, got, n)
+		gonum.Implementation{}.Sgemm(blas.NoTrans, tb, m, n, k, 0.5, a, k, b, ldb, 1, want, n)
+		for i := range got {
+			if math.Abs(float64(got[i]-want[i])) > 1e-3 {
+				t.Fatalf("transpose %c, element %d: %v through %s, %v in pure Go", tb, i, got[i], BLAS(), want[i])
+			}
+		}
+	}
+}
