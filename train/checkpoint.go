@@ -20,19 +20,22 @@ const stateVersion = 2
 // state is the trainer's part of a checkpoint: with the network, all a
 // run needs to continue exactly.
 type state struct {
-	Version int               `msgpack:"version"`
-	Config  Config            `msgpack:"config"`
-	Iter    int               `msgpack:"iter"`
-	Steps   int64             `msgpack:"env_steps"`
-	Eps     int64             `msgpack:"episodes"`
-	Cloned  bool              `msgpack:"cloned"`
-	Elapsed float64           `msgpack:"elapsed_s"`
-	RNG     uint64            `msgpack:"rng"`
-	AdamM   []nn.Floats       `msgpack:"adam_m"`
-	AdamV   []nn.Floats       `msgpack:"adam_v"`
-	AdamT   int               `msgpack:"adam_t"`
-	Batch   env.BatchSnapshot `msgpack:"batch"`
-	History []Metrics         `msgpack:"history"`
+	Version int    `msgpack:"version"`
+	Config  Config `msgpack:"config"`
+	Iter    int    `msgpack:"iter"`
+	Steps   int64  `msgpack:"env_steps"`
+	Eps     int64  `msgpack:"episodes"`
+	Cloned  bool   `msgpack:"cloned"`
+	Rounds  int    `msgpack:"dagger_rounds_done"`
+	// Imitation is the labelled games while DAgger rounds remain.
+	Imitation []labelled        `msgpack:"imitation"`
+	Elapsed   float64           `msgpack:"elapsed_s"`
+	RNG       uint64            `msgpack:"rng"`
+	AdamM     []nn.Floats       `msgpack:"adam_m"`
+	AdamV     []nn.Floats       `msgpack:"adam_v"`
+	AdamT     int               `msgpack:"adam_t"`
+	Batch     env.BatchSnapshot `msgpack:"batch"`
+	History   []Metrics         `msgpack:"history"`
 }
 
 // Save writes a checkpoint of the run to path (through a temporary file
@@ -47,7 +50,7 @@ func (t *Trainer) Save(path string) error {
 		return err
 	}
 	st := state{Version: stateVersion, Config: t.Config, Iter: t.iter, Steps: t.steps, Eps: t.eps, Cloned: t.cloned,
-		Elapsed: t.elapsed, RNG: t.g.State(), AdamT: t.opt.T, Batch: snap, History: t.History}
+		Rounds: t.rounds, Imitation: t.imitation, Elapsed: t.elapsed, RNG: t.g.State(), AdamT: t.opt.T, Batch: snap, History: t.History}
 	for i := range t.opt.M {
 		st.AdamM = append(st.AdamM, t.opt.M[i])
 		st.AdamV = append(st.AdamV, t.opt.V[i])
@@ -91,6 +94,13 @@ func Resume(path string, want *Config) (*Trainer, error) {
 	if err := c.validate(); err != nil {
 		return nil, fmt.Errorf("%s: %v", path, err)
 	}
+	switch {
+	case st.Iter < 0 || st.Steps < 0 || st.Eps < 0 || st.AdamT < 0 || !(st.Elapsed >= 0):
+		return nil, fmt.Errorf("%s: negative counters in the training state (iter %d, env steps %d, episodes %d, adam steps %d, elapsed %v)",
+			path, st.Iter, st.Steps, st.Eps, st.AdamT, st.Elapsed)
+	case st.Rounds < 0 || st.Rounds > c.DaggerRounds:
+		return nil, fmt.Errorf("%s: %d DAgger rounds done of %d", path, st.Rounds, c.DaggerRounds)
+	}
 	r, _ := c.Rules()
 	c.Game = r.Options()
 	if got := nn.SpecFor(r, c.Hidden); !specEqual(got, net.Spec) {
@@ -102,7 +112,7 @@ func Resume(path string, want *Config) (*Trainer, error) {
 		}
 	}
 	t := &Trainer{Config: c, Net: net, rules: r, g: rng.New(st.RNG), iter: st.Iter, steps: st.Steps, eps: st.Eps,
-		cloned: st.Cloned, elapsed: st.Elapsed, History: st.History}
+		cloned: st.Cloned, rounds: st.Rounds, imitation: st.Imitation, elapsed: st.Elapsed, History: st.History}
 	t.opt = newAdam(t.params(), c.LR, c.MaxNorm)
 	if len(st.AdamM) != len(t.opt.M) || len(st.AdamV) != len(t.opt.V) {
 		return nil, fmt.Errorf("%s: optimiser state for %d tensors, the network has %d", path, len(st.AdamM), len(t.opt.M))

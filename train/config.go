@@ -40,6 +40,13 @@ type Config struct {
 	Teacher     string  `msgpack:"teacher"`
 	CloneEpochs int     `msgpack:"clone_epochs"`
 	CloneLR     float64 `msgpack:"clone_lr"`
+	// DaggerRounds rounds of DAgger follow the warm start: in each, the
+	// network plays DaggerGames new deals, the teacher labels every
+	// position the network reached, and the network retrains (CloneEpochs
+	// passes, CloneLR) on all labels so far. The network then learns what
+	// the teacher would do in the positions its own mistakes lead to.
+	DaggerRounds int `msgpack:"dagger_rounds"`
+	DaggerGames  int `msgpack:"dagger_games"`
 
 	// ValEvery is how often, in PPO iterations, the network playing
 	// greedily (argmax, as agents.Neural plays) is validated on ValGames
@@ -115,6 +122,10 @@ func (c Config) validate() error {
 		return fmt.Errorf("train: value and entropy coefficients and the gradient clip must not be negative")
 	case c.CloneGames < 0 || c.CloneEpochs < 0:
 		return fmt.Errorf("train: clone games and epochs must not be negative")
+	case c.DaggerRounds < 0 || c.DaggerGames < 0 || c.DaggerRounds > 1000 || c.DaggerGames > 1_000_000:
+		return fmt.Errorf("train: DAgger rounds %d and games %d: want 0 to 1000 rounds of 0 to 1000000 games", c.DaggerRounds, c.DaggerGames)
+	case c.DaggerRounds > 0 && c.DaggerGames == 0:
+		return fmt.Errorf("train: %d DAgger rounds need at least one game each (dagger games)", c.DaggerRounds)
 	case c.ValEvery < 0 || c.ValGames < 0 || c.ValGames > 100_000:
 		return fmt.Errorf("train: validation every %d iterations on %d deals: want both at least 0, and at most 100000 deals", c.ValEvery, c.ValGames)
 	case c.ValEvery > 0 && c.ValGames == 0:
@@ -127,7 +138,7 @@ func (c Config) validate() error {
 			return fmt.Errorf("train: hidden width %d outside 1 to 16384", h)
 		}
 	}
-	if c.CloneGames > 0 {
+	if c.CloneGames > 0 || c.DaggerRounds > 0 {
 		switch name := c.teacher(); name {
 		case "greedy", "search", "random":
 		default:

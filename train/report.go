@@ -21,7 +21,7 @@ import (
 // the warm start (Phase "clone"), with its validation if one ran.
 type Metrics struct {
 	Iter          int     `msgpack:"iter" json:"iter"`
-	Phase         string  `msgpack:"phase" json:"phase"` // "clone" or "ppo"
+	Phase         string  `msgpack:"phase" json:"phase"` // "clone", "dagger" or "ppo"
 	EnvSteps      int64   `msgpack:"env_steps" json:"env_steps"`
 	Episodes      int64   `msgpack:"episodes" json:"episodes"`
 	MeanReturn    float64 `msgpack:"mean_return" json:"mean_return"` // score change per finished episode
@@ -44,6 +44,14 @@ type Metrics struct {
 	ValWinRate float64 `msgpack:"val_win_rate" json:"val_win_rate"`
 	ValRuns    float64 `msgpack:"val_runs" json:"val_runs"`
 	ValSeconds float64 `msgpack:"val_s" json:"val_s"` // validating, counted in ElapsedSecond
+	// Imitation phases ("clone" and "dagger"): Round is the DAgger round
+	// (from 1), Labels the rows trained on (all rounds so far), Agreement
+	// how often the network's move in its own games was the teacher's
+	// label, LabelSeconds the time spent playing and labelling.
+	Round        int     `msgpack:"round" json:"round"`
+	Labels       int     `msgpack:"labels" json:"labels"`
+	Agreement    float64 `msgpack:"agreement" json:"agreement"`
+	LabelSeconds float64 `msgpack:"label_s" json:"label_s"`
 }
 
 // BetterValidation reports whether a's validation beats b's: a was
@@ -82,7 +90,7 @@ const curveWindow = 20
 // metricsHeader is the CSV header, in Metrics field order.
 var metricsHeader = []string{"iter", "phase", "env_steps", "episodes", "mean_return", "win_rate", "mean_runs", "finished",
 	"policy_loss", "value_loss", "entropy", "env_steps_per_s", "updates_per_s", "env_s", "act_s", "learn_s", "elapsed_s",
-	"val_games", "val_win_rate", "val_runs", "val_s"}
+	"val_games", "val_win_rate", "val_runs", "val_s", "round", "labels", "agreement", "label_s"}
 
 // WriteMetrics writes history as CSV (jsonl false) or JSON lines.
 func WriteMetrics(w io.Writer, history []Metrics, jsonl bool) error {
@@ -102,7 +110,8 @@ func WriteMetrics(w io.Writer, history []Metrics, jsonl bool) error {
 		cw.Write([]string{strconv.Itoa(m.Iter), m.Phase, strconv.FormatInt(m.EnvSteps, 10), strconv.FormatInt(m.Episodes, 10),
 			f(m.MeanReturn), f(m.WinRate), f(m.MeanRuns), strconv.Itoa(m.Finished), f(m.PolicyLoss), f(m.ValueLoss), f(m.Entropy),
 			f(m.EnvStepsPerS), f(m.UpdatesPerS), f(m.EnvSeconds), f(m.ActSeconds), f(m.LearnSeconds), f(m.ElapsedSecond),
-			strconv.Itoa(m.ValGames), f(m.ValWinRate), f(m.ValRuns), f(m.ValSeconds)})
+			strconv.Itoa(m.ValGames), f(m.ValWinRate), f(m.ValRuns), f(m.ValSeconds),
+			strconv.Itoa(m.Round), strconv.Itoa(m.Labels), f(m.Agreement), f(m.LabelSeconds)})
 	}
 	cw.Flush()
 	return cw.Error()
@@ -139,6 +148,8 @@ func SaveCurve(path string, history []Metrics, title string) error {
 		}
 		if m.Phase == "clone" {
 			teacher = m.MeanRuns
+		}
+		if m.Phase != "ppo" {
 			continue
 		}
 		ppo = append(ppo, m)

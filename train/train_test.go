@@ -398,3 +398,121 @@ func TestShapedRunReportsScoreChange(t *testing.T) {
 		t.Fatal("no episode finished: the test saw nothing")
 	}
 }
+
+// TestDaggerRoundsResumeExactly runs the warm start and two DAgger rounds
+// (greedy teaching, to stay fast) and two PPO iterations straight, and
+// again stopped after the first round, checkpointed and resumed: the
+// labelled games travel in the checkpoint, so both runs end identical. The
+// rounds' metrics count the labels so far and the network's agreement.
+func TestDaggerRoundsResumeExactly(t *testing.T) {
+	ctx := context.Background()
+	c := tinyConfig()
+	c.DaggerRounds, c.DaggerGames = 2, 3
+	straight, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer straight.Close()
+	if err := straight.Run(ctx, until(2), nil); err != nil {
+		t.Fatal(err)
+	}
+	var phases []string
+	labels := 0
+	for _, m := range straight.History {
+		phases = append(phases, fmt.Sprintf("%s %d", m.Phase, m.Round))
+		if m.Phase == "ppo" {
+			continue
+		}
+		if m.Labels <= labels || m.Agreement < 0 || m.Agreement > 1 || m.LabelSeconds <= 0 {
+			t.Errorf("imitation metrics %+v after %d labels", m, labels)
+		}
+		labels = m.Labels
+		if m.Phase == "dagger" && m.Finished != 3 {
+			t.Errorf("round %d played %d games, want 3", m.Round, m.Finished)
+		}
+	}
+	if got := strings.Join(phases, ", "); got != "clone 0, dagger 1, dagger 2, ppo 0, ppo 0" {
+		t.Fatalf("phases %s", got)
+	}
+	if straight.imitation != nil {
+		t.Fatal("the imitation data outlived the last round")
+	}
+
+	stop := errors.New("stop")
+	first, _ := New(c)
+	path := filepath.Join(t.TempDir(), "run.ckpt")
+	err = first.Run(ctx, until(2), func(m Metrics) error {
+		if err := first.Save(path); err != nil {
+			return err
+		}
+		if m.Phase == "dagger" {
+			return stop // a run killed after its first round's checkpoint
+		}
+		return nil
+	})
+	first.Close()
+	if !errors.Is(err, stop) {
+		t.Fatalf("first run: %v", err)
+	}
+	resumed, err := Resume(path, &c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resumed.Close()
+	if resumed.rounds != 1 || len(resumed.imitation) != c.CloneGames+c.DaggerGames {
+		t.Fatalf("resumed after %d rounds with %d labelled games", resumed.rounds, len(resumed.imitation))
+	}
+	if err := resumed.Run(ctx, until(2), nil); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(weights(straight.Net), weights(resumed.Net)) {
+		t.Fatal("the resumed run's weights differ from the uninterrupted run's")
+	}
+}
+
+// TestDaggerGameLabelsEveryPosition plays one DAgger game and replays it:
+// each played move is the network's (agents.Neural's) choice and each label
+// the choice of a teacher that followed the same game, seeded as documented.
+func TestDaggerGameLabelsEveryPosition(t *testing.T) {
+	c := tinyConfig()
+	tr, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	// Search, so the labels come from plans kept across moves.
+	teach, _ := agents.NewWith("search", agents.Options{Nodes: 300})
+	play, err := agents.NeuralMaker(tr.Net)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const seed = 99
+	g := tr.daggerGame(context.Background(), seed, teach(), play())
+	if len(g.Played) == 0 || len(g.Played) != len(g.Labels) || len(g.Played) > c.Game.MaxSteps {
+		t.Fatalf("%d moves, %d labels", len(g.Played), len(g.Labels))
+	}
+	s := env.NewGame(tr.rules, seed)
+	teacher, player := teach(), play()
+	player.Begin(seed)
+	teacher.Begin(seed)
+	var legal []env.Action
+	for i, a := range g.Played {
+		legal = s.AppendLegal(legal[:0])
+		var last env.Action
+		if i > 0 {
+			last = g.Played[i-1]
+		}
+		if want := teacher.Act(agents.NewView(&s, legal, last, i > 0)).Action; g.Labels[i] != want {
+			t.Fatalf("move %d: label %d, the teacher plays %d", i, g.Labels[i], want)
+		}
+		if want := player.Act(agents.NewView(&s, legal, last, i > 0)).Action; a != want {
+			t.Fatalf("move %d: played %d, the network plays %d", i, a, want)
+		}
+		if _, err := s.Step(a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if g.Score != s.Score() || g.Runs != s.Runs() || g.Won != (s.Status() == env.Won) {
+		t.Fatalf("game result %+v, replay: score %d runs %d", g, s.Score(), s.Runs())
+	}
+}

@@ -18,15 +18,19 @@ type Trainer struct {
 	Net     *nn.Net
 	History []Metrics
 
-	rules   env.Rules
-	batch   *env.Batch
-	opt     *adam
-	g       rng.Rand
-	iter    int
-	steps   int64
-	eps     int64
-	cloned  bool
-	elapsed float64
+	rules  env.Rules
+	batch  *env.Batch
+	opt    *adam
+	g      rng.Rand
+	iter   int
+	steps  int64
+	eps    int64
+	cloned bool
+	rounds int // DAgger rounds done
+	// imitation is the labelled games of the warm start and the DAgger
+	// rounds so far, kept (and checkpointed) until the last round is done.
+	imitation []labelled
+	elapsed   float64
 
 	// rollout buffers, T x N rows
 	obs                    []float32
@@ -137,7 +141,7 @@ func (t *Trainer) Run(ctx context.Context, stop func(iter int, steps int64) bool
 		if err != nil {
 			return err
 		}
-		if c := t.Config; c.ValEvery > 0 && (m.Phase == "clone" || t.iter%c.ValEvery == 0) {
+		if c := t.Config; c.ValEvery > 0 && (m.Phase != "ppo" || t.iter%c.ValEvery == 0) {
 			start := time.Now()
 			if m.ValWinRate, m.ValRuns, err = t.validate(ctx); err != nil {
 				return err
@@ -160,6 +164,14 @@ func (t *Trainer) Run(ctx context.Context, stop func(iter int, steps int64) bool
 		}
 	}
 	t.cloned = true
+	for t.rounds < t.Config.DaggerRounds {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := phase(func() (Metrics, error) { return t.dagger(ctx) }); err != nil {
+			return err
+		}
+	}
 	for !stop(t.iter, t.steps) {
 		if err := ctx.Err(); err != nil {
 			return err

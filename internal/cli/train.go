@@ -45,8 +45,10 @@ func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 	fs.Float64Var(&c.ValueCoef, "value-coef", c.ValueCoef, "value loss coefficient")
 	fs.Float64Var(&c.RewardScale, "reward-scale", c.RewardScale, "multiplier of the score change used as reward")
 	fs.IntVar(&c.CloneGames, "clone-games", c.CloneGames, "warm start: imitate the teacher in this many games first (0: none)")
-	fs.StringVar(&c.Teacher, "teacher", c.Teacher, "warm start teacher: greedy or search")
-	fs.IntVar(&c.CloneEpochs, "clone-epochs", c.CloneEpochs, "warm start: passes over the greedy games")
+	fs.StringVar(&c.Teacher, "teacher", c.Teacher, "the teacher of the warm start and the DAgger rounds: greedy or search (it sees what a player sees)")
+	fs.IntVar(&c.CloneEpochs, "clone-epochs", c.CloneEpochs, "warm start and DAgger: passes over the labelled positions")
+	fs.IntVar(&c.DaggerRounds, "dagger-rounds", c.DaggerRounds, "after the warm start, rounds of DAgger: the network plays, the teacher labels its positions, the network retrains on all labels")
+	fs.IntVar(&c.DaggerGames, "dagger-games", c.DaggerGames, "deals the network plays in each DAgger round")
 	fs.Float64Var(&c.CloneLR, "clone-lr", c.CloneLR, "warm start learning rate")
 	fs.IntVar(&c.ValEvery, "val-every", c.ValEvery, "validate the greedy network every this many iterations, and after the warm start (0: never)")
 	fs.IntVar(&c.ValGames, "val-games", c.ValGames, "validation deals")
@@ -133,9 +135,16 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 	}
 	since := 0
 	err = t.Run(ctx, stop, func(m train.Metrics) error {
-		if m.Phase == "clone" {
-			fmt.Fprintf(stderr, "train: warm start on %d %s games (teacher: %.2f runs, %.0f%% won): cross-entropy %.3f, %.1f updates/s\n",
-				m.Finished, t.Config.Teacher, m.MeanRuns, 100*m.WinRate, m.PolicyLoss, m.UpdatesPerS)
+		if m.Phase != "ppo" {
+			if m.Phase == "clone" {
+				fmt.Fprintf(stderr, "train: warm start on %d %s games (teacher: %.2f runs, %.0f%% won; %.0f s): cross-entropy %.3f, %.1f updates/s\n",
+					m.Finished, t.Config.Teacher, m.MeanRuns, 100*m.WinRate, m.LabelSeconds, m.PolicyLoss, m.UpdatesPerS)
+			} else {
+				fmt.Fprintf(stderr, "train: DAgger round %d: the network won %.0f%% of %d deals (%.2f runs), played %s's move %.0f%% of the time; %d labels in all (%.0f s labelling): cross-entropy %.3f, %.1f updates/s\n",
+					m.Round, 100*m.WinRate, m.Finished, m.MeanRuns, t.Config.Teacher, 100*m.Agreement, m.Labels, m.LabelSeconds, m.PolicyLoss, m.UpdatesPerS)
+			}
+			// warmstart.spider is the network after the last imitation
+			// phase: the one the reinforcement learning starts from.
 			if err := t.Save(warm); err != nil {
 				return fmt.Errorf("saving %s: %w", warm, err)
 			}
@@ -149,7 +158,7 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 		// validation best.spider holds (or a better one): a later, worse
 		// network never replaces it.
 		improved := train.NewBest(t.History)
-		if since++; improved || since >= o.every || m.Phase == "clone" {
+		if since++; improved || since >= o.every || m.Phase != "ppo" {
 			since = 0
 			if err := save(); err != nil {
 				return err
@@ -194,8 +203,11 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 
 // phaseName says which phase m is: the warm start or a PPO iteration.
 func phaseName(m train.Metrics) string {
-	if m.Phase == "clone" {
+	switch m.Phase {
+	case "clone":
 		return "the warm start"
+	case "dagger":
+		return fmt.Sprintf("DAgger round %d", m.Round)
 	}
 	return fmt.Sprintf("iteration %d", m.Iter)
 }

@@ -1,0 +1,294 @@
+package train
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/spiderenv/spider/agents"
+	"github.com/spiderenv/spider/env"
+	"github.com/spiderenv/spider/internal/rng"
+)
+
+// labelled is one game of the imitation data: the deal, the moves played
+// from it, and the teacher's move at each position reached. In the warm
+// start's games the teacher plays its own moves, so the two lists agree; in
+// a DAgger round the network plays and the teacher only labels. The
+// positions are not stored: they replay from the deal, so a checkpoint
+// holds four bytes a position.
+type labelled struct {
+	Seed   uint64       `msgpack:"seed"`
+	Played []env.Action `msgpack:"played"`
+	Labels []env.Action `msgpack:"labels"`
+	Won    bool         `msgpack:"won"`
+	Runs   int          `msgpack:"runs"`
+	Score  int          `msgpack:"score"` // at the end of Played
+}
+
+// daggerMoves caps the moves of a network's game in a DAgger round: a game
+// still going after this many has usually stopped making progress, and its
+// positions would crowd out the rest.
+const daggerMoves = 500
+
+// sample is one row of imitation data, replayed from a labelled game.
+type sample struct {
+	s   env.State
+	a   env.Action
+	ret float32
+}
+
+// collect runs play(k) for k in [0, n) on one goroutine per core and
+// returns the games in k order, so the data does not depend on the core
+// count. Each goroutine gets its own agents from makers. A cancelled ctx
+// stops it between games.
+func collect(ctx context.Context, n int, play func(k int, teacher, player agents.Agent) labelled, teacherMaker, playerMaker agents.Maker) ([]labelled, error) {
+	out := make([]labelled, n)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), n) {
+		var teacher, player agents.Agent
+		if teacherMaker != nil {
+			teacher = teacherMaker()
+		}
+		if playerMaker != nil {
+			player = playerMaker()
+		}
+		wg.Go(func() {
+			for k := range next {
+				out[k] = play(k, teacher, player)
+			}
+		})
+	}
+	var err error
+	for k := range n {
+		if err = ctx.Err(); err != nil {
+			break
+		}
+		next <- k
+	}
+	close(next)
+	wg.Wait()
+	return out, err
+}
+
+// teacherGame is the teacher playing deal seed to its end.
+func (t *Trainer) teacherGame(seed uint64, teacher agents.Agent) labelled {
+	g := labelled{Seed: seed}
+	res := agents.PlayVisit(t.rules, seed, teacher, nil)
+	g.Played, g.Labels = res.Actions, res.Actions
+	g.Won, g.Runs, g.Score = res.Won, res.Runs, res.Score
+	return g
+}
+
+// daggerGame is the network playing deal seed (as agents.Neural plays, for
+// at most daggerMoves moves) while the teacher labels every position it
+// reaches with the move it would play there. The teacher follows the game
+// as if it were playing it (seeded once, from the deal): search keeps its
+// plan while the network plays the planned moves and plans again where the
+// network leaves it, which costs a fraction of planning afresh at every
+// position. The teacher is search or greedy, never the oracle: it sees what
+// a player sees.
+func (t *Trainer) daggerGame(ctx context.Context, seed uint64, teacher, player agents.Agent) labelled {
+	g := labelled{Seed: seed}
+	s := env.NewGame(t.rules, seed)
+	player.Begin(seed)
+	teacher.Begin(seed)
+	var legal []env.Action
+	last, hasLast := env.Action(0), false
+	for i := 0; !s.Over() && i < daggerMoves && ctx.Err() == nil; i++ {
+		legal = s.AppendLegal(legal[:0])
+		label := teacher.Act(agents.NewView(&s, legal, last, hasLast)).Action
+		a := player.Act(agents.NewView(&s, legal, last, hasLast)).Action
+		if _, err := s.Step(a); err != nil {
+			panic("train: the network chose an illegal action: " + err.Error())
+		}
+		g.Played = append(g.Played, a)
+		g.Labels = append(g.Labels, label)
+		last, hasLast = a, true
+	}
+	g.Won, g.Runs, g.Score = s.Status() == env.Won, s.Runs(), s.Score()
+	return g
+}
+
+// samples replays games into rows: each position with its label and the
+// discounted return of the score changes that followed it in the game.
+func (t *Trainer) samples(games []labelled) ([]sample, error) {
+	c := t.Config
+	n := 0
+	for _, g := range games {
+		n += len(g.Played)
+	}
+	out := make([]sample, 0, n)
+	for _, g := range games {
+		if len(g.Labels) != len(g.Played) {
+			return nil, fmt.Errorf("train: imitation game %d has %d labels for %d moves", g.Seed, len(g.Labels), len(g.Played))
+		}
+		first := len(out)
+		s := env.NewGame(t.rules, g.Seed)
+		for i, a := range g.Played {
+			out = append(out, sample{s: s, a: g.Labels[i]})
+			if !s.Legal(g.Labels[i]) {
+				return nil, fmt.Errorf("train: imitation game %d: label %d of move %d is illegal", g.Seed, g.Labels[i], i)
+			}
+			if _, err := s.Step(a); err != nil {
+				return nil, fmt.Errorf("train: imitation game %d, move %d: %v", g.Seed, i, err)
+			}
+		}
+		// Each move's reward is the score change it made: up to the next
+		// position's score, and the game's last score after the last move.
+		var ret float32
+		next := s.Score()
+		for i := len(out) - 1; i >= first; i-- {
+			reward := float32(next-out[i].s.Score()) * float32(c.RewardScale)
+			ret = reward + float32(c.Gamma)*ret
+			out[i].ret = ret
+			next = out[i].s.Score()
+		}
+	}
+	return out, nil
+}
+
+// imitate trains the network on all the imitation data so far: CloneEpochs
+// passes with a fresh Adam at CloneLR, cross-entropy towards the labels
+// and the value head towards the returns.
+func (t *Trainer) imitate(ctx context.Context, m *Metrics) error {
+	c := t.Config
+	data, err := t.samples(t.imitation)
+	if err != nil {
+		return err
+	}
+	m.Labels = len(data)
+	if len(data) == 0 {
+		return nil
+	}
+	opt := newAdam(t.params(), c.CloneLR, c.MaxNorm)
+	rows := min(c.Minibatch, len(data))
+	l, err := newLearner(t.Net, opt, rows, CloneLoss, coefs{Value: c.ValueCoef}, c.Clip)
+	if err != nil {
+		return err
+	}
+	defer l.close()
+	D, A := t.Net.Spec.ObsLen, env.NumActions
+	obs, mask := make([]float32, D), make([]uint8, A)
+	start := time.Now()
+	sum, updates, err := t.epochs(ctx, l, len(data), rows, c.CloneEpochs, func(r, idx int) {
+		d := &data[idx]
+		d.s.ObserveFloat32(obs)
+		d.s.Mask(mask)
+		l.setRow(r, obs, mask, int(d.a))
+		l.ret[r] = d.ret
+	})
+	if err != nil {
+		return err
+	}
+	if updates > 0 {
+		m.PolicyLoss, m.ValueLoss, m.Entropy = sum.Policy/float64(updates), sum.Value/float64(updates), sum.Entropy/float64(updates)
+		m.LearnSeconds = time.Since(start).Seconds()
+		m.UpdatesPerS = float64(updates) / m.LearnSeconds
+	}
+	return nil
+}
+
+// gameStats fills m's game means (score change, runs, wins) from games.
+func gameStats(m *Metrics, games []labelled) {
+	var sumRet, sumRuns float64
+	wins := 0
+	for _, g := range games {
+		sumRet += float64(g.Score - env.StartScore)
+		sumRuns += float64(g.Runs)
+		if g.Won {
+			wins++
+		}
+	}
+	m.Finished = len(games)
+	if n := float64(len(games)); n > 0 {
+		m.MeanReturn, m.MeanRuns, m.WinRate = sumRet/n, sumRuns/n, float64(wins)/n
+	}
+}
+
+// clone is the warm start (behaviour cloning): the teacher plays
+// CloneGames games, on all cores, and the network imitates its moves (its
+// value head learns their discounted returns).
+func (t *Trainer) clone(ctx context.Context) (Metrics, error) {
+	c := t.Config
+	start := time.Now()
+	teacher, err := agents.New(c.teacher())
+	if err != nil {
+		return Metrics{}, err
+	}
+	games, err := collect(ctx, c.CloneGames, func(k int, teacher, _ agents.Agent) labelled {
+		return t.teacherGame(rng.Mix(c.Seed^0xc10e, uint64(k)), teacher)
+	}, teacher, nil)
+	if err != nil {
+		return Metrics{}, err
+	}
+	t.imitation = games
+	m := Metrics{Phase: "clone"}
+	gameStats(&m, games)
+	m.LabelSeconds = time.Since(start).Seconds()
+	if err := t.imitate(ctx, &m); err != nil {
+		return Metrics{}, err
+	}
+	t.finishImitation(&m, start)
+	return m, nil
+}
+
+// dagger is one DAgger round: the network plays DaggerGames new deals, the
+// teacher labels every position it reached, the labelled games join the
+// imitation data, and the network retrains on all of it. The round's game
+// means are the network's own games; Agreement is how often its move was
+// the teacher's.
+func (t *Trainer) dagger(ctx context.Context) (Metrics, error) {
+	c := t.Config
+	start := time.Now()
+	teacher, err := agents.New(c.teacher())
+	if err != nil {
+		return Metrics{}, err
+	}
+	player, err := agents.NeuralMaker(t.Net)
+	if err != nil {
+		return Metrics{}, err
+	}
+	round := uint64(t.rounds)
+	games, err := collect(ctx, c.DaggerGames, func(k int, teacher, player agents.Agent) labelled {
+		return t.daggerGame(ctx, rng.Mix(c.Seed^0xda66e7, round<<32|uint64(k)), teacher, player)
+	}, teacher, player)
+	if err != nil {
+		return Metrics{}, err
+	}
+	m := Metrics{Phase: "dagger", Round: t.rounds + 1}
+	gameStats(&m, games)
+	same, all := 0, 0
+	for _, g := range games {
+		for i, a := range g.Played {
+			if a == g.Labels[i] {
+				same++
+			}
+		}
+		all += len(g.Played)
+	}
+	if all > 0 {
+		m.Agreement = float64(same) / float64(all)
+	}
+	m.LabelSeconds = time.Since(start).Seconds()
+	t.imitation = append(t.imitation, games...)
+	if err := t.imitate(ctx, &m); err != nil {
+		return Metrics{}, err
+	}
+	t.rounds++
+	t.finishImitation(&m, start)
+	return m, nil
+}
+
+// finishImitation closes an imitation phase's metrics, and drops the data
+// once the last round is done: PPO does not need it, and checkpoints stay
+// small.
+func (t *Trainer) finishImitation(m *Metrics, start time.Time) {
+	t.elapsed += time.Since(start).Seconds()
+	m.ElapsedSecond = t.elapsed
+	if t.rounds >= t.Config.DaggerRounds {
+		t.imitation = nil
+	}
+}
