@@ -5,6 +5,7 @@ go 1.26
 require (
 	github.com/spf13/pflag v1.1.0
 	github.com/vmihailenco/msgpack/v5 v5.4.1
+	golang.org/x/image v0.30.0
 	gonum.org/v1/gonum v0.17.0
 	gonum.org/v1/plot v0.17.0
 	gorgonia.org/gorgonia v0.9.18
@@ -34,7 +35,6 @@ require (
 	github.com/xtgo/set v1.0.0 // indirect
 	// gorgonia pulls an older version that panics at start on Go 1.26; keep this pin.
 	go4.org/unsafe/assume-no-moving-gc v0.0.0-20231121144256-b99613f794b6 // indirect
-	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/text v0.28.0 // indirect
 	golang.org/x/xerrors v0.0.0-20200804184101-5ec99f83aff1 // indirect
 	google.golang.org/protobuf v1.28.0 // indirect

@@ -96,14 +96,34 @@ func ParseAction(s string) (Action, error) {
 	if err != nil {
 		return 0, fmt.Errorf("env: action %q: destination column: %v", s, err)
 	}
-	n, err := parseNumber(cnt, 1, MaxMove)
+	n, err := parseCount(cnt)
 	if err != nil {
-		return 0, fmt.Errorf("env: action %q: card count: %v", s, err)
+		return 0, fmt.Errorf("env: action %q: %v", s, err)
 	}
 	if from == to {
 		return 0, fmt.Errorf("env: action %q: source and destination are the same column", s)
 	}
 	return MoveAction(from-1, to-1, n), nil
+}
+
+// parseCount reads the card count after the "x", saying which rule a bad
+// one breaks: a player who types 13 or 0 learns the limit, not just that
+// the text was wrong.
+func parseCount(s string) (int, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, fmt.Errorf("the card count after \"x\" is missing, like \"3>7x4\"")
+	}
+	n, err := strconv.Atoi(s)
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("card count %q is not a number from 1 to %d", s, MaxMove)
+	case n < 1:
+		return 0, fmt.Errorf("card count %d: a move takes at least one card", n)
+	case n > MaxMove:
+		return 0, fmt.Errorf("card count %d: at most %d cards move at once (13 in suit are a completed run, which leaves the tableau by itself)", n, MaxMove)
+	}
+	return n, nil
 }
 
 // parseNumber reads the decimal integer s, spaces around it allowed, and

@@ -7,10 +7,12 @@ import (
 	"strings"
 )
 
-// Render returns the board as a player sees it: one line of status, the
-// column numbers, then the columns top to bottom of the screen, face-down
-// cards as "##" and face-up ones in two letters ("Ks", "Th"); an empty
-// column shows "." in its first row. Hidden cards never appear.
+// Render returns the board as a player sees it: one line of status (the
+// stock's cards and DealsLeft among it), the column numbers, then the
+// columns top to bottom of the screen, face-down cards as "##" and face-up
+// ones in two letters ("Ks", "Th"); an empty column shows "." in its first
+// row. Every column is four characters wide, its number right-aligned over
+// its cards. Hidden cards never appear.
 func (s *State) Render() string {
 	var b strings.Builder
 	s.AppendRender(&b)
@@ -19,8 +21,12 @@ func (s *State) Render() string {
 
 // AppendRender writes the rendering of s to b.
 func (s *State) AppendRender(b *strings.Builder) {
-	fmt.Fprintf(b, "%s %d-suit  score %d  moves %d  stock %d (%d deals)  runs %d/%d",
-		s.rules.ruleSet, s.rules.suits, s.score, s.steps, s.StockLeft(), s.StockLeft()/DealSize, s.runs, NumRuns)
+	deals, plural := s.DealsLeft(), "s"
+	if deals == 1 {
+		plural = ""
+	}
+	fmt.Fprintf(b, "%s %d-suit  score %d  moves %d  stock %d (%d deal%s)  runs %d/%d",
+		s.rules.ruleSet, s.rules.suits, s.score, s.steps, s.StockLeft(), deals, plural, s.runs, NumRuns)
 	switch {
 	case s.status != Playing:
 		fmt.Fprintf(b, "  %s", s.status)
@@ -30,7 +36,9 @@ func (s *State) AppendRender(b *strings.Builder) {
 	b.WriteByte('\n')
 	rows := 1
 	for c := range NumColumns {
-		b.WriteString("   ")
+		// The same four characters as a card's cell below: two spaces,
+		// then the number in the card's two.
+		b.WriteString("  ")
 		if c+1 < 10 {
 			b.WriteByte(' ')
 		}

@@ -95,6 +95,31 @@ func (s *State) SuitRuns(su Suit) int { return int(s.suitRuns[su&3]) }
 // StockLeft returns the number of cards left in the stock.
 func (s *State) StockLeft() int { return StockSize - int(s.dealt) }
 
+// DealsLeft returns how many more deals the stock holds if every deal
+// reaches the columns that hold cards now. Under classic that is the
+// stock's ten-card packets, whatever the columns. Under cardems a deal
+// needs ten stock cards but gives a card only to each non-empty column, so
+// the count is the deals of that many cards each while ten or more are
+// left: it grows when a column empties and shrinks when one fills, and
+// the 1 to 9 cards a partial deal can strand count for no deal. It reads
+// only counts a player sees.
+func (s *State) DealsLeft() int {
+	left := s.StockLeft()
+	if s.rules.ruleSet == Classic {
+		return left / DealSize
+	}
+	filled := 0
+	for _, h := range s.height {
+		if h > 0 {
+			filled++
+		}
+	}
+	if left < DealSize || filled == 0 {
+		return 0 // dealReason refuses both
+	}
+	return (left-DealSize)/filled + 1
+}
+
 // Height returns the number of cards in column c (0-based).
 func (s *State) Height(c int) int { return int(s.height[c]) }
 

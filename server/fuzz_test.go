@@ -73,6 +73,7 @@ func FuzzServe(f *testing.F) {
 		{"op": "reset", "seed": 3},
 		{"op": "step", "actions": []int{1080, 1080}},
 		{"op": "render", "game": 1},
+		{"op": "render", "game": 0, "mode": "rgb_array"},
 		{"op": "hint", "game": 0},
 		{"op": "make", "n": 2, "autoreset": "same-step", "mask": "bits"},
 		{"op": "reset", "reset_mask": []byte{1, 1}},

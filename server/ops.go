@@ -7,6 +7,7 @@ import (
 
 	"github.com/spiderenv/spider/agents"
 	"github.com/spiderenv/spider/env"
+	"github.com/spiderenv/spider/picture"
 )
 
 // PackedRowBytes is the size of one game's bit-packed mask row.
@@ -412,14 +413,33 @@ func (cn *conn) game(q *request) (int, *replyError) {
 	return int(q.game), nil
 }
 
+// opRender answers with game's board as a player sees it: text, or with
+// "mode": "rgb_array" the picture as a bin of Height x Width x 3 bytes.
 func (cn *conn) opRender(q *request) *replyError {
 	i, err := cn.game(q)
 	if err != nil {
 		return err
 	}
+	rgb := false
+	switch q.mode {
+	case "", "ansi", "text":
+	case "rgb_array":
+		rgb = true
+	default:
+		return fail(codeBadRequest, "render mode %q: want ansi, text or rgb_array", q.mode)
+	}
 	s := cn.batch.State(i)
 	cn.en.begin(true, q)
-	cn.en.str("text", s.Render())
+	if !rgb {
+		cn.en.str("text", s.Render())
+		return nil
+	}
+	if cn.picture == nil {
+		cn.picture = make([]uint8, picture.Size) // only connections that ask pay for it
+	}
+	cn.en.bin("rgb", picture.Draw(cn.picture, &s))
+	cn.en.int("height", picture.Height)
+	cn.en.int("width", picture.Width)
 	return nil
 }
 

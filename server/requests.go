@@ -37,6 +37,7 @@ const (
 	fieldSeed
 	fieldResetMask
 	fieldActions
+	fieldMode
 	numFields
 )
 
@@ -59,6 +60,7 @@ var requestFields = [numFields]struct {
 	fieldSeed:      {"seed", (*reader).seed},
 	fieldResetMask: {"reset_mask", func(r *reader, q *request) (err error) { q.resetMask, err = r.bin(); return }},
 	fieldActions:   {"actions", (*reader).actions},
+	fieldMode:      {"mode", func(r *reader, q *request) (err error) { q.mode, err = r.text(); return }},
 }
 
 func lookupField(key []byte) (field, bool) {
@@ -85,6 +87,7 @@ type request struct {
 	autoreset string
 	illegal   string
 	mask      string
+	mode      string // render's picture: "ansi" or "text" (the default), "rgb_array"
 	penalty   float64
 	seed      uint64
 	resetMask []byte

@@ -171,6 +171,7 @@ type conn struct {
 	actions   []env.Action // one per game, reused by every step
 	resetMask []bool       // one per game, reused by every reset
 	packed    []byte       // bit-packed masks
+	picture   []uint8      // render's rgb_array picture, made on the first one
 	hint      agents.Agent // made on the first hint
 }
 

@@ -25,13 +25,14 @@ type command struct {
 }
 
 var commands = map[string]command{
-	"demo":   {"play one seeded game with a random policy and show it", "", demoCommand},
-	"bench":  {"measure the batch stepper's env-steps per second with random legal actions", "", benchCommand},
-	"serve":  {"serve batches of games over a socket (msgpack, PROTOCOL.md)", "", serveCommand},
-	"eval":   {"compare policies on the same deals, with confidence intervals and paired tests", "", evalCommand},
-	"play":   {"play a game in the terminal, with undo and hints", "", playCommand},
-	"replay": {"step through a recorded game", "FILE", replayCommand},
-	"train":  {"train a neural policy with PPO (gorgonia) on the batch stepper", "", trainCommand},
+	"demo":    {"play one seeded game with a random policy and show it", "", demoCommand},
+	"bench":   {"measure the batch stepper's env-steps per second with random legal actions", "", benchCommand},
+	"serve":   {"serve batches of games over a socket (msgpack, PROTOCOL.md)", "", serveCommand},
+	"eval":    {"compare policies on the same deals, with confidence intervals and paired tests", "", evalCommand},
+	"play":    {"play a game in the terminal, with undo and hints", "", playCommand},
+	"replay":  {"step through a recorded game", "FILE", replayCommand},
+	"train":   {"train a neural policy with PPO (gorgonia) on the batch stepper", "", trainCommand},
+	"version": {"print the program's version and the commit it was built from", "", versionCommand},
 }
 
 // Main runs the command line args and returns the process exit code:
@@ -44,6 +45,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
+	if args[0] == "--version" {
+		args = append([]string{"version"}, args[1:]...)
+	}
 	cmd, ok := commands[args[0]]
 	if !ok {
 		fmt.Fprintf(stderr, "spider: unknown command %q\n", args[0])
@@ -52,6 +56,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	fs := pflag.NewFlagSet("spider "+args[0], pflag.ContinueOnError)
 	fs.SetOutput(stderr)
+	name := args[0]
+	fs.Usage = func() { commandUsage(stderr, name, cmd, fs) }
 	run := cmd.setup(fs)
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -118,8 +124,21 @@ func (o outputFlags) check() error {
 	return nil
 }
 
+// commandUsage is a command's --help: its usage line with the arguments
+// it takes, what it does, and its flags.
+func commandUsage(w io.Writer, name string, cmd command, fs *pflag.FlagSet) {
+	line := "spider " + name
+	if cmd.args != "" {
+		line += " " + cmd.args
+	}
+	fmt.Fprintf(w, "usage: %s [flags]\n\n%s\n", line, cmd.summary)
+	if fs.HasFlags() {
+		fmt.Fprintf(w, "\nflags:\n%s", fs.FlagUsages())
+	}
+}
+
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: spider COMMAND [flags]   (flags take the --long form; see spider COMMAND --help)")
+	fmt.Fprintln(w, "usage: spider COMMAND [flags]   (flags take the --long form; see spider COMMAND --help; spider --version)")
 	fmt.Fprintln(w, "\ncommands:")
 	names := make([]string, 0, len(commands))
 	for n := range commands {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -104,5 +105,44 @@ func TestGameFlagsComeFromOptions(t *testing.T) {
 	}
 	if !strings.Contains(stdout.String(), "cardems 2-suit, max-steps 3") || !strings.Contains(stdout.String(), "after 3 moves") {
 		t.Fatalf("the flags did not reach the game:\n%s", stdout.String())
+	}
+}
+
+// TestVersion runs both spellings and reads the line from made-up build
+// information: a version set at build time, a module version, a commit.
+func TestVersion(t *testing.T) {
+	for _, args := range [][]string{{"--version"}, {"version"}} {
+		var out, errb bytes.Buffer
+		if code := Main(args, nil, &out, &errb); code != 0 || !strings.HasPrefix(out.String(), "spider "+Version+" (go") {
+			t.Errorf("%v: exit %d, %q (stderr %q)", args, code, out.String(), errb.String())
+		}
+	}
+	info := &debug.BuildInfo{Main: debug.Module{Version: "v1.4.0"}, Settings: []debug.BuildSetting{
+		{Key: "vcs.revision", Value: "4e264e3a0b1c2d3e4f5a"}, {Key: "vcs.modified", Value: "true"},
+	}}
+	for _, tc := range []struct{ version, want string }{
+		{"dev", "spider v1.4.0 (commit 4e264e3a0b1c with uncommitted changes, go"},
+		{"v2.0.0-rc1", "spider v2.0.0-rc1 (commit 4e264e3a0b1c with uncommitted changes, go"},
+	} {
+		if got := versionLine(tc.version, info); !strings.HasPrefix(got, tc.want) {
+			t.Errorf("versionLine(%q) = %q, want it to start %q", tc.version, got, tc.want)
+		}
+	}
+	if got := versionLine("dev", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}); !strings.HasPrefix(got, "spider dev (go") {
+		t.Errorf("a build without VCS information: %q", got)
+	}
+}
+
+// TestCommandHelpNamesArguments checks each command's usage line: replay's
+// names the FILE it needs.
+func TestCommandHelpNamesArguments(t *testing.T) {
+	for cmd, want := range map[string]string{
+		"replay": "usage: spider replay FILE [flags]\n",
+		"demo":   "usage: spider demo [flags]\n",
+	} {
+		var out, errb bytes.Buffer
+		if code := Main([]string{cmd, "--help"}, nil, &out, &errb); code != 0 || !strings.HasPrefix(errb.String(), want) || !strings.Contains(errb.String(), commands[cmd].summary) {
+			t.Errorf("%s --help: exit %d, %q; want it to start %q and give the summary", cmd, code, errb.String(), want)
+		}
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/pflag"
 
@@ -151,17 +150,19 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	if err := o.out.check(); err != nil {
 		return err
 	}
-	start := time.Now()
-	last := time.Time{}
+	prog := newProgress(stderr)
 	ev, err := agents.Evaluate(ctx, r, policies, seeds, o.workers, agents.Options{Nodes: o.nodes}, func(done, total int) {
-		if now := time.Now(); now.Sub(last) > 200*time.Millisecond || done == total {
-			last = now
-			const width = 30
-			bar := strings.Repeat("#", done*width/total) + strings.Repeat(".", width-done*width/total)
-			fmt.Fprintf(stderr, "\reval [%s] %d/%d games, %s", bar, done, total, now.Sub(start).Round(time.Second))
+		if !prog.due(done, total) {
+			return
 		}
+		// Evaluate counts games, every policy's on every deal, handing
+		// them out deal by deal; the user asked for deals, so count those.
+		deals := done / len(policies)
+		const width = 30
+		bar := strings.Repeat("#", deals*width/len(seeds)) + strings.Repeat(".", width-deals*width/len(seeds))
+		prog.write(fmt.Sprintf("eval [%s] %d/%d deals", bar, deals, len(seeds)))
 	})
-	fmt.Fprintln(stderr)
+	prog.end()
 	if err != nil {
 		return err
 	}

@@ -161,12 +161,19 @@ func runPlay(ctx context.Context, o playOptions, stdin io.Reader, stdout io.Writ
 
 // resolve reads a move: full notation, or "S>D" when one count fits.
 func resolve(line string, mask []uint8) (env.Action, error) {
-	if a, err := env.ParseAction(line); err == nil {
+	a, err := env.ParseAction(line)
+	if err == nil {
 		return a, nil
 	}
 	src, dst, ok := strings.Cut(line, ">")
 	if !ok {
 		return 0, fmt.Errorf("%q is not a command or a move (type ? for help)", line)
+	}
+	if strings.Contains(dst, "x") {
+		// A count was typed, so this is the full notation and its own
+		// error says what is wrong (a count of 13, 0 or none); the short
+		// form below would only blame the columns.
+		return 0, fmt.Errorf("%s (type ? for help)", strings.TrimPrefix(err.Error(), "env: "))
 	}
 	from, err1 := strconv.Atoi(strings.TrimSpace(src))
 	to, err2 := strconv.Atoi(strings.TrimSpace(dst))

@@ -80,3 +80,25 @@ func TestEvalRecordsReplay(t *testing.T) {
 		t.Fatalf("a corrupt record: %v", err)
 	}
 }
+
+// TestResolveExplainsTheCount checks that a move with a bad count is told
+// what is wrong with the count, not that its columns are.
+func TestResolveExplainsTheCount(t *testing.T) {
+	s := env.NewGame(env.MustRules(env.Options{Suits: 1}), 3)
+	mask := make([]uint8, env.NumActions)
+	s.Mask(mask)
+	for line, want := range map[string]string{
+		"3>7x13": "card count 13: at most 12 cards move at once",
+		"3>7x0":  "card count 0: a move takes at least one card",
+		"3>7x":   `the card count after "x" is missing`,
+		"3>7xz":  `card count "z" is not a number from 1 to 12`,
+		"3>3x2":  "source and destination are the same column",
+		"1>1":    "columns are 1 to 10 and must differ",
+		"0>4":    "columns are 1 to 10 and must differ",
+	} {
+		_, err := resolve(line, mask)
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.HasSuffix(err.Error(), "(type ? for help)") {
+			t.Errorf("resolve(%q): %v; want an error saying %q", line, err, want)
+		}
+	}
+}

@@ -1,39 +1,77 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"image/png"
 	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/spiderenv/spider/env"
+	"github.com/spiderenv/spider/internal/atomicfile"
+	"github.com/spiderenv/spider/picture"
 	"github.com/spiderenv/spider/record"
 )
 
 // replayOptions are the replay command's flags.
 type replayOptions struct {
-	every int
+	every  int
+	gif    string
+	frames string
+	delay  time.Duration
 }
 
+// How long the animation holds the deal and the final position: long
+// enough to read them before the moves start and before it loops.
+const (
+	gifFirstHold = time.Second
+	gifLastHold  = 3 * time.Second
+)
+
 func replayCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, io.Writer, io.Writer) error {
-	var o replayOptions
+	o := replayOptions{delay: 300 * time.Millisecond}
 	fs.IntVar(&o.every, "every", 1, "show the board every this many moves (0: only the first and last)")
+	fs.StringVar(&o.gif, "gif", "", "also write the game to this file as an animated GIF, a frame per move")
+	fs.StringVar(&o.frames, "frames", "", "also write a PNG picture of every position into this folder (0000.png is the deal)")
+	fs.DurationVar(&o.delay, "delay", o.delay, "how long the GIF shows each move (the deal at least 1s, the end at least 3s)")
 	return func(ctx context.Context, args []string, _ io.Reader, stdout, _ io.Writer) error {
 		return runReplay(ctx, o, args[0], stdout)
 	}
 }
 
 // runReplay shows a recorded game move by move and checks it ends as
-// recorded.
+// recorded; with --gif or --frames it also draws every position.
 func runReplay(ctx context.Context, o replayOptions, path string, stdout io.Writer) error {
+	if o.gif != "" || o.frames != "" {
+		if o.delay < picture.MinDelay || o.delay > picture.MaxDelay {
+			return usageError{fmt.Errorf("--delay %v: want %v to %v", o.delay, picture.MinDelay, picture.MaxDelay)}
+		}
+	}
 	g, err := record.Load(path)
+	if err != nil {
+		return err
+	}
+	if o.gif != "" || o.frames != "" {
+		// A record that does not replay must leave no pictures behind:
+		// check it whole (a replay takes microseconds) before drawing.
+		if _, err := record.Replay(g, nil); err != nil {
+			return fmt.Errorf("%s: %v", path, err)
+		}
+	}
+	pics, err := newPictures(o, len(g.Actions))
 	if err != nil {
 		return err
 	}
 	r, _ := g.RulesOf()
 	first := env.NewGame(r, g.Seed)
 	fmt.Fprintf(stdout, "%s: %v, deal %d, played by %s, %d actions\n\n%s", path, r, g.Seed, g.Player, len(g.Actions), first.Render())
+	pics.add(&first, len(g.Actions) == 0)
 	final, err := record.Replay(g, func(i int, a env.Action, s *env.State) {
 		if ctx.Err() != nil {
 			return
@@ -41,10 +79,94 @@ func runReplay(ctx context.Context, o replayOptions, path string, stdout io.Writ
 		if (o.every > 0 && (i+1)%o.every == 0) || i == len(g.Actions)-1 {
 			fmt.Fprintf(stdout, "\n%d. %v\n%s", i+1, a, s.Render())
 		}
+		pics.add(s, i == len(g.Actions)-1)
 	})
 	if err != nil {
 		return fmt.Errorf("%s: %v", path, err)
 	}
-	fmt.Fprintf(stdout, "\nreplayed exactly: %v, score %d, %d runs in %d moves\n", final.Status(), final.Score(), final.Runs(), final.Steps())
-	return ctx.Err()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	end := final.Status().String()
+	if final.Truncated() {
+		end = "truncated" // the status of a game stopped by the step limit is still "playing"
+	}
+	fmt.Fprintf(stdout, "\nreplayed exactly: %s, score %d, %d runs in %d moves\n", end, final.Score(), final.Runs(), final.Steps())
+	return pics.finish(stdout)
+}
+
+// pictures draws the positions of a replay into an animated GIF and PNG
+// frames, whichever were asked for.
+type pictures struct {
+	o      replayOptions
+	pix    []uint8
+	anim   *picture.Animation
+	n      int   // positions drawn
+	digits int   // in a frame's file name, so the names sort in order
+	err    error // the first PNG that could not be written
+	png    bytes.Buffer
+}
+
+func newPictures(o replayOptions, actions int) (*pictures, error) {
+	p := &pictures{o: o, digits: max(4, len(strconv.Itoa(actions)))}
+	if o.gif == "" && o.frames == "" {
+		return p, nil
+	}
+	p.pix = make([]uint8, picture.Size)
+	if o.gif != "" {
+		p.anim = picture.NewAnimation()
+	}
+	if o.frames != "" {
+		if err := os.MkdirAll(o.frames, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// add draws s, the next position; last says it is the final one, which
+// the animation holds longer.
+func (p *pictures) add(s *env.State, last bool) {
+	if p.pix == nil || p.err != nil {
+		return
+	}
+	picture.Draw(p.pix, s)
+	if p.anim != nil {
+		d := p.o.delay
+		switch {
+		case last:
+			d = max(d, gifLastHold)
+		case p.n == 0:
+			d = max(d, gifFirstHold)
+		}
+		p.anim.Add(p.pix, d)
+	}
+	if p.o.frames != "" {
+		p.png.Reset()
+		name := filepath.Join(p.o.frames, fmt.Sprintf("%0*d.png", p.digits, p.n))
+		if err := png.Encode(&p.png, picture.Paletted(p.pix)); err != nil {
+			p.err = err
+		} else if err := atomicfile.Write(name, p.png.Bytes()); err != nil {
+			p.err = err
+		}
+	}
+	p.n++
+}
+
+// finish writes the GIF and says what was written.
+func (p *pictures) finish(stdout io.Writer) error {
+	if p.err != nil {
+		return p.err
+	}
+	if p.o.frames != "" {
+		fmt.Fprintf(stdout, "wrote %d pictures into %s\n", p.n, p.o.frames)
+	}
+	if p.anim != nil {
+		b := p.anim.Bytes()
+		if err := atomicfile.Write(p.o.gif, b); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "wrote %s: %d frames, %d KB\n", p.o.gif, p.anim.Frames(), (len(b)+1023)/1024)
+	}
+	return nil
 }

@@ -1,5 +1,6 @@
 // Package layers holds the test that keeps the packages' dependencies
-// pointing down: env at the bottom, then agents (with agents/nn), then
+// pointing down: env at the bottom, then what reads only env (its
+// conformance checker, the pictures), then agents (with agents/nn), then
 // server, train and record, then the command line. The helpers under
 // internal/ sit below everything and import no package of the module.
 package layers
@@ -18,7 +19,7 @@ const module = "github.com/spiderenv/spider/"
 // a lower layer (so agents/nn, which agents imports, sits below it).
 var tier = map[string]int{
 	"internal/rng": 0, "internal/stats": 0, "internal/atomicfile": 0, "internal/msgpackcheck": 0,
-	"env": 1, "env/envtest": 2,
+	"env": 1, "env/envtest": 2, "picture": 2,
 	"agents/nn": 3, "agents": 4,
 	"server": 5, "train": 5, "record": 5,
 	"internal/cli": 6,

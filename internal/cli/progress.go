@@ -1,0 +1,71 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"time"
+)
+
+// isTerminal reports whether w is a terminal (a character device), where
+// progress may redraw one line in place with "\r". A file or a pipe gets
+// whole lines instead, so a log holds no carriage returns.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// progress reports a long job on w: on a terminal one line redrawn at most
+// every 200 ms; elsewhere a plain line at most every 10 s, so a log of a
+// long run stays short. The last report (done == total) is always due.
+type progress struct {
+	w     io.Writer
+	tty   bool
+	start time.Time
+	last  time.Time
+	drawn bool
+}
+
+func newProgress(w io.Writer) *progress {
+	now := time.Now()
+	return &progress{w: w, tty: isTerminal(w), start: now, last: now}
+}
+
+// due reports whether the report of done out of total should be written
+// now, and if so counts it as written.
+func (p *progress) due(done, total int) bool {
+	now := time.Now()
+	every := 10 * time.Second
+	if p.tty {
+		every = 200 * time.Millisecond
+	}
+	if now.Sub(p.last) < every && done != total {
+		return false
+	}
+	p.last = now
+	return true
+}
+
+// write writes line, followed by the time since the start: redrawn in
+// place on a terminal, a line of its own elsewhere.
+func (p *progress) write(line string) {
+	line += ", " + time.Since(p.start).Round(time.Second).String()
+	if p.tty {
+		fmt.Fprint(p.w, "\r"+line)
+		p.drawn = true
+		return
+	}
+	fmt.Fprintln(p.w, line)
+}
+
+// end finishes the terminal's redrawn line.
+func (p *progress) end() {
+	if p.drawn {
+		fmt.Fprintln(p.w)
+		p.drawn = false
+	}
+}

@@ -1,0 +1,55 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestIsTerminal(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if isTerminal(f) || isTerminal(&bytes.Buffer{}) {
+		t.Error("a file or a buffer taken for a terminal")
+	}
+	if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
+		defer tty.Close()
+		if !isTerminal(tty) {
+			t.Error("/dev/tty not taken for a terminal")
+		}
+	}
+}
+
+// TestProgressLines checks both forms: a terminal's line redrawn with "\r"
+// and finished by end, and plain lines elsewhere, the last always due.
+func TestProgressLines(t *testing.T) {
+	var b bytes.Buffer
+	p := newProgress(&b)
+	if p.due(1, 3) {
+		t.Error("a report right after the start is due")
+	}
+	if !p.due(3, 3) {
+		t.Error("the last report is not due")
+	}
+	p.write("job 3/3")
+	p.end()
+	if got := b.String(); !strings.HasPrefix(got, "job 3/3, ") || strings.Count(got, "\n") != 1 || strings.Contains(got, "\r") {
+		t.Errorf("plain progress %q; want one line", got)
+	}
+	b.Reset()
+	p = newProgress(&b)
+	p.tty = true
+	p.write("job 3/3")
+	if got := b.String(); !strings.HasPrefix(got, "\rjob 3/3, ") || strings.Contains(got, "\n") {
+		t.Errorf("terminal progress %q; want the line redrawn, not ended", got)
+	}
+	p.end()
+	if !strings.HasSuffix(b.String(), "\n") {
+		t.Errorf("end left the line open: %q", b.String())
+	}
+}

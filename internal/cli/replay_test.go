@@ -1,0 +1,154 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"image"
+	"image/draw"
+	"image/gif"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spiderenv/spider/env"
+	"github.com/spiderenv/spider/internal/rng"
+	"github.com/spiderenv/spider/picture"
+	"github.com/spiderenv/spider/record"
+)
+
+// saveRandomGame plays seed's deal at random until it ends (the step
+// limit included), saves it into dir and returns the file and the final
+// position.
+func saveRandomGame(t *testing.T, dir string, o env.Options, seed uint64) (string, env.State) {
+	t.Helper()
+	r := env.MustRules(o)
+	s := env.NewGame(r, seed)
+	g := rng.New(seed)
+	var actions []env.Action
+	for !s.Over() {
+		legal := s.AppendLegal(nil)
+		a := legal[g.IntN(len(legal))]
+		if _, err := s.Step(a); err != nil {
+			t.Fatal(err)
+		}
+		actions = append(actions, a)
+	}
+	path := filepath.Join(dir, "game.spider")
+	if err := record.Save(path, record.New(r, seed, "random", actions, &s)); err != nil {
+		t.Fatal(err)
+	}
+	return path, s
+}
+
+// TestReplaySaysTruncated replays a game stopped by the step limit: its
+// summary must say so, not "playing".
+func TestReplaySaysTruncated(t *testing.T) {
+	path, final := saveRandomGame(t, t.TempDir(), env.Options{Suits: 2, MaxSteps: 12}, 3)
+	if !final.Truncated() {
+		t.Fatal("the game should have reached its step limit")
+	}
+	var out bytes.Buffer
+	if err := runReplay(context.Background(), replayOptions{}, path, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "replayed exactly: truncated, score") {
+		t.Fatalf("the summary does not say truncated:\n%s", out.String())
+	}
+}
+
+// TestReplayWritesGIFAndFrames replays a short game into an animation and
+// PNG frames, and reads both back: a frame per position, the deal and the
+// end held longer, each picture the position's.
+func TestReplayWritesGIFAndFrames(t *testing.T) {
+	dir := t.TempDir()
+	path, final := saveRandomGame(t, dir, env.Options{Suits: 4, MaxSteps: 15}, 5)
+	o := replayOptions{gif: filepath.Join(dir, "game.gif"), frames: filepath.Join(dir, "frames"), delay: 250 * time.Millisecond}
+	var out bytes.Buffer
+	if err := runReplay(context.Background(), o, path, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "wrote "+o.gif+": 16 frames") || !strings.Contains(out.String(), "wrote 16 pictures into "+o.frames) {
+		t.Errorf("the output does not say what was written:\n%s", out.String())
+	}
+	f, err := os.Open(o.gif)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	anim, err := gif.DecodeAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(anim.Image) != 16 {
+		t.Fatalf("%d frames for 15 moves; want one per position, the deal included", len(anim.Image))
+	}
+	for i, d := range anim.Delay {
+		want := 25
+		switch i {
+		case 0:
+			want = 100
+		case len(anim.Delay) - 1:
+			want = 300
+		}
+		if d != want {
+			t.Errorf("frame %d shows for %d cs, want %d", i, d, want)
+		}
+	}
+	screen := image.NewPaletted(image.Rect(0, 0, picture.Width, picture.Height), picture.Palette)
+	for _, frame := range anim.Image {
+		draw.Draw(screen, frame.Bounds(), frame, frame.Bounds().Min, draw.Src)
+	}
+	want := picture.Paletted(picture.Draw(make([]uint8, picture.Size), &final))
+	if !bytes.Equal(screen.Pix, want.Pix) {
+		t.Error("the animation's last frame is not the final position")
+	}
+	names, _ := filepath.Glob(filepath.Join(o.frames, "*.png"))
+	if len(names) != 16 || filepath.Base(names[0]) != "0000.png" || filepath.Base(names[15]) != "0015.png" {
+		t.Fatalf("frames %v; want 0000.png to 0015.png", names)
+	}
+	pf, err := os.Open(names[15])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	last, err := png.Decode(pf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, ok := last.(*image.Paletted); !ok || !bytes.Equal(m.Pix, want.Pix) {
+		t.Error("the last PNG is not the final position")
+	}
+}
+
+// TestReplayPicturesRefuseBadInput checks that a record that does not
+// replay, or a delay out of range, leaves no file behind.
+func TestReplayPicturesRefuseBadInput(t *testing.T) {
+	dir := t.TempDir()
+	path, _ := saveRandomGame(t, dir, env.Options{Suits: 1, MaxSteps: 10}, 2)
+	g, err := record.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Score++ // the replay will end with another score
+	if err := record.Save(path, g); err != nil {
+		t.Fatal(err)
+	}
+	o := replayOptions{gif: filepath.Join(dir, "bad.gif"), frames: filepath.Join(dir, "frames"), delay: time.Second}
+	if err := runReplay(context.Background(), o, path, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "the record says") {
+		t.Fatalf("a record that does not replay: %v", err)
+	}
+	o.delay = time.Millisecond
+	if err := runReplay(context.Background(), o, path, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "--delay 1ms") {
+		t.Fatalf("a delay of 1ms: %v", err)
+	} else if _, ok := err.(usageError); !ok {
+		t.Fatalf("a delay of 1ms: %v is not a usage error", err)
+	}
+	for _, p := range []string{o.gif, o.frames} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s exists after a refused replay", p)
+		}
+	}
+}
