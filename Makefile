@@ -42,7 +42,7 @@ $(VENV)/.installed: python/pyproject.toml
 	touch $@
 
 pytest: pylint build
-	$(VENV)/bin/pip install --quiet --no-deps --force-reinstall ./python
+	SPIDER_BIN=$(CURDIR)/$(BIN) $(VENV)/bin/pip install --quiet --no-deps --force-reinstall ./python
 	SPIDER_BIN=$(CURDIR)/$(BIN) $(VENV)/bin/python -m pytest python/tests -q
 
 # The Python sources: ruff's lint and format check, and mypy (strict) on the

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/spiderenv/spider/internal/rng"
@@ -12,8 +13,8 @@ import (
 // Batch steps N independent games of one configuration together, on a
 // fixed pool of worker goroutines that each own a contiguous shard, into
 // BatchBuffers. Results do not depend on the number of workers: game i's
-// first deal comes from (seed, i) and each later deal from its episode
-// number. Step and Reset allocate nothing in steady state. A Batch is not
+// first deal comes from seed+i (see EpisodeSeed) and each later deal from its
+// episode number. Step and Reset allocate nothing in steady state. A Batch is not
 // safe for concurrent use; Close stops its workers.
 type Batch struct {
 	BatchBuffers
@@ -22,7 +23,7 @@ type Batch struct {
 	obsN  int
 
 	states   []State
-	base     []uint64 // game i's seed stream: Mix(seed, i)
+	base     []uint64 // game i's seed stream: Mix(seed+i, 0)
 	episode  []uint32 // game i's episode number
 	pending  []bool   // NextStep: reset on the next Step
 	ended    []bool   // Disabled: ended and not reset yet
@@ -130,9 +131,21 @@ func (b *Batch) State(i int) State { return b.states[i] }
 // EpisodeSeed returns the deal seed of episode k of game i in a batch reset
 // with seed: the same whatever the number of workers, so a whole run is
 // reproducible from one seed, and a single Env reset with it replays the
-// game.
+// game. Game i plays the episodes of a batch of one reset with seed+i
+// (wrapping at 2^64), the convention of Gymnasium's vector envs, which seed
+// env i with seed+i: a batch and N single games seeded that way deal alike.
 func EpisodeSeed(seed uint64, i, k int) uint64 {
-	return rng.Mix(rng.Mix(seed, uint64(i)), uint64(k))
+	return rng.Mix(stream(seed+uint64(i)), uint64(k))
+}
+
+// stream returns the base of the episode seeds of a game seeded with seed.
+func stream(seed uint64) uint64 { return rng.Mix(seed, 0) }
+
+// seedGame makes seed game i's stream, from its first episode.
+func (b *Batch) seedGame(i int, seed uint64) {
+	b.base[i] = stream(seed)
+	b.episode[i] = 0
+	b.policy[i] = rng.New(rng.Mix(^seed, 0))
 }
 
 // Close stops the workers. The Batch must not be used afterwards.
@@ -147,11 +160,43 @@ func (b *Batch) Close() {
 // EpisodeSeed(seed, i, 0), and fills every buffer.
 func (b *Batch) Reset(seed uint64) {
 	for i := range b.base {
-		b.base[i] = rng.Mix(seed, uint64(i))
-		b.episode[i] = 0
-		b.policy[i] = rng.New(rng.Mix(^seed, uint64(i)))
+		b.seedGame(i, seed+uint64(i))
 	}
 	b.run(phaseReset)
+}
+
+// ResetSeeds resets every game: game i where seeded[i] starts the episodes
+// of seeds[i] afresh (the deals of a batch of one Reset with seeds[i]), the
+// others go on to their next episode, as ResetGames would take them. This
+// is Gymnasium's reset with a list of seeds, None meaning no seed. It
+// returns an error, and changes nothing, if a slice is not N long, or if a
+// game has no seed and the batch was never Reset (it has no stream yet).
+func (b *Batch) ResetSeeds(seeds []uint64, seeded []bool) error {
+	n := b.opts.N
+	if len(seeds) != n || len(seeded) != n {
+		return fmt.Errorf("env: %d seeds and %d seeded flags for %d games", len(seeds), len(seeded), n)
+	}
+	if b.states[0].rules.suits == 0 {
+		if slices.Contains(seeded, false) {
+			return fmt.Errorf("env: a game without a seed before the first Reset")
+		}
+		for i, seed := range seeds {
+			b.seedGame(i, seed)
+		}
+		b.run(phaseReset)
+		return nil
+	}
+	all := make([]bool, n)
+	for i := range all {
+		all[i] = true
+		if seeded[i] {
+			b.seedGame(i, seeds[i])
+			// ResetGames counts the episode up before dealing: from the
+			// wrapped -1 back to 0.
+			b.episode[i]--
+		}
+	}
+	return b.ResetGames(all)
 }
 
 // ResetGames resets the games where mask is true to their next episode

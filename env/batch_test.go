@@ -488,3 +488,84 @@ func BenchmarkBatchCompact1Worker(b *testing.B)    { benchBatch(b, env.Compact, 
 func BenchmarkBatchCompactAllWorkers(b *testing.B) { benchBatch(b, env.Compact, 0) }
 func BenchmarkBatchFloat321Worker(b *testing.B)    { benchBatch(b, env.Float32, 1) }
 func BenchmarkBatchFloat32AllWorkers(b *testing.B) { benchBatch(b, env.Float32, 0) }
+
+// TestBatchSeedsAsGymnasium checks Gymnasium's seeding convention: game i
+// of a batch reset with seed s deals what a batch of one reset with s+i
+// deals, episode after episode; ResetSeeds restarts the seeded games'
+// streams and takes the others to their next episode.
+func TestBatchSeedsAsGymnasium(t *testing.T) {
+	r := env.MustRules(env.Options{})
+	const n, seed = 3, 1 << 63 // the last game's seed wraps past 2^64
+	b := newBatch(t, r, env.BatchOptions{N: n, Autoreset: env.Disabled})
+	b.Reset(seed)
+	single := make([]*env.Batch, n)
+	for i := range single {
+		single[i] = newBatch(t, r, env.BatchOptions{N: 1, Autoreset: env.Disabled})
+		single[i].Reset(seed + uint64(i))
+	}
+	text := func(s env.State) string {
+		b, err := s.MarshalText()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	same := func(what string, want func(i int) env.State) {
+		t.Helper()
+		for i := range n {
+			if got, w := text(b.State(i)), text(want(i)); got != w {
+				t.Fatalf("%s: game %d deals\n%s\nwant\n%s", what, i, got, w)
+			}
+		}
+	}
+	same("after Reset", func(i int) env.State { return single[i].State(0) })
+	if text(b.State(0)) == text(b.State(1)) {
+		t.Fatal("two games dealt alike")
+	}
+	// Next episodes: ResetGames on both sides.
+	if err := b.ResetGames([]bool{true, true, true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range single {
+		if err := s.ResetGames([]bool{true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	same("second episode", func(i int) env.State { return single[i].State(0) })
+
+	// A list of seeds: game 1 unseeded goes on to its third episode.
+	if err := b.ResetSeeds([]uint64{5, 0, 7}, []bool{true, false, true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := single[1].ResetGames([]bool{true}); err != nil {
+		t.Fatal(err)
+	}
+	fresh := func(seed uint64) env.State {
+		s := newBatch(t, r, env.BatchOptions{N: 1})
+		s.Reset(seed)
+		return s.State(0)
+	}
+	same("ResetSeeds", func(i int) env.State {
+		switch i {
+		case 0:
+			return fresh(5)
+		case 2:
+			return fresh(7)
+		}
+		return single[1].State(0)
+	})
+
+	never := newBatch(t, r, env.BatchOptions{N: 2})
+	if err := never.ResetSeeds([]uint64{1, 0}, []bool{true, false}); err == nil {
+		t.Fatal("an unseeded game before the first Reset was accepted")
+	}
+	if err := never.ResetSeeds([]uint64{1}, []bool{true}); err == nil {
+		t.Fatal("one seed for two games was accepted")
+	}
+	if err := never.ResetSeeds([]uint64{4, 9}, []bool{true, true}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := text(never.State(1)), text(fresh(9)); got != want {
+		t.Fatalf("a never-reset batch seeded by list deals\n%s\nwant\n%s", got, want)
+	}
+}

@@ -89,7 +89,7 @@ func Example() {
 	// Output:
 	// hello: true spider 1 [hello make reset step render hint close]
 	// make: 2 games of classic 2 suits, max_steps 1000 (0 is the default), uint8 [806] observations, masks as bytes
-	// reset: legal actions [6 6] score [500 500]
+	// reset: legal actions [6 9] score [500 500]
 	// hint: 7>8x1 - turns a face-down card
 	// step 1 rewards -1 -1 score [499 499]
 	// refused: false bad_action

@@ -3,6 +3,7 @@ package server
 import (
 	"crypto/rand"
 	"encoding/binary"
+	"slices"
 	"strings"
 
 	"github.com/spiderenv/spider/agents"
@@ -233,6 +234,7 @@ func (cn *conn) opMake(q *request) *replyError {
 	cn.batch, cn.games, cn.ready, cn.bits = b, int64(bo.N), false, bits
 	cn.actions = make([]env.Action, bo.N)
 	cn.resetMask = make([]bool, bo.N)
+	cn.seedVals, cn.seeded = make([]uint64, bo.N), make([]bool, bo.N)
 	cn.packed = nil
 	if bits {
 		cn.packed = make([]byte, bo.N*PackedRowBytes)
@@ -292,7 +294,24 @@ func (cn *conn) makeReply(q *request) {
 
 func (cn *conn) opReset(q *request) *replyError {
 	b := cn.batch
+	if q.has(fieldSeeds) && (q.has(fieldSeed) || q.has(fieldResetMask)) {
+		return fail(codeBadRequest, "seeds with seed or reset_mask: send one of the three")
+	}
 	switch {
+	case q.has(fieldSeeds):
+		if q.seedCount != b.N() {
+			return fail(codeBadRequest, "seeds has %d items for %d games", q.seedCount, b.N())
+		}
+		in := reader{b: q.seeds}
+		for i := range q.seedCount {
+			cn.seedVals[i], cn.seeded[i], _ = in.seedItem() // checked when the request was read
+		}
+		if !cn.ready && slices.Contains(cn.seeded, false) {
+			return fail(codeBadOrder, "a nil seed before the first reset: the game has no episodes to go on with; give every game a seed")
+		}
+		if err := b.ResetSeeds(cn.seedVals, cn.seeded); err != nil {
+			return fail(codeInternal, "%v", err)
+		}
 	case q.has(fieldSeed):
 		b.Reset(q.seed)
 	case q.has(fieldResetMask):

@@ -38,6 +38,7 @@ const (
 	fieldResetMask
 	fieldActions
 	fieldMode
+	fieldSeeds
 	numFields
 )
 
@@ -61,6 +62,7 @@ var requestFields = [numFields]struct {
 	fieldResetMask: {"reset_mask", func(r *reader, q *request) (err error) { q.resetMask, err = r.bin(); return }},
 	fieldActions:   {"actions", (*reader).actions},
 	fieldMode:      {"mode", func(r *reader, q *request) (err error) { q.mode, err = r.text(); return }},
+	fieldSeeds:     {"seeds", (*reader).seeds},
 }
 
 func lookupField(key []byte) (field, bool) {
@@ -91,6 +93,10 @@ type request struct {
 	penalty   float64
 	seed      uint64
 	resetMask []byte
+	// seeds is the items of a msgpack array of seedCount seeds, each an
+	// integer from 0 to 2^64-1 or nil, checked here and read again by reset.
+	seeds     []byte
+	seedCount int
 	// actions is a bin of little-endian uint16, or, when actionArray is
 	// set, the items of a msgpack array of actionCount integers, each
 	// checked to be one.
@@ -402,26 +408,54 @@ func (r *reader) float() (float64, error) {
 // seed reads the reset seed: a non-negative integer up to 2^64-1, or nil,
 // which counts as no seed.
 func (r *reader) seed(q *request) error {
+	v, ok, err := r.seedItem()
+	if err == nil && !ok {
+		q.seen &^= 1 << fieldSeed
+	}
+	q.seed = v
+	return err
+}
+
+// seedItem reads a seed: an integer from 0 to 2^64-1 (ok), or nil (not ok).
+func (r *reader) seedItem() (v uint64, ok bool, err error) {
 	c, err := r.peek()
 	if err != nil {
-		return err
+		return 0, false, err
 	}
 	switch c {
 	case 0xc0:
 		r.off++
-		q.seen &^= 1 << fieldSeed
-		return nil
+		return 0, false, nil
 	case 0xcf:
 		r.off++
-		q.seed, err = r.uint(8)
-		return err
+		v, err = r.uint(8)
+		return v, true, err
 	}
-	v, err := r.int()
-	if err == nil && v < 0 {
+	n, err := r.int()
+	if err == nil && n < 0 {
 		err = errors.New("negative")
 	}
-	q.seed = uint64(v)
-	return err
+	return uint64(n), true, err
+}
+
+// seeds reads reset's list of seeds: an array of integers or nils, whose
+// items are checked here and read again by the reset.
+func (r *reader) seeds(q *request) error {
+	n, err := r.arrayLen()
+	if err != nil {
+		return errors.New("want an array of seeds (integers from 0 to 2^64-1, or nil)")
+	}
+	if err := r.fits(n); err != nil { // every item takes a byte at least
+		return err
+	}
+	start := r.off
+	for range n {
+		if _, _, err := r.seedItem(); err != nil {
+			return err
+		}
+	}
+	q.seeds, q.seedCount = r.b[start:r.off], n
+	return nil
 }
 
 // actions reads the step's actions: a bin of uint16, or an array of

@@ -170,6 +170,8 @@ type conn struct {
 	bits      bool         // masks travel bit-packed
 	actions   []env.Action // one per game, reused by every step
 	resetMask []bool       // one per game, reused by every reset
+	seedVals  []uint64     // reset's list of seeds, one per game, reused
+	seeded    []bool       // which games the list seeds (nil: no seed)
 	packed    []byte       // bit-packed masks
 	picture   []uint8      // render's rgb_array picture, made on the first one
 	hint      agents.Agent // made on the first hint

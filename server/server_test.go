@@ -435,6 +435,11 @@ func TestBadInput(t *testing.T) {
 		{name: "NoActions", setup: [][]byte{helloB, makeB, resetB}, raw: frame(marshal(map[string]any{"op": "step"})), code: "bad_request", msg: `step needs "actions": a bin of uint16 or an array of integers, one per game`},
 		{name: "NoGame", setup: [][]byte{helloB, makeB, resetB}, raw: frame(marshal(map[string]any{"op": "render"})), code: "bad_request", msg: `render needs "game", the index of a game`},
 		{name: "BadGame", setup: [][]byte{helloB, makeB, resetB}, raw: frame(marshal(map[string]any{"op": "render", "game": 3})), code: "bad_request", msg: "game 3 is outside 0 to 2"},
+		{name: "NilSeedsFirst", setup: [][]byte{helloB, makeB}, raw: frame(marshal(map[string]any{"op": "reset", "seeds": []any{1, nil, 3}})), code: "bad_order", msg: "a nil seed before the first reset: the game has no episodes to go on with; give every game a seed"},
+		{name: "ShortSeeds", setup: [][]byte{helloB, makeB}, raw: frame(marshal(map[string]any{"op": "reset", "seeds": []any{1, 2}})), code: "bad_request", msg: "seeds has 2 items for 3 games"},
+		{name: "SeedsAndSeed", setup: [][]byte{helloB, makeB}, raw: frame(marshal(map[string]any{"op": "reset", "seed": 1, "seeds": []any{1, 2, 3}})), code: "bad_request", msg: "seeds with seed or reset_mask: send one of the three"},
+		{name: "NegativeSeeds", setup: [][]byte{helloB, makeB}, raw: frame(marshal(map[string]any{"op": "reset", "seeds": []any{1, -2, 3}})), code: "bad_request", msg: `field "seeds" has the wrong type or value: negative`},
+		{name: "SeedsNotArray", setup: [][]byte{helloB, makeB}, raw: frame(marshal(map[string]any{"op": "reset", "seeds": 4})), code: "bad_request", msg: `field "seeds" has the wrong type or value: want an array of seeds (integers from 0 to 2^64-1, or nil)`},
 		{name: "ShortResetMask", setup: [][]byte{helloB, makeB, resetB}, raw: frame(marshal(map[string]any{"op": "reset", "reset_mask": []byte{1}})), code: "bad_request", msg: "reset_mask has 1 bytes for 3 games"},
 		{name: "HintBadGame", setup: [][]byte{helloB, makeB, resetB}, raw: frame(marshal(map[string]any{"op": "hint", "game": 9})), code: "bad_request", msg: "game 9 is outside 0 to 2"},
 		{name: "HugeActionArray", setup: [][]byte{helloB, makeB, resetB}, raw: frame(append(stepHeader, 0xdd, 0xff, 0xff, 0xff, 0xf0)), code: "bad_request", msg: `field "actions" has the wrong type or value: a declared length runs past the end of the frame`},
@@ -797,5 +802,36 @@ func TestHintUsesConfiguredAgent(t *testing.T) {
 		}
 		cl.failed(map[string]any{"op": "hint", "game": 0}, "bad_config", "the hint policy cannot advise on these games: trained for 1 suits")
 		cl.ok(map[string]any{"op": "render", "game": 0}) // the connection goes on
+	}
+}
+
+// TestResetSeeds resets a batch with a list of seeds and checks every
+// buffer against an in-process batch given the same list, then resets with
+// seed s and checks game 1 against a batch of one reset with s+1.
+func TestResetSeeds(t *testing.T) {
+	_, addr := start(t, DefaultConfig())
+	cl := dial(t, addr)
+	hello(cl)
+	cl.ok(map[string]any{"op": "make", "n": 3, "autoreset": "next-step"})
+	r := env.MustRules(env.Options{})
+	b := must(env.NewBatch(r, env.BatchOptions{N: 3, Autoreset: env.NextStep}))
+	defer b.Close()
+	rep := cl.ok(map[string]any{"op": "reset", "seeds": []any{uint64(1) << 63, 8, 0}})
+	if err := b.ResetSeeds([]uint64{1 << 63, 8, 0}, []bool{true, true, true}); err != nil {
+		t.Fatal(err)
+	}
+	compare(t, rep, b, false)
+	rep = cl.ok(map[string]any{"op": "reset", "seeds": []any{nil, 4, nil}})
+	if err := b.ResetSeeds([]uint64{0, 4, 0}, []bool{false, true, false}); err != nil {
+		t.Fatal(err)
+	}
+	compare(t, rep, b, false)
+
+	rep = cl.ok(map[string]any{"op": "reset", "seed": 41})
+	one := must(env.NewBatch(r, env.BatchOptions{N: 1, Autoreset: env.NextStep}))
+	defer one.Close()
+	one.Reset(42)
+	if got, want := rep["obs"].([]byte)[len(one.ObsCompact):2*len(one.ObsCompact)], one.ObsCompact; !bytes.Equal(got, want) {
+		t.Fatal("game 1 of a reset with seed 41 is not the game of seed 42")
 	}
 }

@@ -19,6 +19,7 @@ import operator
 import os
 import socket
 import struct
+from collections.abc import Sequence
 from typing import Any, TypeAlias, TypedDict, cast
 
 import msgpack
@@ -359,6 +360,13 @@ def _batch_value(key: str, v: Any, kind: type) -> Any:
     return float(v)
 
 
+def _seed(seed: int | np.integer[Any]) -> int:
+    s = int(seed)
+    if s < 0 or s >= 1 << 64:
+        raise ValueError(f"seed {s} is outside 0 to 2**64-1")
+    return s
+
+
 class Client:
     """One connection to a spider server, owning one batch of games.
 
@@ -384,6 +392,7 @@ class Client:
         self._obs_dtype: np.dtype[Any] = np.dtype("u1")
         self._obs_len = self._n = 0
         self._bits = False
+        self._pending: tuple[int, str] | None = None  # a request sent whose reply is not read yet
         sock = socket.socket(family, socket.SOCK_STREAM)
         try:
             sock.settimeout(connect_timeout)
@@ -414,14 +423,50 @@ class Client:
         The raw protocol, for what the typed methods do not cover. Raises
         SpiderError for an error reply.
         """
+        self.send(req)
+        return self.receive()
+
+    def send(self, req: dict[str, Any]) -> None:
+        """Send one request map without waiting for its reply; :meth:`receive`
+        reads it. One request may be outstanding at a time: the server
+        answers in order, and this keeps a reply from being read by the
+        wrong caller."""
         sock = self._sock
         if sock is None:
             raise SpiderError("closed", f"op {req.get('op')!r} on a closed client: the connection was closed")
+        if self._pending is not None:
+            raise SpiderError(
+                "order", f"op {req.get('op')!r} while the reply to {self._pending[1]!r} is still to be received"
+            )
         rid = next(self._ids)
         req["id"] = rid
         payload = msgpack.packb(req, use_bin_type=True)
         try:
             sock.sendall(_HDR.pack(len(payload)) + payload)
+        except OSError as e:
+            self.close()
+            raise SpiderError("connection", f"the connection to the spider server broke: {e}") from e
+        except BaseException:
+            self.close()  # perhaps cut off mid-frame
+            raise
+        self._pending = (rid, str(req.get("op")))
+
+    @property
+    def pending(self) -> bool:
+        """Whether a request was sent whose reply is still to be received."""
+        return self._pending is not None
+
+    def receive(self) -> dict[str, Any]:
+        """Wait for the reply to the request :meth:`send` sent, and return it
+        as :meth:`request` would."""
+        sock = self._sock
+        if sock is None:
+            raise SpiderError("closed", "receive on a closed client: the connection was closed")
+        if self._pending is None:
+            raise SpiderError("order", "receive with no request outstanding")
+        rid = self._pending[0]
+        self._pending = None
+        try:
             reply = self._read_reply(sock)
         except OSError as e:
             self.close()
@@ -559,26 +604,40 @@ class Client:
         self._bits = spec["mask"] == "bits"
         return spec
 
-    def reset(self, seed: int | None = None, reset_mask: npt.ArrayLike | None = None) -> StepReply:
+    def reset(
+        self,
+        seed: int | None = None,
+        reset_mask: npt.ArrayLike | None = None,
+        seeds: Sequence[int | None] | None = None,
+    ) -> StepReply:
         """Reset games and return the step reply as a dict of numpy arrays.
 
-        With ``seed`` every game is reset from that seed (game i from
-        (seed, i)); with ``reset_mask`` (n booleans) only those games go to
-        their next episode; with neither every game goes to its next
-        episode (or, on a batch never reset, to a seed the server draws).
+        With ``seed`` every game is reset, game i seeded with ``seed + i``
+        (Gymnasium's convention: its deals are a single game's reset with
+        that seed); with ``seeds`` (n seeds or None) every game, game i
+        from its own seed, or to its next episode where it is None; with
+        ``reset_mask`` (n booleans) only those games go to their next
+        episode; with none of them every game goes to its next episode (or,
+        on a batch never reset, to a seed the server draws).
         """
         req: dict[str, Any] = {"op": "reset"}
         if seed is not None:
-            seed = int(seed)
-            if seed < 0 or seed >= 1 << 64:
-                raise ValueError(f"seed {seed} is outside 0 to 2**64-1")
-            req["seed"] = seed
+            req["seed"] = _seed(seed)
+        if seeds is not None:
+            req["seeds"] = [None if s is None else _seed(s) for s in seeds]
         if reset_mask is not None:
             req["reset_mask"] = np.asarray(reset_mask, dtype=bool).astype(np.uint8).tobytes()
         return self._decode_step(self.request(req))
 
     def step(self, actions: npt.ArrayLike) -> StepReply:
         """Play one action per game (n integers) and return the step reply."""
+        self.step_send(actions)
+        return self.step_receive()
+
+    def step_send(self, actions: npt.ArrayLike) -> None:
+        """Send a step (one action per game) and return at once, while the
+        server plays it; :meth:`step_receive` waits for the reply. The
+        policy can work meanwhile (SB3's ``step_async`` / ``step_wait``)."""
         a = np.asarray(actions)
         if a.dtype.kind not in "iub":
             if a.dtype.kind == "f" and np.all(np.mod(a, 1) == 0):
@@ -593,12 +652,26 @@ class Client:
             payload = [int(x) for x in a]
         else:
             payload = a.astype("<u2", copy=False).tobytes()
-        return self._decode_step(self.request({"op": "step", "actions": payload}))
+        self.send({"op": "step", "actions": payload})
+
+    def step_receive(self) -> StepReply:
+        """The reply to the step :meth:`step_send` sent."""
+        return self._decode_step(self.receive())
 
     def render(self, game: int = 0) -> str:
         """The board of a game as a player sees it."""
         text: str = _field("render", self.request({"op": "render", "game": int(game)}), "text", str)
         return text
+
+    def render_rgb(self, game: int = 0) -> NDArray[np.uint8]:
+        """The board of a game as a player sees it, drawn by the server: a
+        (height, width, 3) uint8 RGB image (``render_mode="rgb_array"``)."""
+        r = self.request({"op": "render", "game": int(game), "mode": "rgb_array"})
+        h, w = _field("render", r, "height", int), _field("render", r, "width", int)
+        rgb = np.frombuffer(_field("render", r, "rgb", memoryview), dtype=np.uint8)
+        if rgb.size != h * w * 3:
+            raise SpiderError("protocol", f"rgb has {rgb.size} bytes for a {h}x{w} picture")
+        return rgb.reshape(h, w, 3)
 
     def hint(self, game: int = 0) -> HintReply:
         """Ask the server for its recommended move for one game: the action

@@ -46,19 +46,29 @@ def _repo_bin(start: Path) -> Path | None:
     return None
 
 
+def _packaged_bin() -> Path | None:
+    """The server binary the wheel built into this package, if it is there."""
+    b = Path(__file__).resolve().parent / "bin" / "spider"
+    return b if b.is_file() and os.access(b, os.X_OK) else None
+
+
 def find_binary() -> str:
     """The spider binary to run.
 
-    In order: the SPIDER_BIN environment variable; bin/spider of the repo
-    found by walking up from this package's file (which holds for an
-    editable install and for a virtualenv inside the repo), then from the
-    current directory; ``spider`` on PATH.
+    In order: the SPIDER_BIN environment variable (an override); the binary
+    built into the installed package (``spider_env/bin/spider``, which the
+    wheel carries, so no Go and no repository are needed); bin/spider of
+    the repo found by walking up from this package's file (an editable
+    install), then from the current directory; ``spider`` on PATH.
     """
     env = os.environ.get("SPIDER_BIN")
     if env:
         if not (os.path.isfile(env) and os.access(env, os.X_OK)):
             raise FileNotFoundError(f"SPIDER_BIN={env!r} is not an executable file")
         return env
+    packaged = _packaged_bin()
+    if packaged is not None:
+        return str(packaged)
     for start in (Path(__file__).resolve().parent, Path.cwd().resolve()):
         b = _repo_bin(start)
         if b is not None and os.access(b, os.X_OK):

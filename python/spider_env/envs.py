@@ -112,11 +112,22 @@ class SpiderEnv(gym.Env[NDArray[Any], np.int64]):
     ``"unix:/path"``) or a :class:`SpiderServer`; without one the env starts
     its own server and stops it on :meth:`close`. ``mask`` is the masks'
     form on the wire (``"bytes"`` or ``"bits"``; Python always sees them
-    unpacked). ``episode_key`` names the info entry of the episode
-    statistics (None leaves them out, for wrappers that add their own).
+    unpacked).
+
+    When an episode ends, its info holds the episode's statistics under
+    ``episode_key`` (default ``"spider_episode"``: ``r`` return, ``l``
+    length, ``won``, ``runs``); ``"episode"`` is left to wrappers such as
+    Gymnasium's ``RecordEpisodeStatistics``, which refuse to overwrite it.
+    None leaves the statistics out. From then until the next reset the
+    ``action_mask`` is all ones (any action is ignored by the reset that
+    must follow, and a masked sampler never meets an empty mask, Pgx's
+    convention) while ``num_legal`` stays the true count, 0.
+
+    ``render_mode`` ``"ansi"`` renders the board as text, ``"rgb_array"``
+    as a (480, 640, 3) uint8 picture drawn by the server.
     """
 
-    metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 4}  # noqa: RUF012 (gymnasium's convention)
+    metadata: dict[str, Any] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}  # noqa: RUF012 (gymnasium's convention)
 
     def __init__(
         self,
@@ -127,7 +138,7 @@ class SpiderEnv(gym.Env[NDArray[Any], np.int64]):
         render_mode: str | None = None,
         address: Address | SpiderServer | None = None,
         mask: str = "bytes",
-        episode_key: str | None = "episode",
+        episode_key: str | None = "spider_episode",
         **game: Any,
     ):
         game_config = SpiderConfig.resolve(config, **game)
@@ -155,6 +166,21 @@ class SpiderEnv(gym.Env[NDArray[Any], np.int64]):
         self.observation_space = _observation_space(self.spider_spec)
         self.action_space = spaces.Discrete(NUM_ACTIONS)
         self._last: StepReply | None = None
+        self._ended = False
+        self._args: dict[str, Any] = {
+            "config": game_config,
+            "illegal": illegal,
+            "illegal_penalty": illegal_penalty,
+            "render_mode": render_mode,
+            "address": None if address is None or isinstance(address, SpiderServer) else address,
+            "mask": mask,
+            "episode_key": episode_key,
+        }
+        # How to replay to here (see __getstate__): the seed of the stream,
+        # the episodes gone on to since, and this episode's actions.
+        self._stream: int | None = None
+        self._episodes = 0
+        self._actions: list[int] = []
 
     @property
     def client(self) -> Client:
@@ -165,6 +191,37 @@ class SpiderEnv(gym.Env[NDArray[Any], np.int64]):
     def server(self) -> SpiderServer | None:
         """The server this env started, if it started one."""
         return self._backend.server
+
+    def __getstate__(self) -> dict[str, Any]:
+        """What pickle and copy.deepcopy take: the constructor's arguments,
+        the random generator, and how to replay the game to where it is
+        (its seed, episodes and moves). The copy starts its own server (or
+        connects anew to the same address) and replays to the same
+        position, so it plays on exactly as this env would."""
+        return {
+            "args": self._args,
+            "np_random": self._np_random,
+            "np_random_seed": self._np_random_seed,
+            "stream": self._stream,
+            "episodes": self._episodes,
+            "actions": list(self._actions),
+            "reset": self._last is not None,
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        args = dict(state["args"])
+        config = args.pop("config")
+        self.__init__(config, **args)  # type: ignore[misc]
+        if state["reset"]:
+            # Deal the same game: its stream's seed, then as many next
+            # episodes as the original went through, then its moves.
+            self.reset(seed=state["stream"])
+            for _ in range(state["episodes"]):
+                self.reset()
+            for a in state["actions"]:
+                self.step(a)
+        self._np_random = state["np_random"]
+        self._np_random_seed = state["np_random_seed"]
 
     def reset(
         self, *, seed: int | np.integer[Any] | None = None, options: dict[str, Any] | None = None
@@ -185,21 +242,28 @@ class SpiderEnv(gym.Env[NDArray[Any], np.int64]):
         if seed is None and (never_seeded or self._last is None):
             seed = int(self.np_random.integers(0, 2**63))
         r = self.client.reset(seed=seed)
-        self._last = r
+        if seed is None:
+            self._episodes += 1
+        else:
+            self._stream, self._episodes = int(seed), 0
+        self._actions.clear()
+        self._last, self._ended = r, False
         return r["obs"][0], self._info(r, ended=False)
 
     def step(self, action: int | np.integer[Any]) -> tuple[ObsArray, float, bool, bool, dict[str, Any]]:
         if self._last is None:
             raise gym.error.ResetNeeded("call reset before step")
         r = self.client.step(np.array([action], dtype=np.int64).reshape(1))
+        self._actions.append(int(action))
         self._last = r
         terminated, truncated = bool(r["terminated"][0]), bool(r["truncated"][0])
-        info = self._info(r, ended=terminated or truncated)
+        self._ended = terminated or truncated
+        info = self._info(r, ended=self._ended)
         return r["obs"][0], float(r["rewards"][0]), terminated, truncated, info
 
     def _info(self, r: StepReply, ended: bool) -> dict[str, Any]:
         info: dict[str, Any] = {
-            "action_mask": r["masks"][0].view(np.int8),
+            "action_mask": np.ones(NUM_ACTIONS, np.int8) if ended else r["masks"][0].view(np.int8),
             "score": int(r["score"][0]),
             "runs": int(r["runs"][0]),
             "moves": int(r["moves"][0]),
@@ -219,6 +283,8 @@ class SpiderEnv(gym.Env[NDArray[Any], np.int64]):
         """The legal actions now, as 1081 booleans (what MaskablePPO asks for)."""
         if self._last is None:
             raise gym.error.ResetNeeded("call reset before action_masks")
+        if self._ended:
+            return np.ones(NUM_ACTIONS, np.bool_)  # see the class: an ended game's mask
         mask: NDArray[np.bool_] = self._last["masks"][0].view(np.bool_)
         return mask
 
@@ -231,9 +297,15 @@ class SpiderEnv(gym.Env[NDArray[Any], np.int64]):
         h = self.client.hint(0)
         return h["action"], h["reason"]
 
-    def render(self) -> str | None:
+    def render(self) -> str | NDArray[np.uint8] | None:
+        """The board: text (render_mode "ansi") or a (480, 640, 3) uint8
+        picture (render_mode "rgb_array"), as a player sees it."""
+        if self._last is None:
+            raise gym.error.ResetNeeded("call reset before render")
         if self.render_mode == "ansi":
             return self.client.render(0)
+        if self.render_mode == "rgb_array":
+            return self.client.render_rgb(0)
         return None
 
     def close(self) -> None:
@@ -258,15 +330,30 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
     writable. ``infos`` follow gymnasium's vector conventions: each key an
     array over the games with a ``_key`` boolean array saying which games
     have it: ``action_mask`` (int8, (num_envs, 1081)), ``score``, ``runs``,
-    ``moves``, ``num_legal``, ``illegal``; where games ended, ``episode``
-    {``r``, ``l``, ``won``, ``runs``}; with same-step autoreset,
-    ``final_obs`` (an object array holding the ended games' last
-    observations) and ``final_info``.
+    ``moves``, ``num_legal``, ``illegal``; where games ended, the episode
+    statistics {``r``, ``l``, ``won``, ``runs``} under ``episode_key``
+    (default ``"spider_episode"``, leaving ``"episode"`` to wrappers); with
+    same-step autoreset, ``final_obs`` (an object array holding the ended
+    games' last observations) and ``final_info``. Under next-step
+    autoreset a game that ended has an all-ones mask row until the next
+    step resets it (its action is ignored), and ``num_legal`` 0, the true
+    count; under ``disabled`` its row is all zeros until a reset with
+    ``reset_mask``.
+
+    Seeds follow Gymnasium's vector envs: ``reset(seed=s)`` seeds game i
+    with ``s + i``, so it deals what ``SpiderEnv().reset(seed=s + i)``
+    deals, and each game's later episodes are the ones that single env
+    would deal on each ``reset()``; ``reset(seed=[s0, None, ...])`` seeds
+    each game with its own seed, a None game going on to its next episode.
+
+    ``render_mode`` ``"rgb_array"`` renders every game's board as a
+    (480, 640, 3) uint8 picture (a tuple, one per game), ``"ansi"`` game
+    0's board as text.
     """
 
     metadata: dict[str, Any] = {  # noqa: RUF012 (gymnasium's convention)
         "autoreset_mode": AutoresetMode.NEXT_STEP,
-        "render_modes": ["ansi"],
+        "render_modes": ["ansi", "rgb_array"],
         "render_fps": 4,
     }
 
@@ -280,7 +367,7 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
         render_mode: str | None = None,
         address: Address | SpiderServer | None = None,
         mask: str = "bytes",
-        episode_key: str | None = "episode",
+        episode_key: str | None = "spider_episode",
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
         workers: int = 0,
         **game: Any,
@@ -288,14 +375,14 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
         game_config = SpiderConfig.resolve(config, **game)
         if int(num_envs) < 1:
             raise ValueError(f"num_envs must be at least 1, got {num_envs}")
-        if render_mode is not None and render_mode not in ("ansi",):
-            raise ValueError(f"render_mode {render_mode!r}: want 'ansi' or None")
+        if render_mode is not None and render_mode not in ("ansi", "rgb_array"):
+            raise ValueError(f"render_mode {render_mode!r}: want 'ansi', 'rgb_array' or None")
         mode = _autoreset_mode(autoreset_mode)
         self.num_envs = int(num_envs)
         self.render_mode = render_mode
         self.episode_key = episode_key
         self.autoreset_mode = mode
-        self.metadata = {"autoreset_mode": mode, "render_modes": ["ansi"], "render_fps": 4}
+        self.metadata = {"autoreset_mode": mode, "render_modes": ["ansi", "rgb_array"], "render_fps": 4}
         _check_mask(mask)
         self._backend = _Backend(address)
         try:
@@ -329,6 +416,13 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
         """The server this env started, if it started one."""
         return self._backend.server
 
+    def __getstate__(self) -> dict[str, Any]:
+        raise TypeError(
+            "a SpiderVectorEnv cannot be pickled or copied: its games live in a server batch, and replaying "
+            "every game's history into a new batch is not supported; make a new env with the same arguments "
+            "(SpiderVectorEnv(num_envs, env.config, ...)) instead, or copy single SpiderEnv games"
+        )
+
     def reset(
         self,
         *,
@@ -337,22 +431,25 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
     ) -> tuple[ObsArray, dict[str, Any]]:
         """Reset games.
 
-        ``seed`` (an int) resets every game, game i from (seed, i); without
-        one every game goes to its next episode (the first reset draws a
-        seed from ``self.np_random``). ``options={"reset_mask": mask}``
-        (num_envs booleans) resets only those games, to their next episode:
-        the way to restart ended games with autoreset disabled.
+        ``seed`` (an int) resets every game, game i seeded with seed + i
+        (the deal of ``SpiderEnv().reset(seed=seed + i)``); a list of
+        num_envs seeds seeds each game with its own, a None game going on
+        to its next episode; without one every game goes to its next
+        episode (the first reset draws a seed from ``self.np_random``).
+        ``options={"reset_mask": mask}`` (num_envs booleans) resets only
+        those games, to their next episode: the way to restart ended games
+        with autoreset disabled.
         """
         if isinstance(seed, np.integer):
             seed = int(seed)
-        if isinstance(seed, (list, tuple)):
-            if all(s is None for s in seed):
-                seed = None
-            else:
-                raise ValueError(
-                    "SpiderVectorEnv seeds the whole batch from one int (game i from (seed, i)); "
-                    "a list of seeds is not supported"
-                )
+        seeds: list[int | None] | None = None
+        if isinstance(seed, (list, tuple, np.ndarray)):
+            seeds = [None if s is None else int(s) for s in seed]
+            if len(seeds) != self.num_envs:
+                raise ValueError(f"{len(seeds)} seeds for {self.num_envs} games")
+            seed = None
+            if all(s is None for s in seeds):
+                seeds = None
         options = dict(options or {})
         reset_mask = options.pop("reset_mask", None)
         if options:
@@ -364,10 +461,18 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
                     f"options['reset_mask'] must be a bool array of shape ({self.num_envs},), "
                     f"got {reset_mask.dtype} {reset_mask.shape}"
                 )
-            if seed is not None:
+            if seed is not None or seeds is not None:
                 raise ValueError("a seeded reset resets every game: pass either seed or options['reset_mask']")
         never_seeded = self._np_random is None
-        super().reset(seed=seed)
+        # Gymnasium seeds the vector env's own generator with the first seed.
+        super().reset(seed=seed if seeds is None else next((s for s in seeds if s is not None), None))
+        if seeds is not None:
+            if self._last is None:
+                # No episode to go on with yet: a None game gets a drawn seed.
+                seeds = [int(self.np_random.integers(0, 2**63)) if s is None else s for s in seeds]
+            r = self.client.reset(seeds=seeds)
+            self._last = r
+            return r["obs"], self._infos(r, with_episode=False)
         if reset_mask is None and seed is None and (never_seeded or self._last is None):
             seed = int(self.np_random.integers(0, 2**63))
         r = self.client.reset(seed=seed, reset_mask=reset_mask)
@@ -394,6 +499,10 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
         if not with_episode:
             return infos
         done = r["terminated"] | r["truncated"]
+        if self.autoreset_mode == AutoresetMode.NEXT_STEP and done.any():
+            # The server's all-ones row counts 1081 ids, every one ignored:
+            # num_legal says the truth, no legal move.
+            infos["num_legal"] = np.where(done, 0, infos["num_legal"]).astype(infos["num_legal"].dtype)
         if self.episode_key is not None and done.any():
             infos[self.episode_key] = self._episode(r, done)
             infos["_" + self.episode_key] = done
@@ -443,11 +552,16 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
         h = self.client.hint(int(index))
         return h["action"], h["reason"]
 
-    # Not gymnasium's tuple of every game's frame: one text, game 0's.
-    def render(self) -> str | None:  # type: ignore[override]
-        """The board of game 0 as text (render_mode "ansi")."""
+    # ansi is not gymnasium's tuple of every game's frame: one text, game 0's.
+    def render(self) -> str | tuple[NDArray[np.uint8], ...] | None:  # type: ignore[override]
+        """Every game's board as a (480, 640, 3) uint8 picture (render_mode
+        "rgb_array"), or game 0's as text (render_mode "ansi")."""
+        if self._last is None:
+            raise gym.error.ResetNeeded("call reset before render")
         if self.render_mode == "ansi":
             return self.client.render(0)
+        if self.render_mode == "rgb_array":
+            return tuple(self.client.render_rgb(i) for i in range(self.num_envs))
         return None
 
     def close_extras(self, **kwargs: Any) -> None:

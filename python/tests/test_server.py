@@ -141,14 +141,21 @@ def test_binary_lookup(monkeypatch, tmp_path, spider_bin):
         _server.find_binary()
     assert "SPIDER_BIN" in str(e.value)
     monkeypatch.delenv("SPIDER_BIN")
+    # The installed package carries its own server (make pytest installs it
+    # as pip would), and it comes first after SPIDER_BIN.
+    packaged = Path(spider_env.__file__).resolve().parent / "bin" / "spider"
+    assert packaged.is_file() and _server.find_binary() == str(packaged)
+    monkeypatch.setattr(_server, "_packaged_bin", lambda: None)
     monkeypatch.setattr(_server, "_repo_bin", lambda start: None)
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(FileNotFoundError) as e:
         SpiderEnv()
     assert "make build" in str(e.value) and "SPIDER_BIN" in str(e.value)
-    # The repository's bin/spider, found by walking up from the package.
+    # Without a packaged one, the repository's bin/spider, found by walking
+    # up from the package.
     monkeypatch.undo()
     monkeypatch.delenv("SPIDER_BIN")
+    monkeypatch.setattr(_server, "_packaged_bin", lambda: None)
     found = _server._repo_bin(Path(spider_env.__file__).resolve().parent)
     assert found is not None and found.name == "spider"
     assert _server.find_binary() == str(found)

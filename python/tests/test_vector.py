@@ -29,7 +29,11 @@ def _check_common(venv, obs, rewards, term, trunc, infos):
     assert m.dtype == np.int8 and m.shape == (n, 1081)
     assert ((m == 0) | (m == 1)).all()
     assert infos["_action_mask"].all() and infos["_action_mask"].shape == (n,)
-    assert (m.sum(axis=1) == infos["num_legal"]).all()
+    ended_rows = (venv.autoreset_mode == AutoresetMode.NEXT_STEP) & (term | trunc)
+    # Under next-step a game that just ended has an all-ones row (its next
+    # action is ignored) but no legal move.
+    assert (m[ended_rows] == 1).all() and (infos["num_legal"][ended_rows] == 0).all()
+    assert (m.sum(axis=1)[~ended_rows] == infos["num_legal"][~ended_rows]).all()
     assert (venv.action_masks() == m.astype(bool)).all() and venv.action_masks().dtype == np.bool_
     dtypes = {"score": np.int32, "runs": np.uint8, "moves": np.int32, "num_legal": np.int32, "illegal": np.bool_}
     for key, dt in dtypes.items():
@@ -84,13 +88,13 @@ def test_random_rollout(server, mode, rules):
             assert (infos["moves"][live & ~done] == length[live & ~done]).all()
 
             if done.any():
-                ep = infos["episode"]
-                assert (infos["_episode"] == done).all()
+                ep = infos["spider_episode"]
+                assert (infos["_spider_episode"] == done).all() and "episode" not in infos
                 assert set(ep) == {"r", "l", "won", "runs"}
                 if mode == "same-step":
                     fi = infos["final_info"]
                     assert (infos["_final_obs"] == done).all() and (infos["_final_info"] == done).all()
-                    assert (fi["_score"] == done).all() and (fi["_episode"] == done).all()
+                    assert (fi["_score"] == done).all() and (fi["_spider_episode"] == done).all()
                     end_score, end_runs = fi["score"], fi["runs"]
                     for i in range(N):
                         if done[i]:
@@ -118,10 +122,11 @@ def test_random_rollout(server, mode, rules):
                 ret[done] = 0
                 length[done] = 0
             else:
-                assert "episode" not in infos and "final_obs" not in infos
+                assert "spider_episode" not in infos and "final_obs" not in infos
 
             if mode == "next-step":
-                assert (infos["num_legal"][done] == 1081).all()  # any action is accepted, and ignored
+                # Any action is accepted, and ignored; no move is legal.
+                assert (infos["action_mask"][done] == 1).all() and (infos["num_legal"][done] == 0).all()
             elif mode == "disabled" and done.any():
                 assert (infos["num_legal"][done] == 0).all()
                 if t % 2 == 0:
@@ -216,7 +221,9 @@ def test_vector_reset_rules(server):
         with pytest.raises(ValueError):
             venv.reset(options={"reset_mask": np.ones(3, np.uint8)})
         with pytest.raises(ValueError):
-            venv.reset(seed=[1, 2, 3])
+            venv.reset(seed=[1, 2])  # one seed per game
+        with pytest.raises(ValueError):
+            venv.reset(seed=[1, 2, 3], options={"reset_mask": np.ones(3, bool)})
         with pytest.raises(ValueError):
             venv.reset(options={"seed": 1})
         o4, _ = venv.reset(seed=[None, None, None])
@@ -294,8 +301,9 @@ def test_make_vec():
 
 
 def test_record_episode_statistics_wrapper(server):
-    """gymnasium's own statistics wrapper needs the episode key free."""
-    venv = SpiderVectorEnv(4, address=server, max_steps=10, episode_key=None)
+    """gymnasium's own statistics wrapper needs the episode key free, and it
+    is by default."""
+    venv = SpiderVectorEnv(4, address=server, max_steps=10)
     venv = gym.wrappers.vector.RecordEpisodeStatistics(venv)
     try:
         obs, infos = venv.reset(seed=0)
@@ -304,3 +312,64 @@ def test_record_episode_statistics_wrapper(server):
         assert trunc.all() and (infos["episode"]["l"] == 10).all()
     finally:
         venv.close()
+
+
+def test_seeds_follow_gymnasium(server):
+    """reset(seed=s) deals game i what SpiderEnv.reset(seed=s+i) deals, and
+    what gymnasium's own sync vectorizer deals; a list seeds each game, None
+    taking a game to its next episode, as SpiderEnv.reset() would."""
+    n, s = 4, 7
+    venv = SpiderVectorEnv(n, address=server)
+    singles = [SpiderEnv(address=server) for _ in range(n)]
+    sync = gym.make_vec("Spider-v0", num_envs=n, vectorization_mode="sync", vector_kwargs={"copy": True})
+    try:
+        obs, _ = venv.reset(seed=s)
+        want = np.stack([e.reset(seed=s + i)[0] for i, e in enumerate(singles)])
+        assert (obs == want).all() and not (obs[0] == obs[1]).all()
+        sync_obs, _ = sync.reset(seed=s)
+        assert (sync_obs == obs).all()
+        # Later episodes: a list with None takes those games on, as reset() does.
+        obs, _ = venv.reset(seed=[None, 100, None, 3])
+        want = np.stack(
+            [
+                singles[0].reset()[0],
+                singles[1].reset(seed=100)[0],
+                singles[2].reset()[0],
+                singles[3].reset(seed=3)[0],
+            ]
+        )
+        assert (obs == want).all()
+    finally:
+        venv.close()
+        sync.close()
+        for e in singles:
+            e.close()
+
+
+def test_masked_sampler_under_gymnasium_vectorizers(server):
+    """CleanRL's pattern: gymnasium's own sync vectorizer (next-step
+    autoreset) over SpiderEnv with RecordEpisodeStatistics inside, and a
+    sampler masked by info["action_mask"]: no row is ever empty, and the
+    wrapper's statistics match our own."""
+
+    def make_env():
+        return gym.wrappers.RecordEpisodeStatistics(SpiderEnv(address=server, max_steps=40))
+
+    envs = gym.vector.SyncVectorEnv([make_env for _ in range(3)])
+    rng = np.random.default_rng(1)
+    try:
+        obs, infos = envs.reset(seed=11)
+        ended = 0
+        for _ in range(300):
+            mask = infos["action_mask"]
+            assert (mask.sum(axis=1) > 0).all()
+            obs, r, term, trunc, infos = envs.step(masked_random(rng, mask))
+            done = term | trunc
+            if done.any():
+                ended += int(done.sum())
+                ep, ours = infos["episode"], infos["spider_episode"]
+                assert (infos["_episode"] == done).all()
+                assert np.allclose(ep["r"][done], ours["r"][done]) and (ep["l"][done] == ours["l"][done]).all()
+        assert ended >= 3 * (300 // 41)
+    finally:
+        envs.close()
