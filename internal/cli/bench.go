@@ -123,6 +123,8 @@ func benchOnce(ctx context.Context, r env.Rules, o benchOptions, mode env.Autore
 	var episodes int64
 	start := time.Now()
 	last := start
+	p := newProgress(stderr)
+	defer p.end()
 	for i := 1; i <= o.steps; i++ {
 		if err := step(); err != nil {
 			return benchResult{}, err
@@ -134,16 +136,16 @@ func benchOnce(ctx context.Context, r env.Rules, o benchOptions, mode env.Autore
 		}
 		if now := time.Now(); now.Sub(last) > 500*time.Millisecond || i == o.steps {
 			last = now
-			done := float64(i) * float64(o.n)
-			fmt.Fprintf(stderr, "\rbench: %d worker(s): %d/%d steps, %.0f env-steps/s   ", workers, i, o.steps, done/now.Sub(start).Seconds())
+			if p.due(i, o.steps) {
+				done := float64(i) * float64(o.n)
+				p.write(fmt.Sprintf("bench: %d worker(s): %d/%d steps, %.0f env-steps/s", workers, i, o.steps, done/now.Sub(start).Seconds()))
+			}
 			if err := ctx.Err(); err != nil {
-				fmt.Fprintln(stderr)
 				return benchResult{}, err
 			}
 		}
 	}
 	sec := time.Since(start).Seconds()
-	fmt.Fprintln(stderr)
 	total := int64(o.steps) * int64(o.n)
 	return benchResult{
 		Rules: r.RuleSet().String(), Suits: r.Suits(), Obs: r.Encoding().String(), Autoreset: mode.String(),

@@ -43,6 +43,9 @@ func TestBenchJSON(t *testing.T) {
 	if !strings.Contains(errb.String(), "env-steps/s") {
 		t.Errorf("no progress on stderr: %q", errb.String())
 	}
+	if strings.Contains(errb.String(), "\r") {
+		t.Errorf("progress into a file or pipe redraws with carriage returns: %q", errb.String())
+	}
 }
 
 func TestBenchTableAndCSV(t *testing.T) {
