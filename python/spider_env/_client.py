@@ -375,6 +375,10 @@ class Client:
     :attr:`server_info`); then :meth:`make` creates the batch and
     :meth:`reset` / :meth:`step` play it. A failed request raises
     :class:`SpiderError`. Not safe for concurrent use.
+
+    ``timeout`` bounds each wait on the socket (seconds; None: no bound):
+    a server that stops answering raises SpiderError ``"timeout"`` and
+    closes the connection, whose stream can no longer be trusted.
     """
 
     spec: MakeReply | None
@@ -383,7 +387,7 @@ class Client:
     server_info: HelloReply
     """The server's hello reply: protocol version, ops and limits."""
 
-    def __init__(self, address: Address, *, timeout: float | None = None, connect_timeout: float = 10.0):
+    def __init__(self, address: Address, *, timeout: float | None = 60.0, connect_timeout: float = 10.0):
         family, addr = parse_address(address)
         self.address = address
         self._sock: socket.socket | None = None
@@ -393,6 +397,7 @@ class Client:
         self._obs_len = self._n = 0
         self._bits = False
         self._pending: tuple[int, str] | None = None  # a request sent whose reply is not read yet
+        self._pending_op = ""
         sock = socket.socket(family, socket.SOCK_STREAM)
         try:
             sock.settimeout(connect_timeout)
@@ -443,6 +448,11 @@ class Client:
         payload = msgpack.packb(req, use_bin_type=True)
         try:
             sock.sendall(_HDR.pack(len(payload)) + payload)
+        except TimeoutError as e:
+            self.close()
+            raise SpiderError(
+                "timeout", f"the spider server did not take {req.get('op')!r} within {sock.gettimeout():g} s"
+            ) from e
         except OSError as e:
             self.close()
             raise SpiderError("connection", f"the connection to the spider server broke: {e}") from e
@@ -464,10 +474,18 @@ class Client:
             raise SpiderError("closed", "receive on a closed client: the connection was closed")
         if self._pending is None:
             raise SpiderError("order", "receive with no request outstanding")
-        rid = self._pending[0]
+        rid, self._pending_op = self._pending
         self._pending = None
         try:
             reply = self._read_reply(sock)
+        except TimeoutError as e:
+            # The reply may still come: the stream cannot be trusted any more.
+            self.close()
+            raise SpiderError(
+                "timeout",
+                f"the spider server did not answer {self._pending_op!r} within {sock.gettimeout():g} s "
+                "(the client's timeout; the connection is closed)",
+            ) from e
         except OSError as e:
             self.close()
             raise SpiderError("connection", f"the connection to the spider server broke: {e}") from e

@@ -50,12 +50,16 @@ def _autoreset_mode(mode: AutoresetMode | str) -> AutoresetMode:
     raise ValueError(f"autoreset_mode {mode!r}: want next-step, same-step, disabled or a gymnasium AutoresetMode")
 
 
+# How long an env waits for one reply before it gives up on the server.
+DEFAULT_TIMEOUT: Final = 60.0
+
+
 class _Backend:
     """A client connected to a given server or to one started for it."""
 
     client: Client
 
-    def __init__(self, address: Address | SpiderServer | None):
+    def __init__(self, address: Address | SpiderServer | None, timeout: float | None):
         self.server: SpiderServer | None = None
         if address is None:
             self.server = SpiderServer()
@@ -63,7 +67,7 @@ class _Backend:
         elif isinstance(address, SpiderServer):
             address = address.address
         try:
-            self.client = Client(address)
+            self.client = Client(address, timeout=timeout)
         except BaseException:
             self.close()
             raise
@@ -83,6 +87,36 @@ _INFO_KEYS: Final = ("score", "runs", "moves", "num_legal", "illegal")
 def _check_mask(mask: str) -> None:
     if mask not in ("bytes", "bits"):
         raise ValueError(f"mask {mask!r}: want 'bytes' or 'bits'")
+
+
+def _action_ids(actions: Any, shape: tuple[int, ...]) -> NDArray[np.int64]:
+    """actions as action ids of the given shape, or TypeError/ValueError.
+
+    Only integers are ids (Python ints, numpy integers, integer arrays):
+    floats, strings and booleans are refused rather than truncated or
+    taken as 0/1, and an id outside the action space 0 to 1080 is refused
+    whatever its size (Gymnasium's ``action_space.contains``). An id inside
+    the space that is not a legal move is the game's business: the env's
+    ``illegal`` policy.
+    """
+    a = np.asarray(actions)
+    if a.dtype == object and all(isinstance(x, int) and not isinstance(x, bool) for x in a.reshape(-1)):
+        # Python ints too large for int64 are ids outside the space too.
+        for x in a.reshape(-1):
+            if not 0 <= x < NUM_ACTIONS:
+                raise ValueError(f"action {x} is outside the action space 0 to {NUM_ACTIONS - 1}")
+        a = a.astype(np.int64)
+    if a.dtype.kind not in "iu" or isinstance(actions, (bool, np.bool_)):
+        what = "booleans" if a.dtype.kind == "b" else f"dtype {a.dtype}"
+        raise TypeError(f"actions must be integer action ids, got {what} ({actions!r:.60})")
+    if a.shape != shape:
+        raise ValueError(f"actions of shape {a.shape}; want {shape}, one id per game")
+    if a.size:
+        bad = (a < 0) | (a >= NUM_ACTIONS)
+        if bad.any():
+            i = int(np.flatnonzero(bad.reshape(-1))[0])
+            raise ValueError(f"action {a.reshape(-1)[i]} is outside the action space 0 to {NUM_ACTIONS - 1}")
+    return a.astype(np.int64).reshape(-1)
 
 
 def _observation_space(spec: MakeReply) -> spaces.Box:
@@ -112,7 +146,14 @@ class SpiderEnv(gym.Env[NDArray[Any], np.int64]):
     ``"unix:/path"``) or a :class:`SpiderServer`; without one the env starts
     its own server and stops it on :meth:`close`. ``mask`` is the masks'
     form on the wire (``"bytes"`` or ``"bits"``; Python always sees them
-    unpacked).
+    unpacked). ``timeout`` is how many seconds a request may wait for its
+    reply (default 60; None waits for ever): a server that stops answering
+    raises :class:`SpiderError` with code ``"timeout"`` instead of hanging.
+
+    An action is an integer id (a Python or numpy integer); floats, strings
+    and booleans raise TypeError, and an id outside the action space 0 to
+    1080 raises ValueError. An id inside the space that is not a legal move
+    follows ``illegal``.
 
     When an episode ends, its info holds the episode's statistics under
     ``episode_key`` (default ``"spider_episode"``: ``r`` return, ``l``
@@ -139,6 +180,7 @@ class SpiderEnv(gym.Env[NDArray[Any], np.int64]):
         address: Address | SpiderServer | None = None,
         mask: str = "bytes",
         episode_key: str | None = "spider_episode",
+        timeout: float | None = DEFAULT_TIMEOUT,
         **game: Any,
     ):
         game_config = SpiderConfig.resolve(config, **game)
@@ -147,7 +189,7 @@ class SpiderEnv(gym.Env[NDArray[Any], np.int64]):
         _check_mask(mask)
         self.render_mode = render_mode
         self.episode_key = episode_key
-        self._backend = _Backend(address)
+        self._backend = _Backend(address, timeout)
         try:
             self.spider_spec: MakeReply = self._backend.client.make(
                 game_config,
@@ -175,6 +217,7 @@ class SpiderEnv(gym.Env[NDArray[Any], np.int64]):
             "address": None if address is None or isinstance(address, SpiderServer) else address,
             "mask": mask,
             "episode_key": episode_key,
+            "timeout": timeout,
         }
         # How to replay to here (see __getstate__): the seed of the stream,
         # the episodes gone on to since, and this episode's actions.
@@ -253,8 +296,9 @@ class SpiderEnv(gym.Env[NDArray[Any], np.int64]):
     def step(self, action: int | np.integer[Any]) -> tuple[ObsArray, float, bool, bool, dict[str, Any]]:
         if self._last is None:
             raise gym.error.ResetNeeded("call reset before step")
-        r = self.client.step(np.array([action], dtype=np.int64).reshape(1))
-        self._actions.append(int(action))
+        ids = _action_ids(action, ())
+        r = self.client.step(ids)
+        self._actions.append(int(ids[0]))
         self._last = r
         terminated, truncated = bool(r["terminated"][0]), bool(r["truncated"][0])
         self._ended = terminated or truncated
@@ -323,7 +367,8 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
     (or a :class:`gymnasium.vector.AutoresetMode`), which the server carries
     out.
     ``workers`` sets the server's worker goroutines for this batch (0: its
-    default).
+    default). ``step`` takes exactly ``num_envs`` integer ids, shape
+    (num_envs,), under the rules of :class:`SpiderEnv`'s actions.
 
     ``step`` returns observations of shape (num_envs, obs_len), float32
     rewards and bool terminations and truncations; every array is new and
@@ -368,6 +413,7 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
         address: Address | SpiderServer | None = None,
         mask: str = "bytes",
         episode_key: str | None = "spider_episode",
+        timeout: float | None = DEFAULT_TIMEOUT,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
         workers: int = 0,
         **game: Any,
@@ -384,7 +430,7 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
         self.autoreset_mode = mode
         self.metadata = {"autoreset_mode": mode, "render_modes": ["ansi", "rgb_array"], "render_fps": 4}
         _check_mask(mask)
-        self._backend = _Backend(address)
+        self._backend = _Backend(address, timeout)
         try:
             self.spider_spec: MakeReply = self._backend.client.make(
                 game_config,
@@ -484,7 +530,7 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
     ) -> tuple[ObsArray, NDArray[np.float32], NDArray[np.bool_], NDArray[np.bool_], dict[str, Any]]:
         if self._last is None:
             raise gym.error.ResetNeeded("call reset before step")
-        r = self.client.step(actions)
+        r = self.client.step(_action_ids(actions, (self.num_envs,)))
         self._last = r
         return r["obs"], r["rewards"], r["terminated"], r["truncated"], self._infos(r, with_episode=True)
 

@@ -162,8 +162,15 @@ def test_illegal_policies(server):
         obs2, r, term, trunc, info2 = env.step(bad)
         assert info2["illegal"] and r == 0.0 and not term and (obs2 == obs).all()
         assert info2["moves"] == 1  # a refused try still uses a step of the limit
-        obs3, r, *_ = env.step(5000)  # outside the action space: also a no-op
-        assert (obs3 == obs).all()
+        # Outside the action space, whatever the size: refused, nothing played.
+        for bad_id in (1081, 5000, 65535, 65536, -1, 2**70):
+            with pytest.raises(ValueError, match="outside the action space"):
+                env.step(bad_id)
+        # Not an integer: refused rather than truncated or taken as 0/1.
+        for not_id in (3.7, 1080.9, 2.0, "1080", True, np.bool_(False), None, [1]):
+            with pytest.raises((TypeError, ValueError)):
+                env.step(not_id)
+        assert env.step(np.int16(bad))[4]["moves"] == 2  # numpy integers are ids
     finally:
         env.close()
     env = SpiderEnv(address=server, illegal="noop", illegal_penalty=2.5)

@@ -200,3 +200,28 @@ def test_forked_child_leaves_the_parent_alone():
     finally:
         env.close()
     assert not env.server.running
+
+
+def test_a_stalled_server_times_out(spider_bin):
+    """A server that stops answering (SIGSTOP) makes a request fail with a
+    timeout error after the env's timeout, instead of hanging."""
+    import signal
+
+    srv = SpiderServer(spider_bin)
+    env = SpiderEnv(address=srv, timeout=1.0)
+    try:
+        obs, info = env.reset(seed=0)
+        os.kill(srv.proc.pid, signal.SIGSTOP)
+        start = time.monotonic()
+        try:
+            with pytest.raises(SpiderError) as e:
+                env.step(int(np.argmax(info["action_mask"])))
+        finally:
+            os.kill(srv.proc.pid, signal.SIGCONT)
+        assert e.value.code == "timeout" and "did not answer 'step' within 1 s" in str(e.value)
+        assert time.monotonic() - start < 5
+        assert env.client.closed  # its stream is not trusted again
+    finally:
+        env.close()
+        srv.close()
+    assert SpiderEnv.__init__.__kwdefaults__["timeout"] == 60.0  # a bound by default

@@ -228,11 +228,20 @@ def test_vector_reset_rules(server):
             venv.reset(options={"seed": 1})
         o4, _ = venv.reset(seed=[None, None, None])
         assert o4.shape == (3, 806)
-        with pytest.raises(SpiderError) as e:
+        with pytest.raises(ValueError, match=r"shape \(2,\); want \(3,\)"):
             venv.step(np.zeros(2, np.int64))
-        assert e.value.code == "bad_action" and "want 6" in str(e.value)
-        # (n, 1) actions, as some libraries shape them, are accepted.
-        _, _, _, _, info = venv.step(venv.action_masks().argmax(1)[:, None])
+        # Only (num_envs,) integer ids: no silent flattening or truncation.
+        first = venv.action_masks().argmax(1)
+        for shape in ((3, 1), (1, 3)):
+            with pytest.raises(ValueError, match="shape"):
+                venv.step(first.reshape(shape))
+        with pytest.raises(TypeError):
+            venv.step(first.astype(np.float64))
+        with pytest.raises(TypeError):
+            venv.step(np.ones(3, bool))
+        with pytest.raises(ValueError, match="outside the action space"):
+            venv.step(np.array([0, 1081, 0]))
+        _, _, _, _, info = venv.step(first.astype(np.uint16))
         assert (info["moves"] == 1).all()
     finally:
         venv.close()
