@@ -5,7 +5,6 @@ package record
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -14,10 +13,27 @@ import (
 	"github.com/spiderenv/spider/internal/msgpackcheck"
 )
 
-// Version is the record format version. Version 2 stores the game as
+// Version is the record format version. Version 3 follows the msgpack map
+// with its checksum (msgpackcheck.Seal: a msgpack uint32, the CRC-32C of
+// every byte before it); version 2 had none. Version 2 stores the game as
 // env.Options under the "game" key; version 1 had its own rules, suits,
 // max_steps and time_per_action_ms keys.
-const Version = 2
+const Version = 3
+
+// MaxActions is the most actions a record holds, 2^24 (16.7 million):
+// thousands of times a real game's few hundred. A game without a step
+// limit (human play) has no natural end, so a bound is chosen, and it
+// bounds the file: MaxSize follows from it.
+const MaxActions = 1 << 24
+
+// MaxPlayer is the longest player name a record holds, in bytes: enough
+// for an "nn:PATH" policy with the longest path a system allows.
+const MaxPlayer = 4096
+
+// MaxSize is the largest record file Load reads, refused before reading:
+// MaxActions actions of at most three bytes each (a msgpack uint16), the
+// player's name, and 64 KiB for the keys and the game's options.
+const MaxSize = 3*MaxActions + MaxPlayer + 64<<10
 
 // Game is one recorded game. The result fields let a replay check itself.
 type Game struct {
@@ -49,48 +65,92 @@ func New(r env.Rules, seed uint64, player string, actions []env.Action, final *e
 func (g Game) RulesOf() (env.Rules, error) { return env.NewRules(g.Game) }
 
 // Save writes g to path through a temporary file and a rename, so a crash
-// never leaves half a record.
+// never leaves half a record, followed by its checksum. It refuses a game
+// Load would refuse.
 func Save(path string, g Game) error {
+	if err := check(g); err != nil {
+		return fmt.Errorf("%s: %v", path, err)
+	}
 	b, err := msgpack.Marshal(g)
 	if err != nil {
 		return err
 	}
-	return atomicfile.Write(path, b)
+	return atomicfile.Write(path, msgpackcheck.Seal(b))
 }
 
 // Load reads a record, refusing with a message that names the file one
-// that is not a record, declares more data than the file holds, has
-// another format version (the message names both) or describes a game no
-// configuration allows.
+// that is larger than MaxSize (before reading it), is not a record,
+// declares more data than the file holds, has another format version (the
+// message names both), is damaged (its checksum differs, or bytes follow
+// it), or describes a game no configuration allows (time_per_action_ms
+// and every other option are range-checked by env.Options.Validate), with
+// more actions than its step limit or MaxActions, or a player name over
+// MaxPlayer bytes.
 func Load(path string) (Game, error) {
-	b, err := os.ReadFile(path)
+	b, err := msgpackcheck.ReadFile(path, MaxSize)
 	if err != nil {
 		return Game{}, err
 	}
-	// msgpack allocates whatever length a header declares: check every
-	// declared length against the file's size before decoding.
-	if err := msgpackcheck.Lengths(b); err != nil {
-		return Game{}, fmt.Errorf("%s: not a spider game record: %v", path, err)
-	}
-	// The version is read first, so a record of another layout is
-	// refused by its number.
+	return parse(path, b)
+}
+
+// parse is Load after reading: it checks and decodes b, the content of
+// the file at path (named in errors).
+func parse(path string, b []byte) (Game, error) {
+	// msgpack allocates whatever length a header declares: every declared
+	// length is checked against the file's size before anything is
+	// decoded, and each decode against what it may allocate (Size,
+	// Decode). The version is read first, so a record of another layout
+	// is refused by its number, and one of version 2 (without a checksum)
+	// as such rather than as damaged; if it cannot be read, a checksum
+	// that does not match says why.
 	var h struct {
 		Version int `msgpack:"version"`
 	}
-	if err := msgpack.Unmarshal(b, &h); err != nil {
+	end, err := msgpackcheck.Size(b)
+	if err == nil {
+		err = msgpackcheck.Decode(b[:end], &h)
+	}
+	if err != nil {
+		if derr := msgpackcheck.Damaged(b); derr != nil {
+			return Game{}, fmt.Errorf("%s: damaged game record: %v", path, derr)
+		}
 		return Game{}, fmt.Errorf("%s: not a spider game record: %v", path, err)
 	}
 	if h.Version != Version {
 		return Game{}, fmt.Errorf("%s: record version %d, this program reads version %d", path, h.Version, Version)
 	}
+	body, err := msgpackcheck.Unseal(b)
+	if err != nil {
+		return Game{}, fmt.Errorf("%s: damaged game record: %v", path, err)
+	}
 	var g Game
-	if err := msgpack.Unmarshal(b, &g); err != nil {
+	if err := msgpackcheck.Decode(body, &g); err != nil {
 		return Game{}, fmt.Errorf("%s: not a spider game record: %v", path, err)
 	}
-	if _, err := g.RulesOf(); err != nil {
+	if err := check(g); err != nil {
 		return Game{}, fmt.Errorf("%s: %v", path, err)
 	}
 	return g, nil
+}
+
+// check reports what no record can hold: a game no configuration allows,
+// more actions than the game's step limit or MaxActions, or a player name
+// over MaxPlayer bytes.
+func check(g Game) error {
+	r, err := g.RulesOf()
+	if err != nil {
+		return err
+	}
+	switch n := len(g.Actions); {
+	case n > MaxActions:
+		return fmt.Errorf("%d actions, more than the %d a record holds", n, MaxActions)
+	case r.MaxSteps() >= 0 && n > r.MaxSteps():
+		return fmt.Errorf("%d actions, more than the game's step limit of %d", n, r.MaxSteps())
+	case len(g.Player) > MaxPlayer:
+		return fmt.Errorf("a player name of %d bytes, more than the %d a record holds", len(g.Player), MaxPlayer)
+	}
+	return nil
 }
 
 // Replay replays g from its deal, calling visit (if not nil) after each

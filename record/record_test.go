@@ -12,7 +12,21 @@ import (
 
 	"github.com/spiderenv/spider/agents"
 	"github.com/spiderenv/spider/env"
+	"github.com/spiderenv/spider/internal/msgpackcheck"
 )
+
+// writeSealed writes g as Save would, checksum included, but without
+// Save's checks: a record another program could write.
+func writeSealed(t *testing.T, path string, g any) {
+	t.Helper()
+	b, err := msgpack.Marshal(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, msgpackcheck.Seal(b), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
 
 func TestSaveLoadReplay(t *testing.T) {
 	r := env.MustRules(env.Options{RuleSet: env.Cardems, Suits: 2, MaxSteps: 300, FaceUpSlots: 20})
@@ -65,7 +79,10 @@ func TestLoadRefusesCorruptFiles(t *testing.T) {
 	}
 	g = Game{Version: Version, Game: env.Options{Suits: 3}}
 	p = filepath.Join(dir, "suits.spider")
-	Save(p, g)
+	if err := Save(p, g); err == nil || err.Error() != p+": env: suits must be 1, 2 or 4, not 3" {
+		t.Fatalf("saving a 3-suit record: %v", err)
+	}
+	writeSealed(t, p, g) // as another program could
 	if _, err := Load(p); err == nil || err.Error() != p+": env: suits must be 1, 2 or 4, not 3" {
 		t.Fatalf("a 3-suit record: %v", err)
 	}

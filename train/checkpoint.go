@@ -3,12 +3,15 @@ package train
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/spiderenv/spider/agents/nn"
 	"github.com/spiderenv/spider/env"
+	"github.com/spiderenv/spider/internal/msgpackcheck"
 	"github.com/spiderenv/spider/internal/rng"
 )
 
@@ -76,18 +79,21 @@ func Resume(path string, want *Config) (*Trainer, error) {
 		return nil, fmt.Errorf("%s: a policy without training state: it cannot be resumed", path)
 	}
 	// The version is read first, so a state of another layout is refused
-	// by its number.
+	// by its number. msgpackcheck.Decode checks what each decode may
+	// allocate: nn.Load checked the file's lengths, but a slice of large
+	// structs (the history, the imitation games) declared with nil items
+	// would still cost hundreds of bytes per byte.
 	var v struct {
 		Version int `msgpack:"version"`
 	}
-	if err := msgpack.Unmarshal(raw, &v); err != nil {
+	if err := msgpackcheck.Decode(raw, &v); err != nil {
 		return nil, fmt.Errorf("%s: unreadable training state: %v", path, err)
 	}
 	if v.Version != stateVersion {
 		return nil, fmt.Errorf("%s: training state version %d, this program reads version %d", path, v.Version, stateVersion)
 	}
 	var st state
-	if err := msgpack.Unmarshal(raw, &st); err != nil {
+	if err := msgpackcheck.Decode(raw, &st); err != nil {
 		return nil, fmt.Errorf("%s: unreadable training state: %v", path, err)
 	}
 	c := st.Config
@@ -100,6 +106,20 @@ func Resume(path string, want *Config) (*Trainer, error) {
 			path, st.Iter, st.Steps, st.Eps, st.AdamT, st.Elapsed)
 	case st.Rounds < 0 || st.Rounds > c.DaggerRounds:
 		return nil, fmt.Errorf("%s: %d DAgger rounds done of %d", path, st.Rounds, c.DaggerRounds)
+	}
+	// The teacher's name and the phases are printed and written to the
+	// metrics: text that is not one of theirs (a terminal's escape
+	// sequence, say) is refused. The teacher may be any name while no
+	// imitation phase uses it, as New allows, but printable.
+	if !printable(c.Teacher) {
+		return nil, fmt.Errorf("%s: the teacher's name %q is not printable text", path, c.Teacher)
+	}
+	for i, m := range st.History {
+		switch m.Phase {
+		case "clone", "dagger", "ppo":
+		default:
+			return nil, fmt.Errorf("%s: line %d of the history has the unknown phase %q", path, i+1, m.Phase)
+		}
 	}
 	r, _ := c.Rules()
 	c.Game = r.Options()
@@ -177,4 +197,19 @@ func normalized(o env.Options) env.Options {
 		return r.Options()
 	}
 	return o
+}
+
+// printable reports whether s is valid UTF-8 made of printable characters
+// (strconv.IsPrint: letters, marks, numbers, punctuation, symbols and the
+// ASCII space), so it cannot move a terminal's cursor or change its state.
+func printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if !strconv.IsPrint(r) {
+			return false
+		}
+	}
+	return true
 }

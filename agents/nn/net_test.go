@@ -13,6 +13,7 @@ import (
 
 	"github.com/spiderenv/spider/env"
 	"github.com/spiderenv/spider/internal/atomicfile"
+	"github.com/spiderenv/spider/internal/msgpackcheck"
 )
 
 // TestForwardMatchesNaive compares the BLAS forward pass with a plain
@@ -100,7 +101,7 @@ func TestLoadRefusesInconsistentWeights(t *testing.T) {
 		mod(&c)
 		b, _ := msgpack.Marshal(&c)
 		p := filepath.Join(dir, name)
-		atomicfile.Write(p, b)
+		atomicfile.Write(p, msgpackcheck.Seal(b))
 		if _, _, err := Load(p); err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v; want an error naming the file and saying %q", name, err, want)
 		}

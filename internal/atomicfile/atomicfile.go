@@ -1,17 +1,38 @@
 // Package atomicfile writes files through a temporary name and a rename,
-// so a crash never leaves half a file under the real name.
+// so a crash never leaves half a file under the real name. A process
+// killed between the two leaves its temporary behind; the next Write into
+// that folder removes it once its writer is known to be gone.
 package atomicfile
 
 import (
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
 )
+
+// StaleAge is how long a temporary whose writer cannot be checked (one
+// written on another host, or by an older version of this package, whose
+// names held no process id) must have gone unmodified before Write
+// removes it. Writing even gigabytes takes seconds, so an hour-old
+// temporary is no longer being written.
+const StaleAge = time.Hour
 
 // Write writes data to path: first to a temporary file in the same folder,
 // synced, then renamed over path. The file is readable by all (0644), as
-// os.WriteFile would make it under the usual umask.
+// os.WriteFile would make it under the usual umask. The temporary is named
+// ".NAME.tmp-HOST-PID-RANDOM" (HOST a hash of the host name, PID this
+// process's id); the first Write into a folder in a process removes the
+// temporaries of that pattern that processes killed while writing left
+// there (see removeStale).
 func Write(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	dir := filepath.Dir(path)
+	cleanOnce(dir)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-"+hostTag+"-"+strconv.Itoa(os.Getpid())+"-*")
 	if err != nil {
 		return err
 	}
@@ -31,5 +52,114 @@ func Write(path string, data []byte) error {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
+	if beforeRename != nil {
+		beforeRename(tmp.Name())
+	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// beforeRename, if set (by tests), runs between writing the temporary and
+// renaming it: where a killed process leaves its temporary behind.
+var beforeRename func(tmp string)
+
+// hostTag tells this host's temporaries from those another host writes
+// into a shared folder, whose process ids mean nothing here: eight hex
+// digits of a hash of the host name.
+var hostTag = func() string {
+	name, _ := os.Hostname()
+	h := uint32(2166136261) // FNV-1a
+	for i := 0; i < len(name); i++ {
+		h = (h ^ uint32(name[i])) * 16777619
+	}
+	return fmt.Sprintf("%08x", h)
+}()
+
+// cleaned holds the folders this process has already cleaned: once per
+// folder is enough for what earlier processes left, and reading a folder of
+// thousands of files (replay --frames) at every Write would be slow.
+var cleaned sync.Map
+
+// cleanOnce runs removeStale on dir the first time this process writes
+// into it.
+func cleanOnce(dir string) {
+	key := dir
+	if abs, err := filepath.Abs(dir); err == nil {
+		key = abs
+	}
+	if _, done := cleaned.LoadOrStore(key, true); !done {
+		removeStale(dir, time.Now())
+	}
+}
+
+// removeStale removes from dir the temporaries of this package's pattern
+// whose writers are gone: those of this host whose process no longer
+// exists, and those it cannot check (another host's, or unnamed by
+// process) once unmodified for StaleAge. A temporary of a live process is
+// never removed. It is best effort: a temporary it cannot remove or read
+// stays, and Write goes on.
+func removeStale(dir string, now time.Time) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		name := e.Name()
+		if !e.Type().IsRegular() || !strings.HasPrefix(name, ".") {
+			continue
+		}
+		i := strings.LastIndex(name, ".tmp-")
+		if i <= 1 {
+			continue
+		}
+		host, pid, ok := parseSuffix(name[i+len(".tmp-"):])
+		if !ok {
+			continue
+		}
+		// A process id outside 1 to 2^31-1 is no process's: kill(2)
+		// would read a larger one as negative, a process group.
+		if host == hostTag && pid > 0 && pid <= math.MaxInt32 {
+			if alive, known := processAlive(pid); known {
+				if !alive {
+					os.Remove(filepath.Join(dir, name))
+				}
+				continue
+			}
+		}
+		if info, err := e.Info(); err == nil && now.Sub(info.ModTime()) > StaleAge {
+			os.Remove(filepath.Join(dir, name))
+		}
+	}
+}
+
+// parseSuffix reads what follows ".tmp-" in a temporary's name:
+// "HOST-PID-RANDOM" as Write makes it, or "RANDOM" alone as earlier
+// versions made it (then pid is 0). ok is false for any other name.
+func parseSuffix(s string) (host string, pid int, ok bool) {
+	parts := strings.Split(s, "-")
+	switch {
+	case len(parts) == 1 && digits(parts[0]):
+		return "", 0, true
+	case len(parts) == 3 && len(parts[0]) == 8 && hex(parts[0]) && digits(parts[1]) && digits(parts[2]):
+		pid, err := strconv.Atoi(parts[1])
+		return parts[0], pid, err == nil
+	}
+	return "", 0, false
+}
+
+func digits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+func hex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !(s[i] >= '0' && s[i] <= '9' || s[i] >= 'a' && s[i] <= 'f') {
+			return false
+		}
+	}
+	return true
 }

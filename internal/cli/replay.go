@@ -9,7 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/pflag"
 
@@ -70,7 +72,7 @@ func runReplay(ctx context.Context, o replayOptions, path string, stdout io.Writ
 	}
 	r, _ := g.RulesOf()
 	first := env.NewGame(r, g.Seed)
-	fmt.Fprintf(stdout, "%s: %v, deal %d, played by %s, %d actions\n\n%s", path, r, g.Seed, g.Player, len(g.Actions), first.Render())
+	fmt.Fprintf(stdout, "%s: %v, deal %d, played by %s, %d actions\n\n%s", path, r, g.Seed, untrusted(g.Player), len(g.Actions), first.Render())
 	pics.add(&first, len(g.Actions) == 0)
 	final, err := record.Replay(g, func(i int, a env.Action, s *env.State) {
 		if ctx.Err() != nil {
@@ -93,6 +95,17 @@ func runReplay(ctx context.Context, o replayOptions, path string, stdout io.Writ
 	}
 	fmt.Fprintf(stdout, "\nreplayed exactly: %s, score %d, %d runs in %d moves\n", end, final.Score(), final.Runs(), final.Steps())
 	return pics.finish(stdout)
+}
+
+// untrusted returns text read from a file as it may be printed: itself if
+// it is valid UTF-8 of printable characters (strconv.IsPrint), else quoted
+// with Go's escapes, so that an escape sequence in a record's player name
+// shows as \x1b[... instead of reaching the terminal.
+func untrusted(s string) string {
+	if utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return !strconv.IsPrint(r) }) {
+		return s
+	}
+	return strconv.Quote(s)
 }
 
 // pictures draws the positions of a replay into an animated GIF and PNG

@@ -7,15 +7,33 @@ import (
 	"fmt"
 )
 
+// MaxDepth is how deeply Size lets containers nest. msgpack decodes and
+// skips nested values recursively, so a file of a few megabytes that opens
+// millions of arrays would exhaust the goroutine's stack (a fatal error,
+// not a panic); every file of this project nests fewer than 10 deep.
+const MaxDepth = 64
+
 // Lengths walks the msgpack value at the start of b and checks that
 // no string, bin, ext, array or map declares more than the bytes left
 // after its header could hold (an array item or a map key takes at least
-// one byte). msgpack v5 allocates a declared length before reading the
-// data, so a few bytes claiming 2^32 items would otherwise exhaust memory;
-// after this check a decoded slice has at most len(b) items. Bytes after
-// the value are not looked at.
+// one byte), and that containers nest at most MaxDepth deep. msgpack v5
+// allocates a declared length before reading the data, so a few bytes
+// claiming 2^32 items would otherwise exhaust memory; after this check a
+// decoded slice has at most len(b) items. Bytes after the value are not
+// looked at.
 func Lengths(b []byte) error {
-	pos, pending := 0, 1
+	_, err := Size(b)
+	return err
+}
+
+// Size checks the msgpack value at the start of b as Lengths does and
+// returns how many bytes it takes.
+func Size(b []byte) (int, error) {
+	pos := 0
+	// open holds, for each container being read, the items it still
+	// expects; the walk ends when the first value and everything it
+	// opened are read.
+	open := make([]int, 0, 16)
 	// need reads an n-byte big-endian length at pos+1 and returns it with
 	// the size of the header (code and length).
 	need := func(n int) (int, int, error) {
@@ -37,9 +55,9 @@ func Lengths(b []byte) error {
 			return int(v), 5, nil
 		}
 	}
-	for ; pending > 0; pending-- {
+	for {
 		if pos >= len(b) {
-			return fmt.Errorf("truncated at byte %d", pos)
+			return 0, fmt.Errorf("truncated at byte %d", pos)
 		}
 		c := b[pos]
 		var data, items, hdr int // bytes of data, items that follow, header size
@@ -78,17 +96,34 @@ func Lengths(b []byte) error {
 			items, hdr, err = need(2 << (c - 0xde))
 			items *= 2
 		default: // 0xc1 is never used
-			return fmt.Errorf("invalid msgpack code 0x%02x at byte %d", c, pos)
+			return 0, fmt.Errorf("invalid msgpack code 0x%02x at byte %d", c, pos)
 		}
 		if err != nil {
-			return err
+			return 0, err
 		}
 		left := len(b) - pos - hdr
 		if left < 0 || data > left || items > left-data {
-			return fmt.Errorf("the value at byte %d declares more than the %d bytes left", pos, max(left, 0))
+			return 0, fmt.Errorf("the value at byte %d declares more than the %d bytes left", pos, max(left, 0))
 		}
 		pos += hdr + data
-		pending += items
+		// This value is one item of the innermost open container. A
+		// container with items opens; a value that completes the
+		// innermost container closes it, and maybe the ones around it.
+		if len(open) > 0 {
+			open[len(open)-1]--
+		}
+		if items > 0 {
+			if len(open) == MaxDepth {
+				return 0, fmt.Errorf("the value at byte %d nests more than %d deep", pos-hdr-data, MaxDepth)
+			}
+			open = append(open, items)
+		} else {
+			for len(open) > 0 && open[len(open)-1] == 0 {
+				open = open[:len(open)-1]
+			}
+		}
+		if len(open) == 0 {
+			return pos, nil
+		}
 	}
-	return nil
 }

@@ -1,0 +1,394 @@
+package msgpackcheck
+
+import (
+	"encoding"
+	"encoding/binary"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Decode decodes b, which must hold exactly one msgpack value, into v (a
+// pointer to a zero value). It first checks the value as Size does, then
+// that decoding it into v's type cannot allocate more than Budget(len(b))
+// bytes (Alloc's estimate): msgpack allocates a slice's declared length
+// at once, so without this a file of nil items decoding into a slice of
+// large structs would take a few hundred times its size.
+func Decode(b []byte, v any) error {
+	n, err := Size(b)
+	if err != nil {
+		return err
+	}
+	if n != len(b) {
+		return fmt.Errorf("%d bytes follow the value", len(b)-n)
+	}
+	t := reflect.TypeOf(v)
+	if t == nil || t.Kind() != reflect.Pointer {
+		return fmt.Errorf("msgpackcheck: Decode needs a pointer, not %v", t)
+	}
+	if _, err := Alloc(b, t.Elem(), Budget(len(b))); err != nil {
+		return err
+	}
+	return msgpack.Unmarshal(b, v)
+}
+
+// Budget is the most memory Decode lets n bytes of msgpack allocate: eight
+// bytes per byte plus 1 MiB. This project's files decode into at most about
+// five bytes per byte by Alloc's estimate (actions of one byte each into
+// uint16 slices, which msgpack allocates twice; a float32 bin or a raw
+// message, three) plus small fixed parts, such as a batch's per-game
+// counters, that fit in the megabyte. A hostile file is refused before it
+// can take more than a few times what a valid file of its size takes.
+func Budget(n int) int64 { return 8*int64(n) + 1<<20 }
+
+// sliceCost is what msgpack allocates for a slice of n items of size
+// bytes: twice the slice (it makes one of n items, then appends it to the
+// nil slice being decoded, which copies it), each rounded up to the
+// allocator's size classes (at most a quarter more, plus a little).
+func sliceCost(n int, size uintptr) int64 {
+	if n == 0 {
+		return 0
+	}
+	b := int64(n) * int64(size)
+	return 2 * (b + b/4 + 64)
+}
+
+// Alloc estimates, from above, the bytes msgpack v5 allocates decoding the
+// value b holds (checked by Size first) into a new value of type t, and
+// refuses it as soon as the estimate passes limit. A slice costs its
+// declared items times the size of one, twice (sliceCost); a string or bin, its bytes; a
+// struct, map or pointer, what its parts cost. A type that decodes itself
+// (msgpack.CustomDecoder, Unmarshaler, or the binary and text unmarshalers
+// msgpack calls) is opaque: it is charged three bytes per byte of its value,
+// plus 32, which holds for the ones in this project (a float32 array, an
+// enumeration's name, msgpack.RawMessage). A field of type any is charged
+// what a generic decode allocates.
+func Alloc(b []byte, t reflect.Type, limit int64) (int64, error) {
+	n, err := Size(b)
+	if err != nil {
+		return 0, err
+	}
+	w := walker{b: b[:n], limit: limit}
+	if err := w.value(t); err != nil {
+		return w.cost, err
+	}
+	return w.cost, nil
+}
+
+// walker reads a checked msgpack value alongside the Go type it decodes
+// into, adding up what decoding allocates.
+type walker struct {
+	b     []byte
+	pos   int
+	cost  int64
+	limit int64
+}
+
+// errOverBudget is returned when the estimate passes the limit.
+type errOverBudget struct{ cost, limit int64 }
+
+func (e errOverBudget) Error() string {
+	return fmt.Sprintf("decoding would allocate more than %d bytes (the limit for its size is %d)", e.cost, e.limit)
+}
+
+func (w *walker) charge(n int64) error {
+	w.cost += n
+	if w.cost > w.limit {
+		return errOverBudget{w.cost, w.limit}
+	}
+	return nil
+}
+
+var (
+	customDecoderType     = reflect.TypeFor[msgpack.CustomDecoder]()
+	unmarshalerType       = reflect.TypeFor[msgpack.Unmarshaler]()
+	binaryUnmarshalerType = reflect.TypeFor[encoding.BinaryUnmarshaler]()
+	textUnmarshalerType   = reflect.TypeFor[encoding.TextUnmarshaler]()
+	timeType              = reflect.TypeFor[time.Time]()
+)
+
+// decodesItself reports whether msgpack hands values of t to t's own code.
+func decodesItself(t reflect.Type) bool {
+	if t == timeType {
+		return true // an extension type msgpack registers itself
+	}
+	for _, i := range []reflect.Type{customDecoderType, unmarshalerType, binaryUnmarshalerType, textUnmarshalerType} {
+		if t.Implements(i) || (t.Kind() != reflect.Pointer && reflect.PointerTo(t).Implements(i)) {
+			return true
+		}
+	}
+	return false
+}
+
+// header reads the value at w.pos without moving: its code, its length
+// (bytes for strings, bins and extensions, items for arrays, pairs for
+// maps), and the size of its header. Size has checked every length.
+func (w *walker) header() (c byte, n, hdr int) {
+	c = w.b[w.pos]
+	be := func(k int) int {
+		switch k {
+		case 1:
+			return int(w.b[w.pos+1])
+		case 2:
+			return int(binary.BigEndian.Uint16(w.b[w.pos+1:]))
+		}
+		return int(binary.BigEndian.Uint32(w.b[w.pos+1:]))
+	}
+	switch {
+	case c >= 0x80 && c <= 0x8f:
+		return c, int(c & 0x0f), 1
+	case c >= 0x90 && c <= 0x9f:
+		return c, int(c & 0x0f), 1
+	case c >= 0xa0 && c <= 0xbf:
+		return c, int(c & 0x1f), 1
+	case c == 0xc4 || c == 0xd9:
+		return c, be(1), 2
+	case c == 0xc5 || c == 0xda:
+		return c, be(2), 3
+	case c == 0xc6 || c == 0xdb:
+		return c, be(4), 5
+	case c == 0xdc || c == 0xde:
+		return c, be(2), 3
+	case c == 0xdd || c == 0xdf:
+		return c, be(4), 5
+	}
+	return c, 0, 1
+}
+
+func isArray(c byte) bool  { return (c >= 0x90 && c <= 0x9f) || c == 0xdc || c == 0xdd }
+func isMap(c byte) bool    { return (c >= 0x80 && c <= 0x8f) || c == 0xde || c == 0xdf }
+func isString(c byte) bool { return (c >= 0xa0 && c <= 0xbf) || c == 0xd9 || c == 0xda || c == 0xdb }
+func isBin(c byte) bool    { return c >= 0xc4 && c <= 0xc6 }
+func isExt(c byte) bool    { return (c >= 0xc7 && c <= 0xc9) || (c >= 0xd4 && c <= 0xd8) }
+
+// skip moves past the value at w.pos and returns its size.
+func (w *walker) skip() int64 {
+	n, _ := Size(w.b[w.pos:]) // checked whole by Alloc
+	w.pos += n
+	return int64(n)
+}
+
+// skipCharged skips a value msgpack reads without keeping (an unknown
+// field, or one it refuses): skipping copies a string or bin into the
+// decoder's buffer, so the value's size is charged.
+func (w *walker) skipCharged() error { return w.charge(w.skip()) }
+
+// value walks one value decoded into type t.
+func (w *walker) value(t reflect.Type) error {
+	c := w.b[w.pos]
+	if c == 0xc0 { // nil: a zero value, nothing allocated
+		w.pos++
+		return nil
+	}
+	if t.Kind() == reflect.Pointer {
+		if err := w.charge(int64(t.Elem().Size())); err != nil {
+			return err
+		}
+		return w.value(t.Elem())
+	}
+	if decodesItself(t) || isExt(c) {
+		return w.charge(3*w.skip() + 32)
+	}
+	switch t.Kind() {
+	case reflect.Interface:
+		return w.generic()
+	case reflect.Struct:
+		return w.structValue(t)
+	case reflect.String:
+		return w.skipCharged()
+	case reflect.Slice:
+		_, n, hdr := w.header()
+		if t.Elem().Kind() == reflect.Uint8 || !isArray(c) {
+			// Bytes, or something msgpack refuses for a slice.
+			return w.skipCharged()
+		}
+		w.pos += hdr
+		if err := w.charge(sliceCost(n, t.Elem().Size())); err != nil {
+			return err
+		}
+		for range n {
+			if err := w.value(t.Elem()); err != nil {
+				return err
+			}
+		}
+		return nil
+	case reflect.Array:
+		_, n, hdr := w.header()
+		if !isArray(c) || n > t.Len() {
+			return w.skipCharged()
+		}
+		w.pos += hdr
+		for range n {
+			if err := w.value(t.Elem()); err != nil {
+				return err
+			}
+		}
+		return nil
+	case reflect.Map:
+		_, n, hdr := w.header()
+		if !isMap(c) {
+			return w.skipCharged()
+		}
+		w.pos += hdr
+		// A Go map holds a pair in a bucket slot with some slack.
+		if err := w.charge(int64(n) * 2 * int64(t.Key().Size()+t.Elem().Size()+8)); err != nil {
+			return err
+		}
+		for range n {
+			if err := w.value(t.Key()); err != nil {
+				return err
+			}
+			if err := w.value(t.Elem()); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	// Numbers and booleans allocate nothing.
+	w.skip()
+	return nil
+}
+
+// structValue walks a struct, which msgpack reads from a map of field
+// names or an array of all its fields in order.
+func (w *walker) structValue(t reflect.Type) error {
+	f := fieldsOf(t)
+	c, n, hdr := w.header()
+	switch {
+	case f.opaque:
+		return w.charge(3*w.skip() + 32)
+	case isMap(c):
+		w.pos += hdr
+		for range n {
+			kc, kn, _ := w.header()
+			if !isString(kc) && !isBin(kc) {
+				// msgpack refuses the key; charge the rest as if skipped.
+				if err := w.skipCharged(); err != nil {
+					return err
+				}
+				if err := w.skipCharged(); err != nil {
+					return err
+				}
+				continue
+			}
+			start := w.pos + w.skipLen()
+			name := string(w.b[start : start+kn])
+			if err := w.skipCharged(); err != nil {
+				return err
+			}
+			ft, ok := f.byName[name]
+			if !ok {
+				if err := w.skipCharged(); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := w.value(ft); err != nil {
+				return err
+			}
+		}
+		return nil
+	case isArray(c) && n == len(f.list):
+		w.pos += hdr
+		for _, ft := range f.list {
+			if err := w.value(ft); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return w.skipCharged() // msgpack refuses it
+}
+
+// skipLen returns the header size of the string or bin at w.pos.
+func (w *walker) skipLen() int {
+	_, _, hdr := w.header()
+	return hdr
+}
+
+// generic walks a value decoded into an interface: maps become
+// map[string]any, arrays []any, and every scalar is boxed.
+func (w *walker) generic() error {
+	c, n, hdr := w.header()
+	switch {
+	case isArray(c):
+		w.pos += hdr
+		if err := w.charge(16 * int64(n)); err != nil {
+			return err
+		}
+		for range n {
+			if err := w.generic(); err != nil {
+				return err
+			}
+		}
+		return nil
+	case isMap(c):
+		w.pos += hdr
+		if err := w.charge(2 * 40 * int64(n)); err != nil {
+			return err
+		}
+		for range 2 * n {
+			if err := w.generic(); err != nil {
+				return err
+			}
+		}
+		return nil
+	case isExt(c):
+		return w.charge(3*w.skip() + 32)
+	}
+	return w.charge(w.skip() + 16)
+}
+
+// fields is what msgpack knows of a struct type.
+type fields struct {
+	byName map[string]reflect.Type
+	list   []reflect.Type // in order, for the array form
+	// opaque marks a struct with embedded fields, whose inlining rules
+	// are not mirrored here: it is charged as a type that decodes itself.
+	opaque bool
+}
+
+var fieldCache sync.Map // reflect.Type -> *fields
+
+// fieldsOf mirrors msgpack v5's reading of struct tags: a field is named by
+// its "msgpack" tag or its Go name, "-" leaves it out, an unexported field
+// is left out, and an "alias" option gives it a second name.
+func fieldsOf(t reflect.Type) *fields {
+	if f, ok := fieldCache.Load(t); ok {
+		return f.(*fields)
+	}
+	f := &fields{byName: map[string]reflect.Type{}}
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		tag := sf.Tag.Get("msgpack")
+		name, opts, _ := strings.Cut(tag, ",")
+		if name == "-" {
+			continue
+		}
+		if sf.Anonymous {
+			f.opaque = true
+			continue
+		}
+		if !sf.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = sf.Name
+		}
+		f.byName[name] = sf.Type
+		f.list = append(f.list, sf.Type)
+		for opts != "" {
+			var o string
+			o, opts, _ = strings.Cut(opts, ",")
+			if alias, ok := strings.CutPrefix(o, "alias:"); ok {
+				f.byName[alias] = sf.Type
+			}
+		}
+	}
+	fieldCache.Store(t, f)
+	return f
+}

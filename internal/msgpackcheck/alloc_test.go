@@ -1,0 +1,263 @@
+package msgpackcheck
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// allocated returns the bytes f allocates (TotalAlloc's growth: every
+// allocation counts, freed or not).
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// TestSizeRefusesDeepNesting: msgpack decodes nested values recursively,
+// so a file of nothing but array openings must be refused before it
+// reaches the decoder (10 million levels would overflow the stack, a
+// fatal error).
+func TestSizeRefusesDeepNesting(t *testing.T) {
+	deep := append(bytes.Repeat([]byte{0x91}, MaxDepth), 0xc0)
+	if n, err := Size(deep); err != nil || n != len(deep) {
+		t.Fatalf("%d levels: %d, %v; want accepted", MaxDepth, n, err)
+	}
+	deeper := append(bytes.Repeat([]byte{0x91}, MaxDepth+1), 0xc0)
+	if _, err := Size(deeper); err == nil || err.Error() != "the value at byte 64 nests more than 64 deep" {
+		t.Fatalf("%d levels: %v; want a refusal", MaxDepth+1, err)
+	}
+	huge := append(bytes.Repeat([]byte{0x91}, 10_000_000), 0xc0)
+	var v any
+	if err := Decode(huge, &v); err == nil || !strings.Contains(err.Error(), "nests more than") {
+		t.Fatalf("10 million levels: %v", err)
+	}
+	// Containers that close bring the depth back down.
+	wide := []byte{0x92}
+	for range 2 * MaxDepth {
+		wide = append(wide, 0x91)
+	}
+	wide = append(wide, 0xc0)
+	if _, err := Size(wide); err == nil {
+		t.Fatal("a second branch deeper than the limit was accepted")
+	}
+	siblings := []byte{0x92, 0x91, 0x91, 0xc0, 0x91, 0x91, 0xc0, 0xc0}
+	if n, err := Size(siblings); err != nil || n != len(siblings)-1 {
+		t.Fatalf("two shallow branches: %d, %v; want %d bytes", n, err, len(siblings)-1)
+	}
+}
+
+type small struct {
+	A int    `msgpack:"a"`
+	S string `msgpack:"s"`
+}
+
+type big struct {
+	Name   string    `msgpack:"name"`
+	Values [20]int64 `msgpack:"values"`
+	More   []int     `msgpack:"more"`
+}
+
+type named struct {
+	N int `msgpack:"n,alias:number"`
+	S int `msgpack:"-"`
+	x int
+}
+
+type everything struct {
+	Ints    []int              `msgpack:"ints"`
+	Strings []string           `msgpack:"strings"`
+	Bytes   []byte             `msgpack:"bytes"`
+	Smalls  []small            `msgpack:"smalls"`
+	Ptrs    []*small           `msgpack:"ptrs"`
+	Bigs    []big              `msgpack:"bigs"`
+	Nested  [][]uint16         `msgpack:"nested"`
+	Map     map[string]int     `msgpack:"map"`
+	Any     any                `msgpack:"any"`
+	Raw     msgpack.RawMessage `msgpack:"raw"`
+	When    time.Time          `msgpack:"when"`
+	Arr     [4]int             `msgpack:"arr"`
+	Named   named              `msgpack:"named"`
+	Ptr     *big               `msgpack:"ptr"`
+}
+
+// TestAllocBoundsMsgpack decodes values of every kind the walker knows,
+// well formed and hostile, and checks that Alloc's estimate is at least
+// what msgpack really allocates.
+func TestAllocBoundsMsgpack(t *testing.T) {
+	raw, _ := msgpack.Marshal(map[string]any{"x": []int{1, 2, 3}, "y": strings.Repeat("r", 3000)})
+	full := everything{
+		Ints: make([]int, 5000), Strings: []string{"a", strings.Repeat("b", 1000)}, Bytes: make([]byte, 4000),
+		Smalls: make([]small, 300), Ptrs: []*small{{1, "x"}, nil}, Bigs: make([]big, 50),
+		Nested: [][]uint16{make([]uint16, 300), {}, nil}, Map: map[string]int{"a": 1, "bb": 2},
+		Any: map[string]any{"list": []any{1, "two", 3.0, []byte("four")}}, Raw: raw, When: time.Unix(1e9, 5),
+		Arr: [4]int{1, 2, 3, 4}, Named: named{N: 3}, Ptr: &big{Name: "p"},
+	}
+	good, err := msgpack.Marshal(&full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nils := func(key string, n int) []byte {
+		b := []byte{0x81, 0xa0 | byte(len(key))}
+		b = append(b, key...)
+		b = append(b, 0xdd, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
+		return append(b, bytes.Repeat([]byte{0xc0}, n)...)
+	}
+	asArray, _ := msgpack.Marshal([]any{[]any{1, "s"}})
+	for name, b := range map[string][]byte{
+		"full":         good,
+		"nil bigs":     nils("bigs", 20000),
+		"nil smalls":   nils("smalls", 20000),
+		"nil ints":     nils("ints", 20000),
+		"nil strings":  nils("strings", 20000),
+		"nil nested":   nils("nested", 20000),
+		"nil any":      nils("any", 20000),
+		"nil ptrs":     nils("ptrs", 20000),
+		"struct array": append([]byte{0x81, 0xa6, 's', 'm', 'a', 'l', 'l', 's'}, asArray...),
+	} {
+		est, err := Alloc(b, reflect.TypeFor[everything](), 1<<40)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var v everything
+		var derr error
+		got := allocated(func() { derr = msgpack.Unmarshal(b, &v) })
+		// 4 KiB of slack: the decoder's own state and small buffers.
+		if int64(got) > est+4096 {
+			t.Errorf("%s: msgpack allocated %d bytes, the estimate is %d (decode error %v)", name, got, est, derr)
+		}
+	}
+	// A renamed, aliased field is found under both names; "-" and
+	// unexported fields are not fields.
+	f := fieldsOf(reflect.TypeFor[named]())
+	if len(f.list) != 1 || f.byName["n"] == nil || f.byName["number"] == nil || f.byName["S"] != nil || f.byName["x"] != nil {
+		t.Fatalf("fields of named: %+v", f)
+	}
+}
+
+// TestDecodeRefusesNilItemsOfLargeStructs: after Lengths, a slice holds at
+// most one item per byte, but a nil item of a large struct costs its whole
+// size. A file of such items must be refused before decoding.
+func TestDecodeRefusesNilItemsOfLargeStructs(t *testing.T) {
+	n := 1 << 18
+	b := append([]byte{0x81, 0xa4, 'b', 'i', 'g', 's', 0xdd, 0, 4, 0, 0}, bytes.Repeat([]byte{0xc0}, n)...)
+	var v everything
+	var err error
+	got := allocated(func() { err = Decode(b, &v) })
+	var over errOverBudget
+	if !errors.As(err, &over) || !strings.HasPrefix(err.Error(), "decoding would allocate more than") {
+		t.Fatalf("%d nil items of a %d-byte struct: %v; want a refusal", n, reflect.TypeFor[big]().Size(), err)
+	}
+	if got > 1<<20 {
+		t.Fatalf("refusing took %d bytes", got)
+	}
+	// The same count of small items is within the budget.
+	type actions struct {
+		A []uint16 `msgpack:"a"`
+	}
+	b = append([]byte{0x81, 0xa1, 'a', 0xdd, 0, 4, 0, 0}, bytes.Repeat([]byte{0x01}, n)...)
+	var a actions
+	if err := Decode(b, &a); err != nil || len(a.A) != n {
+		t.Fatalf("%d one-byte uint16s: %d decoded, %v", n, len(a.A), err)
+	}
+}
+
+func TestDecodeRefusesTrailingBytes(t *testing.T) {
+	b, _ := msgpack.Marshal(small{A: 1, S: "x"})
+	var v small
+	if err := Decode(b, &v); err != nil || v.A != 1 {
+		t.Fatalf("a valid value: %+v, %v", v, err)
+	}
+	if err := Decode(append(b, 0xc0, 0xc0), &v); err == nil || err.Error() != "2 bytes follow the value" {
+		t.Fatalf("two bytes after the value: %v", err)
+	}
+	if err := Decode(b, v); err == nil {
+		t.Fatal("decoding into a non-pointer was accepted")
+	}
+}
+
+// TestUnsealRefusesEveryFlippedBit flips each bit of a sealed value in
+// turn: every one must be refused, and the intact one accepted.
+func TestUnsealRefusesEveryFlippedBit(t *testing.T) {
+	b, _ := msgpack.Marshal(map[string]any{"w": []byte{1, 2, 3, 4, 5, 6, 7, 8}, "n": 300, "s": "text"})
+	sealed := Seal(b)
+	if len(sealed) != len(b)+TrailerSize {
+		t.Fatalf("sealed %d bytes into %d", len(b), len(sealed))
+	}
+	got, err := Unseal(sealed)
+	if err != nil || !bytes.Equal(got, b) {
+		t.Fatalf("the intact value: %v", err)
+	}
+	for i := range 8 * len(sealed) {
+		bad := bytes.Clone(sealed)
+		bad[i/8] ^= 1 << (i % 8)
+		if _, err := Unseal(bad); err == nil {
+			t.Fatalf("bit %d of byte %d flipped: accepted", i%8, i/8)
+		}
+	}
+	for name, tc := range map[string]struct {
+		b    []byte
+		want string
+	}{
+		"garbage after": {append(bytes.Clone(sealed), "junk"...), "4 unexpected bytes after the checksum"},
+		"no checksum":   {b, "no checksum after the data"},
+		"cut checksum":  {sealed[:len(sealed)-1], "the 4 bytes after the data are not a checksum"},
+		"other value":   {append(bytes.Clone(b), 0xc0), "the 1 bytes after the data are not a checksum"},
+	} {
+		if _, err := Unseal(tc.b); err == nil || err.Error() != tc.want {
+			t.Errorf("%s: %v; want %q", name, err, tc.want)
+		}
+	}
+	bad := bytes.Clone(sealed)
+	bad[len(b)-1] ^= 0x01 // a byte of the string "text"
+	if _, err := Unseal(bad); err == nil || !strings.HasPrefix(err.Error(), "checksum mismatch (CRC-32C ") {
+		t.Fatalf("a changed byte: %v", err)
+	}
+}
+
+// TestReadFileRefusesLargeFilesUnread: a sparse file of a gigabyte takes
+// no disk, and ReadFile must refuse it from its size, reading nothing.
+func TestReadFileRefusesLargeFilesUnread(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "big")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(1 << 30); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	var rerr error
+	got := allocated(func() { _, rerr = ReadFile(p, 1<<20) })
+	if rerr == nil || rerr.Error() != p+": 1073741824 bytes, more than any valid file can have (1048576)" {
+		t.Fatalf("a 1 GiB file: %v", rerr)
+	}
+	if got > 64<<10 {
+		t.Fatalf("refusing it allocated %d bytes", got)
+	}
+	if err := os.Truncate(p, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := ReadFile(p, 1<<20); err != nil || len(b) != 1<<20 {
+		t.Fatalf("a file of exactly the limit: %d bytes, %v", len(b), err)
+	}
+	// A device says it has 0 bytes; the read stops after the limit.
+	if _, err := os.Stat("/dev/zero"); err == nil {
+		if _, err := ReadFile("/dev/zero", 1000); err == nil || err.Error() != "/dev/zero: more than 1000 bytes, more than any valid file can have" {
+			t.Fatalf("/dev/zero: %v", err)
+		}
+	}
+	if _, err := ReadFile(filepath.Join(t.TempDir(), "missing"), 10); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a missing file: %v", err)
+	}
+}

@@ -1,0 +1,118 @@
+package msgpackcheck
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+)
+
+// castagnoli is CRC-32C's table: hardware-accelerated on amd64 and arm64
+// (gigabytes a second), and it finds every burst error of up to 32 bits,
+// a flipped bit among them. It guards against damage, not against someone
+// who edits a file on purpose and recomputes the sum.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// TrailerSize is the size of the checksum Seal appends: a msgpack uint32
+// (the code 0xce and four big-endian bytes).
+const TrailerSize = 5
+
+// Seal returns b, one msgpack value, followed by its checksum: a msgpack
+// uint32 holding the CRC-32C (Castagnoli) of every byte of b. The result is
+// two msgpack values one after the other, so a streaming reader in any
+// language reads the data and then the sum.
+func Seal(b []byte) []byte {
+	out := make([]byte, len(b), len(b)+TrailerSize)
+	copy(out, b)
+	out = append(out, 0xce)
+	return binary.BigEndian.AppendUint32(out, crc32.Checksum(b, castagnoli))
+}
+
+// Unseal checks that b is one msgpack value (checked as Size does)
+// followed by exactly the checksum Seal appends, and that the sum matches;
+// it returns the value's bytes. A flipped bit, missing bytes or bytes added
+// at the end are all refused.
+func Unseal(b []byte) ([]byte, error) {
+	n, err := Size(b)
+	if err != nil {
+		return nil, err
+	}
+	rest := b[n:]
+	switch {
+	case len(rest) == 0:
+		return nil, errors.New("no checksum after the data")
+	case len(rest) < TrailerSize || rest[0] != 0xce:
+		return nil, fmt.Errorf("the %d bytes after the data are not a checksum", len(rest))
+	case len(rest) > TrailerSize:
+		return nil, fmt.Errorf("%d unexpected bytes after the checksum", len(rest)-TrailerSize)
+	}
+	if err := Damaged(b); err != nil {
+		return nil, err
+	}
+	return b[:n], nil
+}
+
+// Damaged is for bytes that do not parse: it returns Unseal's mismatch
+// error if they end with a checksum that does not match the bytes before
+// it, nil otherwise. A sealed file that no longer parses has most likely
+// been damaged (a flipped bit in a length moves every value after it),
+// which says more than the parse error does.
+func Damaged(b []byte) error {
+	if len(b) <= TrailerSize || b[len(b)-TrailerSize] != 0xce {
+		return nil
+	}
+	n := len(b) - TrailerSize
+	want := binary.BigEndian.Uint32(b[n+1:])
+	if got := crc32.Checksum(b[:n], castagnoli); got != want {
+		return fmt.Errorf("checksum mismatch (CRC-32C %08x, the file says %08x): the file is damaged", got, want)
+	}
+	return nil
+}
+
+// ReadFile reads the file at path, refusing (with an error naming it) one
+// of more than limit bytes before reading it: what stat says first, then
+// what the read finds, in case the file grows meanwhile or is not a regular
+// file (a device or a pipe says 0).
+func ReadFile(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() > limit {
+		return nil, fmt.Errorf("%s: %d bytes, more than any valid file can have (%d)", path, st.Size(), limit)
+	}
+	size := max(st.Size(), 0)
+	b := make([]byte, 0, min(size, limit)+1)
+	b, err = readAll(io.LimitReader(f, limit+1), b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s: more than %d bytes, more than any valid file can have", path, limit)
+	}
+	return b, nil
+}
+
+// readAll is io.ReadAll into b's spare capacity.
+func readAll(r io.Reader, b []byte) ([]byte, error) {
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
+}

@@ -1,0 +1,186 @@
+package train
+
+import (
+	"bytes"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/spiderenv/spider/agents/nn"
+)
+
+// allocated returns the bytes f allocates (TotalAlloc's growth: every
+// allocation counts, freed or not).
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// savedState saves a fresh tiny run into dir and returns its network and
+// its training state as a generic map, to change and save with saveState.
+func savedState(t *testing.T, dir string) (*nn.Net, map[string]any) {
+	t.Helper()
+	tr, err := New(tinyConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	p := filepath.Join(dir, "fresh.spider")
+	if err := tr.Save(p); err != nil {
+		t.Fatal(err)
+	}
+	net, raw, err := nn.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st map[string]any
+	if err := msgpack.Unmarshal(raw, &st); err != nil {
+		t.Fatal(err)
+	}
+	return net, st
+}
+
+// saveState writes net and st as a checkpoint named name in dir (with
+// its checksum, as a trainer would) and returns its path.
+func saveState(t *testing.T, dir, name string, net *nn.Net, st any) string {
+	t.Helper()
+	raw, err := msgpack.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, name)
+	if err := nn.Save(p, net, raw); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestResumeRefusesHostileCheckpoints: train --resume reads through
+// nn.Load, so the issue's 35-byte checkpoint (a weight array declared
+// with 2^32-1 items) is refused quickly, naming the file.
+func TestResumeRefusesHostileCheckpoints(t *testing.T) {
+	b := []byte{0x83, 0xa4, 'k', 'i', 'n', 'd', 0xad}
+	b = append(b, "spider-policy"...)
+	b = append(b, 0xa6)
+	b = append(b, "format"...)
+	b = append(b, byte(nn.Format), 0xa1, 'w', 0xdd)
+	b = binary.BigEndian.AppendUint32(b, 1<<32-1)
+	if len(b) != 35 {
+		t.Fatalf("%d bytes, not the issue's 35", len(b))
+	}
+	p := filepath.Join(t.TempDir(), "checkpoint.spider")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	start := time.Now()
+	got := allocated(func() { _, err = Resume(p, nil) })
+	if err == nil || !strings.HasPrefix(err.Error(), p+": not a spider checkpoint: ") {
+		t.Fatalf("the 35-byte checkpoint: %v", err)
+	}
+	if got > 64<<10 || time.Since(start) > time.Second {
+		t.Fatalf("refusing it took %d bytes and %v", got, time.Since(start))
+	}
+}
+
+// TestResumeRefusesNilHistory: a training state whose history declares a
+// quarter of a million nil lines backs each with one byte of the file, but
+// each would cost a whole Metrics (some 300 bytes), twice: the state is
+// refused before decoding. Before, Resume allocated some 150 MB for it.
+func TestResumeRefusesNilHistory(t *testing.T) {
+	dir := t.TempDir()
+	net, st := savedState(t, dir)
+	st["history"] = make([]any, 1<<18)
+	p := saveState(t, dir, "nil-history.spider", net, st)
+	var err error
+	got := allocated(func() { _, err = Resume(p, nil) })
+	if err == nil || !strings.HasPrefix(err.Error(), p+": unreadable training state: decoding would allocate more than") {
+		t.Fatalf("a history of nil lines: %v", err)
+	}
+	if got > 16<<20 {
+		t.Fatalf("refusing it allocated %d bytes", got)
+	}
+}
+
+// TestResumeRefusesBadCountersAndText: counters that cannot be negative
+// are refused (Resume already checked them: this pins it), and so is text
+// that would be printed or written to the metrics if it is not theirs.
+func TestResumeRefusesBadCountersAndText(t *testing.T) {
+	dir := t.TempDir()
+	net, st := savedState(t, dir)
+	good := saveState(t, dir, "good.spider", net, st)
+	if tr, err := Resume(good, nil); err != nil {
+		t.Fatalf("the state as saved: %v", err)
+	} else {
+		tr.Close()
+	}
+	for name, tc := range map[string]struct {
+		key  string
+		val  any
+		want string
+	}{
+		"iter":     {"iter", -1, "negative counters in the training state (iter -1,"},
+		"steps":    {"env_steps", -5, "negative counters in the training state (iter 0, env steps -5,"},
+		"episodes": {"episodes", -2, "episodes -2,"},
+		"adam":     {"adam_t", -3, "adam steps -3,"},
+		"elapsed":  {"elapsed_s", -1.5, "elapsed -1.5)"},
+		"rounds":   {"dagger_rounds_done", -1, "-1 DAgger rounds done of 0"},
+		"teacher":  {"config.teacher", "greedy\x1b[2J", `the teacher's name "greedy\x1b[2J" is not printable text`},
+		"invalid":  {"config.teacher", "gr\xffedy", `the teacher's name "gr\xffedy" is not printable text`},
+		"phase":    {"history", []any{map[string]any{"phase": "ppo\x1b]0;x\a"}}, `line 1 of the history has the unknown phase "ppo\x1b]0;x\a"`},
+	} {
+		changed := map[string]any{}
+		for k, v := range st {
+			changed[k] = v
+		}
+		if sub, ok := strings.CutPrefix(tc.key, "config."); ok {
+			c := map[string]any{}
+			for k, v := range st["config"].(map[string]any) {
+				c[k] = v
+			}
+			c[sub] = tc.val
+			// Without a warm start, as New allows any teacher's name
+			// then, the name is checked only as text.
+			c["clone_games"] = 0
+			changed["config"] = c
+		} else {
+			changed[tc.key] = tc.val
+		}
+		p := saveState(t, dir, name+".spider", net, changed)
+		if _, err := Resume(p, nil); err == nil || !strings.HasPrefix(err.Error(), p+": ") || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v; want an error naming the file and saying %q", name, err, tc.want)
+		}
+	}
+}
+
+// TestResumeRefusesDamagedState: a flipped bit in the trainer's part of
+// the file (Adam's moments) is refused by the checkpoint's checksum.
+func TestResumeRefusesDamagedState(t *testing.T) {
+	dir := t.TempDir()
+	net, st := savedState(t, dir)
+	p := saveState(t, dir, "good.spider", net, st)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.Index(b, []byte("adam_m"))
+	if i < 0 {
+		t.Fatal("no Adam state in the file")
+	}
+	b[i+40] ^= 0x10
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Resume(p, nil); err == nil || !strings.HasPrefix(err.Error(), p+": damaged checkpoint: checksum mismatch") {
+		t.Fatalf("a flipped bit in Adam's moments: %v", err)
+	}
+}
