@@ -159,7 +159,7 @@ func TestStepRequestDecodeAllocatesNothing(t *testing.T) {
 		rd.Reset(framed)
 		var err error
 		var payload []byte
-		if payload, buf, err = readFrame(rd, buf, 1<<20); err != nil || !bytes.Equal(payload, arr) {
+		if payload, buf, err = readFrame(rd, buf, 1<<20, nil); err != nil || !bytes.Equal(payload, arr) {
 			t.Fatalf("readFrame: %v", err)
 		}
 	}

@@ -13,8 +13,10 @@ const frameHeader = 4
 // returns the payload and the buffer to reuse. An empty or oversize length
 // is refused before anything is allocated, with a bad_frame *replyError
 // (after which the stream cannot be trusted: the caller closes it); a
-// broken stream returns the I/O error.
-func readFrame(r io.Reader, buf []byte, limit int) (payload, reuse []byte, err error) {
+// broken stream returns the I/O error. Before the buffer grows to a
+// capacity of size bytes, grow (if not nil) is asked for them; its
+// *replyError refuses the frame, mid-stream, like an oversize one.
+func readFrame(r io.Reader, buf []byte, limit int, grow func(size int) *replyError) (payload, reuse []byte, err error) {
 	// The header is read into buf too: a local array passed to r would
 	// escape, and cost an allocation per frame.
 	if cap(buf) < frameHeader {
@@ -32,13 +34,22 @@ func readFrame(r io.Reader, buf []byte, limit int) (payload, reuse []byte, err e
 	}
 	// The buffer grows with the bytes that arrive, not with the length the
 	// peer declared: a peer that announces a frame of limit bytes and sends
-	// nothing holds 64 KiB, not max. Once grown, it is reused as it is.
+	// nothing holds 64 KiB, not max. Once grown, it is reused as it is. It
+	// grows to exactly the size wanted (make, not append, which would round
+	// up), so the bytes grow reserved are the bytes it holds.
 	buf = buf[:0]
 	for len(buf) < n {
 		have := len(buf)
 		want := min(n, max(have*2, 64<<10))
 		if cap(buf) < want {
-			buf = append(buf[:cap(buf)], make([]byte, want-cap(buf))...)
+			if grow != nil {
+				if re := grow(want); re != nil {
+					return nil, buf, re
+				}
+			}
+			bigger := make([]byte, have, want)
+			copy(bigger, buf)
+			buf = bigger
 		}
 		buf = buf[:want]
 		if _, err := io.ReadFull(r, buf[have:want]); err != nil {

@@ -38,7 +38,7 @@ func FuzzDecodeRequest(f *testing.F) {
 	f.Add(append([]byte{0, 0, byte(len(nested) >> 8), byte(len(nested))}, nested...))
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		payload, _, err := readFrame(bytes.NewReader(data), nil, 1<<16)
+		payload, _, err := readFrame(bytes.NewReader(data), nil, 1<<16, nil)
 		if err != nil {
 			return
 		}

@@ -223,14 +223,34 @@ func (cn *conn) opMake(q *request) *replyError {
 		cn.s.games.Add(-delta)
 		return fail(codeLimit, "the server holds its limit of %d games across connections", cfg.MaxTotal)
 	}
+	// And the memory: the batch, the per-game request state and a reply
+	// buffer sized once for the largest reply. The old batch's stays held
+	// until the new one is built: both are alive until then.
+	need := BatchBytes(r, bo) + int64(bo.N)*connGameBytes
+	if bits {
+		need += int64(bo.N) * PackedRowBytes
+	}
+	reply := max(stepReplyBytes(r, bo, bits), makeReplyBytes(r))
+	if cn.picture != nil {
+		reply = max(reply, rgbReplyBytes)
+	}
+	if !cn.s.reserve(need + reply) {
+		cn.s.games.Add(-delta)
+		return fail(codeLimit, "a batch of %d games of this configuration needs %d MiB of memory (buffers, game states and replies), over what the server has free of its --max-memory %d MiB",
+			bo.N, (need+reply+1<<20-1)>>20, cfg.MaxMemory>>20)
+	}
 	b, err := env.NewBatch(r, bo)
 	if err != nil {
 		cn.s.games.Add(-delta)
+		cn.s.unreserve(need + reply)
 		return fail(codeBadConfig, "%v", err)
 	}
 	if cn.batch != nil {
 		cn.batch.Close()
 	}
+	cn.s.unreserve(cn.held.batch + cn.held.reply)
+	cn.held.batch, cn.held.reply = need, reply
+	cn.en.buf = make([]byte, 0, reply)
 	cn.batch, cn.games, cn.ready, cn.bits = b, int64(bo.N), false, bits
 	cn.actions = make([]env.Action, bo.N)
 	cn.resetMask = make([]bool, bo.N)
@@ -447,14 +467,25 @@ func (cn *conn) opRender(q *request) *replyError {
 	default:
 		return fail(codeBadRequest, "render mode %q: want ansi, text or rgb_array", q.mode)
 	}
+	if rgb {
+		// Only connections that ask pay for the picture and a reply
+		// buffer large enough for it.
+		if cn.picture == nil {
+			if !cn.s.reserve(picture.Size) {
+				return fail(codeLimit, "a picture does not fit the server's memory (--max-memory %d MiB) now", cn.s.cfg.MaxMemory>>20)
+			}
+			cn.held.extra += picture.Size
+			cn.picture = make([]uint8, picture.Size)
+		}
+		if cn.held.reply < rgbReplyBytes && !cn.setReply(rgbReplyBytes) {
+			return fail(codeLimit, "a picture does not fit the server's memory (--max-memory %d MiB) now", cn.s.cfg.MaxMemory>>20)
+		}
+	}
 	s := cn.batch.State(i)
 	cn.en.begin(true, q)
 	if !rgb {
 		cn.en.str("text", s.Render())
 		return nil
-	}
-	if cn.picture == nil {
-		cn.picture = make([]uint8, picture.Size) // only connections that ask pay for it
 	}
 	cn.en.bin("rgb", picture.Draw(cn.picture, &s))
 	cn.en.int("height", picture.Height)
@@ -473,6 +504,10 @@ func (cn *conn) opHint(q *request) *replyError {
 		return fail(codeBadOrder, "game %d has no legal action (it has ended); reset it", i)
 	}
 	if cn.hint == nil {
+		if !cn.s.reserve(int64(cn.s.cfg.HintBytes)) {
+			return fail(codeLimit, "the hint policy does not fit the server's memory (--max-memory %d MiB) now", cn.s.cfg.MaxMemory>>20)
+		}
+		cn.held.extra += int64(cn.s.cfg.HintBytes)
 		cn.hint = cn.s.cfg.Hint()
 	}
 	if err := agents.CheckRules(cn.hint, cn.batch.Rules()); err != nil {

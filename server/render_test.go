@@ -68,7 +68,7 @@ func TestRenderModes(t *testing.T) {
 	}
 	// The reply is msgpack bin on the wire, not only after decoding.
 	cl.send(map[string]any{"op": "render", "game": 0, "mode": "rgb_array"})
-	payload, _, err := readFrame(cl.c, nil, 1<<30)
+	payload, _, err := readFrame(cl.c, nil, 1<<30, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,9 +7,11 @@ import (
 	"io"
 	"log"
 	"net"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/spiderenv/spider/agents"
@@ -22,12 +24,26 @@ const Version = 1
 // Config holds the server-wide limits. A zero field selects its value in
 // DefaultConfig.
 type Config struct {
-	MaxConns    int           // connections served at once
-	MaxGames    int           // games in one connection's batch
-	MaxTotal    int           // games across all connections
-	MaxFrame    int           // bytes in one request frame
-	MaxBytes    int           // bytes of observation and mask buffers in one batch
+	MaxConns int // connections served at once
+	// MaxPeerConns is the most connections one peer may hold at once: one
+	// local user (by uid, on a Unix socket, or over loopback TCP on Linux)
+	// or one remote address. It keeps one user from taking every place.
+	MaxPeerConns int
+	MaxGames     int // games in one connection's batch
+	MaxTotal     int // games across all connections
+	MaxFrame     int // bytes in one request frame
+	MaxBytes     int // bytes of observation and mask buffers in one batch
+	// MaxMemory is the most memory all connections together may hold:
+	// every buffer is counted (each connection's reader, writer, frame and
+	// reply buffers, its batch with its games' states and workers, its
+	// picture and hint agent). A request that would need more is refused
+	// with a limit error. The serving process stays within MemoryLimit.
+	MaxMemory   int
 	IdleTimeout time.Duration // a connection silent this long is closed
+	// SetupTimeout is how long a connection may go without making a batch:
+	// one that only says hello is closed after it, so idle connections
+	// cannot hold every place.
+	SetupTimeout time.Duration
 	// Workers is the default number of worker goroutines of a batch; 0
 	// means GOMAXPROCS when the server is made.
 	Workers int
@@ -36,22 +52,31 @@ type Config struct {
 	// (default: greedy). A trained network (agents "nn:PATH") answers only
 	// for games of the configuration it was trained for.
 	Hint agents.Maker
+	// HintBytes is the memory one hint agent may hold, reserved from
+	// MaxMemory when a connection asks its first hint.
+	HintBytes int
 }
 
 // DefaultConfig returns the default limits, the values New gives the zero
-// fields of a Config: 64 connections, 16384 games a batch, 65536 games in
-// all, 64 MiB frames, 1 GiB of buffers a batch, a 5-minute idle timeout,
-// GOMAXPROCS workers, no log and greedy hints.
+// fields of a Config: 64 connections, 32 of them from one peer, 16384
+// games a batch, 65536 games in all, 64 MiB frames, 1 GiB of buffers a
+// batch, 4 GiB of memory in all, a 5-minute idle timeout, a batch made
+// within a minute of connecting, GOMAXPROCS workers, no log and greedy
+// hints with 1 MiB each.
 func DefaultConfig() Config {
 	return Config{
-		MaxConns:    64,
-		MaxGames:    16384,
-		MaxTotal:    65536,
-		MaxFrame:    64 << 20,
-		MaxBytes:    1 << 30,
-		IdleTimeout: 5 * time.Minute,
-		Log:         log.New(io.Discard, "", 0),
-		Hint:        func() agents.Agent { return &agents.Greedy{} },
+		MaxConns:     64,
+		MaxPeerConns: 32,
+		MaxGames:     16384,
+		MaxTotal:     65536,
+		MaxFrame:     64 << 20,
+		MaxBytes:     1 << 30,
+		MaxMemory:    4 << 30,
+		IdleTimeout:  5 * time.Minute,
+		SetupTimeout: time.Minute,
+		Log:          log.New(io.Discard, "", 0),
+		Hint:         func() agents.Agent { return &agents.Greedy{} },
+		HintBytes:    1 << 20,
 	}
 }
 
@@ -64,13 +89,17 @@ const MaxBatchBytes = 2 << 30
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
 	orDefault(&c.MaxConns, d.MaxConns)
+	orDefault(&c.MaxPeerConns, d.MaxPeerConns)
 	orDefault(&c.MaxGames, d.MaxGames)
 	orDefault(&c.MaxTotal, d.MaxTotal)
 	orDefault(&c.MaxFrame, d.MaxFrame)
 	orDefault(&c.MaxBytes, d.MaxBytes)
 	c.MaxBytes = min(c.MaxBytes, MaxBatchBytes)
+	orDefault(&c.MaxMemory, d.MaxMemory)
 	orDefault(&c.IdleTimeout, d.IdleTimeout)
+	orDefault(&c.SetupTimeout, d.SetupTimeout)
 	orDefault(&c.Workers, runtime.GOMAXPROCS(0))
+	orDefault(&c.HintBytes, d.HintBytes)
 	if c.Log == nil {
 		c.Log = d.Log
 	}
@@ -88,18 +117,23 @@ func orDefault[T int | time.Duration](v *T, def T) {
 
 // Server serves connections on listeners until its context ends.
 type Server struct {
-	cfg   Config
-	conns atomic.Int64
-	games atomic.Int64 // games held by all batches
+	cfg      Config
+	conns    atomic.Int64
+	games    atomic.Int64 // games held by all batches
+	mem      atomic.Int64 // bytes of MaxMemory the connections hold
+	refusing atomic.Int64 // refusals being written
+	freed    atomic.Int64 // bytes given back since memory was last returned to the system
+	freeOS   chan struct{}
 
-	mu   sync.Mutex
-	open map[net.Conn]struct{}
-	wg   sync.WaitGroup
+	mu    sync.Mutex
+	open  map[net.Conn]struct{}
+	peers map[string]int // connections per peer
+	wg    sync.WaitGroup
 }
 
 // New returns a server with the given limits.
 func New(cfg Config) *Server {
-	return &Server{cfg: cfg.withDefaults(), open: map[net.Conn]struct{}{}}
+	return &Server{cfg: cfg.withDefaults(), open: map[net.Conn]struct{}{}, peers: map[string]int{}, freeOS: make(chan struct{}, 1)}
 }
 
 // Games returns the number of games held by all connections now.
@@ -108,30 +142,51 @@ func (s *Server) Games() int { return int(s.games.Load()) }
 // Conns returns the number of connections being served now.
 func (s *Server) Conns() int { return int(s.conns.Load()) }
 
+// Accept's errors are retried after a pause that starts at minAcceptDelay
+// and doubles up to maxAcceptDelay, as net/http does: a server out of file
+// descriptors for a moment must go on serving the connections it has and
+// accept again once some close.
+const (
+	minAcceptDelay = 5 * time.Millisecond
+	maxAcceptDelay = time.Second
+)
+
 // Serve accepts connections on ln until ctx ends, then closes ln and every
 // connection and waits for their handlers to finish. It returns nil after
-// such a shutdown, or the listener's error.
+// such a shutdown, or the listener's error. A temporary error of Accept
+// (too many open files, say) is logged and retried after a pause.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
+	freeCtx, stopFree := context.WithCancel(ctx)
+	s.wg.Go(func() { s.returnMemoryLoop(freeCtx) })
 	var err error
+	var delay time.Duration
 	for {
 		var c net.Conn
 		c, err = ln.Accept()
 		if err != nil {
-			break
-		}
-		if s.conns.Add(1) > int64(s.cfg.MaxConns) {
-			s.conns.Add(-1)
-			go refuse(c, fail(codeLimit, "the server already serves %d connections", s.cfg.MaxConns))
+			if ctx.Err() != nil || !retryable(err) {
+				break
+			}
+			delay = min(max(2*delay, minAcceptDelay), maxAcceptDelay)
+			s.cfg.Log.Printf("spider serve: accept: %v; retrying in %v", err, delay)
+			select {
+			case <-time.After(delay):
+			case <-ctx.Done():
+			}
 			continue
 		}
-		s.mu.Lock()
-		s.open[c] = struct{}{}
-		s.mu.Unlock()
+		delay = 0
+		peer := peerOf(c)
+		if re := s.admit(c, peer); re != nil {
+			s.refuse(c, re)
+			continue
+		}
 		s.wg.Add(1)
-		go s.handle(c)
+		go s.handle(c, peer)
 	}
+	stopFree()
 	s.mu.Lock()
 	for c := range s.open {
 		c.Close()
@@ -144,19 +199,69 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return err
 }
 
-// refuse answers a connection over the limit with one failed reply.
-func refuse(c net.Conn, re *replyError) {
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(2 * time.Second))
-	var en encoder
-	en.failure(nil, re)
-	c.Write(en.frame())
+// retryable reports whether Accept may succeed again after err: a
+// temporary error (out of file descriptors, a connection reset before it
+// was accepted, a timeout) or the kernel short of buffers.
+func retryable(err error) bool {
+	var t interface{ Temporary() bool }
+	if errors.As(err, &t) && t.Temporary() {
+		return true
+	}
+	return errors.Is(err, syscall.ENOBUFS) || errors.Is(err, syscall.ENOMEM)
+}
+
+// admit takes a place for a new connection from peer: one of MaxConns, one
+// of its peer's MaxPeerConns and its fixed buffers' bytes of MaxMemory. It
+// returns the failure that refuses the connection, having taken nothing.
+func (s *Server) admit(c net.Conn, peer string) *replyError {
+	if s.conns.Add(1) > int64(s.cfg.MaxConns) {
+		s.conns.Add(-1)
+		return fail(codeLimit, "the server already serves %d connections, its limit (--max-conns)", s.cfg.MaxConns)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.peers[peer] >= s.cfg.MaxPeerConns {
+		s.conns.Add(-1)
+		return fail(codeLimit, "%s already has %d connections, the most one peer may hold (--max-conns-per-peer); close one", peer, s.cfg.MaxPeerConns)
+	}
+	if !s.reserve(connBytes) {
+		s.conns.Add(-1)
+		return fail(codeLimit, "the server's memory (--max-memory %d MiB) is all in use", s.cfg.MaxMemory>>20)
+	}
+	s.peers[peer]++
+	s.open[c] = struct{}{}
+	return nil
+}
+
+// maxRefusing bounds the refusals written at once: past it a connection
+// over a limit is closed without a reply, so a flood of connections
+// cannot pile up goroutines and buffers.
+const maxRefusing = 64
+
+// refuse answers a connection over a limit with one failed reply, on a
+// goroutine of its own, and closes it.
+func (s *Server) refuse(c net.Conn, re *replyError) {
+	if s.refusing.Add(1) > maxRefusing {
+		s.refusing.Add(-1)
+		c.Close()
+		return
+	}
+	go func() {
+		defer s.refusing.Add(-1)
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(2 * time.Second))
+		var en encoder
+		en.failure(nil, re)
+		c.Write(en.frame())
+	}()
 }
 
 // conn is one connection's state.
 type conn struct {
 	s         *Server
 	c         net.Conn
+	peer      string    // who is at the other end (peerOf)
+	since     time.Time // when it was accepted
 	r         *bufio.Reader
 	w         *bufio.Writer
 	en        encoder
@@ -175,13 +280,27 @@ type conn struct {
 	packed    []byte       // bit-packed masks
 	picture   []uint8      // render's rgb_array picture, made on the first one
 	hint      agents.Agent // made on the first hint
+	held      held         // the bytes of MaxMemory it holds
 }
 
-func (s *Server) handle(c net.Conn) {
+// held is what a connection holds of the server's MaxMemory, by what
+// holds it.
+type held struct {
+	base  int64 // connBytes, from its admission
+	frame int64 // the frame buffer's capacity
+	batch int64 // the batch and the per-game request state
+	reply int64 // the reply buffer's capacity, sized at make
+	extra int64 // the picture and the hint agent
+}
+
+func (h held) total() int64 { return h.base + h.frame + h.batch + h.reply + h.extra }
+
+func (s *Server) handle(c net.Conn, peer string) {
 	cn := &conn{
-		s: s, c: c,
-		r: bufio.NewReaderSize(c, 1<<16),
-		w: bufio.NewWriterSize(c, 1<<16),
+		s: s, c: c, peer: peer, since: time.Now(),
+		r:    bufio.NewReaderSize(c, 1<<16),
+		w:    bufio.NewWriterSize(c, 1<<16),
+		held: held{base: connBytes},
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -192,19 +311,33 @@ func (s *Server) handle(c net.Conn) {
 		c.Close()
 		s.mu.Lock()
 		delete(s.open, c)
+		if s.peers[peer]--; s.peers[peer] <= 0 {
+			delete(s.peers, peer)
+		}
 		s.mu.Unlock()
 		s.conns.Add(-1)
 		s.wg.Done()
 	}()
+	setupEnds := cn.since.Add(s.cfg.SetupTimeout)
 	for !cn.closing {
-		c.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout))
+		deadline := time.Now().Add(s.cfg.IdleTimeout)
+		if cn.batch == nil && setupEnds.Before(deadline) {
+			deadline = setupEnds
+		}
+		c.SetReadDeadline(deadline)
 		var payload []byte
 		var err error
-		payload, cn.frame, err = readFrame(cn.r, cn.frame, s.cfg.MaxFrame)
+		payload, cn.frame, err = readFrame(cn.r, cn.frame, s.cfg.MaxFrame, cn.growFrame)
 		if err != nil {
 			// After a bad frame the stream cannot be trusted: answer it
 			// (echoing no id, since no request was read) and close.
-			if re := (*replyError)(nil); errors.As(err, &re) {
+			re := (*replyError)(nil)
+			if !errors.As(err, &re) && cn.batch == nil && errors.Is(err, os.ErrDeadlineExceeded) && !time.Now().Before(setupEnds) {
+				// Say why, so that a client that comes back finds the
+				// reason in its next reply.
+				re = fail(codeLimit, "no batch was made within %v of connecting (the server's --setup-timeout): a connection keeps its place only to play", s.cfg.SetupTimeout)
+			}
+			if re != nil {
 				cn.en.failure(nil, re)
 				err = cn.flush()
 			}
@@ -217,6 +350,7 @@ func (s *Server) handle(c net.Conn) {
 			s.cfg.Log.Printf("spider serve: %v: %v", c.RemoteAddr(), err)
 			return
 		}
+		cn.shrinkFrame()
 	}
 }
 
@@ -242,7 +376,45 @@ func (cn *conn) flush() error {
 	return cn.w.Flush()
 }
 
-// release frees the connection's batch and its share of the game limit.
+// growFrame reserves the memory for the frame buffer to grow to size
+// bytes, or refuses the frame.
+func (cn *conn) growFrame(size int) *replyError {
+	if !cn.s.reserve(int64(size) - cn.held.frame) {
+		return fail(codeLimit, "a frame of %d bytes does not fit the server's memory (--max-memory %d MiB) now", size, cn.s.cfg.MaxMemory>>20)
+	}
+	cn.held.frame = int64(size)
+	return nil
+}
+
+// shrinkFrame drops a frame buffer grown past what the connection's
+// requests need (keepFrame), after a large request or a hostile one, and
+// gives its memory back.
+func (cn *conn) shrinkFrame() {
+	if cap(cn.frame) <= keepFrame(int(cn.games)) {
+		return
+	}
+	cn.frame = nil
+	cn.req = request{} // its views pointed into the frame
+	cn.s.unreserve(cn.held.frame)
+	cn.s.gaveBack(cn.held.frame)
+	cn.held.frame = 0
+}
+
+// setReply makes the reply buffer's capacity exactly size bytes, reserving
+// what it grows by, and reports whether the memory was there.
+func (cn *conn) setReply(size int64) bool {
+	if !cn.s.reserve(size - cn.held.reply) {
+		return false
+	}
+	cn.s.unreserve(cn.held.reply - size)
+	cn.en.buf = make([]byte, 0, size)
+	cn.held.reply = size
+	return true
+}
+
+// release frees the connection's batch, its share of the game limit and
+// every byte it holds of the memory limit, and has the memory returned to
+// the operating system when it was much.
 func (cn *conn) release() {
 	if cn.batch != nil {
 		cn.batch.Close()
@@ -250,4 +422,10 @@ func (cn *conn) release() {
 	}
 	cn.s.games.Add(-cn.games)
 	cn.games = 0
+	total := cn.held.total()
+	cn.s.unreserve(total)
+	cn.held = held{}
+	cn.frame, cn.en.buf, cn.req = nil, nil, request{}
+	cn.actions, cn.resetMask, cn.seedVals, cn.seeded, cn.packed, cn.picture, cn.hint = nil, nil, nil, nil, nil, nil, nil
+	cn.s.gaveBack(total)
 }

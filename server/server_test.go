@@ -82,7 +82,7 @@ func (cl *client) send(m map[string]any) {
 // It checks the reply's map32 header against the keys the map really has.
 func (cl *client) recv() map[string]any {
 	cl.t.Helper()
-	payload, _, err := readFrame(cl.c, nil, 1<<30)
+	payload, _, err := readFrame(cl.c, nil, 1<<30, nil)
 	if err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || strings.Contains(err.Error(), "reset") {
 			return nil
@@ -683,7 +683,7 @@ func TestLimits(t *testing.T) {
 	b.failed(map[string]any{"op": "make", "n": 6}, "limit", "the server holds its limit of 10 games across connections")
 	b.ok(map[string]any{"op": "make", "n": 4})
 	third := dial(t, addr)
-	if r := third.recv(); r == nil || r["code"] != "limit" || r["error"] != "the server already serves 2 connections" || !third.closed() {
+	if r := third.recv(); r == nil || r["code"] != "limit" || r["error"] != "the server already serves 2 connections, its limit (--max-conns)" || !third.closed() {
 		t.Fatalf("a third connection over the limit of 2: %v", r)
 	}
 	// The idle timeout frees an abandoned connection.
@@ -697,12 +697,14 @@ func TestLimits(t *testing.T) {
 // fields from DefaultConfig.
 func TestDefaultConfig(t *testing.T) {
 	d := DefaultConfig()
-	if d.MaxConns <= 0 || d.MaxGames <= 0 || d.MaxTotal < d.MaxGames || d.MaxFrame <= 0 || d.MaxBytes <= 0 || d.IdleTimeout <= 0 || d.Workers != 0 || d.Log == nil || d.Hint == nil {
-		t.Fatalf("DefaultConfig %+v: a limit is unset", d)
+	if d.MaxConns <= 0 || d.MaxPeerConns <= 0 || d.MaxPeerConns >= d.MaxConns || d.MaxGames <= 0 || d.MaxTotal < d.MaxGames || d.MaxFrame <= 0 || d.MaxBytes <= 0 ||
+		int64(d.MaxMemory) < 2*int64(d.MaxBytes) || d.IdleTimeout <= 0 || d.SetupTimeout <= 0 || d.Workers != 0 || d.Log == nil || d.Hint == nil || d.HintBytes <= 0 {
+		t.Fatalf("DefaultConfig %+v: a limit is unset, or one peer may take every connection, or the largest batch does not fit the memory", d)
 	}
-	got := New(Config{MaxGames: 7, MaxFrame: -1, Workers: 3}).cfg
-	if got.MaxGames != 7 || got.Workers != 3 || got.MaxFrame != d.MaxFrame || got.MaxConns != d.MaxConns ||
-		got.MaxTotal != d.MaxTotal || got.MaxBytes != d.MaxBytes || got.IdleTimeout != d.IdleTimeout || got.Log == nil || got.Hint == nil {
+	got := New(Config{MaxGames: 7, MaxFrame: -1, Workers: 3, MaxMemory: 5 << 20}).cfg
+	if got.MaxGames != 7 || got.Workers != 3 || got.MaxMemory != 5<<20 || got.MaxFrame != d.MaxFrame || got.MaxConns != d.MaxConns || got.MaxPeerConns != d.MaxPeerConns ||
+		got.MaxTotal != d.MaxTotal || got.MaxBytes != d.MaxBytes || got.IdleTimeout != d.IdleTimeout || got.SetupTimeout != d.SetupTimeout ||
+		got.Log == nil || got.Hint == nil || got.HintBytes != d.HintBytes {
 		t.Fatalf("New filled %+v; want DefaultConfig's values in the zero and negative fields only", got)
 	}
 	if _, ok := got.Hint().(*agents.Greedy); !ok {

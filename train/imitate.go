@@ -73,12 +73,27 @@ func collect(ctx context.Context, n int, play func(k int, teacher, player agents
 	return out, err
 }
 
-// teacherGame is the teacher playing deal seed to its end.
-func (t *Trainer) teacherGame(seed uint64, teacher agents.Agent) labelled {
+// teacherGame is the teacher playing deal seed to its end, as
+// agents.Play plays it, or until ctx ends: a search teacher's game can
+// last seconds, and a stopped run must not wait for it (the phase is
+// abandoned, so the cut game is never used).
+func (t *Trainer) teacherGame(ctx context.Context, seed uint64, teacher agents.Agent) labelled {
 	g := labelled{Seed: seed}
-	res := agents.PlayVisit(t.rules, seed, teacher, nil)
-	g.Played, g.Labels = res.Actions, res.Actions
-	g.Won, g.Runs, g.Score = res.Won, res.Runs, res.Score
+	s := env.NewGame(t.rules, seed)
+	teacher.Begin(seed)
+	var legal []env.Action
+	last, hasLast := env.Action(0), false
+	for !s.Over() && ctx.Err() == nil {
+		legal = s.AppendLegal(legal[:0])
+		a := teacher.Act(agents.NewView(&s, legal, last, hasLast)).Action
+		if _, err := s.Step(a); err != nil {
+			panic("train: the teacher " + teacher.Name() + " chose an illegal action: " + err.Error())
+		}
+		g.Played = append(g.Played, a)
+		last, hasLast = a, true
+	}
+	g.Labels = g.Played
+	g.Won, g.Runs, g.Score = s.Status() == env.Won, s.Runs(), s.Score()
 	return g
 }
 
@@ -219,7 +234,7 @@ func (t *Trainer) clone(ctx context.Context) (Metrics, error) {
 		return Metrics{}, err
 	}
 	games, err := collect(ctx, c.CloneGames, func(k int, teacher, _ agents.Agent) labelled {
-		return t.teacherGame(rng.Mix(c.Seed^0xc10e, uint64(k)), teacher)
+		return t.teacherGame(ctx, rng.Mix(c.Seed^0xc10e, uint64(k)), teacher)
 	}, teacher, nil)
 	if err != nil {
 		return Metrics{}, err

@@ -9,8 +9,9 @@ import (
 	"github.com/spiderenv/spider/env"
 )
 
-// iteration collects one rollout and learns from it.
-func (t *Trainer) iteration() (Metrics, error) {
+// iteration collects one rollout and learns from it. An ended ctx
+// abandons it, between two steps of the rollout or two minibatches.
+func (t *Trainer) iteration(ctx context.Context) (Metrics, error) {
 	c := t.Config
 	start := time.Now()
 	n, T, D, A := c.Games, c.Rollout, t.Net.Spec.ObsLen, env.NumActions
@@ -20,6 +21,9 @@ func (t *Trainer) iteration() (Metrics, error) {
 	var sumRet, sumRuns float64
 	var wins int
 	for s := range T {
+		if err := ctx.Err(); err != nil {
+			return Metrics{}, err
+		}
 		row := s * n
 		t0 := time.Now()
 		copy(t.obs[row*D:(row+n)*D], b.ObsFloat32)
@@ -89,7 +93,7 @@ func (t *Trainer) iteration() (Metrics, error) {
 	l := t.learner
 	// Advantages are normalised over the whole rollout.
 	mean, std := meanStd(t.adv)
-	sum, updates, err := t.epochs(context.Background(), l, n*T, c.Minibatch, c.Epochs, func(r, idx int) {
+	sum, updates, err := t.epochs(ctx, l, n*T, c.Minibatch, c.Epochs, func(r, idx int) {
 		l.setRow(r, t.obs[idx*D:(idx+1)*D], t.masks[idx*A:(idx+1)*A], int(t.actions[idx]))
 		l.adv[r] = (t.adv[idx] - mean) / std
 		l.oldLP[r], l.ret[r] = t.logp[idx], t.ret[idx]

@@ -127,8 +127,11 @@ func (t *Trainer) EnvSteps() int64 { return t.steps }
 // start or an iteration), and its validation when one is due (ValEvery),
 // Run appends the phase's metrics to History and calls after (if not nil)
 // with them; after may return an error to stop the run (a checkpoint that
-// failed to save, say). A run stopped by ctx inside a phase or its
-// validation is left inconsistent (Consistent is false).
+// failed to save, say). ctx is checked at every step of a rollout, every
+// minibatch, every move of an imitation game and every validation game, so
+// a cancelled run returns within about one forward pass over the batch; a
+// run stopped by ctx inside a phase or its validation is left
+// inconsistent (Consistent is false), the phase abandoned.
 func (t *Trainer) Run(ctx context.Context, stop func(iter int, steps int64) bool, after func(m Metrics) error) error {
 	// phase runs one phase (the warm start or an iteration), marking the
 	// trainer inconsistent while it runs, and keeps its metrics. The network is validated after the phase when due, as part of it: a
@@ -176,7 +179,7 @@ func (t *Trainer) Run(ctx context.Context, stop func(iter int, steps int64) bool
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := phase(t.iteration); err != nil {
+		if err := phase(func() (Metrics, error) { return t.iteration(ctx) }); err != nil {
 			return err
 		}
 	}

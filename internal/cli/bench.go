@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/spiderenv/spider/env"
+	"github.com/spiderenv/spider/server"
 )
 
 // benchOptions are the bench command's flags.
@@ -23,6 +24,7 @@ type benchOptions struct {
 	warmup    int
 	autoreset string
 	seed      uint64
+	maxMemory byteSize
 	out       outputFlags
 }
 
@@ -53,6 +55,7 @@ func benchCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 	fs.IntVar(&o.warmup, "warmup", 100, "batch steps before timing")
 	fs.StringVar(&o.autoreset, "autoreset", "next-step", "autoreset mode: next-step, same-step or disabled")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the deals and of the random policy")
+	fs.Var(&o.maxMemory, "max-memory", "refuse a batch that needs more memory than this (default: what the machine has available)")
 	o.out.register(fs)
 	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		return runBench(ctx, o, stdout, stderr)
@@ -85,6 +88,13 @@ func runBench(ctx context.Context, o benchOptions, stdout, stderr io.Writer) err
 		workers = runtime.GOMAXPROCS(0)
 	}
 	workers = min(workers, o.n)
+	// One batch lives at a time (each run's is collected before the next
+	// is made), with the actions.
+	need := server.BatchBytes(r, env.BatchOptions{N: o.n, Workers: workers, Autoreset: mode, Presample: true}) + 2*int64(o.n)
+	what := fmt.Sprintf("a batch of %d games (%s)", o.n, r)
+	if err := checkMemory(need, o.maxMemory, what, "lower --n"); err != nil {
+		return err
+	}
 	counts := []int{workers}
 	if workers > 1 {
 		counts = []int{1, workers}
@@ -96,6 +106,9 @@ func runBench(ctx context.Context, o benchOptions, stdout, stderr io.Writer) err
 			return err
 		}
 		results = append(results, res)
+		// The closed batch is garbage now: collect it before the next one
+		// is made, so the two are never in memory together.
+		runtime.GC()
 	}
 	for i := range results {
 		results[i].SpeedUp = results[i].StepsPerSec / results[0].StepsPerSec

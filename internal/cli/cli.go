@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/signal"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/spf13/pflag"
@@ -74,7 +76,10 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	ctx, stop := interruptible(context.Background(), "spider "+args[0], sigs, stderr, os.Exit)
 	defer stop()
 	if err := run(ctx, fs.Args(), stdin, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "spider %s: %v\n", args[0], err)
@@ -85,6 +90,45 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// interruptible returns a context that the first signal on sigs cancels,
+// after saying on stderr that the command (name) is stopping and that a
+// second signal exits at once; the second calls exit with the shell's
+// code for the signal (130 for SIGINT). The command then has the time it
+// needs to stop cleanly (a trainer keeps its last checkpoint), and a
+// user who will not wait does not have to. stop releases it.
+func interruptible(parent context.Context, name string, sigs <-chan os.Signal, stderr io.Writer, exit func(code int)) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(parent)
+	done := make(chan struct{})
+	go func() {
+		var first os.Signal
+		for {
+			select {
+			case <-done:
+				return
+			case sig := <-sigs:
+				if first == nil {
+					first = sig
+					fmt.Fprintf(stderr, "\n%s: stopping (%v): finishing cleanly; press Ctrl-C again to exit at once\n", name, sig)
+					cancel()
+					continue
+				}
+				fmt.Fprintf(stderr, "%s: exiting at once (%v)\n", name, sig)
+				code := 1
+				if s, ok := sig.(syscall.Signal); ok {
+					code = 128 + int(s)
+				}
+				exit(code)
+				return
+			}
+		}
+	}()
+	var once sync.Once
+	return ctx, func() {
+		once.Do(func() { close(done) })
+		cancel()
+	}
 }
 
 // usageError marks a bad flag value, for exit code 2.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -131,6 +132,10 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		if o.games < 1 || o.games > 10_000_000 {
 			return usageError{fmt.Errorf("games must be 1 to 10,000,000")}
 		}
+		// Seeds are uint64: past the last, the deals would wrap to seed 0.
+		if o.start > math.MaxUint64-uint64(o.games-1) {
+			return usageError{fmt.Errorf("--start %d with --games %d runs past the last seed, %d", o.start, o.games, uint64(math.MaxUint64))}
+		}
 		for i := range o.games {
 			seeds = append(seeds, o.start+uint64(i))
 		}
@@ -146,6 +151,19 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	}
 	if len(policies) == 0 {
 		return usageError{fmt.Errorf("no policy to evaluate")}
+	}
+	if o.workers < 0 {
+		return usageError{fmt.Errorf("--workers %d is negative (0: GOMAXPROCS)", o.workers)}
+	}
+	if o.record != "" {
+		// The games are saved after the last one is played: a folder that
+		// cannot take them must fail now, not after the whole evaluation.
+		if err := os.MkdirAll(o.record, 0o755); err != nil {
+			return usageError{fmt.Errorf("--record %s: %v", o.record, err)}
+		}
+		if err := probeWritable(o.record); err != nil {
+			return usageError{fmt.Errorf("--record %s: %v", o.record, err)}
+		}
 	}
 	if err := o.out.check(); err != nil {
 		return err

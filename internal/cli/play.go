@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -47,6 +49,19 @@ const playHelp = `commands:
   q, quit   leave
 `
 
+// checkRecordPath reports whether a record file can be written at path:
+// it is not a folder, and its folder exists and takes new files.
+func checkRecordPath(path string) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("is a folder; give a file name, e.g. %s", filepath.Join(path, "game.spider"))
+	}
+	dir := filepath.Dir(path)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("its folder %s does not exist", dir)
+	}
+	return probeWritable(dir)
+}
+
 // runPlay is an interactive game on stdin/stdout.
 func runPlay(ctx context.Context, o playOptions, stdin io.Reader, stdout io.Writer) error {
 	r, err := gameRules(o.game)
@@ -60,6 +75,13 @@ func runPlay(ctx context.Context, o playOptions, stdin io.Reader, stdout io.Writ
 	hint := maker()
 	if err := agents.CheckRules(hint, r); err != nil {
 		return usageError{fmt.Errorf("--hint %s: %v", o.hint, err)}
+	}
+	if o.record != "" {
+		// The game is saved when it ends: a path that cannot take it must
+		// fail now, not after the game.
+		if err := checkRecordPath(o.record); err != nil {
+			return usageError{fmt.Errorf("--record %s: %v", o.record, err)}
+		}
 	}
 	e := env.New(r)
 	seed := o.seed

@@ -2,11 +2,15 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log"
 	"net"
 	"os"
+	"path/filepath"
+	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -17,12 +21,16 @@ import (
 
 // serveOptions are the serve command's flags.
 type serveOptions struct {
-	addr  string
-	unix  string
-	cfg   server.Config // the limits; Log and Hint are set by runServe
-	quiet bool
-	hint  string
-	ready func(addr net.Addr) // tests learn the address here
+	addr      string
+	addrSet   bool // --addr was given, not defaulted
+	unix      string
+	cfg       server.Config // the limits; Log, Hint and HintBytes are set by runServe
+	maxMemory byteSize      // cfg.MaxMemory, with a unit
+	memorySet bool          // --max-memory was given
+	anyAddr   bool          // --insecure-listen-all
+	quiet     bool
+	hint      string
+	ready     func(addr net.Addr) // tests learn the address here
 }
 
 // DefaultAddr is where spider serve listens unless told otherwise.
@@ -32,65 +40,106 @@ const DefaultAddr = "127.0.0.1:7878"
 // needs before make.
 const minFrame = 64
 
+// minMemory is the smallest --max-memory: a few connections' buffers and
+// a small batch.
+const minMemory = 16 << 20
+
 func serveCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, io.Writer, io.Writer) error {
 	var o serveOptions
 	d := server.DefaultConfig()
-	fs.StringVar(&o.addr, "addr", DefaultAddr, "TCP address to listen on (host:port; port 0 picks a free one). Only loopback unless you say otherwise, e.g. 0.0.0.0:7878")
-	fs.StringVar(&o.unix, "unix", "", "listen on this Unix socket path instead of TCP")
+	o.maxMemory = byteSize(d.MaxMemory)
+	fs.StringVar(&o.addr, "addr", DefaultAddr, "TCP address to listen on (host:port; port 0 picks a free one); loopback only unless --insecure-listen-all")
+	fs.StringVar(&o.unix, "unix", "", "listen on this Unix socket path instead of TCP (the socket is made owner-only, mode 0600)")
+	fs.BoolVar(&o.anyAddr, "insecure-listen-all", false, "allow an --addr that is not loopback (0.0.0.0, :PORT, a LAN address): anyone who reaches it can use the server, which has no authentication")
 	fs.IntVar(&o.cfg.MaxConns, "max-conns", d.MaxConns, "connections served at once")
+	fs.IntVar(&o.cfg.MaxPeerConns, "max-conns-per-peer", d.MaxPeerConns, "connections one peer may hold at once: one local user (by uid, on the Unix socket or loopback TCP on Linux), else one remote address")
 	fs.IntVar(&o.cfg.MaxGames, "max-games", d.MaxGames, "games in one connection's batch")
 	fs.IntVar(&o.cfg.MaxTotal, "max-total", d.MaxTotal, "games across all connections")
 	fs.IntVar(&o.cfg.MaxFrame, "max-frame", d.MaxFrame, "largest request frame in bytes")
 	fs.IntVar(&o.cfg.MaxBytes, "max-batch-bytes", d.MaxBytes, "largest observation and mask buffers of one batch, in bytes")
+	fs.Var(&o.maxMemory, "max-memory", "memory all connections may hold together, every buffer counted (batches, game states, frames, replies); the process stays within it plus "+formatBytes(server.Overhead))
 	fs.DurationVar(&o.cfg.IdleTimeout, "idle-timeout", d.IdleTimeout, "close a connection silent for this long")
+	fs.DurationVar(&o.cfg.SetupTimeout, "setup-timeout", d.SetupTimeout, "close a connection that has not made a batch this long after connecting")
 	fs.IntVar(&o.cfg.Workers, "workers", d.Workers, "default worker goroutines per batch (0: GOMAXPROCS)")
 	fs.BoolVar(&o.quiet, "quiet", false, "do not log connection errors to stderr")
 	fs.StringVar(&o.hint, "hint", "greedy", "policy that answers hint requests: greedy, search, or nn:CHECKPOINT")
 	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+		o.addrSet, o.memorySet = fs.Changed("addr"), fs.Changed("max-memory")
 		return runServe(ctx, o, stdout, stderr)
 	}
+}
+
+// hintBytes is the memory one hint agent of the named policy may hold:
+// search keeps up to its node budget (20000 positions of about 1.2 KB) of
+// game states; greedy and a network's agent keep a few buffers.
+func hintBytes(name string) int {
+	if strings.EqualFold(name, "search") {
+		return 48 << 20
+	}
+	return 1 << 20
 }
 
 // runServe listens and serves until ctx ends (SIGINT or SIGTERM).
 func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) error {
 	cfg := o.cfg
-	if cfg.MaxConns < 1 || cfg.MaxGames < 1 || cfg.MaxTotal < 1 || cfg.MaxFrame < minFrame || cfg.MaxBytes < 1 || cfg.IdleTimeout <= 0 || cfg.Workers < 0 {
+	if o.maxMemory == 0 && !o.memorySet {
+		o.maxMemory = byteSize(server.DefaultConfig().MaxMemory)
+	}
+	if cfg.MaxConns < 1 || cfg.MaxPeerConns < 1 || cfg.MaxGames < 1 || cfg.MaxTotal < 1 || cfg.MaxFrame < minFrame || cfg.MaxBytes < 1 ||
+		cfg.IdleTimeout <= 0 || cfg.SetupTimeout <= 0 || cfg.Workers < 0 {
 		return usageError{fmt.Errorf("limits must be positive (max-frame at least %d bytes)", minFrame)}
 	}
 	if cfg.MaxBytes > server.MaxBatchBytes {
 		return usageError{fmt.Errorf("max-batch-bytes %d is over %d: a step reply must fit one frame", cfg.MaxBytes, server.MaxBatchBytes)}
 	}
+	if o.maxMemory < minMemory {
+		return usageError{fmt.Errorf("--max-memory %s is under %s", o.maxMemory, formatBytes(minMemory))}
+	}
+	if _, total, ok := machineMemory(); ok && int64(o.maxMemory) > total {
+		if o.memorySet {
+			return usageError{fmt.Errorf("--max-memory %s is more than this machine's %s", o.maxMemory, formatBytes(total))}
+		}
+		// The default is more than this machine has: take half of it.
+		o.maxMemory = byteSize(max(total/2, minMemory))
+		fmt.Fprintf(stderr, "spider serve: --max-memory %s, half this machine's memory\n", o.maxMemory)
+	}
+	cfg.MaxMemory = int(o.maxMemory)
+	if o.unix != "" && o.addrSet {
+		return usageError{fmt.Errorf("give --addr or --unix, not both: the server listens on one")}
+	}
 	hint, err := hintMaker(o.hint)
 	if err != nil {
 		return err
 	}
-	network, addr := "tcp", o.addr
+	var ln net.Listener
 	if o.unix != "" {
-		network, addr = "unix", o.unix
-		if fi, err := os.Lstat(addr); err == nil && fi.Mode()&os.ModeSocket != 0 {
-			// A socket file left by a server that died; a live one would
-			// still answer, so try it before removing it.
-			if c, err := net.Dial("unix", addr); err == nil {
-				c.Close()
-				return fmt.Errorf("%s: another server is listening there", addr)
-			}
-			os.Remove(addr)
+		if ln, err = listenUnix(o.unix); err != nil {
+			return err
 		}
-	}
-	ln, err := net.Listen(network, addr)
-	if err != nil {
-		return err
-	}
-	if o.unix != "" {
 		defer os.Remove(o.unix)
+	} else {
+		if err := checkLoopback(o.addr, o.anyAddr); err != nil {
+			return err
+		}
+		if ln, err = net.Listen("tcp", o.addr); err != nil {
+			return err
+		}
+		if err := checkListening(ln, o.addr, o.anyAddr, stderr); err != nil {
+			ln.Close()
+			return err
+		}
 	}
 	cfg.Log = log.New(stderr, "", log.LstdFlags)
 	if o.quiet {
 		cfg.Log = log.New(io.Discard, "", 0)
 	}
-	cfg.Hint = hint
+	cfg.Hint, cfg.HintBytes = hint, hintBytes(o.hint)
 	srv := server.New(cfg)
-	fmt.Fprintf(stderr, "spider serve: listening on %s %s (protocol %d)\n", ln.Addr().Network(), ln.Addr(), server.Version)
+	// The memory limit makes the collector run before garbage takes the
+	// process past --max-memory and the server's overhead; the old limit
+	// comes back for a caller (a test) that goes on.
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(srv.MemoryLimit()))
+	fmt.Fprintf(stderr, "spider serve: listening on %s %s (protocol %d; at most %s of memory)\n", ln.Addr().Network(), ln.Addr(), server.Version, o.maxMemory)
 	if o.ready != nil {
 		o.ready(ln.Addr())
 	}
@@ -98,6 +147,111 @@ func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) err
 	fmt.Fprintln(stderr, "spider serve: stopped")
 	return err
 }
+
+// checkLoopback refuses an --addr that names every interface (an empty
+// host, 0.0.0.0, ::) or an IP that is not loopback, unless anyAddr: the
+// server has no authentication, so reaching it must stay a local matter
+// unless the user says otherwise.
+func checkLoopback(addr string, anyAddr bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return usageError{fmt.Errorf("--addr %q: %v (want host:port, e.g. %s)", addr, err, DefaultAddr)}
+	}
+	if anyAddr {
+		return nil
+	}
+	what := ""
+	switch ip := net.ParseIP(host); {
+	case host == "":
+		what = "every interface"
+	case ip != nil && ip.IsUnspecified():
+		what = "every interface"
+	case ip != nil && !ip.IsLoopback():
+		what = "an address other hosts can reach"
+	}
+	if what != "" {
+		return usageError{fmt.Errorf("--addr %s listens on %s, and the server has no authentication: use a loopback address (127.0.0.1, [::1]) or --unix, or pass --insecure-listen-all", addr, what)}
+	}
+	return nil
+}
+
+// checkListening checks the address a TCP listener really has, before
+// anything is accepted: a host name passes checkLoopback, and only here is
+// what it resolved to known. An address other hosts can reach is refused
+// without anyAddr, and warned about on stderr with it.
+func checkListening(ln net.Listener, addr string, anyAddr bool, stderr io.Writer) error {
+	a, ok := ln.Addr().(*net.TCPAddr)
+	if !ok || a.IP.IsLoopback() {
+		return nil
+	}
+	if !anyAddr {
+		return usageError{fmt.Errorf("--addr %s listens on %s, which is not loopback: pass --insecure-listen-all to serve the network", addr, a.IP)}
+	}
+	fmt.Fprintf(stderr, "spider serve: WARNING: listening on %s, reachable from the network (--insecure-listen-all) with no authentication: anyone who can reach this port can use the server's CPU and memory\n", a)
+	return nil
+}
+
+// listenUnix listens on a Unix socket at path that only its owner can
+// connect to (mode 0600). The socket is bound inside a new directory of
+// mode 0700 next to path, made owner-only there, and only then linked to
+// path: binding at path directly would create it with the mode the umask
+// leaves (0777 under umask 000) and leave a moment, before a chmod, in
+// which another user could connect; changing the umask instead would
+// change it for the whole process. The link fails rather than replace a
+// file already at path. A socket file left by a server that died is
+// removed first; a live one refuses the start.
+func listenUnix(path string) (net.Listener, error) {
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
+		// A live server would still answer, so try it before removing it.
+		if c, err := net.Dial("unix", path); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("%s: another server is listening there", path)
+		}
+		os.Remove(path)
+	}
+	// A short name: a socket's path has at most 107 bytes, and this one is
+	// 15 longer than path.
+	dir, err := os.MkdirTemp(filepath.Dir(path), ".s")
+	if err != nil {
+		return nil, fmt.Errorf("--unix %s: %w", path, err)
+	}
+	defer os.RemoveAll(dir)
+	private := filepath.Join(dir, "s")
+	if len(private) > maxSocketPath {
+		return nil, usageError{fmt.Errorf("--unix %s: the path is too long: the socket is first made in a private folder beside it, whose path must stay under %d bytes; use a shorter one", path, maxSocketPath+1)}
+	}
+	ln, err := net.Listen("unix", private)
+	if err != nil {
+		return nil, fmt.Errorf("--unix %s: %w", path, err)
+	}
+	ul := ln.(*net.UnixListener)
+	ul.SetUnlinkOnClose(false) // the caller removes path
+	if err := os.Chmod(private, 0o600); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	if err := os.Link(private, path); err != nil {
+		ln.Close()
+		if errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("--unix %s: a file that is not a socket is there; remove it or choose another path", path)
+		}
+		return nil, fmt.Errorf("--unix %s: %w", path, err)
+	}
+	return publicListener{ln, &net.UnixAddr{Name: path, Net: "unix"}}, nil
+}
+
+// maxSocketPath is the longest path of a Unix socket: sockaddr_un's
+// sun_path holds 108 bytes with the terminating zero.
+const maxSocketPath = 107
+
+// publicListener is a listener that gives its address as the path it was
+// linked to, not the private one it was bound at.
+type publicListener struct {
+	net.Listener
+	addr net.Addr
+}
+
+func (l publicListener) Addr() net.Addr { return l.addr }
 
 // hintMaker returns the maker of the agent that answers hints (--hint):
 // greedy when name is empty, never the oracle, whose hints would give the

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -44,7 +46,8 @@ func helloOver(t *testing.T, c net.Conn) map[string]any {
 }
 
 func serveOpts() serveOptions {
-	return serveOptions{addr: "127.0.0.1:0", cfg: server.Config{MaxConns: 4, MaxGames: 64, MaxTotal: 128, MaxFrame: 1 << 20, MaxBytes: 1 << 30, IdleTimeout: time.Minute}}
+	return serveOptions{addr: "127.0.0.1:0", cfg: server.Config{MaxConns: 4, MaxPeerConns: 4, MaxGames: 64, MaxTotal: 128, MaxFrame: 1 << 20, MaxBytes: 1 << 30,
+		IdleTimeout: time.Minute, SetupTimeout: time.Minute}, maxMemory: 256 << 20}
 }
 
 func TestServeTCPAndShutdown(t *testing.T) {
@@ -127,13 +130,15 @@ func TestServeUnixSocketReplacesStaleFile(t *testing.T) {
 
 func TestServeRefusesBadLimits(t *testing.T) {
 	for name, spoil := range map[string]func(*server.Config){
-		"max-conns":       func(c *server.Config) { c.MaxConns = 0 },
-		"max-games":       func(c *server.Config) { c.MaxGames = -1 },
-		"max-total":       func(c *server.Config) { c.MaxTotal = 0 },
-		"max-frame":       func(c *server.Config) { c.MaxFrame = minFrame - 1 },
-		"max-batch-bytes": func(c *server.Config) { c.MaxBytes = 0 },
-		"idle-timeout":    func(c *server.Config) { c.IdleTimeout = 0 },
-		"workers":         func(c *server.Config) { c.Workers = -1 },
+		"max-conns":          func(c *server.Config) { c.MaxConns = 0 },
+		"max-conns-per-peer": func(c *server.Config) { c.MaxPeerConns = -1 },
+		"max-games":          func(c *server.Config) { c.MaxGames = -1 },
+		"max-total":          func(c *server.Config) { c.MaxTotal = 0 },
+		"max-frame":          func(c *server.Config) { c.MaxFrame = minFrame - 1 },
+		"max-batch-bytes":    func(c *server.Config) { c.MaxBytes = 0 },
+		"idle-timeout":       func(c *server.Config) { c.IdleTimeout = 0 },
+		"setup-timeout":      func(c *server.Config) { c.SetupTimeout = -time.Second },
+		"workers":            func(c *server.Config) { c.Workers = -1 },
 	} {
 		o := serveOpts()
 		spoil(&o.cfg)
@@ -148,6 +153,156 @@ func TestServeRefusesBadLimits(t *testing.T) {
 	if _, ok := err.(usageError); !ok || !strings.Contains(err.Error(), "a step reply must fit one frame") {
 		t.Errorf("--max-batch-bytes over %d: %v", server.MaxBatchBytes, err)
 	}
+	o = serveOpts()
+	o.maxMemory, o.memorySet = 1<<20, true
+	if err := runServe(context.Background(), o, io.Discard, io.Discard); !isUsage(err) || !strings.Contains(err.Error(), "--max-memory 1MiB is under 16MiB") {
+		t.Errorf("--max-memory 1MiB: %v", err)
+	}
+	if _, total, ok := machineMemory(); ok {
+		o.maxMemory = byteSize(total + 1<<30)
+		if err := runServe(context.Background(), o, io.Discard, io.Discard); !isUsage(err) || !strings.Contains(err.Error(), "is more than this machine's") {
+			t.Errorf("--max-memory over the machine's: %v", err)
+		}
+	}
+}
+
+func isUsage(err error) bool {
+	var u usageError
+	return errors.As(err, &u)
+}
+
+// TestServeRefusesNonLoopback refuses, before listening, an --addr that
+// other hosts could reach, unless --insecure-listen-all; loopback names and
+// addresses pass. (The test never listens beyond loopback.)
+func TestServeRefusesNonLoopback(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:7878", ":7878", "[::]:7878", "192.0.2.1:7878", "[2001:db8::1]:7878"} {
+		o := serveOpts()
+		o.addr = addr
+		err := runServe(context.Background(), o, io.Discard, io.Discard)
+		if !isUsage(err) || !strings.Contains(err.Error(), "--insecure-listen-all") {
+			t.Errorf("--addr %s: %v; want a usage error naming --insecure-listen-all", addr, err)
+		}
+		if err := checkLoopback(addr, true); err != nil {
+			t.Errorf("--addr %s --insecure-listen-all: %v", addr, err)
+		}
+	}
+	for _, addr := range []string{"127.0.0.1:7878", "127.0.0.2:7878", "[::1]:7878", "localhost:7878"} {
+		if err := checkLoopback(addr, false); err != nil {
+			t.Errorf("--addr %s: %v", addr, err)
+		}
+	}
+	if err := checkLoopback("7878", false); !isUsage(err) {
+		t.Errorf("--addr 7878 (no host): %v", err)
+	}
+}
+
+// exposedListener claims to listen on every interface.
+type exposedListener struct{ net.Listener }
+
+func (exposedListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4zero, Port: 7878} }
+
+// TestServeWarnsWhenListeningOnTheNetwork checks the address a listener
+// really got (a host name resolves only when listening): refused without
+// --insecure-listen-all, a warning on stderr with it.
+func TestServeWarnsWhenListeningOnTheNetwork(t *testing.T) {
+	var stderr bytes.Buffer
+	ln := exposedListener{}
+	if err := checkListening(ln, "myhost:7878", false, &stderr); !isUsage(err) || !strings.Contains(err.Error(), "not loopback") || stderr.Len() != 0 {
+		t.Errorf("without --insecure-listen-all: %v, stderr %q", err, stderr.String())
+	}
+	if err := checkListening(ln, "myhost:7878", true, &stderr); err != nil || !strings.Contains(stderr.String(), "WARNING: listening on 0.0.0.0:7878") ||
+		!strings.Contains(stderr.String(), "no authentication") {
+		t.Errorf("with --insecure-listen-all: %v, stderr %q", err, stderr.String())
+	}
+	loop, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer loop.Close()
+	stderr.Reset()
+	if err := checkListening(loop, "localhost:0", false, &stderr); err != nil || stderr.Len() != 0 {
+		t.Errorf("loopback: %v, stderr %q", err, stderr.String())
+	}
+}
+
+// TestServeUnixSocketIsOwnerOnly serves on a Unix socket under umask 000:
+// the socket must still be mode 0600, and no private directory is left.
+func TestServeUnixSocketIsOwnerOnly(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "spider.sock")
+	old := syscall.Umask(0)
+	defer syscall.Umask(old)
+	o := serveOpts()
+	o.unix = path
+	ready := make(chan net.Addr, 1)
+	o.ready = func(a net.Addr) { ready <- a }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	var stderr bytes.Buffer
+	go func() { done <- runServe(ctx, o, io.Discard, &stderr) }()
+	select {
+	case a := <-ready:
+		if a.String() != path {
+			t.Errorf("listening on %v, want %s", a, path)
+		}
+	case err := <-done:
+		t.Fatalf("serve failed: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not start")
+	}
+	syscall.Umask(old)
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the socket is %v; want a socket of mode 0600", fi.Mode())
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("the socket's folder holds %d entries, want the socket alone: %v", len(entries), entries)
+	}
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := helloOver(t, c); r["ok"] != true {
+		t.Fatalf("hello: %v", r)
+	}
+	c.Close()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stderr.String(), "listening on unix "+path) {
+		t.Errorf("stderr: %q", stderr.String())
+	}
+}
+
+// TestServeUnixKeepsAFileThatIsNotASocket refuses to start on a path that
+// holds a regular file, and leaves the file as it was.
+func TestServeUnixKeepsAFileThatIsNotASocket(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(path, []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := serveOpts()
+	o.unix = path
+	if err := runServe(context.Background(), o, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "not a socket") {
+		t.Fatalf("serve on a regular file: %v", err)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "mine" {
+		t.Fatalf("the file is now %q, %v", b, err)
+	}
+}
+
+// TestServeUnixWithAddr refuses --unix with --addr, which it used to
+// ignore.
+func TestServeUnixWithAddr(t *testing.T) {
+	var stderr bytes.Buffer
+	code := Main([]string{"serve", "--unix", filepath.Join(t.TempDir(), "s"), "--addr", "127.0.0.1:0"}, nil, io.Discard, &stderr)
+	if code != 2 || !strings.Contains(stderr.String(), "give --addr or --unix, not both") {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
 }
 
 // TestServeFlagDefaultsComeFromServer checks that the serve command's
@@ -159,6 +314,7 @@ func TestServeFlagDefaultsComeFromServer(t *testing.T) {
 	for flag, want := range map[string]any{
 		"max-conns": d.MaxConns, "max-games": d.MaxGames, "max-total": d.MaxTotal, "max-frame": d.MaxFrame,
 		"max-batch-bytes": d.MaxBytes, "idle-timeout": d.IdleTimeout, "workers": d.Workers,
+		"max-conns-per-peer": d.MaxPeerConns, "setup-timeout": d.SetupTimeout, "max-memory": formatBytes(int64(d.MaxMemory)),
 	} {
 		f := fs.Lookup(flag)
 		if f == nil || f.DefValue != fmt.Sprint(want) {

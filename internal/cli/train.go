@@ -12,6 +12,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/spiderenv/spider/env"
+	"github.com/spiderenv/spider/server"
 	"github.com/spiderenv/spider/train"
 )
 
@@ -26,6 +28,7 @@ type trainOptions struct {
 	resume     bool
 	every      int
 	jsonl      bool
+	maxMemory  byteSize
 }
 
 func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, io.Writer, io.Writer) error {
@@ -61,6 +64,7 @@ func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 	fs.BoolVar(&o.resume, "resume", false, "continue the run saved in --out (its settings come from the checkpoint)")
 	fs.IntVar(&o.every, "checkpoint-every", 5, "save a checkpoint every this many iterations (and at the end)")
 	fs.BoolVar(&o.jsonl, "jsonl", false, "write metrics.jsonl instead of metrics.csv")
+	fs.Var(&o.maxMemory, "max-memory", "refuse a run whose batch, rollout and learner need more memory than this (default: what the machine has available)")
 	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		return runTrain(ctx, o, stdout, stderr)
 	}
@@ -73,14 +77,35 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 	}
 	c := o.cfg
 	c.Hidden = o.hidden
-	if o.iterations == 0 && o.steps == 0 && o.budget == 0 {
+	// A negative budget would never be reached: the run would go on
+	// forever.
+	switch {
+	case o.iterations < 0:
+		return usageError{fmt.Errorf("--iterations %d is negative (0: no limit)", o.iterations)}
+	case o.steps < 0:
+		return usageError{fmt.Errorf("--steps %d is negative (0: no limit)", o.steps)}
+	case o.budget < 0:
+		return usageError{fmt.Errorf("--time %v is negative (0: no limit)", o.budget)}
+	case o.iterations == 0 && o.steps == 0 && o.budget == 0:
 		return usageError{errors.New("give a budget: --iterations, --steps or --time")}
-	}
-	if o.every < 1 {
+	case o.every < 1:
 		return usageError{errors.New("--checkpoint-every must be at least 1")}
+	}
+	if !o.resume {
+		// A resumed run's settings are in its checkpoint, which fitted the
+		// machine that wrote it; a new run is checked before New
+		// allocates it all.
+		if err := checkTrainMemory(c, o.maxMemory); err != nil {
+			return err
+		}
 	}
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err
+	}
+	// The first checkpoint is written after the warm start or the first
+	// iterations: find out now, not then, that it cannot be.
+	if err := probeWritable(o.out); err != nil {
+		return usageError{fmt.Errorf("--out %s: %v", o.out, err)}
 	}
 	ckpt := filepath.Join(o.out, "checkpoint.spider")
 	best := filepath.Join(o.out, "best.spider")      // the best validation so far
@@ -199,6 +224,35 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 		return err
 	}
 	return writeTrainSummary(stdout, t, []string{ckpt, warm, best}, metrics, curve)
+}
+
+// checkTrainMemory refuses a run of c that needs more memory than limit
+// (or the machine has available): its batch, and its rollout, acting and
+// learning buffers.
+func checkTrainMemory(c train.Config, limit byteSize) error {
+	r, err := c.Rules()
+	if err != nil {
+		return usageError{err}
+	}
+	own, err := c.BufferBytes()
+	if err != nil {
+		return usageError{err}
+	}
+	need := server.BatchBytes(r, env.BatchOptions{N: c.Games, Autoreset: env.SameStep}) + own
+	what := fmt.Sprintf("training %d games x %d rollout steps (%s, hidden %v, minibatch %d)", c.Games, c.Rollout, r, c.Hidden, c.Minibatch)
+	return checkMemory(need, limit, what, "lower --games, --rollout, --minibatch or --face-up-slots")
+}
+
+// probeWritable reports whether files can be created in dir, by creating
+// and removing one.
+func probeWritable(dir string) error {
+	f, err := os.CreateTemp(dir, ".spider-write-test-*")
+	if err != nil {
+		return fmt.Errorf("cannot write there: %w", err)
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
 }
 
 // phaseName says which phase m is: the warm start or a PPO iteration.

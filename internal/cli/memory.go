@@ -1,0 +1,115 @@
+package cli
+
+import (
+	"bufio"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// byteSize is a flag of bytes that takes a unit: 4GiB, 512MiB, 2G (GiB),
+// 1.5e9 or plain bytes.
+type byteSize int64
+
+var byteUnits = []struct {
+	suffix string
+	size   float64
+}{
+	{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30}, {"tib", 1 << 40},
+	{"kb", 1e3}, {"mb", 1e6}, {"gb", 1e9}, {"tb", 1e12},
+	{"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30}, {"t", 1 << 40},
+	{"b", 1},
+}
+
+func (b *byteSize) Set(s string) error {
+	text := strings.ToLower(strings.TrimSpace(s))
+	scale := 1.0
+	for _, u := range byteUnits {
+		if num, ok := strings.CutSuffix(text, u.suffix); ok {
+			text, scale = strings.TrimSpace(num), u.size
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(text, 64)
+	if err != nil || !(v >= 0) || v*scale >= math.MaxInt64 {
+		return fmt.Errorf("%q is not a size in bytes (e.g. 4GiB, 512MiB, 1e9)", s)
+	}
+	*b = byteSize(v * scale)
+	return nil
+}
+
+func (b byteSize) String() string { return formatBytes(int64(b)) }
+
+func (*byteSize) Type() string { return "size" }
+
+// formatBytes writes n in the largest binary unit it fills, e.g. 51.9GiB.
+func formatBytes(n int64) string {
+	for _, u := range []struct {
+		name string
+		size int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.size {
+			if n%u.size == 0 {
+				return fmt.Sprintf("%d%s", n/u.size, u.name)
+			}
+			return fmt.Sprintf("%.1f%s", float64(n)/float64(u.size), u.name)
+		}
+	}
+	return fmt.Sprintf("%dB", n)
+}
+
+// meminfo is where the machine's memory is read; a variable so tests can
+// point it elsewhere.
+var meminfo = "/proc/meminfo"
+
+// machineMemory returns the memory /proc/meminfo reports: MemAvailable
+// (what can be allocated without swapping) and MemTotal. ok is false where
+// it cannot be read (not Linux).
+func machineMemory() (available, total int64, ok bool) {
+	f, err := os.Open(meminfo)
+	if err != nil {
+		return 0, 0, false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		key, rest, found := strings.Cut(sc.Text(), ":")
+		if !found {
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+		if err != nil {
+			continue
+		}
+		switch key {
+		case "MemAvailable":
+			available = kb << 10
+		case "MemTotal":
+			total = kb << 10
+		}
+	}
+	return available, total, available > 0 && total > 0
+}
+
+// checkMemory refuses, with a usage error that says how much is needed, a
+// configuration (what) that needs more memory than limit (the command's
+// --max-memory) or, when limit is 0, than the machine has available: it
+// would otherwise die at its first allocation with Go's out-of-memory
+// trace, or push the machine into swap.
+func checkMemory(need int64, limit byteSize, what, lower string) error {
+	have, from := int64(limit), "--max-memory"
+	if have == 0 {
+		avail, _, ok := machineMemory()
+		if !ok {
+			return nil
+		}
+		have, from = avail, "available on this machine (MemAvailable in /proc/meminfo; --max-memory sets another limit)"
+	}
+	if need <= have {
+		return nil
+	}
+	return usageError{fmt.Errorf("%s needs %s of memory, over the %s %s: %s",
+		what, formatBytes(need), formatBytes(have), from, lower)}
+}

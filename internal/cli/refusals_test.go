@@ -1,0 +1,164 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spiderenv/spider/env"
+)
+
+// fakeMachine makes machineMemory read a machine of 32 GiB with 16 GiB
+// available, for the rest of the test.
+func fakeMachine(t *testing.T) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "meminfo")
+	if err := os.WriteFile(path, []byte("MemTotal:       33554432 kB\nMemFree:         1000 kB\nMemAvailable:   16777216 kB\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := meminfo
+	meminfo = path
+	t.Cleanup(func() { meminfo = old })
+}
+
+// withTimeout returns a context that ends after d: a refusal that does
+// not come makes the command run, and the test must still end.
+func withTimeout(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func wantUsage(t *testing.T, what string, err error, text string) {
+	t.Helper()
+	var u usageError
+	if !errors.As(err, &u) || !strings.Contains(err.Error(), text) {
+		t.Errorf("%s: %v; want a usage error saying %q", what, err, text)
+	}
+}
+
+// TestBenchRefusesWhatMemoryCannotHold refuses, before allocating, a batch
+// larger than the memory available or --max-memory, saying how much it
+// needs; the default batch passes.
+func TestBenchRefusesWhatMemoryCannotHold(t *testing.T) {
+	fakeMachine(t)
+	o := smallBench()
+	o.n, o.game, o.autoreset = 1<<20, env.Options{Suits: 4, Encoding: env.Float32}, "next-step"
+	wantUsage(t, "bench --n 1048576 --obs float32 --suits 4", runBench(withTimeout(t, 5*time.Second), o, &bytes.Buffer{}, &bytes.Buffer{}),
+		"a batch of 1048576 games (classic 4-suit, max-steps 1000, slots 78, float32) needs 54.2GiB of memory, over the 16GiB available on this machine")
+	o = smallBench()
+	o.n, o.maxMemory = 4096, 1<<20
+	wantUsage(t, "bench --max-memory 1MiB", runBench(withTimeout(t, 5*time.Second), o, &bytes.Buffer{}, &bytes.Buffer{}), "over the 1MiB --max-memory: lower --n")
+	if err := runBench(withTimeout(t, 20*time.Second), smallBench(), &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
+		t.Errorf("a small bench: %v", err)
+	}
+}
+
+// TestTrainRefusesWhatMemoryCannotHold refuses the run that died with a
+// 74 GB allocation, before allocating anything.
+func TestTrainRefusesWhatMemoryCannotHold(t *testing.T) {
+	fakeMachine(t)
+	o := tinyTrain(t.TempDir(), 1)
+	o.cfg.Games, o.cfg.Rollout, o.cfg.Game.FaceUpSlots, o.cfg.Game.Suits = 16384, 64, 104, 4
+	o.cfg.Minibatch, o.hidden = 512, []int{256, 256} // the defaults
+	var stderr bytes.Buffer
+	wantUsage(t, "train --games 16384 --rollout 64 --face-up-slots 104 --suits 4", runTrain(withTimeout(t, 5*time.Second), o, &bytes.Buffer{}, &stderr),
+		"needs 74.0GiB of memory, over the 16GiB available on this machine")
+	o = tinyTrain(t.TempDir(), 1)
+	o.maxMemory = 1 << 20
+	wantUsage(t, "train --max-memory 1MiB", runTrain(withTimeout(t, 5*time.Second), o, &bytes.Buffer{}, &stderr), "over the 1MiB --max-memory")
+}
+
+// TestTrainRefusesNegativeBudgets: a negative budget is never reached, so
+// the run would go on forever.
+func TestTrainRefusesNegativeBudgets(t *testing.T) {
+	for flag, spoil := range map[string]func(*trainOptions){
+		"--iterations -1":                func(o *trainOptions) { o.iterations = -1 },
+		"--steps -1":                     func(o *trainOptions) { o.iterations, o.steps = 0, -1 },
+		"--time -1s":                     func(o *trainOptions) { o.iterations, o.budget = 0, -time.Second },
+		"--time -1s with --iterations 1": func(o *trainOptions) { o.budget = -time.Second },
+	} {
+		o := tinyTrain(t.TempDir(), 1)
+		spoil(&o)
+		wantUsage(t, flag, runTrain(withTimeout(t, 5*time.Second), o, &bytes.Buffer{}, &bytes.Buffer{}), "is negative (0: no limit)")
+	}
+}
+
+// TestTrainOutNotWritable fails before training when --out cannot take
+// files (/proc refuses them, even to root), not at the first checkpoint.
+func TestTrainOutNotWritable(t *testing.T) {
+	if _, err := os.Stat("/proc/self"); err != nil {
+		t.Skip("no /proc")
+	}
+	var stderr bytes.Buffer
+	err := runTrain(withTimeout(t, 20*time.Second), tinyTrain("/proc", 1), &bytes.Buffer{}, &stderr)
+	wantUsage(t, "--out /proc", err, "--out /proc: cannot write there")
+	if stderr.Len() != 0 {
+		t.Errorf("it trained before failing: %q", stderr.String())
+	}
+}
+
+// TestEvalRefusesBadWorkersAndSeeds refuses a negative worker count and
+// deals that run past the last seed (which wrapped to seed 0).
+func TestEvalRefusesBadWorkersAndSeeds(t *testing.T) {
+	o := smallEval()
+	o.workers = -1
+	wantUsage(t, "eval --workers -1", runEval(withTimeout(t, 10*time.Second), o, &bytes.Buffer{}, &bytes.Buffer{}), "--workers -1 is negative")
+	o = smallEval()
+	o.seeds, o.start, o.games = "", math.MaxUint64, 2
+	wantUsage(t, "eval --start 18446744073709551615 --games 2", runEval(withTimeout(t, 10*time.Second), o, &bytes.Buffer{}, &bytes.Buffer{}),
+		"--start 18446744073709551615 with --games 2 runs past the last seed")
+	o.games, o.policies = 1, "random"
+	if err := runEval(withTimeout(t, 10*time.Second), o, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
+		t.Errorf("the last seed alone: %v", err)
+	}
+	o = smallEval()
+	o.record = "/proc/records"
+	wantUsage(t, "eval --record /proc/records", runEval(withTimeout(t, 10*time.Second), o, &bytes.Buffer{}, &bytes.Buffer{}), "--record /proc/records")
+}
+
+// TestPlayRecordNotWritable fails at once, before the game, when the
+// record cannot be written, rather than when the game ends.
+func TestPlayRecordNotWritable(t *testing.T) {
+	for path, text := range map[string]string{
+		"/proc/game.spider": "cannot write there",
+		t.TempDir():         "is a folder",
+		filepath.Join(t.TempDir(), "missing", "game.spider"): "does not exist",
+	} {
+		var out bytes.Buffer
+		o := playOptions{game: env.Options{Suits: 1, MaxSteps: -1}, seed: 3, record: path}
+		err := runPlay(withTimeout(t, 5*time.Second), o, strings.NewReader("deal\nq\n"), &out)
+		wantUsage(t, "play --record "+path, err, text)
+		if out.Len() != 0 {
+			t.Errorf("play --record %s: the game started: %q", path, out.String())
+		}
+	}
+}
+
+func TestByteSize(t *testing.T) {
+	for in, want := range map[string]int64{
+		"4GiB": 4 << 30, "512MiB": 512 << 20, "2g": 2 << 30, "1.5GB": 1.5e9, "1e9": 1e9, "100": 100, "64 KiB": 64 << 10, "0": 0,
+	} {
+		var b byteSize
+		if err := b.Set(in); err != nil || int64(b) != want {
+			t.Errorf("Set(%q) = %d, %v; want %d", in, b, err, want)
+		}
+	}
+	for _, bad := range []string{"", "x", "-1GiB", "GiB", "1e30", "NaN"} {
+		var b byteSize
+		if err := b.Set(bad); err == nil {
+			t.Errorf("Set(%q) = %d; want an error", bad, b)
+		}
+	}
+	for n, want := range map[int64]string{4 << 30: "4GiB", 1536 << 20: "1.5GiB", 100: "100B", 58_200_000_000: "54.2GiB"} {
+		if got := formatBytes(n); got != want {
+			t.Errorf("formatBytes(%d) = %s, want %s", n, got, want)
+		}
+	}
+}

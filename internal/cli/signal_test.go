@@ -1,0 +1,99 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// lockedBuffer is a buffer written by one goroutine and read by another.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestInterruptible: the first signal cancels the context and says so at
+// once; the second exits with the signal's code.
+func TestInterruptible(t *testing.T) {
+	sigs := make(chan os.Signal, 2)
+	var stderr lockedBuffer
+	codes := make(chan int, 1)
+	ctx, stop := interruptible(context.Background(), "spider train", sigs, &stderr, func(code int) { codes <- code })
+	defer stop()
+	sigs <- os.Interrupt
+	select {
+	case <-ctx.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the first signal did not cancel the context")
+	}
+	if want := "spider train: stopping (interrupt): finishing cleanly; press Ctrl-C again to exit at once"; !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr %q lacks %q", stderr.String(), want)
+	}
+	select {
+	case code := <-codes:
+		t.Fatalf("exited with %d after one signal", code)
+	default:
+	}
+	sigs <- syscall.SIGTERM
+	select {
+	case code := <-codes:
+		if code != 128+int(syscall.SIGTERM) {
+			t.Errorf("exit code %d after SIGTERM, want %d", code, 128+int(syscall.SIGTERM))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the second signal did not exit")
+	}
+}
+
+// TestTrainStopsOnSIGINT sends the test process a real SIGINT while Main
+// trains: it must say at once that it is stopping and return with the
+// last checkpoint kept, well before its one-hour budget.
+func TestTrainStopsOnSIGINT(t *testing.T) {
+	out := t.TempDir()
+	var stderr lockedBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Main([]string{"train", "--games", "4", "--rollout", "16", "--minibatch", "32", "--hidden", "8", "--face-up-slots", "2",
+			"--max-steps", "40", "--val-every", "0", "--time", "1h", "--checkpoint-every", "1", "--out", out}, nil, &bytes.Buffer{}, &stderr)
+	}()
+	// Main listens for the signal before it trains: once an iteration is
+	// reported, the signal reaches it and not the default handler.
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(stderr.String(), "train: iter 1 ") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no iteration after 20 s: %q", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-done:
+		if code != 1 || !strings.Contains(stderr.String(), "spider train: stopping (interrupt)") || !strings.Contains(stderr.String(), "interrupted") {
+			t.Fatalf("exit %d, stderr %q", code, stderr.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("still training 10 s after SIGINT: %q", stderr.String())
+	}
+	if _, err := os.Stat(out + "/checkpoint.spider"); err != nil {
+		t.Errorf("no checkpoint kept: %v", err)
+	}
+}

@@ -1,0 +1,389 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/spiderenv/spider/env"
+)
+
+// serveOn runs a server on ln until the test ends.
+func serveOn(t *testing.T, srv *Server, ln net.Listener) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Serve: %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Error("the server did not stop")
+		}
+	})
+}
+
+// dialNet is dial for any network.
+func dialNet(t *testing.T, network, addr string) *client {
+	t.Helper()
+	c, err := net.Dial(network, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	t.Cleanup(func() { c.Close() })
+	return &client{t: t, c: c}
+}
+
+// flakyListener fails its first Accepts with an error, then accepts.
+type flakyListener struct {
+	net.Listener
+	fails atomic.Int32
+	err   error
+}
+
+func (l *flakyListener) Accept() (net.Conn, error) {
+	if l.fails.Add(-1) >= 0 {
+		return nil, l.err
+	}
+	return l.Listener.Accept()
+}
+
+// syncLog is a log destination tests read while the server writes.
+type syncLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (s *syncLog) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.Write(p)
+}
+
+func (s *syncLog) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
+}
+
+// TestAcceptRetriesTemporaryErrors runs out of file descriptors four
+// times in a row: the server must pause, 5 ms doubling, and go on
+// serving, not stop (and close every connection) at the first.
+func TestAcceptRetriesTemporaryErrors(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := &flakyListener{Listener: inner, err: &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EMFILE)}}
+	ln.fails.Store(4)
+	var logged syncLog
+	srv := New(Config{Log: log.New(&logged, "", 0)})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve after cancel: %v", err)
+		}
+	}()
+	cl := dial(t, inner.Addr().String())
+	cl.c.SetDeadline(time.Now().Add(5 * time.Second))
+	hello(cl)
+	select {
+	case err := <-done:
+		t.Fatalf("Serve stopped: %v", err)
+	default:
+	}
+	for _, want := range []string{"too many open files; retrying in 5ms", "retrying in 10ms", "retrying in 20ms", "retrying in 40ms"} {
+		if !strings.Contains(logged.String(), want) {
+			t.Errorf("the log lacks %q:\n%s", want, logged.String())
+		}
+	}
+}
+
+// TestAcceptStopsOnAPermanentError keeps net/http's rule: an error that
+// will not go away ends Serve, with the error.
+func TestAcceptStopsOnAPermanentError(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inner.Close()
+	broken := errors.New("the listener is broken")
+	ln := &flakyListener{Listener: inner, err: broken}
+	ln.fails.Store(1 << 30)
+	done := make(chan error, 1)
+	go func() { done <- New(Config{}).Serve(context.Background(), ln) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, broken) {
+			t.Fatalf("Serve returned %v, want %v", err, broken)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve retried a permanent error")
+	}
+}
+
+// TestPeerConnectionLimit lets one local user hold MaxPeerConns
+// connections, over a Unix socket and over loopback TCP alike (the peer is
+// the user, found by its uid), and refuses the next with the flag's name.
+func TestPeerConnectionLimit(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("peers are told apart by uid on Linux only")
+	}
+	want := fmt.Sprintf("user %d already has 2 connections, the most one peer may hold (--max-conns-per-peer); close one", os.Getuid())
+	for _, network := range []string{"unix", "tcp"} {
+		t.Run(network, func(t *testing.T) {
+			addr := "127.0.0.1:0"
+			if network == "unix" {
+				addr = filepath.Join(t.TempDir(), "s")
+			}
+			ln, err := net.Listen(network, addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := New(Config{MaxConns: 8, MaxPeerConns: 2})
+			serveOn(t, srv, ln)
+			a, b := dialNet(t, network, ln.Addr().String()), dialNet(t, network, ln.Addr().String())
+			hello(a)
+			hello(b)
+			third := dialNet(t, network, ln.Addr().String())
+			if r := third.recv(); r == nil || r["code"] != "limit" || r["error"] != want || !third.closed() {
+				t.Fatalf("a third connection of the same user: %v; want %q", r, want)
+			}
+			// A place given back is a place again.
+			a.c.Close()
+			deadline := time.Now().Add(5 * time.Second)
+			for srv.Conns() != 1 && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			hello(dialNet(t, network, ln.Addr().String()))
+		})
+	}
+}
+
+// TestProcAddr checks the address format of /proc/net/tcp and tcp6.
+func TestProcAddr(t *testing.T) {
+	for addr, want := range map[string]string{
+		"127.0.0.1:7878": "0100007F:1EC6",
+		"[::1]:80":       "00000000000000000000000001000000:0050",
+	} {
+		a, err := net.ResolveTCPAddr("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := procAddr(a); got != want {
+			t.Errorf("procAddr(%s) = %s, want %s", addr, got, want)
+		}
+	}
+}
+
+// TestSetupTimeout closes a connection that says hello over and over but
+// never makes a batch, with a reply that names the flag, and leaves one
+// that made a batch alone.
+func TestSetupTimeout(t *testing.T) {
+	_, addr := start(t, Config{SetupTimeout: 300 * time.Millisecond, IdleTimeout: time.Minute})
+	player := dial(t, addr)
+	hello(player)
+	player.ok(map[string]any{"op": "make", "n": 2})
+	idle := dial(t, addr)
+	hello(idle)
+	began := time.Now()
+	var last map[string]any
+	for time.Since(began) < 2*time.Second {
+		time.Sleep(100 * time.Millisecond)
+		idle.send(map[string]any{"op": "hello", "version": Version})
+		if last = idle.recv(); last == nil || last["ok"] != true {
+			break
+		}
+	}
+	if last == nil || last["code"] != "limit" || !strings.Contains(fmt.Sprint(last["error"]), "--setup-timeout") || !idle.closed() {
+		t.Fatalf("a connection that only says hello, after %v: %v", time.Since(began), last)
+	}
+	if since := time.Since(began); since > time.Second {
+		t.Fatalf("closed after %v; the setup timeout is 300ms", since)
+	}
+	player.ok(map[string]any{"op": "reset", "seed": 1})
+}
+
+// TestMemoryLimitRefusesMake fills MaxMemory with batches: the make that
+// does not fit is refused naming the flag, fits once another connection
+// closes, and every byte comes back when all have closed.
+func TestMemoryLimitRefusesMake(t *testing.T) {
+	srv, addr := start(t, Config{MaxMemory: 64 << 20})
+	big := map[string]any{"op": "make", "n": 130, "suits": 4, "obs": "float32", "autoreset": "same-step"}
+	r := env.MustRules(env.Options{Suits: 4, Encoding: env.Float32})
+	bo := env.BatchOptions{N: 130, Autoreset: env.SameStep, Workers: srv.cfg.Workers}
+	need := BatchBytes(r, bo) + 130*connGameBytes + stepReplyBytes(r, bo, false)
+	if need < 20<<20 || need > 31<<20 {
+		t.Fatalf("the test wants two batches to fit 64 MiB and three not: one needs %d MiB", need>>20)
+	}
+	a, b, c := dial(t, addr), dial(t, addr), dial(t, addr)
+	for _, cl := range []*client{a, b, c} {
+		hello(cl)
+	}
+	a.ok(big)
+	b.ok(big)
+	rep := c.call(big)
+	if rep["ok"] != false || rep["code"] != "limit" || !strings.Contains(fmt.Sprint(rep["error"]), "--max-memory 64 MiB") {
+		t.Fatalf("a third batch over 64 MiB: %v", rep)
+	}
+	c.ok(map[string]any{"op": "make", "n": 1}) // a small one still fits
+	a.ok(map[string]any{"op": "close"})
+	deadline := time.Now().Add(5 * time.Second)
+	for srv.Conns() != 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	c.ok(big)
+	c.ok(map[string]any{"op": "reset", "seed": 3})
+	b.c.Close()
+	c.c.Close()
+	for (srv.Conns() != 0 || srv.Memory() != 0) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if srv.Memory() != 0 {
+		t.Fatalf("%d bytes still held after every connection closed", srv.Memory())
+	}
+}
+
+// TestLargeFramesAreNotKept sends garbage frames of 16 MiB on six
+// connections that stay open (a frame that is not a request gets an error
+// and keeps the connection): the server must not keep 96 MiB of frame
+// buffers for them.
+func TestLargeFramesAreNotKept(t *testing.T) {
+	_, addr := start(t, Config{MaxFrame: 16 << 20})
+	garbage := bytes.Repeat([]byte{0xc1}, 16<<20)
+	var clients []*client
+	for range 6 {
+		cl := dial(t, addr)
+		cl.sendRaw(garbage)
+		if r := cl.recv(); r == nil || r["code"] != "bad_frame" {
+			t.Fatalf("a garbage frame: %v", r)
+		}
+		hello(cl) // still open
+		clients = append(clients, cl)
+	}
+	garbage = nil
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	if ms.HeapAlloc > 48<<20 {
+		t.Fatalf("%d MiB of heap live after six 16 MiB garbage frames were answered", ms.HeapAlloc>>20)
+	}
+	for _, cl := range clients {
+		hello(cl)
+	}
+}
+
+// TestRepliesFitTheirBuffer serves makes, resets, steps and renders of
+// several configurations: the reply buffer sized at make must hold every
+// reply without growing, and the server's count must be what the
+// connection holds.
+func TestRepliesFitTheirBuffer(t *testing.T) {
+	for _, mk := range []map[string]any{
+		{"op": "make", "n": 3, "suits": 4, "obs": "float32", "autoreset": "same-step", "mask": "bits"},
+		{"op": "make", "n": 5, "autoreset": "next-step"},
+		{"op": "make", "n": 1, "obs": "float32", "face_up_slots": 104}, // the make reply is the largest
+		{"op": "make", "n": 70, "suits": 2, "autoreset": "same-step"},
+	} {
+		t.Run(fmt.Sprint(mk), func(t *testing.T) {
+			cn := testConn(t, Config{}, mk)
+			want := cn.held.reply
+			check := func(what string) {
+				t.Helper()
+				if int64(cap(cn.en.buf)) != want || len(cn.en.buf) > cap(cn.en.buf) {
+					t.Fatalf("after %s the reply buffer holds %d of %d bytes; it was sized %d at make", what, len(cn.en.buf), cap(cn.en.buf), want)
+				}
+				if cn.s.Memory() != cn.held.total() {
+					t.Fatalf("after %s the server counts %d bytes, the connection holds %d", what, cn.s.Memory(), cn.held.total())
+				}
+			}
+			check("make")
+			cn.call(t, map[string]any{"op": "reset", "seed": 1, "id": -1 << 63})
+			check("reset")
+			actions := make([]env.Action, cn.batch.N())
+			for range 50 {
+				cn.batch.SampleLegal(actions)
+				cn.call(t, map[string]any{"op": "step", "actions": actionsBin(actions), "id": 1<<63 - 1})
+				check("step")
+			}
+			cn.call(t, map[string]any{"op": "render", "game": 0, "mode": "rgb_array"})
+			want = max(want, rgbReplyBytes)
+			check("a picture")
+		})
+	}
+}
+
+// TestBatchBytesMatchesNewBatch compares BatchBytes with the bytes
+// env.NewBatch really allocates (the workers' stacks aside, which the
+// allocation count does not see), so a buffer added to the batch cannot
+// slip past the server's memory limit.
+func TestBatchBytesMatchesNewBatch(t *testing.T) {
+	for _, c := range []struct {
+		o  env.Options
+		bo env.BatchOptions
+	}{
+		{env.Options{}, env.BatchOptions{N: 4096}},
+		{env.Options{Suits: 4, Encoding: env.Float32}, env.BatchOptions{N: 1024, Autoreset: env.SameStep, Workers: 3}},
+		{env.Options{Suits: 2, FaceUpSlots: 104}, env.BatchOptions{N: 2048, Presample: true, Workers: 1}},
+	} {
+		r := env.MustRules(c.o)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		b, err := env.NewBatch(r, c.bo)
+		runtime.ReadMemStats(&after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Close()
+		workers := c.bo.Workers
+		if workers == 0 {
+			workers = runtime.GOMAXPROCS(0)
+		}
+		est := float64(BatchBytes(r, c.bo) - int64(workers)*workerBytes)
+		got := float64(after.TotalAlloc - before.TotalAlloc)
+		if got > est*1.01+64<<10 || got < est*0.97 {
+			t.Errorf("%v %+v: NewBatch allocated %.0f bytes; BatchBytes says %.0f", r, c.bo, got, est)
+		}
+	}
+}
+
+// procStatus returns a field of /proc/PID/status in bytes.
+func procStatus(t *testing.T, pid int, field string) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatalf("no %s in /proc/%d/status", field, pid)
+	return 0
+}

@@ -1,0 +1,223 @@
+package server
+
+import (
+	"context"
+	"runtime"
+	"runtime/debug"
+	"time"
+	"unsafe"
+
+	"github.com/spiderenv/spider/env"
+	"github.com/spiderenv/spider/internal/rng"
+	"github.com/spiderenv/spider/picture"
+)
+
+// The server counts, against Config.MaxMemory, every buffer a connection
+// holds: a connection's fixed buffers from the moment it is accepted, its
+// frame buffer as it grows, and at make its batch (every per-game array
+// env.NewBatch allocates, the games' states and the workers), its
+// per-game request state and its reply buffer, sized once for the largest
+// reply the batch can produce. A connection reserves the bytes before it
+// allocates them and gives them back when it drops them or closes, so the
+// bytes reserved are at least the live bytes the connections hold; the Go
+// memory limit the command line sets from MemoryLimit makes the garbage
+// collector keep the dead ones from piling up on top.
+
+// connBytes is what every connection holds before it makes a batch: its
+// buffered reader and writer (64 KiB each), its goroutine's stack, its
+// state and the small replies of hello and failures. It is reserved when
+// the connection is accepted.
+const connBytes = 192 << 10
+
+// Overhead is the memory the serving process may need beyond what
+// MaxMemory counts: the program itself, the Go runtime and its collector's
+// bookkeeping, goroutine stacks above their first pages, and the garbage
+// of replaced and closed buffers the collector has not reclaimed yet.
+// MemoryLimit gives the collector half of it, so that it runs before the
+// garbage takes the process past MaxMemory + Overhead.
+const Overhead = 64 << 20
+
+// keepFrame is the size up to which a connection keeps its frame buffer
+// between requests. A larger one (a big reset with a list of seeds, or a
+// hostile frame of garbage) is dropped once its request is answered, and
+// its bytes given back.
+func keepFrame(games int) int { return max(64<<10, 16*games+4<<10) }
+
+// freeOSAt is the number of bytes connections must have given back
+// (closing, or dropping a large frame) for the server to return the freed
+// memory to the operating system right away, rather than whenever the
+// runtime's scavenger gets to it; at most an eighth of MaxMemory. A
+// variable so tests can change it.
+var freeOSAt int64 = 32 << 20
+
+// stateBytes is the size of one game's State, the largest per-game cost of
+// a batch after the observations and masks.
+const stateBytes = int64(unsafe.Sizeof(env.State{}))
+
+// workerBytes is what one batch worker goroutine holds: its stack, which
+// starts at a few KiB and grows with the deepest call it makes, and its
+// channel.
+const workerBytes = 16 << 10
+
+// BatchBytes returns the bytes env.NewBatch allocates for a batch of o.N
+// games under r: the observation rows (twice under same-step autoreset,
+// whose final observations have rows of their own), the mask rows, every
+// per-game array of env.BatchBuffers, each game's State and bookkeeping,
+// and the worker goroutines. The server's --max-memory reserves it before
+// a make builds the batch; spider bench checks it against the machine's
+// memory. It belongs with env.NewBatch, whose allocations it mirrors; a
+// test in this package compares it with what NewBatch really allocates.
+func BatchBytes(r env.Rules, o env.BatchOptions) int64 {
+	obs := int64(r.ObsLen())
+	if r.Encoding() == env.Float32 {
+		obs *= 4
+	}
+	// Rewards, NumLegal, Score, Moves, EpisodeReturn and EpisodeLength
+	// (4 bytes each); Terminated, Truncated, Illegal, Runs, EpisodeWon and
+	// EpisodeRuns (1 byte each).
+	perGame := obs + env.NumActions + 6*4 + 6*1
+	if o.Autoreset == env.SameStep {
+		perGame += obs + 1 + 4 // FinalObs, HasFinal, FinalScore
+	}
+	// The State, the seed stream's base, the episode number, the pending
+	// and ended flags, the running return, the sampling generator and the
+	// mask's chunk bits.
+	perGame += stateBytes + 8 + 4 + 1 + 1 + 4 + int64(unsafe.Sizeof(rng.Rand{})) + 4
+	if o.Presample {
+		perGame += 2
+	}
+	workers := o.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = min(workers, max(o.N, 1))
+	return int64(o.N)*perGame + int64(workers)*workerBytes
+}
+
+// connGameBytes is what a connection keeps per game beside its batch: the
+// step's actions, reset's mask, seeds and seeded flags.
+const connGameBytes = 2 + 1 + 8 + 1
+
+// stepReplyFields are the arrays of a step (and reset) reply: the key and
+// the bytes each game adds. obs, masks and the same-step fields are sized
+// by stepReplyBytes.
+var stepReplyFields = []struct {
+	key     string
+	perGame int64
+}{
+	{"num_legal", 4}, {"rewards", 4}, {"terminated", 1}, {"truncated", 1}, {"illegal", 1},
+	{"score", 4}, {"moves", 4}, {"runs", 1}, {"episode_return", 4}, {"episode_length", 4},
+	{"episode_won", 1}, {"episode_runs", 1},
+}
+
+// binField is the most a bin field of n bytes under key takes: a fixstr
+// key and a bin32 header.
+func binField(key string, n int64) int64 { return 1 + int64(len(key)) + 5 + n }
+
+// stepReplyBytes returns the most bytes a step or reset reply of a batch of
+// n games takes, framed: the frame header, the map header, "ok", an "id"
+// and every array.
+func stepReplyBytes(r env.Rules, o env.BatchOptions, bits bool) int64 {
+	n := int64(o.N)
+	obs := int64(r.ObsLen())
+	if r.Encoding() == env.Float32 {
+		obs *= 4
+	}
+	size := int64(frameHeader+5) + 4 + 3 + 9 // header, "ok": true, "id": int64
+	size += binField("obs", n*obs)
+	if bits {
+		size += binField("masks", n*PackedRowBytes)
+	} else {
+		size += binField("masks", n*env.NumActions)
+	}
+	for _, f := range stepReplyFields {
+		size += binField(f.key, n*f.perGame)
+	}
+	if o.Autoreset == env.SameStep {
+		size += binField("has_final", n) + binField("final_obs", n*obs) + binField("final_score", 4*n)
+	}
+	return size
+}
+
+// makeReplyBytes returns the most bytes a make reply for r takes: its two
+// observation bounds and room for the other fields and every game option.
+func makeReplyBytes(r env.Rules) int64 {
+	obs := int64(r.ObsLen())
+	if r.Encoding() == env.Float32 {
+		obs *= 4
+	}
+	return binField("obs_low", obs) + binField("obs_high", obs) + 2<<10
+}
+
+// rgbReplyBytes is the most a render reply with a picture takes.
+const rgbReplyBytes = picture.Size + 256
+
+// reserve takes n bytes of the memory limit, or reports false, taking
+// nothing, if they do not fit.
+func (s *Server) reserve(n int64) bool {
+	if n <= 0 {
+		return true
+	}
+	for {
+		used := s.mem.Load()
+		if used+n > int64(s.cfg.MaxMemory) {
+			return false
+		}
+		if s.mem.CompareAndSwap(used, used+n) {
+			return true
+		}
+	}
+}
+
+// unreserve gives back n bytes of the memory limit.
+func (s *Server) unreserve(n int64) {
+	if n > 0 {
+		s.mem.Add(-n)
+	}
+}
+
+// Memory returns the bytes of the memory limit the connections hold now.
+func (s *Server) Memory() int64 { return s.mem.Load() }
+
+// MemoryLimit returns the Go memory limit (debug.SetMemoryLimit) for a
+// process that runs this server: MaxMemory and half the Overhead, so that
+// the garbage collector runs before the garbage of closed connections and
+// replaced buffers takes the process past MaxMemory + Overhead.
+func (s *Server) MemoryLimit() int64 { return int64(s.cfg.MaxMemory) + Overhead/2 }
+
+// gaveBack counts n bytes given back, and once they add up to freeOSAt
+// (or an eighth of MaxMemory, if less) asks for the memory to be returned
+// to the operating system. Without it the heap of closed connections is
+// only collected when something allocates again, and stays in the process
+// for minutes.
+func (s *Server) gaveBack(n int64) {
+	at := min(freeOSAt, int64(s.cfg.MaxMemory)/8)
+	if s.freed.Add(n) < at {
+		return
+	}
+	s.freed.Store(0)
+	select {
+	case s.freeOS <- struct{}{}:
+	default: // one is pending: it will return these bytes too
+	}
+}
+
+// returnMemoryLoop returns memory to the system when gaveBack asks, until
+// ctx ends. It waits a moment first, so that the goroutines of a closed
+// connection's batch workers have let go of it, and a burst of closing
+// connections costs one collection.
+func (s *Server) returnMemoryLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.freeOS:
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+		debug.FreeOSMemory()
+	}
+}

@@ -1,0 +1,34 @@
+package server
+
+import (
+	"net"
+	"strconv"
+)
+
+// peerOf names who is at the other end of c, for the limit on connections
+// per peer (Config.MaxPeerConns): the local user, by uid, for a Unix socket
+// (SO_PEERCRED) and, on Linux, for TCP over loopback (the owner of the
+// client's socket in /proc/net/tcp); otherwise the remote address. Every
+// local user reaches a loopback server from the same address, so without
+// the uid one user's connections would count against everyone's.
+func peerOf(c net.Conn) string {
+	switch a := c.RemoteAddr().(type) {
+	case *net.UnixAddr:
+		if uid, ok := unixPeerUID(c); ok {
+			return "user " + strconv.Itoa(uid)
+		}
+		return "the Unix socket's peer"
+	case *net.TCPAddr:
+		if a.IP.IsLoopback() {
+			if l, ok := c.LocalAddr().(*net.TCPAddr); ok {
+				if uid, ok := tcpPeerUID(a, l); ok {
+					return "user " + strconv.Itoa(uid)
+				}
+			}
+		}
+		return "address " + a.IP.String()
+	case nil:
+		return "an unnamed peer"
+	}
+	return "address " + c.RemoteAddr().String()
+}

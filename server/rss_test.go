@@ -1,0 +1,307 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/spiderenv/spider/env"
+)
+
+// rssConfig is the server TestServerRSSWithinMaxMemory measures: a small
+// memory limit, frames large enough to matter, every other limit out of
+// the way so that the memory limit is the one that binds.
+func rssConfig() Config {
+	return Config{MaxMemory: 96 << 20, MaxFrame: 16 << 20, MaxConns: 64, MaxPeerConns: 64,
+		MaxGames: 16384, MaxTotal: 1 << 20, MaxBytes: 1 << 30, Workers: 2}
+}
+
+// TestServerRSSWithinMaxMemory runs a server in a child process, as spider
+// serve runs it (the Go memory limit set from MemoryLimit), and loads it
+// with everything a client may do at once: batches as large as the memory
+// limit admits, made and remade, stepped with the replies read, pictures,
+// and frames of garbage as large as --max-frame. The child's peak RSS must
+// stay within MaxMemory plus Overhead, and once the clients have gone its
+// RSS must fall back near where it started.
+func TestServerRSSWithinMaxMemory(t *testing.T) {
+	if path := os.Getenv("SPIDER_RSS_CHILD"); path != "" {
+		rssChild(t, path)
+		return
+	}
+	if testing.Short() {
+		t.Skip("loads a server for several seconds")
+	}
+	if runtime.GOOS != "linux" || raceEnabled {
+		t.Skip("reads /proc; the race detector's memory would be measured too")
+	}
+	sock := filepath.Join(t.TempDir(), "s")
+	child := exec.Command(os.Args[0], "-test.run=^TestServerRSSWithinMaxMemory$", "-test.count=1")
+	child.Env = append(os.Environ(), "SPIDER_RSS_CHILD="+sock)
+	stdin, err := child.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	child.Stderr = os.Stderr
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		stdin.Close() // the child stops when its stdin closes
+		done := make(chan error, 1)
+		go func() { done <- child.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			child.Process.Kill()
+			<-done
+		}
+	}()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || line != "ready\n" {
+		t.Fatalf("the child server did not start: %q, %v", line, err)
+	}
+	pid := child.Process.Pid
+	base := procStatus(t, pid, "VmRSS")
+
+	cfg := rssConfig()
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	counts := map[string]int{}
+	count := func(what string) {
+		mu.Lock()
+		counts[what]++
+		mu.Unlock()
+	}
+	for k := range 5 {
+		wg.Go(func() { rssPlayer(ctx, sock, k, count) })
+	}
+	for range 4 {
+		wg.Go(func() { rssGarbage(ctx, sock, cfg.MaxFrame, count) })
+	}
+	wg.Go(func() { rssPictures(ctx, sock, count) })
+	wg.Wait()
+	peak := procStatus(t, pid, "VmHWM")
+	// Every client has closed: the memory must go back to the system.
+	var after int64
+	for range 40 {
+		time.Sleep(100 * time.Millisecond)
+		if after = procStatus(t, pid, "VmRSS"); after < base+32<<20 {
+			break
+		}
+	}
+	bound := int64(cfg.MaxMemory) + Overhead
+	t.Logf("--max-memory %d MiB: RSS %d MiB at the start, peak %d MiB (bound %d MiB = max-memory + %d MiB), %d MiB after the clients left; load: %v",
+		cfg.MaxMemory>>20, base>>20, peak>>20, bound>>20, Overhead>>20, after>>20, counts)
+	if counts["step"] < 20 || counts["garbage"] == 0 || counts["make refused"] == 0 {
+		t.Errorf("the load did not fill the limit: %v", counts)
+	}
+	if peak > bound {
+		t.Errorf("peak RSS %d MiB is over max-memory + overhead = %d MiB", peak>>20, bound>>20)
+	}
+	if after > base+32<<20 {
+		t.Errorf("RSS %d MiB after every client left; it started at %d MiB", after>>20, base>>20)
+	}
+}
+
+// rssChild is the child process: a server on the Unix socket path until
+// its stdin closes.
+func rssChild(t *testing.T, path string) {
+	srv := New(rssConfig())
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(srv.MemoryLimit()))
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		io.Copy(io.Discard, os.Stdin)
+		cancel()
+	}()
+	fmt.Println("ready")
+	if err := srv.Serve(ctx, ln); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rawClient is a client that reads replies into one reused buffer and
+// decodes only the small ones: the parent's own memory does not matter.
+type rawClient struct {
+	c   net.Conn
+	r   *bufio.Reader
+	buf []byte
+}
+
+func rawDial(path string) (*rawClient, error) {
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		return nil, err
+	}
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	return &rawClient{c: c, r: bufio.NewReaderSize(c, 1<<16)}, nil
+}
+
+func (rc *rawClient) send(payload []byte) error {
+	_, err := rc.c.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(payload))), payload...))
+	return err
+}
+
+// call sends m and returns the reply's ok and code; big replies are read
+// and not decoded (ok is then true).
+func (rc *rawClient) call(m map[string]any) (bool, string, error) {
+	payload, err := msgpack.Marshal(m)
+	if err != nil {
+		return false, "", err
+	}
+	if err := rc.send(payload); err != nil {
+		return false, "", err
+	}
+	return rc.reply()
+}
+
+func (rc *rawClient) reply() (bool, string, error) {
+	var err error
+	var payload []byte
+	if payload, rc.buf, err = readFrame(rc.r, rc.buf, 1<<30, nil); err != nil {
+		return false, "", err
+	}
+	if len(payload) > 1<<20 {
+		return true, "", nil
+	}
+	var rep struct {
+		OK   bool   `msgpack:"ok"`
+		Code string `msgpack:"code"`
+	}
+	if err := msgpack.Unmarshal(payload, &rep); err != nil {
+		return false, "", err
+	}
+	return rep.OK, rep.Code, nil
+}
+
+// rssPlayer makes the largest float32 four-suit batch it can get, steps
+// it, and closes and starts again, until ctx ends.
+func rssPlayer(ctx context.Context, path string, k int, count func(string)) {
+	actions := make([]byte, 2*200)
+	for ctx.Err() == nil {
+		rc, err := rawDial(path)
+		if err != nil {
+			count("dial failed")
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		func() {
+			defer rc.c.Close()
+			if ok, _, err := rc.call(map[string]any{"op": "hello", "version": Version}); !ok || err != nil {
+				return
+			}
+			n := 0
+			for _, try := range []int{200, 100, 50, 25} {
+				ok, code, err := rc.call(map[string]any{"op": "make", "n": try, "suits": 4, "obs": "float32", "autoreset": "same-step"})
+				if err != nil {
+					return
+				}
+				if ok {
+					n = try
+					break
+				}
+				count("make refused")
+				if code != "limit" {
+					count("make failed: " + code)
+				}
+			}
+			if n == 0 {
+				time.Sleep(20 * time.Millisecond)
+				return
+			}
+			count("make")
+			if ok, _, err := rc.call(map[string]any{"op": "reset", "seed": k}); !ok || err != nil {
+				return
+			}
+			// Action 1080 is the deal: legal while the stock lasts, and
+			// the noop policy makes the rest cost nothing either way.
+			for i := range n {
+				binary.LittleEndian.PutUint16(actions[2*i:], uint16(env.Deal))
+			}
+			for range 10 + k {
+				if ok, _, err := rc.call(map[string]any{"op": "step", "actions": actions[:2*n]}); !ok || err != nil {
+					return
+				}
+				count("step")
+			}
+		}()
+	}
+}
+
+// rssGarbage sends frames of garbage as large as the server takes, until
+// ctx ends; a frame the memory limit refuses costs the connection.
+func rssGarbage(ctx context.Context, path string, size int, count func(string)) {
+	garbage := bytes.Repeat([]byte{0xc1}, size)
+	for ctx.Err() == nil {
+		rc, err := rawDial(path)
+		if err != nil {
+			count("dial failed")
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		for ctx.Err() == nil {
+			if rc.send(garbage) != nil {
+				break
+			}
+			_, code, err := rc.reply()
+			if err != nil {
+				break
+			}
+			count("garbage")
+			if code != "bad_frame" {
+				count("garbage refused: " + code)
+				break
+			}
+		}
+		rc.c.Close()
+	}
+}
+
+// rssPictures asks for pictures on a small batch until ctx ends.
+func rssPictures(ctx context.Context, path string, count func(string)) {
+	for ctx.Err() == nil {
+		rc, err := rawDial(path)
+		if err != nil {
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		func() {
+			defer rc.c.Close()
+			for _, m := range []map[string]any{{"op": "hello", "version": Version}, {"op": "make", "n": 1}, {"op": "reset", "seed": 1}} {
+				if ok, _, err := rc.call(m); !ok || err != nil {
+					time.Sleep(20 * time.Millisecond)
+					return
+				}
+			}
+			for range 20 {
+				if ok, _, err := rc.call(map[string]any{"op": "render", "game": 0, "mode": "rgb_array"}); !ok || err != nil {
+					return
+				}
+				count("picture")
+			}
+		}()
+	}
+}

@@ -1,0 +1,57 @@
+package train
+
+import (
+	"context"
+	"runtime"
+	"testing"
+	"unsafe"
+
+	"github.com/spiderenv/spider/env"
+)
+
+// TestBufferBytes compares BufferBytes with the heap a run really holds
+// after its first iteration, its batch aside: the estimate a command
+// refuses a run by must not be under it, nor far over.
+func TestBufferBytes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains an iteration")
+	}
+	c := DefaultConfig()
+	c.Games, c.Rollout, c.Minibatch, c.Epochs, c.ValEvery = 32, 32, 768, 1, 0
+	r, err := c.Rules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The batch, as the server's BatchBytes counts it (this package cannot
+	// import the server): the observation and final rows, the masks, the
+	// states and the small per-game arrays.
+	batch := int64(c.Games) * (2*4*int64(r.ObsLen()) + 1081 + int64(unsafe.Sizeof(env.State{})) + 100)
+	var before, after runtime.MemStats
+	collect := func(ms *runtime.MemStats) {
+		// Twice more: gorgonia's values have finalizers, freed a cycle late.
+		for range 3 {
+			runtime.GC()
+		}
+		runtime.ReadMemStats(ms)
+	}
+	collect(&before)
+	tr, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	if err := tr.Run(context.Background(), until(1), nil); err != nil {
+		t.Fatal(err)
+	}
+	collect(&after)
+	runtime.KeepAlive(tr)
+	held := int64(after.HeapAlloc) - int64(before.HeapAlloc) - batch
+	est, err := c.BufferBytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("BufferBytes %d MiB; the run holds %d MiB beside its batch", est>>20, held>>20)
+	if held > est || float64(held) < 0.6*float64(est) {
+		t.Fatalf("BufferBytes says %d MiB; the run holds %d MiB beside its batch", est>>20, held>>20)
+	}
+}
