@@ -12,7 +12,7 @@ CC       ?= cc
 TAGS     ?= $(shell printf 'int main(void){return 0;}' | $(CC) -x c - -lopenblas -o /dev/null 2>/dev/null && echo openblas)
 GOTAGS   := -tags '$(TAGS)'
 
-.PHONY: all build run test pytest pylint lint vet fmt bench pybench fuzz race bound clean openblas
+.PHONY: all build run test pytest pylint lint vet fmt bench pybench fuzz race bound clean openblas test-integrations
 
 all: build
 
@@ -42,8 +42,29 @@ $(VENV)/.installed: python/pyproject.toml
 	touch $@
 
 pytest: pylint build
-	SPIDER_BIN=$(CURDIR)/$(BIN) $(VENV)/bin/pip install --quiet --no-deps --force-reinstall ./python
-	SPIDER_BIN=$(CURDIR)/$(BIN) $(VENV)/bin/python -m pytest python/tests -q
+	SPIDER_BIN=$(abspath $(BIN)) $(VENV)/bin/pip install --quiet --no-deps --force-reinstall ./python
+	SPIDER_BIN=$(abspath $(BIN)) $(VENV)/bin/python -m pytest python/tests -q
+
+# The integrations (Stable-Baselines3, sb3-contrib, RLlib, Gymnasium's
+# wrappers): python/tests_integrations in a virtual environment of its own,
+# .venv-integrations, with torch (from PyPI by default; where
+# download.pytorch.org is reachable, TORCH_INDEX=https://download.pytorch.org/whl/cpu
+# fetches the much smaller CPU-only wheels), sb3-contrib and ray[rllib]: a
+# large download, done once. A few minutes on 2 cores.
+INTEG_VENV  ?= .venv-integrations
+TORCH_INDEX ?=
+
+$(INTEG_VENV)/.installed: python/pyproject.toml
+	test -x $(INTEG_VENV)/bin/python || $(PYTHON) -m venv $(INTEG_VENV)
+	$(INTEG_VENV)/bin/pip install --quiet --upgrade pip
+	$(INTEG_VENV)/bin/pip install --quiet $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) torch
+	SPIDER_BIN=$(abspath $(BIN)) $(INTEG_VENV)/bin/pip install --quiet './python[test,sb3,rllib]'
+	touch $@
+
+test-integrations: build
+	$(MAKE) $(INTEG_VENV)/.installed
+	SPIDER_BIN=$(abspath $(BIN)) $(INTEG_VENV)/bin/pip install --quiet --no-deps --force-reinstall ./python
+	SPIDER_BIN=$(abspath $(BIN)) $(INTEG_VENV)/bin/python -m pytest python/tests_integrations -q
 
 # The Python sources: ruff's lint and format check, and mypy (strict) on the
 # package and bench.py; all configured in python/pyproject.toml.
@@ -73,7 +94,7 @@ bench:
 
 # The Python loop against the in-process Go batch (README's socket table).
 pybench: build $(VENV)/.installed
-	SPIDER_BIN=$(CURDIR)/$(BIN) $(VENV)/bin/python python/bench.py
+	SPIDER_BIN=$(abspath $(BIN)) $(VENV)/bin/python python/bench.py
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzActions -fuzztime $(FUZZTIME) ./env/
@@ -81,6 +102,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseAction -fuzztime $(FUZZTIME) ./env/
 	$(GO) test -run '^$$' -fuzz FuzzDecodeRequest -fuzztime $(FUZZTIME) ./server/
 	$(GO) test -run '^$$' -fuzz FuzzServe -fuzztime $(FUZZTIME) ./server/
+	$(GO) test -run '^$$' -fuzz FuzzReadCheckpoint -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./agents/nn/
+	$(GO) test -run '^$$' -fuzz FuzzReadRecord -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./record/
 
 race:
 	$(GO) test -race -short -count=1 ./...

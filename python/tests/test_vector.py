@@ -353,32 +353,3 @@ def test_seeds_follow_gymnasium(server):
         sync.close()
         for e in singles:
             e.close()
-
-
-def test_masked_sampler_under_gymnasium_vectorizers(server):
-    """CleanRL's pattern: gymnasium's own sync vectorizer (next-step
-    autoreset) over SpiderEnv with RecordEpisodeStatistics inside, and a
-    sampler masked by info["action_mask"]: no row is ever empty, and the
-    wrapper's statistics match our own."""
-
-    def make_env():
-        return gym.wrappers.RecordEpisodeStatistics(SpiderEnv(address=server, max_steps=40))
-
-    envs = gym.vector.SyncVectorEnv([make_env for _ in range(3)])
-    rng = np.random.default_rng(1)
-    try:
-        obs, infos = envs.reset(seed=11)
-        ended = 0
-        for _ in range(300):
-            mask = infos["action_mask"]
-            assert (mask.sum(axis=1) > 0).all()
-            obs, r, term, trunc, infos = envs.step(masked_random(rng, mask))
-            done = term | trunc
-            if done.any():
-                ended += int(done.sum())
-                ep, ours = infos["episode"], infos["spider_episode"]
-                assert (infos["_episode"] == done).all()
-                assert np.allclose(ep["r"][done], ours["r"][done]) and (ep["l"][done] == ours["l"][done]).all()
-        assert ended >= 3 * (300 // 41)
-    finally:
-        envs.close()

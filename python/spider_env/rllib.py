@@ -1,0 +1,199 @@
+"""RLlib support: an env creator for ``register_env``.
+
+    import spider_env.rllib
+    spider_env.rllib.register()          # register_env("Spider-v0", env_creator)
+    config = PPOConfig().environment("Spider-v0", env_config={"suits": 1, "max_steps": 500})
+
+or ``ray.tune.registry.register_env("Spider-v0", spider_env.rllib.env_creator)``.
+The creator is a module-level function: Ray pickles it by reference, and an
+env runner that never imported spider_env imports this module (and the
+package) when it builds its envs, so spider-env must be installed on every
+node (docs/scaling.md: the wheel, with the server binary inside, through
+``runtime_env``). Only :func:`register` imports ray.
+
+Each env is a :class:`~spider_env.SpiderEnv` wrapped in
+:class:`~spider_env.wrappers.MaskInObservation`: Dict observations
+``{"observations", "action_mask"}`` for RLlib's action-masking RLModule.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import gymnasium as gym
+
+from ._server import SpiderServer
+from .config import SpiderConfig
+from .envs import SpiderEnv, SpiderVectorEnv
+from .wrappers import MaskInObservation, VectorMaskInObservation
+
+__all__ = ["ENV_KEYS", "ENV_NAME", "env_creator", "log_episode_metrics", "register"]
+
+ENV_NAME = "Spider-v0"
+
+ENV_KEYS = ("illegal", "illegal_penalty", "mask", "address", "episode_key", "render_mode", "float32", "num_envs")
+"""The env_config keys besides the game options (:class:`~spider_env.SpiderConfig`'s fields)."""
+
+_GAME_KEYS = tuple(f.name for f in dataclasses.fields(SpiderConfig))
+
+_lock = threading.Lock()
+_shared: tuple[int, SpiderServer] | None = None  # (pid, server): this process's server
+_users = 0  # the open envs using it
+
+
+def _acquire_server() -> SpiderServer:
+    """This process's own server, started on first use and shared by the
+    envs it creates (an env runner with several envs runs one server)."""
+    global _shared, _users
+    with _lock:
+        pid = os.getpid()
+        if _shared is None or _shared[0] != pid or not _shared[1].running:
+            _shared, _users = (pid, SpiderServer()), 0  # a forked child starts its own
+        _users += 1
+        return _shared[1]
+
+
+def _release_server(server: SpiderServer) -> None:
+    """An env using the shared server closed: the last one stops it (and
+    its temporary directory goes, which a killed process would leave)."""
+    global _shared, _users
+    with _lock:
+        if _shared is None or _shared[1] is not server:
+            return
+        _users -= 1
+        if _users <= 0:
+            _shared, _users = None, 0
+            server.close()
+
+
+class _SharedServerEnv(MaskInObservation):
+    """MaskInObservation that gives the shared server back on close."""
+
+    def __init__(self, env: SpiderEnv, server: SpiderServer | None, *, float32: bool):
+        super().__init__(env, float32=float32)
+        self._shared_server = server
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            server, self._shared_server = self._shared_server, None
+            if server is not None:
+                _release_server(server)
+
+
+class _SharedServerVectorEnv(VectorMaskInObservation):
+    """VectorMaskInObservation that gives the shared server back on close."""
+
+    def __init__(self, env: SpiderVectorEnv, server: SpiderServer | None, *, float32: bool):
+        super().__init__(env, float32=float32)
+        self._shared_server = server
+
+    def close(self, **kwargs: Any) -> None:
+        try:
+            super().close(**kwargs)
+        finally:
+            server, self._shared_server = self._shared_server, None
+            if server is not None:
+                _release_server(server)
+
+
+def env_creator(env_config: Mapping[str, Any]) -> gym.Env[Any, Any] | gym.vector.VectorEnv[Any, Any, Any]:
+    """Build an env from RLlib's ``env_config`` (a dict or an ``EnvContext``).
+
+    Keys: the game options (``rules``, ``suits``, ``max_steps``, ``obs``,
+    ``shaping``, ...; the server's defaults where absent, except ``obs``,
+    which defaults to ``"float32"``, the encoding made for networks), the
+    env options ``illegal`` (default ``"noop"``), ``illegal_penalty``,
+    ``mask``, ``episode_key``, ``render_mode``, and
+
+    - ``address``: a running ``spider serve`` to connect to (e.g. one on the
+      runner's own node, ``"127.0.0.1:7878"``); without it the process
+      starts its own server on a Unix socket, one per process, shared by
+      its envs and stopped when the last of them is closed (or the
+      process exits);
+    - ``float32`` (default True): cast observations to float32 (it matters
+      only for ``obs="compact"``, uint8 otherwise);
+    - ``num_envs``: set by RLlib's ``gym_env_vectorize_mode=
+      "vector_entry_point"``; then the whole runner's envs are one
+      :class:`~spider_env.SpiderVectorEnv` batch (next-step autoreset),
+      wrapped in :class:`~spider_env.wrappers.VectorMaskInObservation`.
+
+    An unknown key raises TypeError.
+    """
+    cfg = dict(env_config)
+    unknown = sorted(k for k in cfg if k not in _GAME_KEYS and k not in ENV_KEYS)
+    if unknown:
+        raise TypeError(
+            f"unknown env_config key{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
+            f"known: the game options {', '.join(_GAME_KEYS)} and {', '.join(ENV_KEYS)}"
+        )
+    float32 = bool(cfg.pop("float32", True))
+    num_envs = cfg.pop("num_envs", None)
+    cfg.setdefault("obs", "float32")
+    cfg.setdefault("illegal", "noop")
+    server = None
+    if cfg.get("address") is None:
+        server = cfg["address"] = _acquire_server()
+    try:
+        if num_envs is not None:
+            venv = SpiderVectorEnv(int(num_envs), autoreset_mode="next-step", **cfg)
+            return _SharedServerVectorEnv(venv, server, float32=float32)
+        return _SharedServerEnv(SpiderEnv(**cfg), server, float32=float32)
+    except BaseException:
+        if server is not None:
+            _release_server(server)
+        raise
+
+
+def log_episode_metrics(
+    *,
+    episode: Any,
+    env_runner: Any = None,
+    metrics_logger: Any = None,
+    prev_episode_chunks: Sequence[Any] | None = None,
+    **kwargs: Any,
+) -> None:
+    """An RLlib ``on_episode_end`` callback logging the game's own figures
+    (``config.callbacks(on_episode_end=spider_env.rllib.log_episode_metrics)``).
+
+    Under the ``env_runners`` results, key ``spider``: ``won`` (the win
+    rate), ``runs`` (completed runs) and ``score`` (final score), each a
+    mean over the last 100 episodes; ``illegal`` (illegal actions played
+    since the start: 0 under correct masking) and ``episodes_by_runner``
+    (episodes each env runner finished since the start, by its worker
+    index). The counts are RLlib ``lifetime_sum`` metrics.
+    """
+    if metrics_logger is None:
+        return
+    infos = [i for chunk in [*(prev_episode_chunks or ()), episode] for i in chunk.get_infos()]
+    last = infos[-1] if infos and isinstance(infos[-1], dict) else {}
+    stats = next((v for k, v in last.items() if k.endswith("episode") and isinstance(v, dict) and "won" in v), None)
+    if stats is not None:
+        metrics_logger.log_value(("spider", "won"), float(stats["won"]), reduce="mean", window=100)
+        metrics_logger.log_value(("spider", "runs"), float(stats["runs"]), reduce="mean", window=100)
+    if "score" in last:
+        metrics_logger.log_value(("spider", "score"), float(last["score"]), reduce="mean", window=100)
+    illegal = sum(1 for i in infos if isinstance(i, dict) and i.get("illegal"))
+    metrics_logger.log_value(("spider", "illegal"), illegal, reduce="lifetime_sum")
+    if env_runner is not None:
+        index = str(getattr(env_runner, "worker_index", 0))
+        metrics_logger.log_value(("spider", "episodes_by_runner", index), 1, reduce="lifetime_sum")
+
+
+def register(name: str = ENV_NAME) -> str:
+    """``ray.tune.registry.register_env(name, env_creator)``; returns name,
+    for ``config.environment(name, env_config={...})``."""
+    try:
+        from ray.tune.registry import register_env  # type: ignore[import-not-found, unused-ignore]
+    except ImportError as e:
+        raise ImportError(
+            "spider_env.rllib.register needs ray[rllib], which spider-env does not require: "
+            "pip install 'spider-env[rllib]' (or pip install 'ray[rllib]' torch)"
+        ) from e
+    register_env(name, env_creator)
+    return name

@@ -1,0 +1,418 @@
+"""Stable-Baselines3 support: :class:`SpiderVecEnv`, a native SB3 ``VecEnv``.
+
+    from sb3_contrib import MaskablePPO
+    from stable_baselines3.common.vec_env import VecMonitor
+    from spider_env.sb3 import SpiderVecEnv
+
+    env = VecMonitor(SpiderVecEnv(16, suits=1, obs="float32"))
+    model = MaskablePPO("MlpPolicy", env, seed=0).learn(100_000)
+
+Every game of the VecEnv lives in one server batch behind one connection:
+a step is one request for all games, instead of the one request per game
+that ``DummyVecEnv`` / ``SubprocVecEnv`` over :class:`~spider_env.SpiderEnv`
+would send. ``step_async`` sends the request and returns at once;
+``step_wait`` reads the reply (the server plays meanwhile).
+
+Importing this module needs stable-baselines3 (``pip install
+'spider-env[sb3]'``); ``import spider_env`` never does.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+from numpy.typing import NDArray
+
+from ._client import NUM_ACTIONS, Address, Client, StepReply
+from ._server import SpiderServer
+from .config import SpiderConfig
+
+# The ignores hold where stable-baselines3 is not installed (mypy sees Any);
+# "unused-ignore" keeps them quiet where it is, or where pyproject.toml
+# tells mypy to ignore the missing module.
+try:
+    from stable_baselines3.common.vec_env import VecEnv  # type: ignore[import-not-found, unused-ignore]
+    from stable_baselines3.common.vec_env.base_vec_env import (  # type: ignore[import-not-found, unused-ignore]
+        VecEnvIndices,
+        VecEnvObs,
+        VecEnvStepReturn,
+    )
+except ImportError as e:  # pragma: no cover - depends on the installation
+    raise ImportError(
+        "spider_env.sb3 needs stable-baselines3, which spider-env does not require: "
+        "pip install 'spider-env[sb3]' (or pip install stable-baselines3 sb3-contrib)"
+    ) from e
+
+__all__ = ["SpiderVecEnv"]
+
+
+class _Game:
+    """What ``get_attr`` / ``set_attr`` / ``env_method`` see as game ``index``
+    of a :class:`SpiderVecEnv`: the per-environment object that
+    ``DummyVecEnv`` would hold. Attributes set with ``set_attr`` stay here
+    (they do not reach the server)."""
+
+    def __init__(self, venv: SpiderVecEnv, index: int):
+        self._venv = venv
+        self._index = index
+
+    @property
+    def index(self) -> int:
+        return self._index
+
+    @property
+    def observation_space(self) -> spaces.Box:
+        return self._venv.single_observation_space
+
+    @property
+    def action_space(self) -> spaces.Discrete:
+        return self._venv.single_action_space
+
+    @property
+    def render_mode(self) -> str | None:
+        return self._venv._render_mode
+
+    @property
+    def config(self) -> SpiderConfig:
+        return self._venv.config
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+
+    def action_masks(self) -> NDArray[np.bool_]:
+        """This game's legal actions now, 1081 booleans (MaskablePPO's ``get_action_masks``)."""
+        row: NDArray[np.bool_] = self._venv.action_masks()[self._index]
+        return row
+
+    def render(self) -> str | NDArray[np.uint8] | None:
+        return self._venv.render_game(self._index)
+
+    def hint(self) -> tuple[int, str]:
+        """The server's recommended action for this game, and the reason."""
+        return self._venv.hint(self._index)
+
+
+class SpiderVecEnv(VecEnv):  # type: ignore[misc, unused-ignore]
+    """``num_envs`` games of Spider Solitaire as a Stable-Baselines3 ``VecEnv``.
+
+    Takes :class:`~spider_env.SpiderVectorEnv`'s arguments: the game as
+    ``config`` (a :class:`~spider_env.SpiderConfig`) and/or its fields as
+    keywords (``rules``, ``suits``, ``max_steps``, ``obs``, ...), and
+    ``illegal``, ``illegal_penalty``, ``mask``, ``workers``, ``address``
+    (a running server, or None to start one owned by this env) and
+    ``render_mode`` (None, ``"rgb_array"`` or ``"ansi"``).
+
+    The batch runs with the server's same-step autoreset, SB3's convention:
+    for a game that ended, ``step_wait`` returns the new episode's first
+    observation, and its info holds
+
+    - ``terminal_observation``: the ended episode's last observation;
+    - ``TimeLimit.truncated``: truncated (by ``max_steps``) and not
+      terminated; SB3's on-policy algorithms bootstrap from the terminal
+      observation's value there;
+    - ``episode``: ``{"r", "l", "t"}`` as SB3's ``Monitor`` writes it (a
+      ``VecMonitor`` around this env replaces it with the same figures), so
+      ``rollout/ep_rew_mean`` is logged without a wrapper;
+    - ``is_success``: whether the game was won (SB3 logs
+      ``rollout/success_rate`` from it);
+    - ``episode_key`` (default ``"spider_episode"``): ``{"r", "l", "won",
+      "runs"}`` as the other spider envs give it;
+    - ``score``, ``runs``, ``moves``, ``illegal`` of the last step.
+
+    A game still playing has ``score``, ``runs``, ``moves``, ``num_legal``,
+    ``illegal`` and ``TimeLimit.truncated`` (False). ``reset_infos[i]``
+    holds the latest episode start's info of game i.
+
+    Action masks: :meth:`action_masks` gives all games' (num_envs, 1081)
+    booleans at once; ``env_method("action_masks")`` a list of one row per
+    game, which is what sb3-contrib's ``get_action_masks`` stacks for
+    MaskablePPO. The masks belong to the observations last returned.
+
+    Seeds follow SB3: :meth:`seed` (``model.set_random_seed``, or the
+    algorithm's ``seed=``) seeds the next :meth:`reset`, game i with
+    ``seed + i``, which deals what ``SpiderEnv().reset(seed=seed + i)``
+    deals; later episodes continue each game's stream. ``seed([s0, s1,
+    ...])`` gives each game its own seed (e.g. a fixed evaluation set).
+    """
+
+    def __init__(
+        self,
+        num_envs: int = 1,
+        config: SpiderConfig | None = None,
+        *,
+        illegal: str = "noop",
+        illegal_penalty: float = 0.0,
+        render_mode: str | None = None,
+        address: Address | SpiderServer | None = None,
+        mask: str = "bytes",
+        workers: int = 0,
+        episode_key: str | None = "spider_episode",
+        **game: Any,
+    ):
+        game_config = SpiderConfig.resolve(config, **game)
+        n = int(num_envs)
+        if n < 1:
+            raise ValueError(f"num_envs must be at least 1, got {num_envs}")
+        if render_mode not in (None, "rgb_array", "ansi"):
+            raise ValueError(f"render_mode {render_mode!r}: want 'rgb_array', 'ansi' or None")
+        self._render_mode = render_mode
+        self.episode_key = episode_key
+        self.server: SpiderServer | None = None
+        """The server this env started, if it started one."""
+        self._client: Client | None = None
+        self._stash: StepReply | None = None  # a step reply received early (see _sync)
+        self._last: StepReply | None = None
+        if address is None:
+            self.server = SpiderServer()
+            address = self.server.address
+        elif isinstance(address, SpiderServer):
+            address = address.address
+        try:
+            self._client = Client(address)
+            self.spider_spec = self._client.make(
+                game_config,
+                n=n,
+                autoreset="same-step",
+                illegal=illegal,
+                illegal_penalty=illegal_penalty,
+                mask=mask,
+                workers=workers,
+            )
+        except BaseException:
+            self.close()
+            raise
+        self.config: SpiderConfig = self.spider_spec["config"]
+        """The game the server made: its echo of every game option."""
+        low, high = self.spider_spec["obs_low"], self.spider_spec["obs_high"]
+        self.single_observation_space = spaces.Box(
+            low=low, high=high, shape=self.spider_spec["obs_shape"], dtype=low.dtype
+        )
+        """One game's observation space (SB3's ``observation_space`` is the same: SB3 spaces are per game)."""
+        self.single_action_space = spaces.Discrete(NUM_ACTIONS)
+        self._games = [_Game(self, i) for i in range(n)]
+        self._t0 = time.time()
+        super().__init__(n, self.single_observation_space, self.single_action_space)
+
+    # -- the connection ------------------------------------------------------
+
+    @property
+    def client(self) -> Client:
+        """The protocol client of this env's one connection."""
+        if self._client is None:
+            raise RuntimeError("the SpiderVecEnv is closed")
+        return self._client
+
+    def _sync(self) -> None:
+        """Read a step reply still in flight, keeping it for step_wait, so
+        that another request can go out (render, hint)."""
+        c = self.client
+        if c.pending:
+            self._stash = c.step_receive()
+
+    def _discard_pending(self) -> None:
+        """Drop the step in flight (a reset cancels it, as SB3's API says)."""
+        self._stash = None
+        c = self._client
+        if c is not None and c.pending:
+            c.step_receive()
+
+    # -- the VecEnv API --------------------------------------------------------
+
+    def reset(self) -> VecEnvObs:
+        """Reset every game; return the observations (SB3's API: no infos,
+        they go to :attr:`reset_infos`). The seeds set by :meth:`seed` are
+        used once; without them every game goes on to its next episode
+        (the first reset drawing its seeds on the server)."""
+        self._discard_pending()
+        options = [o for o in self._options if o]
+        if options:
+            raise ValueError(f"SpiderVecEnv.reset takes no options, got {options[0]!r}")
+        seeds: list[int | None] = [None if s is None else int(s) for s in self._seeds]
+        if all(s is None for s in seeds):
+            r = self.client.reset()
+        else:
+            if self._last is None:
+                # No episode to go on with yet: unseeded games get a seed
+                # from numpy's global generator, the one SB3's set_random_seed seeds.
+                seeds = [int(np.random.randint(0, 2**63, dtype=np.int64)) if s is None else s for s in seeds]  # noqa: NPY002
+            r = self.client.reset(seeds=seeds)
+        self._reset_seeds()
+        self._reset_options()
+        self._last = r
+        self.reset_infos = self._start_infos(r, range(self.num_envs))
+        return r["obs"]
+
+    def seed(self, seed: int | Sequence[int | None] | None = None) -> Sequence[int | None]:
+        """Seed the next :meth:`reset` (SB3's semantics): an int seeds game i
+        with ``seed + i``; None draws the int from numpy's global generator.
+        A sequence of ``num_envs`` seeds (an extension) seeds each game with
+        its own, a None game going on to its next episode. Returns the seeds."""
+        if seed is None or isinstance(seed, (int, np.integer)):
+            seeds: Sequence[int | None] = super().seed(None if seed is None else int(seed))
+            return seeds
+        given = [None if s is None else int(s) for s in seed]
+        if len(given) != self.num_envs:
+            raise ValueError(f"{len(given)} seeds for {self.num_envs} games")
+        self._seeds = given
+        return given
+
+    def step_async(self, actions: NDArray[Any]) -> None:
+        """Send the step to the server and return without waiting."""
+        if self._stash is not None or self.client.pending:
+            raise RuntimeError("step_async while a step is in flight: call step_wait first")
+        if self._last is None:
+            raise gym.error.ResetNeeded("call reset before step_async")
+        self.client.step_send(np.asarray(actions).reshape(self.num_envs))
+
+    def step_wait(self) -> VecEnvStepReturn:
+        """Wait for the step sent by :meth:`step_async`; return (obs, rewards, dones, infos)."""
+        if self._stash is not None:
+            r, self._stash = self._stash, None
+        elif self.client.pending:
+            r = self.client.step_receive()
+        else:
+            raise RuntimeError("step_wait without step_async")
+        self._last = r
+        terminated, truncated = r["terminated"], r["truncated"]
+        dones = terminated | truncated
+        score, runs, moves = r["score"].tolist(), r["runs"].tolist(), r["moves"].tolist()
+        num_legal, illegal = r["num_legal"].tolist(), r["illegal"].tolist()
+        infos: list[dict[str, Any]] = [
+            {
+                "score": score[i],
+                "runs": runs[i],
+                "moves": moves[i],
+                "num_legal": num_legal[i],
+                "illegal": illegal[i],
+                "TimeLimit.truncated": False,
+            }
+            for i in range(self.num_envs)
+        ]
+        if dones.any():
+            ended = np.flatnonzero(dones).tolist()
+            final_obs = r["final_obs"]
+            now = round(time.time() - self._t0, 6)
+            for i in ended:
+                term, trunc = bool(terminated[i]), bool(truncated[i])
+                ret, length = float(r["episode_return"][i]), int(r["episode_length"][i])
+                won, ep_runs = bool(r["episode_won"][i]), int(r["episode_runs"][i])
+                info = {
+                    "score": int(r["final_score"][i]),
+                    "runs": ep_runs,
+                    "moves": length,
+                    "illegal": illegal[i],
+                    "TimeLimit.truncated": trunc and not term,
+                    "terminal_observation": final_obs[i],
+                    "episode": {"r": ret, "l": length, "t": now},
+                    "is_success": won,
+                }
+                if self.episode_key is not None:
+                    info[self.episode_key] = {"r": ret, "l": length, "won": won, "runs": ep_runs}
+                infos[i] = info
+            for i, info in zip(ended, self._start_infos(r, ended), strict=True):
+                self.reset_infos[i] = info
+        return r["obs"], r["rewards"], dones, infos
+
+    @staticmethod
+    def _start_infos(r: StepReply, games: Iterable[int]) -> list[dict[str, Any]]:
+        return [
+            {
+                "score": int(r["score"][i]),
+                "runs": int(r["runs"][i]),
+                "moves": int(r["moves"][i]),
+                "num_legal": int(r["num_legal"][i]),
+            }
+            for i in games
+        ]
+
+    def action_masks(self) -> NDArray[np.bool_]:
+        """Every game's legal actions for the observations last returned:
+        (num_envs, 1081) booleans. Answered from the last reply (no request),
+        so it may be called while a step is in flight."""
+        if self._last is None:
+            raise gym.error.ResetNeeded("call reset before action_masks")
+        masks: NDArray[np.bool_] = self._last["masks"].view(np.bool_)
+        return masks
+
+    def hint(self, index: int = 0) -> tuple[int, str]:
+        """The server's recommended action for game ``index`` and the reason."""
+        if self._last is None:
+            raise gym.error.ResetNeeded("call reset before hint")
+        self._sync()
+        h = self.client.hint(int(index))
+        return h["action"], h["reason"]
+
+    def render_game(self, index: int) -> str | NDArray[np.uint8] | None:
+        """Game ``index`` as ``render_mode`` draws it: a (480, 640, 3)
+        uint8 picture, the text board, or None without a render mode."""
+        if self._last is None:
+            raise gym.error.ResetNeeded("call reset before render")
+        self._sync()
+        if self._render_mode == "rgb_array":
+            return self.client.render_rgb(int(index))
+        if self._render_mode == "ansi":
+            return self.client.render(int(index))
+        return None
+
+    def get_images(self) -> Sequence[NDArray[np.uint8] | None]:
+        """Every game's (480, 640, 3) picture (render_mode "rgb_array"); SB3's
+        ``render()`` tiles them."""
+        if self._render_mode != "rgb_array":
+            warnings.warn(f"The render mode is {self._render_mode}, but get_images needs 'rgb_array'.", stacklevel=2)
+            return [None] * self.num_envs
+        images: list[NDArray[np.uint8] | None] = []
+        for i in range(self.num_envs):
+            img = self.render_game(i)
+            images.append(img if isinstance(img, np.ndarray) else None)
+        return images
+
+    def _targets(self, indices: VecEnvIndices) -> list[_Game]:
+        if indices is None:
+            return list(self._games)
+        if isinstance(indices, (int, np.integer)):
+            return [self._games[int(indices)]]
+        return [self._games[int(i)] for i in indices]
+
+    def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
+        """An attribute of each game (:class:`_Game`: ``observation_space``,
+        ``action_space``, ``render_mode``, ``config``, ``metadata``,
+        ``index``, the methods, and what ``set_attr`` set). A name no game
+        has raises AttributeError (so ``has_attr`` is False)."""
+        return [getattr(g, attr_name) for g in self._targets(indices)]
+
+    def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
+        """Set an attribute on each game's object; the read-only ones (the
+        spaces, ``config``, ...) raise AttributeError. Nothing reaches the
+        server: the game options are fixed when the env is made."""
+        for g in self._targets(indices):
+            setattr(g, attr_name, value)
+
+    def env_method(
+        self, method_name: str, *method_args: Any, indices: VecEnvIndices = None, **method_kwargs: Any
+    ) -> list[Any]:
+        """Call a method of each game's object: ``action_masks`` (one (1081,)
+        bool row per game), ``render``, ``hint``."""
+        return [getattr(g, method_name)(*method_args, **method_kwargs) for g in self._targets(indices)]
+
+    def env_is_wrapped(
+        self, wrapper_class: type[gym.Wrapper[Any, Any, Any, Any]], indices: VecEnvIndices = None
+    ) -> list[bool]:
+        """False for every game: no gymnasium wrapper sits inside this env."""
+        return [False] * len(self._targets(indices))
+
+    def close(self) -> None:
+        """Close the connection and stop the server this env started. Idempotent."""
+        client, self._client = getattr(self, "_client", None), None
+        self._stash = None
+        if client is not None:
+            client.close()
+        server, self.server = getattr(self, "server", None), None
+        if server is not None:
+            server.close()

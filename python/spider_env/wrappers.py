@@ -1,0 +1,129 @@
+"""Gymnasium wrappers for libraries that want the action mask inside the
+observation (RLlib's action-masking RLModule, Tianshou-style policies).
+
+    env = MaskInObservation(SpiderEnv(suits=1, obs="float32"))
+    obs, info = env.reset(seed=0)
+    obs["observations"]   # the game's observation
+    obs["action_mask"]    # 1081 float32, 1.0 where legal
+
+The layout, a Dict space with ``"observations"`` and ``"action_mask"`` (a
+``Box(0, 1, (1081,), float32)``), is the one RLlib's
+``ActionMaskingTorchRLModule`` example reads. Only gymnasium is needed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, SupportsFloat
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+from numpy.typing import NDArray
+
+__all__ = ["MaskInObservation", "VectorMaskInObservation"]
+
+MaskedObs = dict[str, Any]
+"""``{"observations": ..., "action_mask": ...}``, both numpy arrays."""
+
+if TYPE_CHECKING:
+    _VectorWrapper = gym.vector.VectorWrapper[Any, Any, Any, Any, Any]
+else:  # not subscriptable at run time before gymnasium 1.3
+    _VectorWrapper = gym.vector.VectorWrapper
+
+
+def _obs_box(space: spaces.Space[Any], float32: bool, what: str) -> spaces.Box:
+    if not isinstance(space, spaces.Box):
+        raise TypeError(f"{what} needs a Box observation space, got {space}")
+    if not float32 or space.dtype == np.float32:
+        return space
+    return spaces.Box(
+        low=space.low.astype(np.float32), high=space.high.astype(np.float32), shape=space.shape, dtype=np.float32
+    )
+
+
+def _num_actions(space: spaces.Space[Any], what: str) -> int:
+    if not isinstance(space, spaces.Discrete):
+        raise TypeError(f"{what} needs a Discrete action space, got {space}")
+    return int(space.n)
+
+
+class MaskInObservation(gym.ObservationWrapper[MaskedObs, Any, NDArray[Any]]):
+    """Observations as ``{"observations": obs, "action_mask": mask}``.
+
+    ``observations`` is the wrapped env's observation (its Box space; with
+    ``float32=True`` cast to float32, e.g. the compact uint8 encoding for a
+    model that wants floats). ``action_mask`` is 1081 float32 of 0.0 and
+    1.0, taken from ``info["action_mask"]`` after every reset and step (or
+    from the env's ``action_masks()`` when the info has none). A
+    :class:`~spider_env.SpiderEnv` whose episode ended gives all ones there
+    until the reset, so a masked sampler never meets an empty mask.
+    """
+
+    def __init__(self, env: gym.Env[NDArray[Any], Any], *, float32: bool = False):
+        super().__init__(env)
+        self._inner = env
+        self._box = _obs_box(env.observation_space, float32, "MaskInObservation")
+        n = _num_actions(env.action_space, "MaskInObservation")
+        self.observation_space = spaces.Dict(
+            {"observations": self._box, "action_mask": spaces.Box(0.0, 1.0, shape=(n,), dtype=np.float32)}
+        )
+        self._mask: NDArray[np.float32] = np.ones(n, np.float32)
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[MaskedObs, dict[str, Any]]:
+        obs, info = self._inner.reset(seed=seed, options=options)
+        self._mask = self._mask_of(info)
+        return self.observation(obs), info
+
+    def step(self, action: Any) -> tuple[MaskedObs, SupportsFloat, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, truncated, info = self._inner.step(action)
+        self._mask = self._mask_of(info)
+        return self.observation(obs), reward, terminated, truncated, info
+
+    def observation(self, observation: NDArray[Any]) -> MaskedObs:
+        return {"observations": np.asarray(observation, dtype=self._box.dtype), "action_mask": self._mask}
+
+    def _mask_of(self, info: dict[str, Any]) -> NDArray[np.float32]:
+        mask = info.get("action_mask")
+        if mask is None:
+            mask = self._inner.get_wrapper_attr("action_masks")()
+        return np.asarray(mask, dtype=np.float32)
+
+
+class VectorMaskInObservation(_VectorWrapper):
+    """:class:`MaskInObservation` for a vector env (a
+    :class:`~spider_env.SpiderVectorEnv`, or any vector env whose infos
+    carry ``action_mask``): observations ``{"observations": (n, obs_len),
+    "action_mask": (n, 1081) float32}``, one row per game, for the masks of
+    the observations returned (under next-step autoreset an ended game's
+    row is all ones until the step that resets it)."""
+
+    def __init__(self, env: gym.vector.VectorEnv[Any, Any, Any], *, float32: bool = False):
+        super().__init__(env)
+        self._inner = env
+        self._box = _obs_box(env.single_observation_space, float32, "VectorMaskInObservation")
+        n = _num_actions(env.single_action_space, "VectorMaskInObservation")
+        self.single_observation_space = spaces.Dict(
+            {"observations": self._box, "action_mask": spaces.Box(0.0, 1.0, shape=(n,), dtype=np.float32)}
+        )
+        self.observation_space = gym.vector.utils.batch_space(self.single_observation_space, self.num_envs)
+
+    def reset(
+        self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[MaskedObs, dict[str, Any]]:
+        obs, infos = self._inner.reset(seed=seed, options=options)  # type: ignore[arg-type]
+        return self._masked(obs, infos), infos
+
+    def step(self, actions: Any) -> tuple[MaskedObs, Any, Any, Any, dict[str, Any]]:
+        obs, rewards, terminations, truncations, infos = self._inner.step(actions)
+        return self._masked(obs, infos), rewards, terminations, truncations, infos
+
+    def _masked(self, obs: NDArray[Any], infos: dict[str, Any]) -> MaskedObs:
+        mask = infos.get("action_mask")
+        if mask is None:
+            mask = self._inner.unwrapped.action_masks()  # type: ignore[attr-defined]
+        return {
+            "observations": np.asarray(obs, dtype=self._box.dtype),
+            "action_mask": np.asarray(mask, dtype=np.float32),
+        }

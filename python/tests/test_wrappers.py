@@ -1,0 +1,92 @@
+"""spider_env.wrappers and spider_env.rllib.env_creator without ray
+(gymnasium only)."""
+
+from __future__ import annotations
+
+import os
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import spider_env.rllib
+from conftest import masked_sample
+from spider_env import NUM_ACTIONS, SpiderEnv, SpiderVectorEnv
+from spider_env.rllib import env_creator
+from spider_env.wrappers import MaskInObservation, VectorMaskInObservation
+
+
+@pytest.mark.parametrize("float32", [False, True])
+def test_mask_in_observation(server, float32):
+    env = MaskInObservation(SpiderEnv(max_steps=15, address=server.address), float32=float32)
+    space = env.observation_space
+    assert isinstance(space, gym.spaces.Dict) and set(space.spaces) == {"observations", "action_mask"}
+    assert space["action_mask"] == gym.spaces.Box(0.0, 1.0, (NUM_ACTIONS,), np.float32)
+    assert space["observations"].dtype == (np.float32 if float32 else np.uint8)
+    obs, info = env.reset(seed=4)
+    rng = np.random.default_rng(0)
+    ended = 0
+    for _ in range(40):
+        assert space.contains(obs)
+        np.testing.assert_array_equal(obs["action_mask"], info["action_mask"].astype(np.float32))
+        np.testing.assert_array_equal(obs["action_mask"] > 0, env.unwrapped.action_masks())
+        a = int(masked_sample(rng, obs["action_mask"][None])[0])
+        obs, reward, terminated, truncated, info = env.step(a)
+        assert not info["illegal"]
+        if terminated or truncated:
+            assert (obs["action_mask"] == 1.0).all()  # an ended episode's mask: all ones
+            ended += 1
+            obs, info = env.reset()
+    assert ended >= 2
+    env.close()
+
+
+@pytest.mark.filterwarnings("ignore:.*is different from the unwrapped version")
+def test_mask_in_observation_passes_gymnasium_check_env(server):
+    env = MaskInObservation(SpiderEnv(max_steps=15, address=server.address), float32=True)
+    check_env(env, skip_render_check=True)
+    env.close()
+
+
+def test_vector_mask_in_observation(server):
+    envs = VectorMaskInObservation(SpiderVectorEnv(3, max_steps=10, address=server.address), float32=True)
+    assert envs.single_observation_space["observations"].dtype == np.float32
+    obs, infos = envs.reset(seed=9)
+    rng = np.random.default_rng(1)
+    for _ in range(25):
+        assert envs.observation_space.contains(obs)
+        assert obs["action_mask"].shape == (3, NUM_ACTIONS)
+        np.testing.assert_array_equal(obs["action_mask"], infos["action_mask"].astype(np.float32))
+        obs, rewards, terminated, truncated, infos = envs.step(masked_sample(rng, obs["action_mask"]))
+        assert not infos["illegal"].any()
+    envs.close()
+
+
+def test_env_creator_defaults_and_keys(server):
+    env = env_creator({"suits": 1, "max_steps": 20})
+    assert isinstance(env, MaskInObservation)
+    assert env.unwrapped.config.obs == "float32" and env.unwrapped.config.max_steps == 20
+    assert env.observation_space["observations"].dtype == np.float32
+    obs, _ = env.reset(seed=1)
+    assert env.observation_space.contains(obs)
+    # A second env of the same process shares the process's server.
+    env2 = env_creator({"obs": "compact"})
+    assert env2.observation_space["observations"].dtype == np.float32  # cast (float32 defaults to True)
+    assert env2.unwrapped.client.address == env.unwrapped.client.address
+    env3 = env_creator({"obs": "compact", "float32": False, "address": server.address})
+    assert env3.observation_space["observations"].dtype == np.uint8
+    assert env3.unwrapped.client.address == server.address
+    with pytest.raises(TypeError, match="unknown env_config key 'suit'"):
+        env_creator({"suit": 1})
+    venv = env_creator({"num_envs": 3, "max_steps": 20})
+    assert isinstance(venv, VectorMaskInObservation) and venv.num_envs == 3
+    assert venv.unwrapped.client.address == env.unwrapped.client.address
+    # The process's server stops with the last env using it, its directory removed.
+    shared = spider_env.rllib._shared[1]
+    for e in (env, env2, env3):
+        e.close()
+    assert shared.running
+    venv.close()
+    assert not shared.running and not os.path.exists(shared.tmpdir)
+    assert spider_env.rllib._shared is None

@@ -1,0 +1,177 @@
+"""spider_env.sb3.SpiderVecEnv against Stable-Baselines3's VecEnv API, and
+sb3-contrib's MaskablePPO on it (marker sb3: needs torch)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import masked_sample
+
+pytest.importorskip("stable_baselines3")
+pytest.importorskip("sb3_contrib")
+
+import torch
+from sb3_contrib import MaskablePPO
+from sb3_contrib.common.maskable.evaluation import evaluate_policy
+from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
+from stable_baselines3.common.monitor import Monitor
+from stable_baselines3.common.vec_env import VecEnv, VecMonitor, VecNormalize
+
+from spider_env import NUM_ACTIONS, SpiderEnv, SpiderError, SpiderVectorEnv
+from spider_env.sb3 import SpiderVecEnv
+
+pytestmark = [pytest.mark.sb3]
+
+torch.set_num_threads(1)  # 2 threads on 2 busy cores run many times slower than 1
+
+
+@pytest.mark.limit(60)
+def test_vecenv_api(server):
+    n = 4
+    venv = SpiderVecEnv(n, max_steps=5, address=server.address)
+    assert isinstance(venv, VecEnv) and venv.num_envs == n
+    assert venv.observation_space.shape == (806,) and venv.observation_space.dtype == np.uint8
+    assert venv.action_space.n == NUM_ACTIONS
+    assert venv.seed(7) == [7, 8, 9, 10]
+    obs = venv.reset()
+    assert isinstance(obs, np.ndarray) and obs.shape == (n, 806) and obs.dtype == np.uint8
+    assert all(venv.observation_space.contains(o) for o in obs)
+    assert [info["score"] for info in venv.reset_infos] == [500] * n
+
+    # The reference: the same seeds in a SpiderVectorEnv (same-step autoreset)
+    # and in single SpiderEnvs, fed the same actions.
+    ref = SpiderVectorEnv(n, max_steps=5, address=server.address, autoreset_mode="same-step")
+    r_obs, r_info = ref.reset(seed=7)
+    singles = [SpiderEnv(max_steps=5, address=server.address) for _ in range(n)]
+    s_obs = [e.reset(seed=7 + i)[0] for i, e in enumerate(singles)]
+    np.testing.assert_array_equal(obs, r_obs)
+    np.testing.assert_array_equal(obs, np.stack(s_obs))
+
+    # Masks: env_method("action_masks") is one row per game; sb3-contrib stacks them.
+    assert venv.has_attr("action_masks") and is_masking_supported(venv)
+    rows = venv.env_method("action_masks")
+    assert len(rows) == n and all(r.shape == (NUM_ACTIONS,) and r.dtype == np.bool_ for r in rows)
+    np.testing.assert_array_equal(get_action_masks(venv), ref.action_masks())
+    np.testing.assert_array_equal(venv.env_method("action_masks", indices=[2])[0], ref.action_masks()[2])
+
+    rng = np.random.default_rng(0)
+    for t in range(7):
+        actions = masked_sample(rng, get_action_masks(venv))
+        venv.step_async(actions)
+        assert venv.client.pending  # sent, not yet received: step_async does not wait
+        assert venv.action_masks().shape == (n, NUM_ACTIONS)  # answered locally while in flight
+        obs, rewards, dones, infos = venv.step_wait()
+        r_obs, r_rew, r_term, r_trunc, r_info = ref.step(actions)
+        single = [e.step(int(a)) for e, a in zip(singles, actions, strict=True)]
+        assert obs.shape == (n, 806) and rewards.shape == (n,) and rewards.dtype == np.float32
+        assert dones.shape == (n,) and dones.dtype == np.bool_
+        assert isinstance(infos, list) and len(infos) == n and all(isinstance(i, dict) for i in infos)
+        np.testing.assert_array_equal(obs, r_obs)
+        np.testing.assert_array_equal(rewards, r_rew)
+        np.testing.assert_array_equal(get_action_masks(venv), ref.action_masks())
+        if t == 4:  # max_steps=5: every game is truncated now
+            assert dones.all()
+            for i, info in enumerate(infos):
+                last_obs, _, term, trunc, s_info = single[i]
+                assert trunc and not term
+                assert info["TimeLimit.truncated"] is True
+                np.testing.assert_array_equal(info["terminal_observation"], last_obs)
+                assert info["episode"]["l"] == 5 and info["episode"]["r"] == pytest.approx(
+                    s_info["spider_episode"]["r"]
+                )
+                assert info["spider_episode"] == s_info["spider_episode"]
+                assert info["is_success"] is False and info["score"] == s_info["score"]
+                assert venv.reset_infos[i]["score"] == 500 and venv.reset_infos[i]["moves"] == 0
+            # The returned observation is the new episode's first (same-step).
+            s_obs = [e.reset()[0] for e in singles]
+            np.testing.assert_array_equal(obs, np.stack(s_obs))
+        else:
+            assert not dones.any()
+            assert all(info["TimeLimit.truncated"] is False and "terminal_observation" not in info for info in infos)
+            np.testing.assert_array_equal(obs, np.stack([s[0] for s in single]))
+
+    # get_attr / set_attr / env_is_wrapped / seed semantics.
+    assert venv.get_attr("render_mode") == [None] * n
+    assert venv.get_attr("index", indices=[1, 3]) == [1, 3]
+    assert venv.get_attr("config")[0].max_steps == 5
+    venv.set_attr("curriculum_level", 3, indices=1)
+    assert venv.get_attr("curriculum_level", indices=[1]) == [3]
+    assert not venv.has_attr("curriculum_level")  # the other games lack it
+    with pytest.raises(AttributeError):
+        venv.set_attr("observation_space", None)
+    assert venv.env_is_wrapped(Monitor) == [False] * n
+    venv.seed(7)
+    np.testing.assert_array_equal(venv.reset(), ref.reset(seed=7)[0])
+    # One seed per game (the extension): the deals of those seeds.
+    assert venv.seed([3, 9, 4, 1]) == [3, 9, 4, 1]
+    dealt = [e.reset(seed=s)[0] for e, s in zip(singles, [3, 9, 4, 1], strict=True)]
+    np.testing.assert_array_equal(venv.reset(), np.stack(dealt))
+    # A reset while a step is in flight cancels the step.
+    venv.step_async(masked_sample(rng, venv.action_masks()))
+    venv.seed(7)
+    np.testing.assert_array_equal(venv.reset(), ref.reset(seed=7)[0])
+    assert not venv.client.pending
+    with pytest.raises(RuntimeError, match="without step_async"):
+        venv.step_wait()
+    for e in (venv, ref, *singles):
+        e.close()
+    venv.close()  # idempotent
+
+
+@pytest.mark.limit(60)
+def test_wrappers_and_render(server):
+    venv = VecNormalize(VecMonitor(SpiderVecEnv(2, max_steps=4, obs="float32", address=server.address)))
+    venv.seed(1)
+    obs = venv.reset()
+    assert obs.shape == (2, venv.observation_space.shape[0]) and obs.dtype == np.float32
+    episodes = []
+    for _ in range(10):
+        obs, rewards, dones, infos = venv.step(masked_sample(np.random.default_rng(0), get_action_masks(venv)))
+        episodes += [info["episode"] for info in infos if "episode" in info]
+        for info in infos:
+            if "terminal_observation" in info:  # VecNormalize normalizes it too
+                assert info["terminal_observation"].shape == obs.shape[1:]
+    assert len(episodes) == 4 and all(ep["l"] == 4 for ep in episodes)
+    venv.close()
+
+    pictures = SpiderVecEnv(3, render_mode="rgb_array", address=server.address)
+    pictures.reset()
+    images = pictures.get_images()
+    assert len(images) == 3 and all(img.shape == (480, 640, 3) and img.dtype == np.uint8 for img in images)
+    assert pictures.render().shape == (960, 1280, 3)  # SB3 tiles 3 pictures 2 x 2
+    assert pictures.env_method("render", indices=0)[0].shape == (480, 640, 3)
+    action, reason = pictures.env_method("hint", indices=0)[0]
+    assert pictures.action_masks()[0, action] and isinstance(reason, str)
+    pictures.close()
+
+
+@pytest.mark.limit(180)
+def test_maskable_ppo_learns_and_plays_legal_moves(server):
+    env = VecMonitor(SpiderVecEnv(4, max_steps=40, address=server.address))
+    model = MaskablePPO(
+        "MlpPolicy", env, n_steps=64, batch_size=64, n_epochs=2, seed=0, policy_kwargs={"net_arch": [64]}, device="cpu"
+    )
+    model.learn(total_timesteps=512)
+    assert model.num_timesteps >= 512
+    assert len(model.ep_info_buffer) > 0  # episodes were logged (rollout/ep_rew_mean)
+
+    # Evaluation on games where an illegal action is an error: every move legal.
+    eval_env = VecMonitor(SpiderVecEnv(2, max_steps=40, illegal="error", address=server.address))
+    eval_env.seed(100)
+    rewards, lengths = evaluate_policy(model, eval_env, n_eval_episodes=4, return_episode_rewards=True, warn=False)
+    assert len(rewards) == 4 and all(length == 40 or length < 40 for length in lengths)
+
+    # Masked predict, stochastic too, on fresh games: legal every time.
+    obs = eval_env.reset()
+    for _ in range(60):
+        masks = get_action_masks(eval_env)
+        actions, _ = model.predict(obs, action_masks=masks, deterministic=False)
+        assert masks[np.arange(2), actions].all()
+        obs, _, _, _ = eval_env.step(actions)
+    # Without masks the policy would pick illegal moves, and the env says so.
+    with pytest.raises(SpiderError, match=r"illegal|bad_action"):
+        for _ in range(50):
+            eval_env.step(np.full(2, NUM_ACTIONS - 1))  # the deal, illegal once the stock is gone
+    env.close()
+    eval_env.close()
