@@ -58,7 +58,7 @@ $(INTEG_VENV)/.installed: python/pyproject.toml
 	test -x $(INTEG_VENV)/bin/python || $(PYTHON) -m venv $(INTEG_VENV)
 	$(INTEG_VENV)/bin/pip install --quiet --upgrade pip
 	$(INTEG_VENV)/bin/pip install --quiet $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) torch
-	SPIDER_BIN=$(abspath $(BIN)) $(INTEG_VENV)/bin/pip install --quiet './python[test,sb3,rllib]'
+	SPIDER_BIN=$(abspath $(BIN)) $(INTEG_VENV)/bin/pip install --quiet './python[test,sb3,rllib]' moviepy
 	touch $@
 
 test-integrations: build

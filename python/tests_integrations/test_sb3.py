@@ -175,3 +175,48 @@ def test_maskable_ppo_learns_and_plays_legal_moves(server):
             eval_env.step(np.full(2, NUM_ACTIONS - 1))  # the deal, illegal once the stock is gone
     env.close()
     eval_env.close()
+
+
+@pytest.mark.limit(120)
+def test_make_vec_env_with_maskable_ppo(server):
+    """SB3's own make_vec_env on the registered id (it builds Monitor-wrapped
+    SpiderEnvs in a DummyVecEnv), then MaskablePPO on it, unmodified."""
+    from stable_baselines3.common.env_util import make_vec_env
+
+    import spider_env  # noqa: F401  (registers Spider-v0)
+
+    env = make_vec_env("Spider-v0", n_envs=2, seed=3, env_kwargs={"max_steps": 30, "address": server.address})
+    try:
+        assert is_masking_supported(env)
+        env.reset()
+        frames = env.get_images()  # SB3 renders with rgb_array
+        assert len(frames) == 2 and all(f.shape == (480, 640, 3) for f in frames)
+        model = MaskablePPO("MlpPolicy", env, n_steps=32, batch_size=32, n_epochs=1, seed=0, device="cpu")
+        model.learn(total_timesteps=128)
+        assert len(model.ep_info_buffer) > 0  # Monitor's episodes: info["episode"] was free
+    finally:
+        env.close()
+
+
+@pytest.mark.limit(120)
+def test_record_video(server, tmp_path):
+    """Gymnasium's RecordVideo films a game from render_mode="rgb_array"."""
+    pytest.importorskip("moviepy")
+    import gymnasium as gym
+
+    env = gym.wrappers.RecordVideo(
+        gym.make("Spider-v0", render_mode="rgb_array", max_steps=20, address=server.address),
+        str(tmp_path),
+        episode_trigger=lambda e: e == 0,
+    )
+    rng = np.random.default_rng(0)
+    try:
+        obs, info = env.reset(seed=1)
+        done = False
+        while not done:
+            obs, r, term, trunc, info = env.step(int(masked_sample(rng, info["action_mask"][None])[0]))
+            done = term or trunc
+    finally:
+        env.close()
+    videos = list(tmp_path.glob("*.mp4"))
+    assert len(videos) == 1 and videos[0].stat().st_size > 1000
