@@ -12,7 +12,7 @@ CC       ?= cc
 TAGS     ?= $(shell printf 'int main(void){return 0;}' | $(CC) -x c - -lopenblas -o /dev/null 2>/dev/null && echo openblas)
 GOTAGS   := -tags '$(TAGS)'
 
-.PHONY: all build run test pytest pylint lint vet fmt bench pybench fuzz race bound clean openblas test-integrations
+.PHONY: all build run test pytest pylint lint vet fmt bench pybench fuzz race bound soak clean openblas test-integrations
 
 all: build
 
@@ -104,6 +104,12 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzServe -fuzztime $(FUZZTIME) ./server/
 	$(GO) test -run '^$$' -fuzz FuzzReadCheckpoint -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./agents/nn/
 	$(GO) test -run '^$$' -fuzz FuzzReadRecord -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./record/
+
+# The server under the worst load its limits admit (largest batches,
+# pictures, oversize frames from many clients, on loopback, about 20 s):
+# fails if peak RSS passes --max-memory plus the stated constant.
+soak:
+	$(GO) test -count=1 -run TestServerRSSWithinMaxMemory -v ./server/
 
 race:
 	$(GO) test -race -short -count=1 ./...
