@@ -7,8 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"runtime"
-	"runtime/metrics"
 	"strings"
 	"testing"
 	"time"
@@ -17,31 +15,9 @@ import (
 
 	"github.com/spiderenv/spider/agents"
 	"github.com/spiderenv/spider/env"
+	"github.com/spiderenv/spider/internal/alloccount"
 	"github.com/spiderenv/spider/internal/msgpackcheck"
 )
-
-// allocated returns the bytes f allocates (TotalAlloc's growth: every
-// allocation counts, freed or not).
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
-
-// allocatedFast is allocated for the fuzz targets, which call it for every
-// input: it reads the heap's cumulative allocations through
-// runtime/metrics, which unlike ReadMemStats does not stop the world (it
-// may miss what sits in per-processor caches, a few kilobytes).
-func allocatedFast(f func()) uint64 {
-	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
-	metrics.Read(s)
-	before := s[0].Value.Uint64()
-	f()
-	metrics.Read(s)
-	return s[0].Value.Uint64() - before
-}
 
 // HostileRecord is the 116-byte record: a version, a game, a
 // player, and actions declared as 2^32-1 items that the file does not
@@ -89,7 +65,7 @@ func TestLoadRefusesHostileRecord(t *testing.T) {
 	}
 	var err error
 	start := time.Now()
-	got := allocated(func() { _, err = Load(p) })
+	got := alloccount.Bytes(func() { _, err = Load(p) })
 	if err == nil || err.Error() != p+": not a spider game record: the value at byte 111 declares more than the 0 bytes left" {
 		t.Fatalf("the 116-byte record: %v", err)
 	}
@@ -113,7 +89,7 @@ func TestLoadRefusesOversizedRecord(t *testing.T) {
 	f.Close()
 	var lerr error
 	start := time.Now()
-	got := allocated(func() { _, lerr = Load(p) })
+	got := alloccount.Bytes(func() { _, lerr = Load(p) })
 	want := fmt.Sprintf("%s: %d bytes, more than any valid file can have (%d)", p, 2<<30, MaxSize)
 	if lerr == nil || lerr.Error() != want {
 		t.Fatalf("a 2 GiB record: %v; want %q", lerr, want)
@@ -222,7 +198,7 @@ func FuzzReadRecord(f *testing.F) {
 func readRecord(t *testing.T, b []byte) {
 	var got Game
 	var err error
-	n := allocatedFast(func() { got, err = parse("fuzz.spider", b) })
+	n := alloccount.BytesFast(func() { got, err = parse("fuzz.spider", b) })
 	if limit := 32*uint64(len(b)) + 64<<20; n > limit {
 		t.Fatalf("reading %d bytes allocated %d", len(b), n)
 	}

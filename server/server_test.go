@@ -27,20 +27,7 @@ func start(t *testing.T, cfg Config) (*Server, string) {
 		t.Fatal(err)
 	}
 	srv := New(cfg)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Serve: %v", err)
-			}
-		case <-time.After(5 * time.Second):
-			t.Error("the server did not stop")
-		}
-	})
+	serveOn(t, srv, ln)
 	return srv, ln.Addr().String()
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -13,17 +12,8 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/spiderenv/spider/agents/nn"
+	"github.com/spiderenv/spider/internal/alloccount"
 )
-
-// allocated returns the bytes f allocates (TotalAlloc's growth: every
-// allocation counts, freed or not).
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
 
 // savedState saves a fresh tiny run into dir and returns its network and
 // its training state as a generic map, to change and save with saveState.
@@ -83,7 +73,7 @@ func TestResumeRefusesHostileCheckpoints(t *testing.T) {
 	}
 	var err error
 	start := time.Now()
-	got := allocated(func() { _, err = Resume(p, nil) })
+	got := alloccount.Bytes(func() { _, err = Resume(p, nil) })
 	if err == nil || !strings.HasPrefix(err.Error(), p+": not a spider checkpoint: ") {
 		t.Fatalf("the 35-byte checkpoint: %v", err)
 	}
@@ -102,7 +92,7 @@ func TestResumeRefusesNilHistory(t *testing.T) {
 	st["history"] = make([]any, 1<<18)
 	p := saveState(t, dir, "nil-history.spider", net, st)
 	var err error
-	got := allocated(func() { _, err = Resume(p, nil) })
+	got := alloccount.Bytes(func() { _, err = Resume(p, nil) })
 	if err == nil || !strings.HasPrefix(err.Error(), p+": unreadable training state: decoding would allocate more than") {
 		t.Fatalf("a history of nil lines: %v", err)
 	}

@@ -8,8 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"runtime"
-	"runtime/metrics"
 	"strings"
 	"testing"
 	"time"
@@ -17,31 +15,9 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/spiderenv/spider/env"
+	"github.com/spiderenv/spider/internal/alloccount"
 	"github.com/spiderenv/spider/internal/msgpackcheck"
 )
-
-// allocated returns the bytes f allocates (TotalAlloc's growth: every
-// allocation counts, freed or not).
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
-
-// allocatedFast is allocated for the fuzz targets, which call it for every
-// input: it reads the heap's cumulative allocations through
-// runtime/metrics, which unlike ReadMemStats does not stop the world (it
-// may miss what sits in per-processor caches, a few kilobytes).
-func allocatedFast(f func()) uint64 {
-	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
-	metrics.Read(s)
-	before := s[0].Value.Uint64()
-	f()
-	metrics.Read(s)
-	return s[0].Value.Uint64() - before
-}
 
 // smallNet is a network of a few thousand weights.
 func smallNet(t testing.TB) *Net {
@@ -111,7 +87,7 @@ func TestLoadRefusesHostileCheckpoints(t *testing.T) {
 		}
 		var err error
 		start := time.Now()
-		got := allocated(func() { _, _, err = Load(p) })
+		got := alloccount.Bytes(func() { _, _, err = Load(p) })
 		if err == nil || !strings.HasPrefix(err.Error(), p+": ") {
 			t.Errorf("%s: %v; want a refusal naming the file", name, err)
 			continue
@@ -148,7 +124,7 @@ func TestLoadRefusesOversizedFile(t *testing.T) {
 	f.Close()
 	var lerr error
 	start := time.Now()
-	got := allocated(func() { _, _, lerr = Load(p) })
+	got := alloccount.Bytes(func() { _, _, lerr = Load(p) })
 	want := fmt.Sprintf("%s: %d bytes, more than any valid file can have (%d)", p, MaxSize+1, MaxSize)
 	if lerr == nil || lerr.Error() != want {
 		t.Fatalf("a file of MaxSize+1 bytes: %v; want %q", lerr, want)
@@ -269,7 +245,7 @@ func readCheckpoint(t *testing.T, b []byte) {
 	var net *Net
 	var train msgpack.RawMessage
 	var err error
-	got := allocatedFast(func() { net, train, err = parse("fuzz.spider", b) })
+	got := alloccount.BytesFast(func() { net, train, err = parse("fuzz.spider", b) })
 	if limit := 32*uint64(len(b)) + 64<<20; got > limit {
 		t.Fatalf("reading %d bytes allocated %d", len(b), got)
 	}

@@ -18,7 +18,7 @@ const module = "github.com/spiderenv/spider/"
 // tier gives each package its layer; a package may import only packages of
 // a lower layer (so agents/nn, which agents imports, sits below it).
 var tier = map[string]int{
-	"internal/rng": 0, "internal/stats": 0, "internal/atomicfile": 0, "internal/msgpackcheck": 0,
+	"internal/rng": 0, "internal/stats": 0, "internal/atomicfile": 0, "internal/msgpackcheck": 0, "internal/alloccount": 0,
 	"env": 1, "env/envtest": 2, "picture": 2,
 	"agents/nn": 3, "agents": 4,
 	"server": 5, "train": 5, "record": 5,

@@ -6,23 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
-)
 
-// allocated returns the bytes f allocates (TotalAlloc's growth: every
-// allocation counts, freed or not).
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
+	"github.com/spiderenv/spider/internal/alloccount"
+)
 
 // TestSizeRefusesDeepNesting: msgpack decodes nested values recursively,
 // so a file of nothing but array openings must be refused before it
@@ -131,7 +122,7 @@ func TestAllocBoundsMsgpack(t *testing.T) {
 		}
 		var v everything
 		var derr error
-		got := allocated(func() { derr = msgpack.Unmarshal(b, &v) })
+		got := alloccount.Bytes(func() { derr = msgpack.Unmarshal(b, &v) })
 		// 4 KiB of slack: the decoder's own state and small buffers.
 		if int64(got) > est+4096 {
 			t.Errorf("%s: msgpack allocated %d bytes, the estimate is %d (decode error %v)", name, got, est, derr)
@@ -153,7 +144,7 @@ func TestDecodeRefusesNilItemsOfLargeStructs(t *testing.T) {
 	b := append([]byte{0x81, 0xa4, 'b', 'i', 'g', 's', 0xdd, 0, 4, 0, 0}, bytes.Repeat([]byte{0xc0}, n)...)
 	var v everything
 	var err error
-	got := allocated(func() { err = Decode(b, &v) })
+	got := alloccount.Bytes(func() { err = Decode(b, &v) })
 	var over errOverBudget
 	if !errors.As(err, &over) || !strings.HasPrefix(err.Error(), "decoding would allocate more than") {
 		t.Fatalf("%d nil items of a %d-byte struct: %v; want a refusal", n, reflect.TypeFor[big]().Size(), err)
@@ -238,7 +229,7 @@ func TestReadFileRefusesLargeFilesUnread(t *testing.T) {
 	}
 	f.Close()
 	var rerr error
-	got := allocated(func() { _, rerr = ReadFile(p, 1<<20) })
+	got := alloccount.Bytes(func() { _, rerr = ReadFile(p, 1<<20) })
 	if rerr == nil || rerr.Error() != p+": 1073741824 bytes, more than any valid file can have (1048576)" {
 		t.Fatalf("a 1 GiB file: %v", rerr)
 	}
