@@ -341,13 +341,15 @@ func (s *Server) handle(c net.Conn, peer string) {
 				cn.en.failure(nil, re)
 				err = cn.flush()
 			}
-			if err != nil && !errors.Is(err, io.EOF) {
+			if err != nil && !errors.Is(err, io.EOF) && !peerGone(err) {
 				s.cfg.Log.Printf("spider serve: %v: %v", c.RemoteAddr(), err)
 			}
 			return
 		}
 		if err := cn.serve(payload); err != nil {
-			s.cfg.Log.Printf("spider serve: %v: %v", c.RemoteAddr(), err)
+			if !peerGone(err) {
+				s.cfg.Log.Printf("spider serve: %v: %v", c.RemoteAddr(), err)
+			}
 			return
 		}
 		cn.shrinkFrame()
@@ -428,4 +430,11 @@ func (cn *conn) release() {
 	cn.frame, cn.en.buf, cn.req = nil, nil, request{}
 	cn.actions, cn.resetMask, cn.seedVals, cn.seeded, cn.packed, cn.picture, cn.hint = nil, nil, nil, nil, nil, nil, nil
 	cn.s.gaveBack(total)
+}
+
+// peerGone reports whether err says the client closed its end before its
+// reply was written: a client that says close and hangs up at once (the
+// Python client does) is not a server problem worth a log line.
+func peerGone(err error) bool {
+	return errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
 }

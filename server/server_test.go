@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -822,5 +824,24 @@ func TestResetSeeds(t *testing.T) {
 	one.Reset(42)
 	if got, want := rep["obs"].([]byte)[len(one.ObsCompact):2*len(one.ObsCompact)], one.ObsCompact; !bytes.Equal(got, want) {
 		t.Fatal("game 1 of a reset with seed 41 is not the game of seed 42")
+	}
+}
+
+// TestPeerGoneIsNotLogged checks which errors count as a client that hung
+// up (not logged) and which are the server's to report.
+func TestPeerGoneIsNotLogged(t *testing.T) {
+	gone := []error{
+		&net.OpError{Op: "write", Err: os.NewSyscallError("write", syscall.EPIPE)},
+		&net.OpError{Op: "read", Err: os.NewSyscallError("read", syscall.ECONNRESET)},
+	}
+	for _, err := range gone {
+		if !peerGone(err) {
+			t.Errorf("%v: not seen as a client that hung up", err)
+		}
+	}
+	for _, err := range []error{errors.New("frame too large"), os.ErrDeadlineExceeded, syscall.ENOMEM} {
+		if peerGone(err) {
+			t.Errorf("%v: taken for a client that hung up", err)
+		}
 	}
 }
