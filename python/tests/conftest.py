@@ -66,10 +66,9 @@ def masked_random(rng: np.random.Generator, masks: np.ndarray) -> np.ndarray:
 
 
 def masked_sample(rng: np.random.Generator, masks: np.ndarray) -> np.ndarray:
-    """One uniformly random legal action per row of masks (n x 1081, 0/1 or
-    bool); a row without a legal action fails the test."""
-    masks = np.asarray(masks).astype(bool)
+    """masked_random, for masks that must never have an empty row: one
+    without a legal action fails the test."""
+    masks = np.asarray(masks).astype(np.uint8)
     counts = masks.sum(axis=1)
     assert (counts > 0).all(), f"empty mask rows: {np.flatnonzero(counts == 0).tolist()}"
-    keys = rng.random(masks.shape)
-    return np.where(masks, keys, -1.0).argmax(axis=1)
+    return masked_random(rng, masks)

@@ -8,15 +8,12 @@ time: past it the test fails with TimeoutError (SIGALRM, main thread).
 
 from __future__ import annotations
 
-import os
-import shutil
+import importlib.util
 import signal
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
 
-import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -49,41 +46,13 @@ def _time_limit(request: pytest.FixtureRequest) -> Iterator[None]:
         signal.signal(signal.SIGALRM, old)
 
 
-@pytest.fixture(scope="session", autouse=True)
-def spider_bin() -> str:
-    """The spider binary: $SPIDER_BIN, else bin/spider built now with go build."""
-    env = os.environ.get("SPIDER_BIN")
-    if env:
-        return env
-    out = REPO / "bin" / "spider"
-    go = shutil.which("go")
-    if go is None:
-        if not out.is_file():
-            pytest.skip("the spider server cannot be built: no go toolchain and no bin/spider")
-    else:
-        p = subprocess.run(
-            [go, "build", "-o", str(out), "./cmd/spider"], cwd=REPO, capture_output=True, text=True, timeout=600
-        )
-        if p.returncode != 0:
-            pytest.fail(f"go build ./cmd/spider failed:\n{p.stdout}{p.stderr}", pytrace=False)
-    os.environ["SPIDER_BIN"] = str(out)
-    return str(out)
-
-
-@pytest.fixture(scope="session")
-def server(spider_bin: str) -> Iterator[object]:
-    """One server shared by the tests that do not start their own."""
-    from spider_env import SpiderServer
-
-    with SpiderServer(spider_bin) as s:
-        yield s
-
-
-def masked_sample(rng: np.random.Generator, masks: np.ndarray) -> np.ndarray:
-    """One uniformly random legal action per row of masks (n x 1081, 0/1 or
-    bool); a row without a legal action fails the test."""
-    masks = np.asarray(masks).astype(bool)
-    counts = masks.sum(axis=1)
-    assert (counts > 0).all(), f"empty mask rows: {np.flatnonzero(counts == 0).tolist()}"
-    keys = rng.random(masks.shape)
-    return np.where(masks, keys, -1.0).argmax(axis=1)
+# The binary, the shared server and the sampler are the default suite's
+# (python/tests/conftest.py), loaded under a name of their own since both
+# files are "conftest".
+_spec = importlib.util.spec_from_file_location("spider_tests_conftest", REPO / "python" / "tests" / "conftest.py")
+assert _spec is not None and _spec.loader is not None
+_default = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_default)
+spider_bin = _default.spider_bin
+server = _default.server
+masked_sample = _default.masked_sample
