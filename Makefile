@@ -12,7 +12,7 @@ CC       ?= cc
 TAGS     ?= $(shell printf 'int main(void){return 0;}' | $(CC) -x c - -lopenblas -o /dev/null 2>/dev/null && echo openblas)
 GOTAGS   := -tags '$(TAGS)'
 
-.PHONY: all build run test pytest pylint lint vet fmt bench pybench fuzz race bound soak clean openblas test-integrations
+.PHONY: all build run test pytest pylint lint vet fmt bench pybench fuzz race bound soak clean openblas test-integrations results results-eval
 
 all: build
 
@@ -113,6 +113,28 @@ soak:
 
 race:
 	$(GO) test -race -short -count=1 ./...
+
+# The results table of docs/results.md, generated from the eval reports in
+# docs/results/ (spider eval --suite NAME --json): `make results` rewrites
+# the section between its markers from whatever reports are there.
+# `make results-eval` first plays RESULTS_POLICIES on RESULTS_SUITES (every
+# test suite by default) into docs/results/SUITE-RESULTS_NAME.json, e.g.
+#   make results-eval RESULTS_POLICIES=search RESULTS_NAME=search RESULTS_SUITES=classic-1suit-test
+RESULTS_SUITES   ?= classic-1suit-test classic-2suit-test classic-4suit-test cardems-1suit-test
+RESULTS_POLICIES ?= random,greedy
+RESULTS_NAME     ?= baselines
+RESULTS_FLAGS    ?=
+
+results: build
+	$(BIN) results --update docs/results.md docs/results/*.json
+
+results-eval: build
+	mkdir -p docs/results
+	for s in $(RESULTS_SUITES); do \
+		$(BIN) eval --suite $$s --policies $(RESULTS_POLICIES) $(RESULTS_FLAGS) --json > docs/results/.$$s-$(RESULTS_NAME).json.tmp && \
+		mv docs/results/.$$s-$(RESULTS_NAME).json.tmp docs/results/$$s-$(RESULTS_NAME).json || { rm -f docs/results/.$$s-$(RESULTS_NAME).json.tmp; exit 1; }; \
+	done
+	$(MAKE) results
 
 # The face-up bound measurement quoted in the README (about an hour on 2 cores).
 bound:

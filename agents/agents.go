@@ -66,6 +66,19 @@ func (v View) Score() int { return v.s.Score() }
 // Steps returns the number of actions taken.
 func (v View) Steps() int { return v.s.Steps() }
 
+// ObserveCompact writes the compact observation of the game (what a player
+// sees; no hidden card) into dst and returns dst[:Rules().CompactLen()].
+func (v View) ObserveCompact(dst []uint8) []uint8 { return v.s.ObserveCompact(dst) }
+
+// ObserveFloat32 writes the float32 observation of the game into dst and
+// returns dst[:Rules().Float32Len()].
+func (v View) ObserveFloat32(dst []float32) []float32 { return v.s.ObserveFloat32(dst) }
+
+// Mask writes the game's action mask (1 for a legal id) into dst, which
+// holds at least env.NumActions bytes, and returns the number of legal
+// actions.
+func (v View) Mask(dst []uint8) int { return v.s.Mask(dst) }
+
 // Sample returns a full game that looks the same as this one, with every
 // unseen card dealt anew at random from seed: what a search agent plays
 // instead of peeking.
@@ -98,6 +111,7 @@ type Options struct {
 // makers are the agents by name.
 var makers = map[string]func(Options) Agent{
 	"random": func(Options) Agent { return &Random{} },
+	"first":  func(Options) Agent { return First{} },
 	"greedy": func(Options) Agent { return &Greedy{} },
 	"search": func(o Options) Agent { return &Search{Nodes: o.Nodes} },
 	"oracle": func(o Options) Agent { return &Search{Nodes: o.Nodes, Peek: true} },

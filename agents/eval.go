@@ -43,45 +43,74 @@ func EvaluateWith(ctx context.Context, r env.Rules, policies []string, makers []
 	if len(makers) != len(policies) {
 		return nil, fmt.Errorf("agents: %d makers for %d policies", len(makers), len(policies))
 	}
-	for i, m := range makers {
-		if err := CheckRules(m(), r); err != nil {
-			return nil, fmt.Errorf("%s: %v", policies[i], err)
+	ps := make([]Policy, len(policies))
+	for i := range ps {
+		ps[i] = Policy{Name: policies[i], Maker: makers[i]}
+	}
+	return EvaluatePolicies(ctx, r, ps, seeds, workers, progress)
+}
+
+// EvaluatePolicies is Evaluate for any mix of policies: those with a Maker
+// share workers goroutines (0: GOMAXPROCS), each game on one of them, and
+// each BatchAgent plays its games in a goroutine of its own, Width() at a
+// time, on the same deals. A batch agent's failed games are results with
+// Failure set; the evaluation goes on.
+func EvaluatePolicies(ctx context.Context, r env.Rules, ps []Policy, seeds []uint64, workers int, progress func(done, total int)) (*Evaluation, error) {
+	var local []int // the policies played by the worker pool
+	for i, p := range ps {
+		switch {
+		case (p.Maker == nil) == (p.Batch == nil):
+			return nil, fmt.Errorf("agents: policy %s needs a maker or a batch agent, one of them", p.Name)
+		case p.Maker != nil:
+			if err := CheckRules(p.Maker(), r); err != nil {
+				return nil, fmt.Errorf("%s: %v", p.Name, err)
+			}
+			local = append(local, i)
 		}
 	}
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	ev := &Evaluation{Rules: r, Policies: policies, Seeds: seeds, Results: make([][]Result, len(policies))}
-	for i := range ev.Results {
+	ev := &Evaluation{Rules: r, Seeds: seeds, Results: make([][]Result, len(ps))}
+	for i, p := range ps {
+		ev.Policies = append(ev.Policies, p.Name)
 		ev.Results[i] = make([]Result, len(seeds))
 	}
-	total := len(policies) * len(seeds)
-	var next, done atomic.Int64
+	total := len(ps) * len(seeds)
+	var done atomic.Int64
 	var mu sync.Mutex
+	count := func() {
+		n := int(done.Add(1))
+		if progress != nil {
+			mu.Lock()
+			progress(n, total)
+			mu.Unlock()
+		}
+	}
 	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			agents := make([]Agent, len(makers))
-			for i, m := range makers {
-				agents[i] = m()
+	for i, p := range ps {
+		if p.Batch != nil {
+			wg.Go(func() { playBatch(ctx, r, seeds, p.Batch, ev.Results[i], count) })
+		}
+	}
+	jobs := len(local) * len(seeds)
+	var next atomic.Int64
+	for range min(workers, jobs) {
+		wg.Go(func() {
+			agents := make([]Agent, len(ps))
+			for _, i := range local {
+				agents[i] = ps[i].Maker()
 			}
 			for ctx.Err() == nil {
 				j := int(next.Add(1) - 1)
-				if j >= total {
+				if j >= jobs {
 					return
 				}
-				p, g := j%len(policies), j/len(policies)
+				p, g := local[j%len(local)], j/len(local)
 				ev.Results[p][g] = Play(r, seeds[g], agents[p])
-				n := int(done.Add(1))
-				if progress != nil {
-					mu.Lock()
-					progress(n, total)
-					mu.Unlock()
-				}
+				count()
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {

@@ -21,6 +21,22 @@ func (r *Random) Act(v View) Decision {
 	return Decision{Action: l[r.g.IntN(len(l))], Reason: "chosen at random"}
 }
 
+// First plays the legal action with the lowest id. It is a reference, not
+// a player: the tests of remote agents compare an agent outside the
+// process that does the same with it, deal for deal.
+type First struct{}
+
+// Name returns "first".
+func (First) Name() string { return "first" }
+
+// Begin does nothing: First needs no seed.
+func (First) Begin(uint64) {}
+
+// Act plays the first legal action.
+func (First) Act(v View) Decision {
+	return Decision{Action: v.Legal()[0], Reason: "the first legal action"}
+}
+
 // Greedy scores every legal move by what a player can see it does and plays
 // the best, dealing only when no move does anything useful. In order of
 // weight: a move that completes a King-to-Ace run; one that turns a

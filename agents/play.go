@@ -15,6 +15,11 @@ type Result struct {
 	Moves   int
 	Elapsed time.Duration
 	Actions []env.Action // every action, in order, for records and replays
+	// Failure, when not empty, says why the game stopped before its end:
+	// an agent outside the process answered an illegal action, too late,
+	// or not at all. Such a game is not won; Score, Runs and Moves are the
+	// position's when it stopped.
+	Failure string
 }
 
 // Play plays the game of seed under r with a to its end (won, lost or

@@ -33,6 +33,7 @@ var commands = map[string]command{
 	"eval":    {"compare policies on the same deals, with confidence intervals and paired tests", "", evalCommand},
 	"play":    {"play a game in the terminal, with undo and hints", "", playCommand},
 	"replay":  {"step through a recorded game", "FILE", replayCommand},
+	"results": {"tabulate spider eval --suite --json files as Markdown (docs/results.md)", "FILE...", resultsCommand},
 	"train":   {"train a neural policy with PPO (gorgonia) on the batch stepper", "", trainCommand},
 	"version": {"print the program's version and the commit it was built from", "", versionCommand},
 }
@@ -68,7 +69,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "spider %s: %v\n", args[0], err)
 		return 2
 	}
-	if want := len(strings.Fields(cmd.args)); fs.NArg() != want {
+	// An argument ending in "..." takes one or more.
+	if want := len(strings.Fields(cmd.args)); fs.NArg() != want && !(strings.HasSuffix(cmd.args, "...") && fs.NArg() >= want) {
 		if want == 0 {
 			fmt.Fprintf(stderr, "spider %s: unexpected arguments %q\n", args[0], fs.Args())
 		} else {

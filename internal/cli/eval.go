@@ -2,18 +2,25 @@ package cli
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/spiderenv/spider/agents"
+	"github.com/spiderenv/spider/agents/remote"
+	"github.com/spiderenv/spider/agents/suites"
 	"github.com/spiderenv/spider/env"
 	"github.com/spiderenv/spider/internal/stats"
 	"github.com/spiderenv/spider/record"
@@ -30,13 +37,31 @@ type evalOptions struct {
 	nodes    int
 	record   string
 	out      outputFlags
+	// suite names a benchmark suite (agents/suites): its deals, rules,
+	// suits and step limit. listSuites prints them instead of playing.
+	suite      string
+	listSuites bool
+	// remoteTimeout bounds each answer of a remote agent; remoteWidth is
+	// how many of its games one request carries.
+	remoteTimeout time.Duration
+	remoteWidth   int
+	// perGame adds every game's result to the JSON.
+	perGame bool
+	// set holds the flags given on the command line, to tell a --suits 1
+	// that contradicts a suite from the default.
+	set map[string]bool
 }
 
 func evalCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, io.Writer, io.Writer) error {
 	var o evalOptions
 	o.game = env.DefaultOptions()
 	registerGameFlags(fs, &o.game)
-	fs.StringVar(&o.policies, "policies", "random,greedy", "comma-separated policies to compare: "+strings.Join(agents.Names(), ", ")+", nn:CHECKPOINT")
+	fs.StringVar(&o.policies, "policies", "random,greedy", "comma-separated policies to compare: "+strings.Join(agents.Names(), ", ")+", nn:CHECKPOINT, remote:ADDRESS (an agent on unix:/path or a loopback host:port; PROTOCOL.md)")
+	fs.StringVar(&o.suite, "suite", "", "play a benchmark suite's deals under its rules, suits and step limit: "+strings.Join(suites.Names(), ", "))
+	fs.BoolVar(&o.listSuites, "list-suites", false, "list the benchmark suites and exit")
+	fs.DurationVar(&o.remoteTimeout, "remote-timeout", remote.DefaultTimeout, "how long a remote agent may take to answer one request; past it the request's games fail")
+	fs.BoolVar(&o.perGame, "per-game", false, "with --json, also list every game's result (seed, score, moves, a hash of its actions)")
+	fs.IntVar(&o.remoteWidth, "remote-batch", remote.DefaultWidth, "games a remote agent is sent per request (1 to 4096)")
 	fs.StringVar(&o.seeds, "seeds", "", "deals to play: a list and ranges, e.g. 1,5,10-19 (overrides --games)")
 	fs.IntVar(&o.games, "games", 100, "deals to play: seeds --start to --start+games-1")
 	fs.Uint64Var(&o.start, "start", 1, "first seed with --games")
@@ -45,8 +70,76 @@ func evalCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, i
 	fs.StringVar(&o.record, "record", "", "save every game into this folder as POLICY-SEED.spider (see spider replay)")
 	o.out.register(fs)
 	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+		o.set = map[string]bool{}
+		fs.Visit(func(f *pflag.Flag) { o.set[f.Name] = true })
 		return runEval(ctx, o, stdout, stderr)
 	}
+}
+
+// suiteFixed are the game flags a suite fixes: given with --suite, they
+// must agree with it. The others (--obs, --face-up-slots, --shaping) change
+// only what a policy is shown or rewarded, not the games.
+var suiteFixed = []string{"rules", "suits", "max-steps", "time-per-action-ms"}
+
+// applySuite sets o's deals and game options from its suite, refusing
+// flags that contradict it.
+func applySuite(o *evalOptions) (*suites.Suite, []uint64, error) {
+	s, err := suites.Lookup(o.suite)
+	if err != nil {
+		return nil, nil, usageError{err}
+	}
+	for _, f := range []string{"seeds", "games", "start"} {
+		if o.set[f] {
+			return nil, nil, usageError{fmt.Errorf("--suite %s fixes the deals: drop --%s", s.Name, f)}
+		}
+	}
+	want := s.Options()
+	for _, name := range suiteFixed {
+		if !o.set[name] {
+			continue
+		}
+		for _, f := range env.OptionFields() {
+			if f.Flag == name && f.Text(o.game) != f.Text(want) {
+				return nil, nil, usageError{fmt.Errorf("--suite %s plays --%s %s, not %s: drop --%s", s.Name, name, f.Text(want), f.Text(o.game), name)}
+			}
+		}
+	}
+	o.game.RuleSet, o.game.Suits, o.game.MaxSteps, o.game.TimePerActionMs = want.RuleSet, want.Suits, want.MaxSteps, want.TimePerActionMs
+	return &s, s.Seeds(), nil
+}
+
+// suiteRow is a suite as --list-suites shows it.
+type suiteRow struct {
+	suites.Suite
+	LastSeed uint64 `json:"last_seed"`
+}
+
+func listSuites(w io.Writer, o evalOptions) error {
+	var rows []suiteRow
+	for _, s := range suites.All() {
+		rows = append(rows, suiteRow{s, s.First + uint64(s.Count) - 1})
+	}
+	header := []string{"name", "version", "purpose", "rules", "suits", "max_steps", "first_seed", "last_seed", "deals"}
+	done, err := o.out.write(w, rows, header, func() (out [][]string) {
+		for _, r := range rows {
+			out = append(out, []string{r.Name, r.Version, r.Purpose, r.RuleSet.String(), strconv.Itoa(r.Suits), strconv.Itoa(r.MaxSteps),
+				strconv.FormatUint(r.First, 10), strconv.FormatUint(r.LastSeed, 10), strconv.Itoa(r.Count)})
+		}
+		return out
+	})
+	if done || err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "suite\tversion\tpurpose\trules\tsuits\tstep limit\tseeds\tdeals")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d-%d\t%d\n", r.Name, r.Version, r.Purpose, r.RuleSet, r.Suits, r.MaxSteps, r.First, r.LastSeed, r.Count)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "\ntest suites: report results on them, never tune on them; dev suites: tune on them (seeds 1-50000)")
+	return nil
 }
 
 // parseSeeds reads "1,5,10-19".
@@ -80,7 +173,13 @@ func parseSeeds(s string) ([]uint64, error) {
 
 // policySummary is one policy's line of the table.
 type policySummary struct {
-	Policy    string  `json:"policy"`
+	Policy string `json:"policy"`
+	// Spec is the policy as --policies named it (remote:unix:/tmp/a.sock).
+	Spec string `json:"spec"`
+	// Failures counts the games that stopped early because a remote agent
+	// answered an illegal action, too late or not at all; they count as
+	// not won, at the score they had.
+	Failures  int     `json:"failures"`
 	Games     int     `json:"games"`
 	Wins      int     `json:"wins"`
 	WinRate   float64 `json:"win_rate"`
@@ -109,26 +208,107 @@ type comparison struct {
 	GamesPairs int     `json:"pairs"`
 }
 
+// evalSchema names the layout of eval's JSON (docs/results.md, "The eval
+// JSON schema"): a field may be added under the same name, never removed
+// or changed in meaning.
+const evalSchema = "spider-eval/1"
+
 // evalReport is the whole result. The game's options are embedded, so
 // JSON carries each under its own key (rules, suits, max_steps, ...).
 type evalReport struct {
+	Schema string `json:"schema"`
+	// Suite is the benchmark suite played, nil for deals named by seed.
+	Suite *suites.Suite `json:"suite"`
 	env.Options
 	Seeds       int             `json:"deals"`
+	SeedList    string          `json:"seeds"`
+	Program     string          `json:"program_version"`
 	Policies    []policySummary `json:"policies"`
 	Comparisons []comparison    `json:"comparisons"`
+	Failures    []gameFailure   `json:"failures"`
+	// Games is every game, policy by policy, with --per-game.
+	Games []gameRow `json:"games,omitempty"`
+}
+
+// gameRow is one game's result. ActionsHash (the first 16 hex digits of
+// the SHA-256 of the actions as little-endian uint16s) tells whether two
+// policies played the same game move for move.
+type gameRow struct {
+	Policy      string `json:"policy"`
+	Seed        uint64 `json:"seed"`
+	Won         bool   `json:"won"`
+	Score       int    `json:"score"`
+	Runs        int    `json:"runs"`
+	Moves       int    `json:"moves"`
+	Failure     string `json:"failure,omitempty"`
+	ActionsHash string `json:"actions_sha256"`
+}
+
+func actionsHash(actions []env.Action) string {
+	h := sha256.New()
+	var b [2]byte
+	for _, a := range actions {
+		binary.LittleEndian.PutUint16(b[:], uint16(a))
+		h.Write(b[:])
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
+}
+
+// gameFailure is one game that stopped early.
+type gameFailure struct {
+	Policy string `json:"policy"`
+	Seed   uint64 `json:"seed"`
+	Moves  int    `json:"moves"`
+	Reason string `json:"reason"`
+}
+
+// seedRanges writes seeds as "1-200" or "1,5,10-19".
+func seedRanges(seeds []uint64) string {
+	var b strings.Builder
+	for i := 0; i < len(seeds); {
+		j := i
+		for j+1 < len(seeds) && seeds[j+1] == seeds[j]+1 {
+			j++
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		if j == i {
+			fmt.Fprintf(&b, "%d", seeds[i])
+		} else {
+			fmt.Fprintf(&b, "%d-%d", seeds[i], seeds[j])
+		}
+		i = j + 1
+	}
+	return b.String()
 }
 
 func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error {
+	if o.listSuites {
+		if err := o.out.check(); err != nil {
+			return err
+		}
+		return listSuites(stdout, o)
+	}
+	var suite *suites.Suite
+	var seeds []uint64
+	var err error
+	if o.suite != "" {
+		if suite, seeds, err = applySuite(&o); err != nil {
+			return err
+		}
+	}
 	r, err := gameRules(o.game)
 	if err != nil {
 		return err
 	}
-	var seeds []uint64
-	if o.seeds != "" {
+	switch {
+	case suite != nil:
+	case o.seeds != "":
 		if seeds, err = parseSeeds(o.seeds); err != nil {
 			return usageError{err}
 		}
-	} else {
+	default:
 		if o.games < 1 || o.games > 10_000_000 {
 			return usageError{fmt.Errorf("games must be 1 to 10,000,000")}
 		}
@@ -140,20 +320,34 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 			seeds = append(seeds, o.start+uint64(i))
 		}
 	}
-	var policies []string
+	var specs []string
 	for _, p := range strings.Split(o.policies, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			if _, err := agents.NewWith(p, agents.Options{Nodes: o.nodes}); err != nil {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		if addr, ok := strings.CutPrefix(p, "remote:"); ok {
+			if _, _, err := remote.ParseAddress(addr); err != nil {
 				return usageError{err}
 			}
-			policies = append(policies, p)
+		} else if _, err := agents.NewWith(p, agents.Options{Nodes: o.nodes}); err != nil {
+			return usageError{err}
 		}
+		specs = append(specs, p)
 	}
-	if len(policies) == 0 {
+	if len(specs) == 0 {
 		return usageError{fmt.Errorf("no policy to evaluate")}
 	}
 	if o.workers < 0 {
 		return usageError{fmt.Errorf("--workers %d is negative (0: GOMAXPROCS)", o.workers)}
+	}
+	if o.remoteTimeout <= 0 {
+		o.remoteTimeout = remote.DefaultTimeout
+	}
+	if o.remoteWidth == 0 {
+		o.remoteWidth = remote.DefaultWidth
+	}
+	if o.remoteWidth < 1 || o.remoteWidth > remote.MaxWidth {
+		return usageError{fmt.Errorf("--remote-batch %d: want 1 to %d", o.remoteWidth, remote.MaxWidth)}
 	}
 	if o.record != "" {
 		// The games are saved after the last one is played: a folder that
@@ -168,13 +362,37 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	if err := o.out.check(); err != nil {
 		return err
 	}
+	// Remote agents are connected last, once every flag is known good, and
+	// before any game: an agent that is not there fails the eval at once.
+	policies := make([]agents.Policy, len(specs))
+	labels := make([]string, len(specs))
+	for i, p := range specs {
+		policies[i].Name, labels[i] = p, agents.Label(p)
+		addr, ok := strings.CutPrefix(p, "remote:")
+		if !ok {
+			if policies[i].Maker, err = agents.NewWith(p, agents.Options{Nodes: o.nodes}); err != nil {
+				return usageError{err}
+			}
+			continue
+		}
+		a, err := remote.Dial(ctx, addr, remote.Options{Rules: r, Timeout: o.remoteTimeout, Width: o.remoteWidth, Policy: p})
+		if err != nil {
+			return err
+		}
+		defer a.Close()
+		policies[i].Batch = a
+		if a.Name() != "" {
+			labels[i] = a.Name() + " (remote)"
+		}
+	}
+	labels = uniqueLabels(labels, specs)
 	prog := newProgress(stderr)
-	ev, err := agents.Evaluate(ctx, r, policies, seeds, o.workers, agents.Options{Nodes: o.nodes}, func(done, total int) {
+	ev, err := agents.EvaluatePolicies(ctx, r, policies, seeds, o.workers, func(done, total int) {
 		if !prog.due(done, total) {
 			return
 		}
-		// Evaluate counts games, every policy's on every deal, handing
-		// them out deal by deal; the user asked for deals, so count those.
+		// Evaluate counts games, every policy's on every deal; the user
+		// asked for deals, so count those.
 		deals := done / len(policies)
 		const width = 30
 		bar := strings.Repeat("#", deals*width/len(seeds)) + strings.Repeat(".", width-deals*width/len(seeds))
@@ -189,7 +407,34 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 			return err
 		}
 	}
-	return writeEval(stdout, summarize(ev), o)
+	rep := summarize(ev, labels)
+	rep.Suite = suite
+	if o.perGame {
+		for p, results := range ev.Results {
+			for _, x := range results {
+				rep.Games = append(rep.Games, gameRow{Policy: rep.Policies[p].Policy, Seed: x.Seed, Won: x.Won, Score: x.Score, Runs: x.Runs,
+					Moves: x.Moves, Failure: x.Failure, ActionsHash: actionsHash(x.Actions)})
+			}
+		}
+	}
+	return writeEval(stdout, rep, o)
+}
+
+// uniqueLabels makes labels distinct, so that two remote agents giving the
+// same name stay apart in the tables: a repeated label gets its spec.
+func uniqueLabels(labels, specs []string) []string {
+	count := map[string]int{}
+	for _, l := range labels {
+		count[l]++
+	}
+	out := make([]string, len(labels))
+	for i, l := range labels {
+		out[i] = l
+		if count[l] > 1 && l != specs[i] {
+			out[i] = l + " [" + specs[i] + "]"
+		}
+	}
+	return out
 }
 
 // saveRecords writes every game of ev into dir.
@@ -223,8 +468,16 @@ func fileSafe(name string) string {
 	}, name)
 }
 
-func summarize(ev *agents.Evaluation) evalReport {
-	rep := evalReport{Options: ev.Rules.Options(), Seeds: len(ev.Seeds)}
+// summarize computes the report of ev; labels[p] names policy p in the
+// tables (nil: agents.Label of its name).
+func summarize(ev *agents.Evaluation, labels []string) evalReport {
+	if labels == nil {
+		for _, p := range ev.Policies {
+			labels = append(labels, agents.Label(p))
+		}
+	}
+	rep := evalReport{Schema: evalSchema, Options: ev.Rules.Options(), Seeds: len(ev.Seeds), SeedList: seedRanges(ev.Seeds), Program: programVersion(),
+		Policies: []policySummary{}, Comparisons: []comparison{}, Failures: []gameFailure{}}
 	column := func(res []agents.Result, f func(agents.Result) float64) []float64 {
 		out := make([]float64, len(res))
 		for i, x := range res {
@@ -235,11 +488,15 @@ func summarize(ev *agents.Evaluation) evalReport {
 	score := func(x agents.Result) float64 { return float64(x.Score) }
 	runs := func(x agents.Result) float64 { return float64(x.Runs) }
 	for p, res := range ev.Results {
-		s := policySummary{Policy: agents.Label(ev.Policies[p]), Games: len(res)}
+		s := policySummary{Policy: labels[p], Spec: ev.Policies[p], Games: len(res)}
 		var moves, ms float64
 		for _, x := range res {
 			if x.Won {
 				s.Wins++
+			}
+			if x.Failure != "" {
+				s.Failures++
+				rep.Failures = append(rep.Failures, gameFailure{Policy: labels[p], Seed: x.Seed, Moves: x.Moves, Reason: x.Failure})
 			}
 			moves += float64(x.Moves)
 			ms += float64(x.Elapsed) / 1e6
@@ -256,7 +513,7 @@ func summarize(ev *agents.Evaluation) evalReport {
 	}
 	for a := range ev.Results {
 		for b := a + 1; b < len(ev.Results); b++ {
-			c := comparison{A: agents.Label(ev.Policies[a]), B: agents.Label(ev.Policies[b]), GamesPairs: len(ev.Seeds)}
+			c := comparison{A: labels[a], B: labels[b], GamesPairs: len(ev.Seeds)}
 			for i := range ev.Seeds {
 				wa, wb := ev.Results[a][i].Won, ev.Results[b][i].Won
 				if wa && !wb {
@@ -276,17 +533,21 @@ func summarize(ev *agents.Evaluation) evalReport {
 }
 
 func writeEval(w io.Writer, rep evalReport, o evalOptions) error {
-	header := []string{"rules", "suits", "policy", "games", "wins", "win_rate", "win_lo95", "win_hi95", "mean_score", "score_ci95", "mean_runs", "runs_ci95", "mean_moves", "ms_per_game", "ms_per_move"}
+	header := []string{"rules", "suits", "policy", "games", "wins", "win_rate", "win_lo95", "win_hi95", "mean_score", "score_ci95", "mean_runs", "runs_ci95", "mean_moves", "ms_per_game", "ms_per_move", "failures", "suite", "max_steps"}
 	done, err := o.out.write(w, rep, header, func() (rows [][]string) {
 		f := func(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
 		for _, p := range rep.Policies {
 			rows = append(rows, []string{rep.RuleSet.String(), strconv.Itoa(rep.Suits), p.Policy, strconv.Itoa(p.Games), strconv.Itoa(p.Wins), f(p.WinRate), f(p.WinLo), f(p.WinHi),
-				f(p.Score), f(p.ScoreHalf), f(p.Runs), f(p.RunsHalf), f(p.Moves), f(p.MsPerGame), f(p.MsPerMove)})
+				f(p.Score), f(p.ScoreHalf), f(p.Runs), f(p.RunsHalf), f(p.Moves), f(p.MsPerGame), f(p.MsPerMove),
+				strconv.Itoa(p.Failures), suiteName(rep.Suite), strconv.Itoa(rep.MaxSteps)})
 		}
 		return rows
 	})
 	if done || err != nil {
 		return err
+	}
+	if rep.Suite != nil {
+		fmt.Fprintf(w, "suite %s (version %s): ", rep.Suite.Name, rep.Suite.Version)
 	}
 	fmt.Fprintf(w, "%s, %d suit(s), %d deals, step limit %d\n\n", rep.RuleSet, rep.Suits, rep.Seeds, rep.MaxSteps)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -298,6 +559,7 @@ func writeEval(w io.Writer, rep evalReport, o evalOptions) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	writeFailures(w, rep)
 	if len(rep.Comparisons) == 0 {
 		return nil
 	}
@@ -308,4 +570,41 @@ func writeEval(w io.Writer, rep evalReport, o evalOptions) error {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.3g\t%+.1f\t%.3g\t%+.2f\t%.3g\t\n", c.A, c.B, c.OnlyAWon, c.OnlyBWon, c.WinsP, c.ScoreDiff, c.ScoreP, c.RunsDiff, c.RunsP)
 	}
 	return tw.Flush()
+}
+
+func suiteName(s *suites.Suite) string {
+	if s == nil {
+		return ""
+	}
+	return s.Name
+}
+
+// failuresShown is how many failed games per policy the text output lists;
+// --json lists them all.
+const failuresShown = 20
+
+// writeFailures lists the games that stopped early, per policy.
+func writeFailures(w io.Writer, rep evalReport) {
+	if len(rep.Failures) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nfailed games (stopped early; counted as not won, at their score):")
+	shown := map[string]int{}
+	for _, f := range rep.Failures {
+		if shown[f.Policy]++; shown[f.Policy] <= failuresShown {
+			fmt.Fprintf(w, "  %s, seed %d, after %d moves: %s\n", f.Policy, f.Seed, f.Moves, f.Reason)
+		}
+	}
+	for _, p := range rep.Policies {
+		if n := shown[p.Policy] - failuresShown; n > 0 {
+			fmt.Fprintf(w, "  %s: %d more (--json lists every one)\n", p.Policy, n)
+		}
+	}
+}
+
+// programVersion is the version line of spider version without "spider ":
+// the version, the commit when Go recorded it, and the toolchain.
+func programVersion() string {
+	info, _ := debug.ReadBuildInfo()
+	return strings.TrimPrefix(versionLine(Version, info), "spider ")
 }

@@ -27,9 +27,11 @@ from ._server import SpiderServer, find_binary
 from ._version import __version__
 from .config import SpiderConfig
 from .envs import SpiderEnv, SpiderVectorEnv
+from .policy import POLICY_PROTOCOL_VERSION, PolicyServer, evaluate, serve_policy
 
 __all__ = [
     "NUM_ACTIONS",
+    "POLICY_PROTOCOL_VERSION",
     "PROTOCOL_VERSION",
     "Address",
     "Client",
@@ -37,6 +39,7 @@ __all__ = [
     "HintReply",
     "MakeReply",
     "ObsArray",
+    "PolicyServer",
     "SpiderConfig",
     "SpiderEnv",
     "SpiderError",
@@ -44,7 +47,9 @@ __all__ = [
     "SpiderVectorEnv",
     "StepReply",
     "__version__",
+    "evaluate",
     "find_binary",
+    "serve_policy",
 ]
 
 ENV_ID = "Spider-v0"

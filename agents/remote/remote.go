@@ -1,0 +1,486 @@
+// Package remote plays policies that live in another process: an agent
+// listening on a Unix socket or a loopback TCP port, speaking the policy
+// agent protocol of PROTOCOL.md (msgpack maps in length-prefixed frames,
+// as the server's). spider eval connects to the agent, says hello with the
+// game's options, then sends the agent batches of games (observations,
+// masks and, if the agent asks, the visible board) and reads back one
+// action id per game.
+//
+// The agent sees what a player sees and nothing else: the observation
+// (which shows no hidden card), the mask, the visible board, and an
+// opaque slot number per game. Never the seed, from which the hidden
+// cards could be dealt again.
+package remote
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/spiderenv/spider/agents"
+	"github.com/spiderenv/spider/env"
+	"github.com/spiderenv/spider/internal/msgpackcheck"
+)
+
+// Version is the policy agent protocol's version.
+const Version = 1
+
+// MaxWidth is the most games one request may hold.
+const MaxWidth = 4096
+
+// maxReply bounds an agent's reply frame: an action per game takes at
+// most 9 bytes as a msgpack integer, and an error message is short.
+const maxReply = 1 << 20
+
+// Options configure a connection to an agent.
+type Options struct {
+	// Rules are the games' rules, observation encoding included.
+	Rules env.Rules
+	// Timeout bounds the wait for each reply (hello's included); 0 means
+	// DefaultTimeout.
+	Timeout time.Duration
+	// Width is the most games per request (0: DefaultWidth).
+	Width int
+	// Policy is the name the eval gives the agent ("remote:ADDR"), sent
+	// in hello for the agent's logs.
+	Policy string
+}
+
+// DefaultTimeout and DefaultWidth are the defaults of Options.
+const (
+	DefaultTimeout = 5 * time.Second
+	DefaultWidth   = 64
+)
+
+// Agent is a connection to a remote agent. It is an agents.BatchAgent;
+// its ActBatch may be called by one goroutine at a time.
+type Agent struct {
+	o       Options
+	conn    net.Conn
+	w       *bufio.Writer
+	name    string
+	board   bool
+	id      int64
+	frames  chan frame
+	closed  chan struct{}
+	once    sync.Once
+	lost    error // set once the connection cannot be used any more
+	buf     bytes.Buffer
+	obsU8   []uint8
+	obsF32  []float32
+	mask    []uint8
+	slots   []byte
+	newGame []byte
+	faceUp  []env.Card
+}
+
+// frame is one reply read by the reader goroutine, or why reading stopped.
+type frame struct {
+	payload []byte
+	err     error
+}
+
+// ParseAddress checks an agent's address: "unix:/path" (or a path with a
+// slash), or host:port with a loopback host (localhost, 127.0.0.1, ::1).
+// The agent has no authentication and sees nothing secret, but eval
+// connects only to agents on this machine: results must not depend on a
+// network. It returns the network and address for net.Dial.
+func ParseAddress(addr string) (network, address string, err error) {
+	if p, ok := strings.CutPrefix(addr, "unix:"); ok {
+		if p == "" {
+			return "", "", fmt.Errorf("remote address %q: want unix:/path", addr)
+		}
+		return "unix", p, nil
+	}
+	if strings.Contains(addr, "/") {
+		return "unix", addr, nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || port == "" {
+		return "", "", fmt.Errorf("remote address %q: want unix:/path or a loopback host:port", addr)
+	}
+	if host != "localhost" {
+		ip := net.ParseIP(host)
+		if ip == nil || !ip.IsLoopback() {
+			return "", "", fmt.Errorf("remote address %q: the host must be loopback (localhost, 127.0.0.1, ::1), not %q", addr, host)
+		}
+	}
+	return "tcp", net.JoinHostPort(host, port), nil
+}
+
+// Dial connects to the agent at addr and says hello, within o.Timeout.
+func Dial(ctx context.Context, addr string, o Options) (*Agent, error) {
+	network, address, err := ParseAddress(addr)
+	if err != nil {
+		return nil, err
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.Width == 0 {
+		o.Width = DefaultWidth
+	}
+	if o.Width < 1 || o.Width > MaxWidth {
+		return nil, fmt.Errorf("remote: %d games per request: want 1 to %d", o.Width, MaxWidth)
+	}
+	d := net.Dialer{Timeout: o.Timeout}
+	conn, err := d.DialContext(ctx, network, address)
+	if err != nil {
+		return nil, fmt.Errorf("remote agent %s: %v", addr, err)
+	}
+	a := &Agent{o: o, conn: conn, w: bufio.NewWriterSize(conn, 64<<10), frames: make(chan frame, 1), closed: make(chan struct{}),
+		mask: make([]uint8, env.NumActions)}
+	go a.read()
+	if err := a.hello(ctx); err != nil {
+		a.Close()
+		return nil, fmt.Errorf("remote agent %s: %v", addr, err)
+	}
+	return a, nil
+}
+
+// Name returns the name the agent gave in hello.
+func (a *Agent) Name() string { return a.name }
+
+// Width returns the most games per request.
+func (a *Agent) Width() int { return a.o.Width }
+
+// Close says goodbye and closes the connection.
+func (a *Agent) Close() error {
+	var err error
+	a.once.Do(func() {
+		close(a.closed)
+		if a.lost == nil {
+			a.id++
+			a.send(map[string]any{"op": "close", "id": a.id}) // best effort: the agent may be gone
+		}
+		err = a.conn.Close()
+	})
+	return err
+}
+
+// read reads reply frames until the connection fails, handing each to
+// ActBatch; a reply nobody waits for any more (its request timed out) is
+// dropped there by its id.
+func (a *Agent) read() {
+	r := bufio.NewReaderSize(a.conn, 64<<10)
+	var hdr [4]byte
+	for {
+		var f frame
+		if _, err := io.ReadFull(r, hdr[:]); err != nil {
+			f.err = err
+		} else if n := binary.BigEndian.Uint32(hdr[:]); n == 0 || n > maxReply {
+			f.err = fmt.Errorf("reply frame of %d bytes: want 1 to %d", n, maxReply)
+		} else {
+			f.payload = make([]byte, n)
+			if _, err := io.ReadFull(r, f.payload); err != nil {
+				f.err = err
+			}
+		}
+		select {
+		case a.frames <- f:
+		case <-a.closed:
+			return
+		}
+		if f.err != nil {
+			return
+		}
+	}
+}
+
+// send writes one frame holding v.
+func (a *Agent) send(v any) error {
+	a.buf.Reset()
+	a.buf.Write([]byte{0, 0, 0, 0})
+	enc := msgpack.NewEncoder(&a.buf)
+	enc.SetCustomStructTag("msgpack")
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	b := a.buf.Bytes()
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	a.conn.SetWriteDeadline(time.Now().Add(a.o.Timeout))
+	if _, err := a.w.Write(b); err != nil {
+		return err
+	}
+	return a.w.Flush()
+}
+
+// reply is an agent's answer.
+type reply struct {
+	ok      bool
+	id      int64
+	hasID   bool
+	errMsg  string
+	version int64
+	name    string
+	board   bool
+	actions []env.Action
+}
+
+// wait returns the reply to request id, skipping late replies to earlier
+// requests, or why none came within the timeout.
+func (a *Agent) wait(ctx context.Context, id int64, n int) (reply, error) {
+	timer := time.NewTimer(a.o.Timeout)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return reply{}, ctx.Err()
+		case <-timer.C:
+			return reply{}, fmt.Errorf("timed out: no answer within %v", a.o.Timeout)
+		case f := <-a.frames:
+			if f.err != nil {
+				a.lost = fmt.Errorf("agent disconnected: %v", f.err)
+				if errors.Is(f.err, io.EOF) {
+					a.lost = errors.New("agent disconnected (the connection was closed)")
+				}
+				return reply{}, a.lost
+			}
+			rep, err := decodeReply(f.payload, n)
+			if err != nil {
+				// A reply that cannot be read leaves no trust in the stream.
+				a.lost = fmt.Errorf("agent sent a bad reply: %v", err)
+				a.conn.Close()
+				return reply{}, a.lost
+			}
+			if rep.hasID && rep.id < id {
+				continue // the answer to a request that timed out
+			}
+			if !rep.hasID || rep.id != id {
+				a.lost = fmt.Errorf("agent answered request %d with id %d", id, rep.id)
+				a.conn.Close()
+				return reply{}, a.lost
+			}
+			if !rep.ok {
+				return rep, fmt.Errorf("agent refused: %s", rep.errMsg)
+			}
+			return rep, nil
+		}
+	}
+}
+
+// hello is the first exchange: the game's options and spaces, then the
+// agent's name and whether it wants the board.
+func (a *Agent) hello(ctx context.Context) error {
+	r := a.o.Rules
+	dtype := "uint8"
+	if r.Encoding() == env.Float32 {
+		dtype = "float32"
+	}
+	a.id++
+	msg := map[string]any{
+		"op": "hello", "version": Version, "id": a.id, "policy": a.o.Policy,
+		"game": r.Options(), "num_actions": env.NumActions, "obs_shape": []int{r.ObsLen()}, "obs_dtype": dtype,
+		"mask_row_bytes": env.NumActions, "max_games": a.o.Width,
+	}
+	if err := a.send(msg); err != nil {
+		return err
+	}
+	rep, err := a.wait(ctx, a.id, -1)
+	if err != nil {
+		return err
+	}
+	if rep.version != Version {
+		return fmt.Errorf("agent speaks protocol version %d, want %d", rep.version, Version)
+	}
+	a.name, a.board = rep.name, rep.board
+	return nil
+}
+
+// ActBatch sends the games' observations and masks (and boards, if the
+// agent asked) in one request and reads back their actions.
+func (a *Agent) ActBatch(ctx context.Context, games []agents.BatchGame, actions []env.Action) error {
+	if a.lost != nil {
+		return a.lost
+	}
+	if len(games) > a.o.Width {
+		return fmt.Errorf("remote: %d games, over the width of %d", len(games), a.o.Width)
+	}
+	n := len(games)
+	r := a.o.Rules
+	obsLen := r.ObsLen()
+	var obs []byte
+	if r.Encoding() == env.Float32 {
+		a.obsF32 = grow(a.obsF32, n*obsLen)
+		for i, g := range games {
+			g.View.ObserveFloat32(a.obsF32[i*obsLen : (i+1)*obsLen])
+		}
+		// The wire format is little-endian, as every machine Go runs this on.
+		obs = unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(a.obsF32))), 4*len(a.obsF32))
+	} else {
+		a.obsU8 = grow(a.obsU8, n*obsLen)
+		for i, g := range games {
+			g.View.ObserveCompact(a.obsU8[i*obsLen : (i+1)*obsLen])
+		}
+		obs = a.obsU8
+	}
+	a.mask = grow(a.mask, n*env.NumActions)
+	a.slots = grow(a.slots, 2*n)
+	a.newGame = grow(a.newGame, n)
+	var boards []board
+	for i, g := range games {
+		g.View.Mask(a.mask[i*env.NumActions : (i+1)*env.NumActions])
+		binary.LittleEndian.PutUint16(a.slots[2*i:], uint16(g.Slot))
+		a.newGame[i] = 0
+		if g.New {
+			a.newGame[i] = 1
+		}
+		if a.board {
+			boards = append(boards, a.boardOf(g.View))
+		}
+	}
+	a.id++
+	msg := map[string]any{"op": "act", "id": a.id, "n": n, "slots": a.slots, "new": a.newGame, "obs": obs, "masks": a.mask}
+	if a.board {
+		msg["boards"] = boards
+	}
+	if err := a.send(msg); err != nil {
+		a.lost = fmt.Errorf("agent disconnected: %v", err)
+		return a.lost
+	}
+	rep, err := a.wait(ctx, a.id, n)
+	if err != nil {
+		return err
+	}
+	copy(actions, rep.actions)
+	return nil
+}
+
+// board is the visible board of one game.
+type board struct {
+	FaceDown  []int    `msgpack:"face_down"`
+	FaceUp    [][]byte `msgpack:"face_up"`
+	StockLeft int      `msgpack:"stock_left"`
+	Runs      int      `msgpack:"runs"`
+	Score     int      `msgpack:"score"`
+	Steps     int      `msgpack:"steps"`
+}
+
+func (a *Agent) boardOf(v agents.View) board {
+	b := board{FaceDown: make([]int, env.NumColumns), FaceUp: make([][]byte, env.NumColumns),
+		StockLeft: v.StockLeft(), Runs: v.Runs(), Score: v.Score(), Steps: v.Steps()}
+	for c := range env.NumColumns {
+		b.FaceDown[c] = v.FaceDown(c)
+		a.faceUp = v.AppendFaceUp(a.faceUp[:0], c)
+		up := make([]byte, len(a.faceUp))
+		for i, card := range a.faceUp {
+			up[i] = byte(card)
+		}
+		b.FaceUp[c] = up
+	}
+	return b
+}
+
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
+// decodeReply reads an agent's reply map; with n >= 0 it must hold n
+// actions (when ok). Every length is checked before anything is decoded.
+func decodeReply(b []byte, n int) (reply, error) {
+	var rep reply
+	if size, err := msgpackcheck.Size(b); err != nil {
+		return rep, err
+	} else if size != len(b) {
+		return rep, fmt.Errorf("%d bytes follow the reply map", len(b)-size)
+	}
+	d := msgpack.NewDecoder(bytes.NewReader(b))
+	fields, err := d.DecodeMapLen()
+	if err != nil {
+		return rep, fmt.Errorf("the reply is not a map: %v", err)
+	}
+	hasOK, hasActions := false, false
+	for range fields {
+		key, err := d.DecodeString()
+		if err != nil {
+			return rep, fmt.Errorf("a key that is not a string: %v", err)
+		}
+		switch key {
+		case "ok":
+			rep.ok, err = d.DecodeBool()
+			hasOK = true
+		case "id":
+			rep.id, err = d.DecodeInt64()
+			rep.hasID = true
+		case "error":
+			rep.errMsg, err = d.DecodeString()
+		case "version":
+			rep.version, err = d.DecodeInt64()
+		case "name":
+			rep.name, err = d.DecodeString()
+		case "board":
+			rep.board, err = d.DecodeBool()
+		case "actions":
+			rep.actions, err = decodeActions(d)
+			hasActions = true
+		default:
+			err = d.Skip()
+		}
+		if err != nil {
+			return rep, fmt.Errorf("field %q: %v", key, err)
+		}
+	}
+	switch {
+	case !hasOK:
+		return rep, errors.New(`no "ok" field`)
+	case rep.ok && n >= 0 && !hasActions:
+		return rep, errors.New(`no "actions" field`)
+	case rep.ok && n >= 0 && len(rep.actions) != n:
+		return rep, fmt.Errorf("%d actions for %d games", len(rep.actions), n)
+	}
+	return rep, nil
+}
+
+// decodeActions reads actions as a bin of little-endian uint16s or an
+// array of integers. An id out of range becomes env.NumActions, which the
+// game refuses as illegal (per game, not for the whole reply).
+func decodeActions(d *msgpack.Decoder) ([]env.Action, error) {
+	code, err := d.PeekCode()
+	if err != nil {
+		return nil, err
+	}
+	if code == 0xc4 || code == 0xc5 || code == 0xc6 {
+		b, err := d.DecodeBytes()
+		if err != nil {
+			return nil, err
+		}
+		if len(b)%2 != 0 {
+			return nil, fmt.Errorf("a bin of %d bytes is not uint16s", len(b))
+		}
+		out := make([]env.Action, len(b)/2)
+		for i := range out {
+			out[i] = env.Action(min(binary.LittleEndian.Uint16(b[2*i:]), env.NumActions))
+		}
+		return out, nil
+	}
+	m, err := d.DecodeArrayLen()
+	if err != nil {
+		return nil, fmt.Errorf("want a bin or an array: %v", err)
+	}
+	out := make([]env.Action, max(m, 0))
+	for i := range out {
+		v, err := d.DecodeInt64()
+		if err != nil {
+			return nil, fmt.Errorf("action %d: %v", i, err)
+		}
+		out[i] = env.Action(min(max(v, 0), env.NumActions))
+		if v < 0 {
+			out[i] = env.NumActions
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,360 @@
+package remote
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/spiderenv/spider/agents"
+	"github.com/spiderenv/spider/env"
+)
+
+// fakeAgent is a policy agent in the test's process, on a Unix socket,
+// playing the first legal action; misbehave may change each answer: it is
+// given the request's number (from 1) and the actions, and returns
+// whether to answer at all.
+type fakeAgent struct {
+	addr      string
+	hello     map[string]any
+	requests  atomic.Int64
+	seenKeys  map[string]bool
+	misbehave func(req int64, id any, actions []uint16, conn net.Conn) bool
+	board     bool
+}
+
+func writeFrame(w io.Writer, v any) error {
+	b, err := msgpack.Marshal(v)
+	if err != nil {
+		return err
+	}
+	var hdr [4]byte
+	binary.BigEndian.PutUint32(hdr[:], uint32(len(b)))
+	_, err = w.Write(append(hdr[:], b...))
+	return err
+}
+
+func readFrame(r io.Reader) (map[string]any, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return nil, err
+	}
+	b := make([]byte, binary.BigEndian.Uint32(hdr[:]))
+	if _, err := io.ReadFull(r, b); err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	return m, msgpack.Unmarshal(b, &m)
+}
+
+// start listens in a fresh folder and serves connections until the test
+// ends.
+func (f *fakeAgent) start(t *testing.T) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "agent.sock")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	f.addr = "unix:" + path
+	f.seenKeys = map[string]bool{}
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go f.serve(conn)
+		}
+	}()
+}
+
+func (f *fakeAgent) serve(conn net.Conn) {
+	defer conn.Close()
+	for {
+		m, err := readFrame(conn)
+		if err != nil {
+			return
+		}
+		switch m["op"] {
+		case "hello":
+			f.hello = m
+			writeFrame(conn, map[string]any{"ok": true, "id": m["id"], "version": 1, "name": "fake-first", "board": f.board})
+		case "act":
+			for k := range m {
+				f.seenKeys[k] = true
+			}
+			n := int(toInt(m["n"]))
+			masks := m["masks"].([]byte)
+			actions := make([]uint16, n)
+			for i := range n {
+				row := masks[i*env.NumActions : (i+1)*env.NumActions]
+				actions[i] = uint16(bytes.IndexByte(row, 1))
+			}
+			req := f.requests.Add(1)
+			if f.misbehave != nil && !f.misbehave(req, m["id"], actions, conn) {
+				continue
+			}
+			out := make([]byte, 2*n)
+			for i, a := range actions {
+				binary.LittleEndian.PutUint16(out[2*i:], a)
+			}
+			writeFrame(conn, map[string]any{"ok": true, "id": m["id"], "actions": out})
+		case "close":
+			return
+		}
+	}
+}
+
+func toInt(v any) int64 {
+	switch x := v.(type) {
+	case int8:
+		return int64(x)
+	case int16:
+		return int64(x)
+	case int32:
+		return int64(x)
+	case int64:
+		return x
+	case uint8:
+		return int64(x)
+	case uint16:
+		return int64(x)
+	case uint32:
+		return int64(x)
+	case uint64:
+		return int64(x)
+	}
+	panic(fmt.Sprintf("not an integer: %T", v))
+}
+
+func evalBoth(t *testing.T, f *fakeAgent, o Options, seeds []uint64) *agents.Evaluation {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	a, err := Dial(ctx, f.addr, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	first, _ := agents.New("first")
+	ev, err := agents.EvaluatePolicies(ctx, o.Rules, []agents.Policy{{Name: "first", Maker: first}, {Name: "remote", Batch: a}}, seeds, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
+func rules(t *testing.T, o env.Options) env.Rules {
+	t.Helper()
+	r, err := env.NewRules(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func seedRange(lo, n uint64) []uint64 {
+	var s []uint64
+	for i := range n {
+		s = append(s, lo+i)
+	}
+	return s
+}
+
+// TestRemoteFirstPlaysTheSameGames: an agent over the socket that plays
+// the first legal action plays every deal exactly as the built-in "first".
+func TestRemoteFirstPlaysTheSameGames(t *testing.T) {
+	for _, enc := range []env.Encoding{env.Compact, env.Float32} {
+		f := &fakeAgent{board: enc == env.Float32}
+		f.start(t)
+		r := rules(t, env.Options{Suits: 2, MaxSteps: 300, Encoding: enc})
+		ev := evalBoth(t, f, Options{Rules: r, Width: 7}, seedRange(100001, 20))
+		for i := range ev.Seeds {
+			a, b := ev.Results[0][i], ev.Results[1][i]
+			a.Elapsed, b.Elapsed = 0, 0
+			if b.Failure != "" || !reflect.DeepEqual(a, b) {
+				t.Fatalf("seed %d: built-in %+v\nremote %+v", ev.Seeds[i], a, b)
+			}
+			if a.Moves == 0 {
+				t.Fatalf("seed %d: no moves", ev.Seeds[i])
+			}
+		}
+		decisions := 0
+		for _, res := range ev.Results[1] {
+			decisions += res.Moves
+		}
+		// At most 7 games a request, and batched: far fewer requests than decisions.
+		if got := int(f.requests.Load()); got*7 < decisions || got*2 > decisions {
+			t.Errorf("%d requests for %d decisions: want between a seventh and a half", got, decisions)
+		}
+		g := f.hello["game"].(map[string]any)
+		if g["suits"] != int8(2) || toInt(f.hello["max_games"]) != 7 || f.hello["obs_dtype"] != map[env.Encoding]string{env.Compact: "uint8", env.Float32: "float32"}[enc] {
+			t.Errorf("hello %v", f.hello)
+		}
+		if f.seenKeys["boards"] != f.board || f.seenKeys["seed"] || f.seenKeys["seeds"] {
+			t.Errorf("request keys %v (board asked: %v); a seed must never be sent", f.seenKeys, f.board)
+		}
+	}
+}
+
+// TestRemoteIllegalAnswerFailsTheGame: an illegal action ends that game
+// as a failure naming it; the other games and policies go on.
+func TestRemoteIllegalAnswerFailsTheGame(t *testing.T) {
+	f := &fakeAgent{}
+	f.misbehave = func(req int64, _ any, actions []uint16, _ net.Conn) bool {
+		if req == 3 {
+			actions[0] = uint16(env.MoveAction(0, 1, 12)) // 12 cards from a column with at most 3 face up
+			actions[1] = 5000                             // out of range
+		}
+		return true
+	}
+	f.start(t)
+	r := rules(t, env.Options{Suits: 1, MaxSteps: 200})
+	ev := evalBoth(t, f, Options{Rules: r, Width: 4}, seedRange(1, 8))
+	var failed []string
+	for i := range ev.Seeds {
+		if ev.Results[0][i].Failure != "" {
+			t.Errorf("built-in first failed: %s", ev.Results[0][i].Failure)
+		}
+		if msg := ev.Results[1][i].Failure; msg != "" {
+			failed = append(failed, msg)
+			if ev.Results[1][i].Won || ev.Results[1][i].Moves != 2 {
+				t.Errorf("failed game %+v: want not won, after 2 moves", ev.Results[1][i])
+			}
+		} else if ev.Results[1][i].Moves != ev.Results[0][i].Moves {
+			t.Errorf("seed %d: an unaffected game differs", ev.Seeds[i])
+		}
+	}
+	if len(failed) != 2 || !strings.HasPrefix(failed[0], "illegal action 11 at move 3") || !strings.HasPrefix(failed[1], "illegal action 1081 at move 3") {
+		t.Fatalf("failures %q: want the two games of request 3 failed as illegal (5000 read as 1081)", failed)
+	}
+}
+
+// TestRemoteSlowAnswerTimesOut: a request answered after the timeout
+// fails its games; the late answer is dropped, and the next requests are
+// answered in time and played. The agent answers request 2 only once
+// request 3 has come, which the eval sends after giving up on 2, so the
+// test does not depend on the machine's speed.
+func TestRemoteSlowAnswerTimesOut(t *testing.T) {
+	f := &fakeAgent{}
+	var lateID any
+	var late []byte
+	f.misbehave = func(req int64, id any, actions []uint16, conn net.Conn) bool {
+		switch req {
+		case 2:
+			lateID, late = id, make([]byte, 2*len(actions))
+			for i, a := range actions {
+				binary.LittleEndian.PutUint16(late[2*i:], a)
+			}
+			return false
+		case 3:
+			writeFrame(conn, map[string]any{"ok": true, "id": lateID, "actions": late})
+		}
+		return true
+	}
+	f.start(t)
+	r := rules(t, env.Options{Suits: 1, MaxSteps: 100})
+	ev := evalBoth(t, f, Options{Rules: r, Width: 3, Timeout: 100 * time.Millisecond}, seedRange(1, 6))
+	var timedOut, played int
+	for i := range ev.Seeds {
+		res := ev.Results[1][i]
+		switch {
+		case strings.Contains(res.Failure, "timed out"):
+			timedOut++
+			if res.Moves != 1 {
+				t.Errorf("timed-out game after %d moves, want 1", res.Moves)
+			}
+		case res.Failure == "":
+			played++
+			if res.Moves != ev.Results[0][i].Moves || res.Score != ev.Results[0][i].Score {
+				t.Errorf("seed %d: a game after the timeout differs from first's", ev.Seeds[i])
+			}
+		default:
+			t.Errorf("unexpected failure %q", res.Failure)
+		}
+	}
+	if timedOut != 3 || played != 3 {
+		t.Fatalf("%d timed out, %d played; want the 3 games of the slow request to fail and the next 3 to play", timedOut, played)
+	}
+}
+
+// TestRemoteVanishedAgentFailsTheRest: an agent that closes the
+// connection fails every game left, at once, and the built-in policy's
+// games are all played.
+func TestRemoteVanishedAgentFailsTheRest(t *testing.T) {
+	f := &fakeAgent{}
+	f.misbehave = func(req int64, _ any, _ []uint16, conn net.Conn) bool {
+		if req == 5 {
+			conn.Close()
+			return false
+		}
+		return true
+	}
+	f.start(t)
+	r := rules(t, env.Options{Suits: 1, MaxSteps: 100})
+	start := time.Now()
+	ev := evalBoth(t, f, Options{Rules: r, Width: 2, Timeout: 10 * time.Second}, seedRange(1, 6))
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the eval took %v: a vanished agent must not wait for the timeout", d)
+	}
+	for i := range ev.Seeds {
+		if ev.Results[0][i].Failure != "" || ev.Results[0][i].Moves == 0 {
+			t.Errorf("built-in game %+v", ev.Results[0][i])
+		}
+		if msg := ev.Results[1][i].Failure; !strings.Contains(msg, "agent disconnected") {
+			t.Errorf("seed %d: failure %q, want agent disconnected", ev.Seeds[i], msg)
+		}
+	}
+}
+
+func TestParseAddressRefusesNonLoopback(t *testing.T) {
+	for addr, want := range map[string]string{
+		"unix:/tmp/a.sock": "unix /tmp/a.sock", "127.0.0.1:9": "tcp 127.0.0.1:9", "[::1]:9": "tcp [::1]:9", "localhost:9": "tcp localhost:9",
+	} {
+		n, a, err := ParseAddress(addr)
+		if err != nil || n+" "+a != want {
+			t.Errorf("ParseAddress(%q) = %s %s, %v; want %s", addr, n, a, err, want)
+		}
+	}
+	for _, bad := range []string{"10.0.0.1:9", "0.0.0.0:9", "example.com:80", ":9", "unix:", "nohost"} {
+		if _, _, err := ParseAddress(bad); err == nil {
+			t.Errorf("ParseAddress(%q) accepted", bad)
+		}
+	}
+}
+
+func TestDecodeReplyRefusesBadReplies(t *testing.T) {
+	enc := func(v any) []byte { b, _ := msgpack.Marshal(v); return b }
+	for name, c := range map[string]struct {
+		b    []byte
+		want string
+	}{
+		"not a map":      {enc([]int{1}), "not a map"},
+		"no ok":          {enc(map[string]any{"id": 1}), `no "ok"`},
+		"too few":        {enc(map[string]any{"ok": true, "id": 1, "actions": []int{1}}), "1 actions for 2 games"},
+		"odd bin":        {enc(map[string]any{"ok": true, "id": 1, "actions": []byte{1, 2, 3}}), "not uint16s"},
+		"huge array":     {[]byte{0x81, 0xa7, 'a', 'c', 't', 'i', 'o', 'n', 's', 0xdd, 0xff, 0xff, 0xff, 0xff}, ""},
+		"trailing bytes": {append(enc(map[string]any{"ok": true}), 0xc0), "follow"},
+	} {
+		_, err := decodeReply(c.b, 2)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error containing %q", name, err, c.want)
+		}
+	}
+	rep, err := decodeReply(enc(map[string]any{"ok": true, "id": 7, "actions": []int{3, -1}}), 2)
+	if err != nil || rep.id != 7 || rep.actions[0] != 3 || rep.actions[1] != env.NumActions {
+		t.Errorf("good reply: %+v, %v", rep, err)
+	}
+}

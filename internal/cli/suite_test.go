@@ -1,0 +1,152 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spiderenv/spider/agents/suites"
+)
+
+func runMain(args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	code = Main(args, strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestEvalListSuites(t *testing.T) {
+	code, out, errs := runMain("eval", "--list-suites", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var rows []suiteRow
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != len(suites.All()) || rows[0].Name != "classic-1suit-test" || rows[0].First != 100001 || rows[0].LastSeed != 101000 {
+		t.Fatalf("suites %+v", rows)
+	}
+	code, out, _ = runMain("eval", "--list-suites")
+	if code != 0 || !strings.Contains(out, "classic-4suit-test") || !strings.Contains(out, "100001-100200") {
+		t.Fatalf("exit %d, table:\n%s", code, out)
+	}
+}
+
+func TestEvalSuiteRefusesContradictingFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--suits", "2"}, "--suite classic-1suit-dev plays --suits 1, not 2: drop --suits"},
+		{[]string{"--max-steps", "500"}, "plays --max-steps 1000, not 500"},
+		{[]string{"--rules", "cardems"}, "plays --rules classic, not cardems"},
+		{[]string{"--time-per-action-ms", "1500"}, "--time-per-action-ms"},
+		{[]string{"--games", "3"}, "fixes the deals: drop --games"},
+		{[]string{"--seeds", "1-3"}, "drop --seeds"},
+		{[]string{"--start", "5"}, "drop --start"},
+	} {
+		args := append([]string{"eval", "--suite", "classic-1suit-dev", "--policies", "first"}, tc.args...)
+		code, out, errs := runMain(args...)
+		if code != 2 || !strings.Contains(errs, tc.want) || out != "" {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, errs, tc.want)
+		}
+	}
+	if code, _, errs := runMain("eval", "--suite", "classic-9suit-dev"); code != 2 || !strings.Contains(errs, `unknown suite "classic-9suit-dev"`) {
+		t.Errorf("unknown suite: exit %d, %q", code, errs)
+	}
+}
+
+func TestEvalSuiteJSON(t *testing.T) {
+	// Flags that agree with the suite, and encodings it does not fix, are fine.
+	code, out, errs := runMain("eval", "--suite", "cardems-1suit-dev", "--rules", "cardems", "--obs", "float32", "--policies", "first,random", "--json", "--per-game")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var rep map[string]any
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	suite := rep["suite"].(map[string]any)
+	if rep["schema"] != "spider-eval/1" || suite["name"] != "cardems-1suit-dev" || suite["version"] != "1" || rep["rules"] != "cardems" ||
+		rep["max_steps"] != 1000.0 || rep["deals"] != 200.0 || rep["seeds"] != "1-200" || rep["obs"] != "float32" {
+		t.Fatalf("report %v", rep)
+	}
+	if f, ok := rep["failures"].([]any); !ok || len(f) != 0 {
+		t.Errorf("failures %v: want an empty list", rep["failures"])
+	}
+	if g := rep["games"].([]any); len(g) != 400 || g[0].(map[string]any)["seed"] != 1.0 || len(g[0].(map[string]any)["actions_sha256"].(string)) != 16 {
+		t.Errorf("per-game rows: %d, first %v", len(g), g[0])
+	}
+	if !strings.Contains(rep["program_version"].(string), "go1.") {
+		t.Errorf("program_version %v", rep["program_version"])
+	}
+}
+
+func TestEvalRemotePolicyRefusals(t *testing.T) {
+	code, _, errs := runMain("eval", "--seeds", "1", "--policies", "greedy,remote:192.0.2.1:7000")
+	if code != 2 || !strings.Contains(errs, "must be loopback") {
+		t.Errorf("non-loopback agent: exit %d, %q", code, errs)
+	}
+	code, _, errs = runMain("eval", "--seeds", "1", "--policies", "greedy,remote:unix:"+filepath.Join(t.TempDir(), "none.sock"))
+	if code != 1 || !strings.Contains(errs, "remote agent unix:") || !strings.Contains(errs, "no such file") {
+		t.Errorf("absent agent: exit %d, %q", code, errs)
+	}
+	code, _, errs = runMain("eval", "--seeds", "1", "--remote-batch", "5000")
+	if code != 2 || !strings.Contains(errs, "--remote-batch 5000") {
+		t.Errorf("--remote-batch 5000: exit %d, %q", code, errs)
+	}
+}
+
+func TestResultsTable(t *testing.T) {
+	dir := t.TempDir()
+	for name, args := range map[string][]string{
+		"dev-a.json": {"--suite", "classic-1suit-dev", "--policies", "first,random"},
+		"dev-b.json": {"--suite", "classic-2suit-dev", "--policies", "first"},
+		"seeds.json": {"--seeds", "1-2", "--policies", "first"},
+	} {
+		code, out, errs := runMain(append([]string{"eval", "--json"}, args...)...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", name, code, errs)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	md := filepath.Join(dir, "results.md")
+	before, after := "# Results\n\nhand-written text\n\n", "\n\nmore hand-written text\n"
+	if err := os.WriteFile(md, []byte(before+resultsBegin+"\nold table\n"+resultsEnd+after), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := runMain("results", "--update", md, filepath.Join(dir, "dev-b.json"), filepath.Join(dir, "dev-a.json"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	b, _ := os.ReadFile(md)
+	got := string(b)
+	if !strings.HasPrefix(got, before+resultsBegin+"\n| suite |") || !strings.HasSuffix(got, "\n"+resultsEnd+after) || strings.Contains(got, "old table") {
+		t.Fatalf("updated file:\n%s", got)
+	}
+	// Rows follow the suites' order, whatever the files' order.
+	i1, i2 := strings.Index(got, "| classic-1suit-dev (v1) | classic | 1 | 1000 | random | 200 |"), strings.Index(got, "| classic-2suit-dev (v1) | classic | 2 | 1000 | first | 200 |")
+	if i1 < 0 || i2 < 0 || i2 < i1 || strings.Count(got, "\n| classic-") != 3 {
+		t.Fatalf("table rows:\n%s", got)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{filepath.Join(dir, "seeds.json")}, "no suite: the results table takes only runs of spider eval --suite NAME"},
+		{[]string{md}, "invalid character"},
+		{[]string{"--update", filepath.Join(dir, "dev-a.json"), filepath.Join(dir, "dev-a.json")}, "no section between"},
+	} {
+		if code, _, errs := runMain(append([]string{"results"}, tc.args...)...); code != 1 || !strings.Contains(errs, tc.want) {
+			t.Errorf("results %v: exit %d, %q; want %q", tc.args, code, errs, tc.want)
+		}
+	}
+	if b2, _ := os.ReadFile(md); string(b2) != got {
+		t.Errorf("a failed run changed the file")
+	}
+}

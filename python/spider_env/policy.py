@@ -1,0 +1,356 @@
+"""Policies written in Python, evaluated by ``spider eval`` on the same deals
+as the built-in ones.
+
+:func:`serve_policy` turns a callable into a *policy agent*: a server of the
+policy agent protocol (PROTOCOL.md, "Policy agents") on a Unix socket or a
+loopback port, which ``spider eval --policies greedy,remote:ADDRESS``
+connects to. :func:`evaluate` does it all at once: it serves the callable
+on a temporary Unix socket, runs ``spider eval --json`` against it and the
+baselines, and returns the parsed report::
+
+    import numpy as np, spider_env
+
+    def first_legal(obs, masks):
+        return masks.argmax(axis=1)
+
+    report = spider_env.evaluate(first_legal, suite="classic-1suit-dev", baselines=["greedy"])
+    for p in report["policies"]:
+        print(p["policy"], p["win_rate"])
+
+The agent sees what a player sees: observations (in the encoding ``obs``
+selects), masks and, with ``board=True``, the visible board; never a seed
+or a hidden card.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import traceback
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import msgpack
+import numpy as np
+import numpy.typing as npt
+
+from ._client import NUM_ACTIONS, Address, SpiderError, parse_address
+from ._server import find_binary
+
+__all__ = ["POLICY_PROTOCOL_VERSION", "PolicyServer", "evaluate", "serve_policy"]
+
+POLICY_PROTOCOL_VERSION = 1
+
+_HDR = struct.Struct(">I")
+# A request holds at most 4096 games of at most ~53 KB of float32 observation.
+_MAX_FRAME = 1 << 30
+
+PolicyFn = Callable[..., Any]
+
+
+def _recv_exact(conn: socket.socket, n: int) -> bytes | None:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = conn.recv(min(n - len(buf), 1 << 20))
+        if not chunk:
+            return None
+        buf += chunk
+    return bytes(buf)
+
+
+def _read_msg(conn: socket.socket) -> dict[str, Any] | None:
+    """One frame's map, or None when the peer closed the connection."""
+    hdr = _recv_exact(conn, _HDR.size)
+    if hdr is None:
+        return None
+    (n,) = _HDR.unpack(hdr)
+    if n == 0 or n > _MAX_FRAME:
+        raise SpiderError("protocol", f"a frame of {n} bytes")
+    payload = _recv_exact(conn, n)
+    if payload is None:
+        return None
+    msg = msgpack.unpackb(payload, raw=False)
+    if not isinstance(msg, dict):
+        raise SpiderError("protocol", "a frame that is not a map")
+    return msg
+
+
+def _send_msg(conn: socket.socket, msg: dict[str, Any]) -> None:
+    payload = msgpack.packb(msg, use_bin_type=True)
+    conn.sendall(_HDR.pack(len(payload)) + payload)
+
+
+def _to_actions(out: Any, n: int) -> bytes:
+    """The callable's answer as n little-endian uint16 action ids.
+
+    An id outside 0..1080 is sent as 1081, which eval reports as an
+    illegal action of that game alone.
+    """
+    a = np.asarray(out)
+    if a.ndim == 0:
+        a = a.reshape(1)
+    a = a.reshape(-1)
+    if a.shape[0] != n:
+        raise ValueError(f"the policy returned {a.shape[0]} actions for {n} games")
+    if not (np.issubdtype(a.dtype, np.integer) or a.dtype == np.bool_):
+        raise TypeError(f"the policy returned actions of dtype {a.dtype}, want integers")
+    a = a.astype(np.int64)
+    a = np.where((a < 0) | (a >= NUM_ACTIONS), NUM_ACTIONS, a)
+    return a.astype("<u2").tobytes()
+
+
+class PolicyServer:
+    """A policy agent serving ``fn`` on ``address`` (``"unix:/path"`` or a loopback ``"host:port"``).
+
+    With ``batch=True`` (the default) ``fn(observations, masks)`` gets an
+    ``(n, obs_len)`` array (uint8 for the compact encoding, float32 for
+    float32) and an ``(n, 1081)`` uint8 mask array for n games at once and
+    returns n action ids; with ``batch=False`` it gets one game's
+    observation and mask and returns one id. With ``board=True`` it gets
+    a third argument: the visible boards (a list of dicts, or one dict),
+    each with ``face_down`` (10 counts), ``face_up`` (10 lists of card
+    codes, deepest first: suit*13 + rank, Ace = 1), ``stock_left``,
+    ``runs``, ``score`` and ``steps``.
+
+    An exception in ``fn`` is printed and answered as an error, so eval
+    fails that request's games and goes on. Calls to ``fn`` never overlap,
+    even with several connections. :attr:`address` is what ``spider eval
+    --policies remote:ADDRESS`` takes. :meth:`start` serves from a
+    background thread; :meth:`serve_forever` from the calling one.
+    """
+
+    def __init__(
+        self,
+        fn: PolicyFn,
+        address: Address,
+        *,
+        batch: bool = True,
+        board: bool = False,
+        name: str = "python",
+    ):
+        self.fn, self.batch, self.board, self.name = fn, batch, board, name
+        family, sockaddr = parse_address(address)
+        self._path: str | None = None
+        if family == socket.AF_UNIX:
+            assert isinstance(sockaddr, str)
+            if os.path.exists(sockaddr):
+                raise FileExistsError(f"{sockaddr} exists: choose a fresh socket path")
+            self._path = sockaddr
+        else:
+            assert isinstance(sockaddr, tuple)
+            host = sockaddr[0]
+            if host not in ("localhost", "127.0.0.1", "::1"):
+                # spider eval connects only to agents on this machine.
+                raise ValueError(f"address {address!r}: the host must be loopback (localhost, 127.0.0.1, ::1)")
+        self._sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            if family != socket.AF_UNIX:
+                self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            self._sock.bind(sockaddr)
+            if self._path is not None:
+                os.chmod(self._path, 0o600)
+            self._sock.listen(8)
+            self._sock.settimeout(0.2)  # the accept loop checks for close() this often
+        except BaseException:
+            self._sock.close()
+            raise
+        if self._path is not None:
+            self.address = "unix:" + self._path
+        else:
+            h, port = self._sock.getsockname()[:2]
+            self.address = f"[{h}]:{port}" if ":" in h else f"{h}:{port}"
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self.hello: dict[str, Any] | None = None
+        """The last hello received: the game's options and spaces."""
+
+    def start(self) -> PolicyServer:
+        """Serve from a daemon thread; returns self."""
+        self._thread = threading.Thread(target=self.serve_forever, name="spider-policy", daemon=True)
+        self._thread.start()
+        return self
+
+    def serve_forever(self) -> None:
+        """Accept connections until :meth:`close`; each is served by a thread of its own."""
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._sock.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                if self._stop.is_set():
+                    return
+                raise
+            conn.settimeout(None)
+            threading.Thread(target=self._serve_conn, args=(conn,), daemon=True).start()
+
+    def close(self) -> None:
+        """Stop accepting and remove the socket file."""
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
+        self._sock.close()
+        if self._path is not None:
+            try:
+                os.unlink(self._path)
+            except FileNotFoundError:
+                pass
+
+    def __enter__(self) -> PolicyServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _serve_conn(self, conn: socket.socket) -> None:
+        with conn:
+            obs_dtype: npt.DTypeLike = np.uint8
+            obs_len = 0
+            try:
+                while True:
+                    msg = _read_msg(conn)
+                    if msg is None:
+                        return
+                    op, rid = msg.get("op"), msg.get("id")
+                    if op == "hello":
+                        if msg.get("version") != POLICY_PROTOCOL_VERSION:
+                            _send_msg(
+                                conn, {"ok": False, "id": rid, "error": f"want version {POLICY_PROTOCOL_VERSION}"}
+                            )
+                            return
+                        self.hello = msg
+                        obs_dtype = np.dtype("<f4") if msg.get("obs_dtype") == "float32" else np.dtype(np.uint8)
+                        obs_len = int(msg["obs_shape"][0])
+                        reply = {"ok": True, "id": rid, "version": POLICY_PROTOCOL_VERSION, "name": self.name}
+                        _send_msg(conn, {**reply, "board": self.board})
+                    elif op == "act":
+                        _send_msg(conn, self._act(msg, rid, obs_dtype, obs_len))
+                    elif op == "close":
+                        return
+                    else:
+                        _send_msg(conn, {"ok": False, "id": rid, "error": f"unknown op {op!r}"})
+            except (OSError, SpiderError):
+                return
+
+    def _act(self, msg: dict[str, Any], rid: Any, obs_dtype: npt.DTypeLike, obs_len: int) -> dict[str, Any]:
+        try:
+            n = int(msg["n"])
+            # Copies, so the callable may write into them (torch warns on read-only arrays).
+            obs = np.frombuffer(msg["obs"], dtype=obs_dtype).reshape(n, obs_len).copy()
+            masks = np.frombuffer(msg["masks"], dtype=np.uint8).reshape(n, NUM_ACTIONS).copy()
+            boards: list[Any] = msg.get("boards") or [None] * n
+            with self._lock:
+                if self.batch:
+                    out = self.fn(obs, masks, boards) if self.board else self.fn(obs, masks)
+                elif self.board:
+                    out = [self.fn(obs[i], masks[i], boards[i]) for i in range(n)]
+                else:
+                    out = [self.fn(obs[i], masks[i]) for i in range(n)]
+            return {"ok": True, "id": rid, "actions": _to_actions(out, n)}
+        except Exception as e:
+            traceback.print_exc()
+            return {"ok": False, "id": rid, "error": f"{type(e).__name__}: {e}"}
+
+
+def serve_policy(
+    fn: PolicyFn,
+    address: Address,
+    batch: bool = True,
+    *,
+    board: bool = False,
+    name: str = "python",
+) -> None:
+    """Serve ``fn`` as a policy agent on ``address`` until interrupted (see :class:`PolicyServer`).
+
+    Then, in another shell: ``spider eval --suite classic-1suit-test
+    --policies greedy,remote:ADDRESS``.
+    """
+    with PolicyServer(fn, address, batch=batch, board=board, name=name) as server:
+        print(f"spider policy agent {name!r} listening on {server.address}", file=sys.stderr)
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            pass
+
+
+def evaluate(
+    fn: PolicyFn,
+    suite: str | None = None,
+    baselines: Sequence[str] = ("greedy",),
+    *,
+    seeds: str | None = None,
+    batch: bool = True,
+    board: bool = False,
+    name: str = "python",
+    obs: str = "compact",
+    game: dict[str, Any] | None = None,
+    remote_timeout: float = 5.0,
+    remote_batch: int = 64,
+    workers: int = 0,
+    per_game: bool = False,
+    binary: str | None = None,
+    extra_args: Sequence[str] = (),
+    verbose: bool = False,
+) -> dict[str, Any]:
+    """Evaluate ``fn`` with ``spider eval`` against ``baselines`` on the same deals.
+
+    ``suite`` names a benchmark suite (``spider eval --list-suites``); or
+    give ``seeds`` (``"1-100"``) and the game options in ``game`` (keys of
+    PROTOCOL.md's table, e.g. ``{"suits": 2, "max_steps": 500}``). ``obs``
+    is the observation encoding ``fn`` gets (``compact`` or ``float32``);
+    ``batch`` and ``board`` are :class:`PolicyServer`'s. The baselines are
+    built-in policies (``random``, ``greedy``, ``search``, ``first``,
+    ``nn:PATH``); ``search`` takes minutes on a 1000-deal suite.
+
+    Returns the report of ``spider eval --json`` (docs/results.md, "The eval
+    JSON schema") as plain dicts and lists: ``policies`` (win rates,
+    scores, ``failures``), ``comparisons`` (paired tests), ``failures``
+    (``fn``'s games that ended early: an illegal action, an error, a
+    timeout) and, with ``per_game``, ``games``. ``fn``'s policy is the last
+    one, named ``NAME (remote)``. ``verbose`` lets eval's progress through
+    to stderr. Raises :class:`SpiderError` if eval fails.
+    """
+    if (suite is None) == (seeds is None):
+        raise ValueError("give one of suite and seeds")
+    exe = binary or find_binary()
+    tmpdir = tempfile.mkdtemp(prefix="spider-agent-")
+    if len(tmpdir) > 80:  # sun_path holds 108 bytes
+        shutil.rmtree(tmpdir, ignore_errors=True)
+        tmpdir = tempfile.mkdtemp(prefix="spider-agent-", dir="/tmp")
+    try:
+        with PolicyServer(
+            fn, "unix:" + os.path.join(tmpdir, "agent.sock"), batch=batch, board=board, name=name
+        ) as server:
+            server.start()
+            cmd = [exe, "eval", "--json", "--policies", ",".join([*baselines, "remote:" + server.address])]
+            cmd += ["--suite", suite] if suite is not None else ["--seeds", str(seeds)]
+            cmd += ["--obs", obs, "--remote-timeout", f"{remote_timeout}s", "--remote-batch", str(int(remote_batch))]
+            if workers:
+                cmd += ["--workers", str(int(workers))]
+            if per_game:
+                cmd.append("--per-game")
+            for key, value in (game or {}).items():
+                cmd += ["--" + key.replace("_", "-"), str(value)]
+            cmd += list(extra_args)
+            proc = subprocess.run(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=None if verbose else subprocess.PIPE,
+                check=False,
+            )
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+    if proc.returncode != 0:
+        err = proc.stderr.decode(errors="replace").strip() if proc.stderr else f"exit status {proc.returncode}"
+        raise SpiderError("eval", f"spider eval failed: {err}")
+    report: dict[str, Any] = json.loads(proc.stdout)
+    return report

@@ -1,0 +1,190 @@
+"""Policy agents: spider_env.serve_policy / evaluate against spider eval."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from typing import Any
+
+import numpy as np
+import pytest
+
+import spider_env
+from spider_env.policy import _read_msg, _send_msg
+
+
+def first_legal(obs: np.ndarray, masks: np.ndarray) -> np.ndarray:
+    return masks.argmax(axis=1)
+
+
+def games_of(report: dict[str, Any], policy: str) -> dict[int, dict[str, Any]]:
+    return {g["seed"]: g for g in report["games"] if g["policy"] == policy}
+
+
+def assert_same_games(report: dict[str, Any], a: str, b: str, deals: int) -> None:
+    ga, gb = games_of(report, a), games_of(report, b)
+    assert len(ga) == len(gb) == deals
+    for seed, x in ga.items():
+        y = gb[seed]
+        for key in ("won", "score", "runs", "moves", "actions_sha256"):
+            assert x[key] == y[key], (seed, key, x, y)
+        assert "failure" not in y
+
+
+@pytest.mark.parametrize(
+    ("obs", "batch", "board"),
+    [("compact", True, False), ("float32", False, True)],
+)
+def test_first_legal_over_the_socket_plays_the_builtin_first(obs: str, batch: bool, board: bool) -> None:
+    seen: list[Any] = []
+
+    def fn(o: np.ndarray, m: np.ndarray, *boards: Any) -> Any:
+        seen.append((o.dtype, o.shape, boards))
+        return first_legal(o, m) if batch else int(m.argmax())
+
+    rep = spider_env.evaluate(
+        fn,
+        seeds="1-12",
+        baselines=["first"],
+        obs=obs,
+        batch=batch,
+        board=board,
+        game={"suits": 2, "max_steps": 300},
+        per_game=True,
+        remote_batch=5,
+    )
+    assert rep["schema"] == "spider-eval/1" and rep["suite"] is None and rep["suits"] == 2
+    assert [p["policy"] for p in rep["policies"]] == ["first", "python (remote)"]
+    assert_same_games(rep, "first", "python (remote)", 12)
+    assert rep["failures"] == [] and rep["policies"][1]["failures"] == 0
+    dtype, shape, boards = seen[0]
+    assert dtype == (np.float32 if obs == "float32" else np.uint8)
+    with spider_env.SpiderEnv(suits=2, obs=obs) as env:
+        assert env.observation_space.shape is not None
+        assert shape == ((5, *env.observation_space.shape) if batch else env.observation_space.shape)
+    if board:
+        b = boards[0]
+        assert len(b["face_down"]) == 10 and len(b["face_up"]) == 10 and b["stock_left"] == 50
+    else:
+        assert boards == ()
+
+
+def test_first_legal_on_a_dev_suite_matches_deal_for_deal() -> None:
+    rep = spider_env.evaluate(first_legal, suite="classic-1suit-dev", baselines=["first", "greedy"], per_game=True)
+    assert rep["suite"]["name"] == "classic-1suit-dev" and rep["suite"]["version"] == "1"
+    assert rep["deals"] == 200 and rep["seeds"] == "1-200" and rep["max_steps"] == 1000
+    assert_same_games(rep, "first", "python (remote)", 200)
+    pairs = {(c["a"], c["b"]): c for c in rep["comparisons"]}
+    assert pairs[("first", "python (remote)")]["only_a_won"] == 0
+    assert pairs[("first", "python (remote)")]["only_b_won"] == 0
+
+
+def test_illegal_answers_fail_those_games_only() -> None:
+    def illegal(obs: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        return masks.argmin(axis=1)  # an id whose mask is 0
+
+    rep = spider_env.evaluate(illegal, seeds="1-6", baselines=["greedy"], game={"max_steps": 200})
+    remote = rep["policies"][1]
+    assert remote["failures"] == 6 and remote["wins"] == 0
+    assert rep["policies"][0]["failures"] == 0 and rep["policies"][0]["mean_moves"] > 0
+    assert {f["seed"] for f in rep["failures"]} == set(range(1, 7))
+    assert all(f["reason"].startswith("illegal action") and f["moves"] == 0 for f in rep["failures"])
+
+
+def test_errors_in_the_policy_are_reported_per_game() -> None:
+    def broken(obs: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        raise ValueError("no network loaded")
+
+    rep = spider_env.evaluate(broken, seeds="1-3", baselines=["random"], game={"max_steps": 100})
+    assert len(rep["failures"]) == 3
+    assert all("ValueError: no network loaded" in f["reason"] for f in rep["failures"])
+
+
+def test_slow_answers_time_out_and_the_rest_is_played() -> None:
+    # The agent answers one request at a time: the second request waits
+    # behind the slow first one, so the sleep passes the timeout by less
+    # than a timeout (0.5 s of margin either way). The Go tests check the
+    # same without depending on time.
+    calls = [0]
+
+    def slow_first(obs: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        calls[0] += 1
+        if calls[0] == 1:
+            time.sleep(1.5)
+        return first_legal(obs, masks)
+
+    rep = spider_env.evaluate(
+        slow_first,
+        seeds="1-4",
+        baselines=["first"],
+        game={"max_steps": 100},
+        remote_timeout=1.0,
+        remote_batch=2,
+        per_game=True,
+    )
+    reasons = {f["seed"]: f["reason"] for f in rep["failures"]}
+    assert set(reasons) == {1, 2} and all("timed out" in r for r in reasons.values())
+    first, remote = games_of(rep, "first"), games_of(rep, "python (remote)")
+    for seed in (3, 4):
+        assert remote[seed]["actions_sha256"] == first[seed]["actions_sha256"]
+
+
+def test_a_vanished_agent_fails_its_games_and_eval_goes_on(spider_bin: str) -> None:
+    d = tempfile.mkdtemp(prefix="spider-agent-", dir="/tmp")
+    path = os.path.join(d, "a.sock")
+    ln = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    ln.bind(path)
+    ln.listen(1)
+
+    def agent() -> None:
+        conn, _ = ln.accept()
+        with conn:
+            hello = _read_msg(conn)
+            assert hello is not None
+            _send_msg(conn, {"ok": True, "id": hello["id"], "version": 1, "name": "gone"})
+            _read_msg(conn)  # the first request, never answered
+
+    t = threading.Thread(target=agent, daemon=True)
+    t.start()
+    try:
+        p = subprocess.run(
+            [
+                spider_bin,
+                "eval",
+                "--json",
+                "--seeds",
+                "1-5",
+                "--max-steps",
+                "100",
+                "--policies",
+                f"greedy,remote:unix:{path}",
+            ],
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        ln.close()
+        os.unlink(path)
+        os.rmdir(d)
+    assert p.returncode == 0, p.stderr
+    rep = json.loads(p.stdout)
+    assert rep["policies"][1]["policy"] == "gone (remote)" and rep["policies"][1]["failures"] == 5
+    assert all("agent disconnected" in f["reason"] for f in rep["failures"])
+    assert rep["policies"][0]["failures"] == 0
+
+
+def test_policy_server_refuses_other_hosts_and_taken_paths(tmp_path: Any) -> None:
+    with pytest.raises(ValueError, match="loopback"):
+        spider_env.PolicyServer(first_legal, "10.0.0.1:9000")
+    taken = tmp_path / "x.sock"
+    taken.write_text("")
+    with pytest.raises(FileExistsError):
+        spider_env.PolicyServer(first_legal, f"unix:{taken}")
+    with pytest.raises(ValueError, match="one of suite and seeds"):
+        spider_env.evaluate(first_legal)
