@@ -34,6 +34,7 @@ type Batch struct {
 	next   []Action   // Presample: the action SampleLegal will return
 
 	actions []Action // the current Step's actions, or SampleLegal's destination
+	ids     []int32  // StepSome's games; nil when every game steps
 	resetM  []bool   // the current ResetGames mask
 	phase   phase
 	errs    []error // per worker: first refusal found in its shard
@@ -43,7 +44,22 @@ type Batch struct {
 }
 
 // NewBatch returns a Batch of o.N games under r. Call Reset before Step.
-func NewBatch(r Rules, o BatchOptions) (*Batch, error) {
+func NewBatch(r Rules, o BatchOptions) (*Batch, error) { return newBatch(r, o, nil) }
+
+// NewBatchIn returns a Batch of o.N games under r whose BatchBuffers live
+// in mem, laid out as BatchLayout(r, o) says: a block another process
+// maps too (the server's shared memory) sees every Reset and Step without
+// a copy. mem must hold BatchLayout(r, o).Size bytes; NewBatchIn zeroes
+// them. The Batch reads its masks back to check actions, so nobody else
+// may write to mem: the server shares it read-only (a sealed memfd).
+func NewBatchIn(r Rules, o BatchOptions, mem []byte) (*Batch, error) {
+	if mem == nil {
+		return nil, fmt.Errorf("env: NewBatchIn with no memory")
+	}
+	return newBatch(r, o, mem)
+}
+
+func newBatch(r Rules, o BatchOptions, mem []byte) (*Batch, error) {
 	switch {
 	case r.suits == 0:
 		return nil, fmt.Errorf("env: NewBatch with zero Rules; make them with NewRules")
@@ -64,34 +80,14 @@ func NewBatch(r Rules, o BatchOptions) (*Batch, error) {
 	o.Workers = min(o.Workers, o.N)
 	n := o.N
 	b := &Batch{rules: r, opts: o, obsN: r.ObsLen()}
-	bb := &b.BatchBuffers
-	if r.encoding == Float32 {
-		bb.ObsFloat32 = make([]float32, n*b.obsN)
-	} else {
-		bb.ObsCompact = make([]uint8, n*b.obsN)
-	}
-	bb.Masks = make([]uint8, n*NumActions)
-	bb.NumLegal = make([]int32, n)
-	bb.Rewards = make([]float32, n)
-	bb.Terminated = make([]bool, n)
-	bb.Truncated = make([]bool, n)
-	bb.Illegal = make([]bool, n)
-	bb.Score = make([]int32, n)
-	bb.Runs = make([]uint8, n)
-	bb.Moves = make([]int32, n)
-	bb.EpisodeReturn = make([]float32, n)
-	bb.EpisodeLength = make([]int32, n)
-	bb.EpisodeWon = make([]bool, n)
-	bb.EpisodeRuns = make([]uint8, n)
-	if o.Autoreset == SameStep {
-		bb.HasFinal = make([]bool, n)
-		bb.FinalScore = make([]int32, n)
-		if r.encoding == Float32 {
-			bb.FinalObsFloat32 = make([]float32, n*b.obsN)
-		} else {
-			bb.FinalObsCompact = make([]uint8, n*b.obsN)
+	if mem != nil {
+		need := BatchLayout(r, o).Size
+		if len(mem) < need {
+			return nil, fmt.Errorf("env: a block of %d bytes for buffers that need %d", len(mem), need)
 		}
+		clear(mem[:need])
 	}
+	b.BatchBuffers = newBuffers(r, o, mem)
 	b.states = make([]State, n)
 	b.base = make([]uint64, n)
 	b.episode = make([]uint32, n)
@@ -252,6 +248,41 @@ func (b *Batch) Step(actions []Action) error {
 	}
 	b.run(phaseStep)
 	return nil
+}
+
+// StepSome plays actions[i] in game i for the games listed in ids only,
+// in parallel, and writes those games' rows of the buffers; the other
+// games, their rows included, stay exactly as they were (their rewards and
+// flags are stale, not zero). actions is N long, as for Step, and only its
+// entries at ids are read: a caller stepping the games in turns (EnvPool's
+// send/recv, with the policy computing on one part while another steps)
+// keeps one slice. ids must be strictly increasing game indices; the
+// workers split the list, not the games, so any subset keeps them all
+// busy. Refusals are Step's, and nothing changes after one, nor after a
+// bad ids list.
+func (b *Batch) StepSome(actions []Action, ids []int32) error {
+	if len(actions) != b.opts.N {
+		return fmt.Errorf("env: %d actions for %d games", len(actions), b.opts.N)
+	}
+	if b.states[0].rules.suits == 0 {
+		return fmt.Errorf("env: Step before Reset")
+	}
+	prev := int32(-1)
+	for k, id := range ids {
+		if id <= prev || int(id) >= b.opts.N {
+			if id < 0 || int(id) >= b.opts.N {
+				return fmt.Errorf("env: game id %d (item %d) is outside 0 to %d", id, k, b.opts.N-1)
+			}
+			return fmt.Errorf("env: game ids must be strictly increasing: item %d is %d after %d", k, id, prev)
+		}
+		prev = id
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	b.ids = ids
+	defer func() { b.ids = nil }()
+	return b.Step(actions)
 }
 
 // SampleLegal writes into dst (N long) one uniformly random legal action

@@ -28,9 +28,13 @@ func (b *Batch) run(p phase) {
 	b.wg.Wait()
 }
 
-// shard returns worker w's contiguous range of games.
+// shard returns worker w's contiguous range of games, or of the ids
+// StepSome steps.
 func (b *Batch) shard(w int) (lo, hi int) {
 	n, k := b.opts.N, len(b.errs)
+	if b.ids != nil {
+		n = len(b.ids)
+	}
 	return w * n / k, (w + 1) * n / k
 }
 
@@ -48,6 +52,15 @@ func (b *Batch) do(w int, p phase) {
 	switch p {
 	case phaseCheck:
 		b.errs[w] = nil
+		if b.ids != nil {
+			for _, i := range b.ids[lo:hi] {
+				if err := b.check(int(i)); err != nil {
+					b.errs[w] = err
+					break
+				}
+			}
+			break
+		}
 		for i := lo; i < hi; i++ {
 			if err := b.check(i); err != nil {
 				b.errs[w] = err
@@ -55,6 +68,10 @@ func (b *Batch) do(w int, p phase) {
 			}
 		}
 	case phaseStep:
+		if b.ids != nil {
+			b.stepIDs(b.ids[lo:hi])
+			break
+		}
 		for i := lo; i < hi; i++ {
 			if j := i + prefetchAhead; j < hi {
 				b.prefetch(j)
@@ -87,4 +104,17 @@ func (b *Batch) do(w int, p phase) {
 		}
 	}
 	b.wg.Done()
+}
+
+// stepIDs steps the games listed in ids, as phaseStep steps a shard.
+func (b *Batch) stepIDs(ids []int32) {
+	for k, i := range ids {
+		if k+prefetchAhead < len(ids) {
+			b.prefetch(int(ids[k+prefetchAhead]))
+		}
+		b.step(int(i))
+		if b.next != nil {
+			b.next[i] = b.sample(int(i))
+		}
+	}
 }

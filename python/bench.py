@@ -1,22 +1,31 @@
 #!/usr/bin/env python3
-"""Benchmark a Python loop playing random legal actions through SpiderVectorEnv.
+"""Benchmark Python loops stepping SpiderVectorEnv beside the in-process Go batch.
 
-For each batch size N and mask format (bytes: 1081 bytes a game; bits: 136),
-two policies drive the batch:
+For each batch size N, each path and each policy, a loop steps a batch of
+one-suit games (compact observations, next-step autoreset) on a server on a
+Unix socket. Paths:
 
-* ``first``: a near-free policy, the first legal action of each game
-  (``argmax`` of the mask), so the loop measures the environment;
-* ``random``: a uniformly random legal action per game, drawn in numpy
-  without a Python loop over games.
+* ``socket``: the arrays travel in the step reply (bit-packed masks,
+  unpacked by numpy), ``shm=False``;
+* ``shm``: the arrays are in memory shared with the server
+  (``shm=True``), returned as views (``copy=False``): no copy at all;
+* ``shm-copy``: shared memory with ``copy=True`` (Gymnasium's default):
+  observations and masks copied out each step;
+* ``shm-async``: shared memory, EnvPool's ``send``/``recv`` on two halves
+  of the batch, so the policy chooses for one half while the server steps
+  the other.
 
-The time inside ``env.step`` (request, server step, transfer, decoding) and
-the time of the policy are measured separately. ``bin/spider bench`` (the Go
-batch stepped in-process, no socket) runs in the same invocation for
-comparison. The table goes to stdout (or JSON with --json); progress to
-stderr.
+Policies: ``first``, the first legal action of each game (``argmax`` of the
+mask, near free), and ``random``, a uniformly random legal action per game
+drawn in numpy. Each row reports env-steps/s of the whole loop, the
+policy's share of the loop's time, and the CPU used in cores (this process
+and the server together, per second of the loop). ``bin/spider bench`` (the
+Go batch stepped in-process with its own random policy, no socket) runs at
+every N in the same invocation. The table goes to stdout (or JSON with
+--json); progress to stderr.
 
     .venv/bin/python python/bench.py
-    .venv/bin/python python/bench.py --sizes 1,4096 --steps 100 --mask bits --json
+    .venv/bin/python python/bench.py --sizes 4096 --paths shm,socket --json
 """
 
 from __future__ import annotations
@@ -54,55 +63,105 @@ def random_legal(masks: NDArray[np.int8], num_legal: NDArray[np.int32], rng: np.
 
 
 POLICIES = {"first": first_legal, "random": random_legal}
+PATHS = ("socket", "shm", "shm-copy", "shm-async")
 
 
 def auto_steps(n: int) -> int:
-    return int(min(3000, max(40, 300_000 // n)))
+    return int(min(3000, max(40, 600_000 // n)))
 
 
-def measure(server: SpiderServer, n: int, mask: str, policy: str, steps: int, seed: int) -> dict[str, Any]:
-    venv = SpiderVectorEnv(n, mask=mask, address=server, obs="compact")
+def _cpu_seconds(pid: int) -> float:
+    """User and system CPU time of process pid so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _true_legal(info: dict[str, Any]) -> NDArray[np.int32]:
+    # num_legal is 0 for a game that ended (next-step), whose row is all
+    # ones and whose action is ignored: count the row.
+    nl: NDArray[np.int32] = info["num_legal"]
+    return np.where(nl == 0, info["action_mask"].shape[1], nl).astype(np.int32)
+
+
+def measure(server: SpiderServer, n: int, path: str, policy: str, steps: int, seed: int) -> dict[str, Any]:
+    shm = path != "socket"
+    venv = SpiderVectorEnv(n, address=server, obs="compact", shm=shm, copy=path == "shm-copy", mask="bits")
+    if venv.shared != shm:
+        raise RuntimeError(f"path {path}: shared memory {venv.shared} ({venv.shm_error})")
     rng = np.random.default_rng(seed)
     choose = POLICIES[policy]
+    half = n // 2
+    halves = [np.arange(0, half), np.arange(half, n)] if path == "shm-async" and n > 1 else []
+    pol_s = 0.0
+    episodes = 0
+    info: dict[str, Any] = {}
+
+    def one_step() -> None:
+        nonlocal info, pol_s, episodes
+        t0 = time.perf_counter()
+        actions = choose(info["action_mask"], _true_legal(info), rng)
+        pol_s += time.perf_counter() - t0
+        _, _, term, trunc, info = venv.step(actions)
+        episodes += int(np.count_nonzero(term | trunc))
+
+    # shm-async: each half's masks and legal counts, from its last recv.
+    state: list[tuple[NDArray[np.int8], NDArray[np.int32]]] = []
+
+    def async_step() -> None:
+        # A pipeline: the policy chooses for one half while the server
+        # steps the other.
+        nonlocal pol_s, episodes
+        for h, ids in enumerate(halves):
+            t0 = time.perf_counter()
+            actions = choose(*state[h], rng)
+            pol_s += time.perf_counter() - t0
+            if venv.client.pending:
+                _, _, term, trunc, got = venv.recv()
+                episodes += int(np.count_nonzero(term | trunc))
+                state[1 - h] = (got["action_mask"], _true_legal(got))
+            venv.send(actions, ids)
+
     try:
         _, info = venv.reset(seed=seed)
+        for ids in halves:
+            state.append((info["action_mask"][ids], _true_legal(info)[ids]))
+        step = async_step if halves else one_step
         for _ in range(max(3, steps // 20)):  # warm up
-            _, _, _, _, info = venv.step(choose(info["action_mask"], info["num_legal"], rng))
-        env_s = pol_s = 0.0
-        episodes = 0
+            step()
+        pol_s, episodes = 0.0, 0
+        cpu0, scpu0, t0 = time.process_time(), _cpu_seconds(server.pid), time.perf_counter()
         for _ in range(steps):
-            t0 = time.perf_counter()
-            actions = choose(info["action_mask"], info["num_legal"], rng)
-            t1 = time.perf_counter()
-            _, _, term, trunc, info = venv.step(actions)
-            t2 = time.perf_counter()
-            pol_s += t1 - t0
-            env_s += t2 - t1
-            episodes += int(np.count_nonzero(term | trunc))
-            if info["illegal"].any():
-                raise AssertionError("a masked action was illegal")
+            step()
+        if venv.client.pending:
+            venv.recv()
+        wall = time.perf_counter() - t0
+        cpu, scpu = time.process_time() - cpu0, _cpu_seconds(server.pid) - scpu0
+        if venv.action_masks().sum() == 0:
+            raise AssertionError("no legal action anywhere")
     finally:
         venv.close()
     total = n * steps
     return {
         "n": n,
-        "mask": mask,
+        "path": path,
         "policy": policy,
         "steps": steps,
         "env_steps": total,
         "episodes": episodes,
-        "env_seconds": env_s,
+        "seconds": wall,
         "policy_seconds": pol_s,
-        "loop_env_steps_per_sec": total / (env_s + pol_s),
-        "env_only_env_steps_per_sec": total / env_s,
-        "env_ms_per_batch_step": env_s / steps * 1e3,
-        "policy_ms_per_batch_step": pol_s / steps * 1e3,
-        "env_share": env_s / (env_s + pol_s),
+        "env_steps_per_sec": total / wall,
+        "ms_per_batch_step": wall / steps * 1e3,
+        "policy_share": pol_s / wall,
+        "python_cores": cpu / wall,
+        "server_cores": scpu / wall,
+        "cores": (cpu + scpu) / wall,
     }
 
 
-def go_bench(binary: str, n: int, steps: int | None) -> list[dict[str, Any]]:
-    cmd = [binary, "bench", "--n", str(n), "--json"]
+def go_bench(binary: str, n: int, steps: int | None) -> dict[str, Any]:
+    cmd = [binary, "bench", "--suits", "1", "--obs", "compact", "--n", str(n), "--json"]
     if steps:
         cmd += ["--steps", str(steps), "--warmup", str(max(1, steps // 5))]
     print(f"bench: {' '.join(cmd)}", file=sys.stderr, flush=True)
@@ -110,51 +169,55 @@ def go_bench(binary: str, n: int, steps: int | None) -> list[dict[str, Any]]:
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed: {p.stderr.strip()}")
     rows: list[dict[str, Any]] = json.loads(p.stdout)
-    return rows
+    return max(rows, key=lambda r: int(r["workers"]))  # the full worker count, not the 1-worker row
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sizes", default="1,64,1024,4096", help="comma-separated batch sizes (default 1,64,1024,4096)")
+    ap.add_argument("--sizes", default="64,1024,4096,16384", help="comma-separated batch sizes")
     ap.add_argument(
-        "--steps", type=int, default=0, help="batch steps timed per run (default: 300000/N, clamped to 40..3000)"
+        "--steps", type=int, default=0, help="batch steps timed per run (default: 600000/N, clamped to 40..3000)"
     )
-    ap.add_argument("--mask", default="bytes,bits", help="mask formats to measure: bytes, bits or both (default)")
+    ap.add_argument("--paths", default=",".join(PATHS), help=f"paths to measure (default {','.join(PATHS)})")
     ap.add_argument("--policies", default="first,random", help="policies to measure (default first,random)")
-    ap.add_argument("--go-n", type=int, default=4096, help="N of the in-process Go bench (0: skip it)")
-    ap.add_argument("--go-steps", type=int, default=0, help="steps of the Go bench (default: its own, 500)")
+    ap.add_argument("--go-steps", type=int, default=0, help="steps of the Go bench (default: its own)")
+    ap.add_argument("--no-go", action="store_true", help="skip the in-process Go bench")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json", action="store_true", help="print the results as JSON instead of a table")
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s]
-    masks = [m for m in args.mask.split(",") if m]
+    paths = [p for p in args.paths.split(",") if p]
     policies = [p for p in args.policies.split(",") if p]
-    for m in masks:
-        if m not in ("bytes", "bits"):
-            ap.error(f"--mask {m!r}: want bytes or bits")
+    for p in paths:
+        if p not in PATHS:
+            ap.error(f"--paths {p!r}: want {', '.join(PATHS)}")
     for p in policies:
         if p not in POLICIES:
             ap.error(f"--policies {p!r}: want first or random")
 
     binary = spider_env.find_binary()
     results = []
+    go: dict[int, dict[str, Any]] = {}
     start = time.perf_counter()
     with SpiderServer(binary, args=["--max-games", str(max([*sizes, 16384]))]) as server:
         for n in sizes:
             steps = args.steps or auto_steps(n)
-            for mask in masks:
+            if not args.no_go:
+                go[n] = go_bench(binary, n, args.go_steps)
+            for path in paths:
                 for policy in policies:
-                    r = measure(server, n, mask, policy, steps, args.seed)
+                    r = measure(server, n, path, policy, steps, args.seed)
+                    if n in go:
+                        r["of_go"] = r["env_steps_per_sec"] / go[n]["env_steps_per_sec"]
                     results.append(r)
                     print(
-                        f"bench: N={n:<5} mask={mask:<5} policy={policy:<6} "
-                        f"{r['loop_env_steps_per_sec']:>10,.0f} env-steps/s  "
-                        f"(env {r['env_ms_per_batch_step']:.3f} ms, "
-                        f"policy {r['policy_ms_per_batch_step']:.3f} ms a step)",
+                        f"bench: N={n:<5} path={path:<9} policy={policy:<6} "
+                        f"{r['env_steps_per_sec']:>12,.0f} env-steps/s  "
+                        f"({r['ms_per_batch_step']:.3f} ms a step, policy {r['policy_share']:.0%}, "
+                        f"{r['cores']:.2f} cores)",
                         file=sys.stderr,
                         flush=True,
                     )
-    go = go_bench(binary, args.go_n, args.go_steps) if args.go_n else []
     elapsed = time.perf_counter() - start
 
     machine = {
@@ -165,38 +228,31 @@ def main(argv: list[str] | None = None) -> int:
         "seconds": elapsed,
     }
     if args.json:
-        json.dump({"python": results, "go": go, "machine": machine}, sys.stdout, indent=2)
+        json.dump({"python": results, "go": list(go.values()), "machine": machine}, sys.stdout, indent=2)
         print()
         return 0
 
     print(
-        f"Random-legal-action loop through SpiderVectorEnv (compact obs, next-step autoreset, "
-        f"server on a Unix socket; {machine['cpus']} CPUs, Python {machine['python']}, numpy {machine['numpy']})."
+        f"SpiderVectorEnv loops (1 suit, compact obs, next-step autoreset, server on a Unix socket; "
+        f"{machine['cpus']} CPUs, Python {machine['python']}, numpy {machine['numpy']})."
     )
     print()
-    print("| N | mask | policy | loop env-steps/s | env-only env-steps/s | env ms/step | policy ms/step | env share |")
+    print("| N | path | policy | env-steps/s | of Go | ms/step | policy share | cores (Python + server) |")
     print("|---:|:---|:---|---:|---:|---:|---:|---:|")
     for r in results:
+        of_go = f"{r['of_go']:.0%}" if "of_go" in r else "-"
         print(
-            f"| {r['n']} | {r['mask']} | {r['policy']} | {r['loop_env_steps_per_sec']:,.0f} | "
-            f"{r['env_only_env_steps_per_sec']:,.0f} | {r['env_ms_per_batch_step']:.3f} | "
-            f"{r['policy_ms_per_batch_step']:.3f} | {r['env_share']:.0%} |"
+            f"| {r['n']} | {r['path']} | {r['policy']} | {r['env_steps_per_sec']:,.0f} | {of_go} | "
+            f"{r['ms_per_batch_step']:.3f} | {r['policy_share']:.0%} | "
+            f"{r['cores']:.2f} ({r['python_cores']:.2f} + {r['server_cores']:.2f}) |"
         )
-    if len(masks) == 2:
-        print()
-        print("bits vs bytes (env-only env-steps/s, first-legal policy where measured):")
-        for n in sizes:
-            rows = {r["mask"]: r for r in results if r["n"] == n and r["policy"] == policies[0]}
-            if "bits" in rows and "bytes" in rows:
-                ratio = rows["bits"]["env_only_env_steps_per_sec"] / rows["bytes"]["env_only_env_steps_per_sec"]
-                print(f"- N={n}: bits/bytes = {ratio:.2f}x")
     if go:
         print()
-        print("In-process Go batch, `bin/spider bench` (SampleLegal policy, no socket):")
+        print("In-process Go batch, `bin/spider bench --suits 1 --obs compact` (SampleLegal policy, no socket):")
         print()
         print("| N | workers | env-steps/s | ns/env-step |")
         print("|---:|---:|---:|---:|")
-        for g in go:
+        for g in go.values():
             print(f"| {g['n']} | {g['workers']} | {g['env_steps_per_sec']:,.0f} | {g['ns_per_env_step']:.1f} |")
     print()
     print(f"({elapsed:.0f} s in all)")

@@ -230,10 +230,10 @@ func TestSetupTimeout(t *testing.T) {
 // closes, and every byte comes back when all have closed.
 func TestMemoryLimitRefusesMake(t *testing.T) {
 	srv, addr := start(t, Config{MaxMemory: 64 << 20})
-	big := map[string]any{"op": "make", "n": 130, "suits": 4, "obs": "float32", "autoreset": "same-step"}
+	big := map[string]any{"op": "make", "n": 230, "suits": 4, "obs": "float32", "autoreset": "same-step"}
 	r := env.MustRules(env.Options{Suits: 4, Encoding: env.Float32})
-	bo := env.BatchOptions{N: 130, Autoreset: env.SameStep, Workers: srv.cfg.Workers}
-	need := BatchBytes(r, bo) + 130*connGameBytes + stepReplyBytes(r, bo, false)
+	bo := env.BatchOptions{N: 230, Autoreset: env.SameStep, Workers: srv.cfg.Workers}
+	need := BatchBytes(r, bo) + 230*connGameBytes + stepReplyBytes(r, bo, false)
 	if need < 20<<20 || need > 31<<20 {
 		t.Fatalf("the test wants two batches to fit 64 MiB and three not: one needs %d MiB", need>>20)
 	}

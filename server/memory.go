@@ -95,8 +95,9 @@ func BatchBytes(r env.Rules, o env.BatchOptions) int64 {
 }
 
 // connGameBytes is what a connection keeps per game beside its batch: the
-// step's actions, reset's mask, seeds and seeded flags.
-const connGameBytes = 2 + 1 + 8 + 1
+// step's actions, reset's mask, seeds and seeded flags, and a step's
+// env_ids.
+const connGameBytes = 2 + 1 + 8 + 1 + 4
 
 // stepReplyFields are the arrays of a step (and reset) reply: the key and
 // the bytes each game adds. obs, masks and the same-step fields are sized
@@ -114,27 +115,45 @@ var stepReplyFields = []struct {
 // key and a bin32 header.
 func binField(key string, n int64) int64 { return 1 + int64(len(key)) + 5 + n }
 
-// stepReplyBytes returns the most bytes a step or reset reply of a batch of
-// n games takes, framed: the frame header, the map header, "ok", an "id"
-// and every array.
+// refField is what a bin field the reply refers to (encoder.binRef) takes
+// of the reply buffer: its key and header; its bytes stay in the batch.
+func refField(key string) int64 { return binField(key, 0) }
+
+// stepReplyBytes returns the most bytes a step or reset reply of a batch
+// takes of the reply buffer: the frame header, the map header, "ok", an
+// "id", and each array's key and header. The arrays themselves are
+// written from the batch's buffers (and the packed masks), not copied.
 func stepReplyBytes(r env.Rules, o env.BatchOptions, bits bool) int64 {
+	size := int64(frameHeader+5) + 4 + 3 + 9 // header, "ok": true, "id": int64
+	size += refField("obs") + refField("masks")
+	for _, f := range stepReplyFields {
+		size += refField(f.key)
+	}
+	if o.Autoreset == env.SameStep {
+		size += refField("has_final") + refField("final_obs") + refField("final_score")
+	}
+	return size
+}
+
+// stepFrameBytes returns the size of a step reply's whole frame, arrays
+// included: what the socket's send buffer is sized for.
+func stepFrameBytes(r env.Rules, o env.BatchOptions, bits bool) int64 {
 	n := int64(o.N)
 	obs := int64(r.ObsLen())
 	if r.Encoding() == env.Float32 {
 		obs *= 4
 	}
-	size := int64(frameHeader+5) + 4 + 3 + 9 // header, "ok": true, "id": int64
-	size += binField("obs", n*obs)
+	size := stepReplyBytes(r, o, bits) + n*obs
 	if bits {
-		size += binField("masks", n*PackedRowBytes)
+		size += n * PackedRowBytes
 	} else {
-		size += binField("masks", n*env.NumActions)
+		size += n * env.NumActions
 	}
 	for _, f := range stepReplyFields {
-		size += binField(f.key, n*f.perGame)
+		size += n * f.perGame
 	}
 	if o.Autoreset == env.SameStep {
-		size += binField("has_final", n) + binField("final_obs", n*obs) + binField("final_score", 4*n)
+		size += n*obs + 5*n
 	}
 	return size
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"crypto/rand"
 	"encoding/binary"
+	"net"
 	"slices"
 	"strings"
 
@@ -217,6 +218,20 @@ func (cn *conn) opMake(q *request) *replyError {
 		return fail(codeLimit, "a batch of %d games of this configuration needs %d MiB of buffers, over the server's limit of %d MiB",
 			bo.N, size>>20, cfg.MaxBytes>>20)
 	}
+	// Shared memory, when asked for and possible: otherwise the batch is
+	// served over the socket, and the reply says why.
+	shm, shmWhy := q.has(fieldShm) && q.shm, ""
+	switch {
+	case !shm:
+	case !shmSupported:
+		shm, shmWhy = false, "the server does not run on Linux"
+	case unixConn(cn.c) == nil:
+		shm, shmWhy = false, "the connection is not a Unix socket: shared memory needs client and server on one machine, connected by a Unix socket"
+	}
+	askedBits := bits
+	if shm {
+		bits = false // the segment holds the mask bytes the batch writes
+	}
 	// Claim the games before building, so two connections cannot both pass.
 	delta := int64(bo.N) - cn.games
 	if total := cn.s.games.Add(delta); total > int64(cfg.MaxTotal) {
@@ -225,22 +240,56 @@ func (cn *conn) opMake(q *request) *replyError {
 	}
 	// And the memory: the batch, the per-game request state and a reply
 	// buffer sized once for the largest reply. The old batch's stays held
-	// until the new one is built: both are alive until then.
-	need := BatchBytes(r, bo) + int64(bo.N)*connGameBytes
-	if bits {
-		need += int64(bo.N) * PackedRowBytes
+	// until the new one is built: both are alive until then. A shared
+	// batch's buffers are in its segment (its reply is small), counted the
+	// same.
+	plan := func(shm bool) (need, reply int64) {
+		need = BatchBytes(r, bo) + int64(bo.N)*connGameBytes
+		if bits {
+			need += int64(bo.N) * PackedRowBytes
+		}
+		reply = makeReplyBytes(r)
+		if shm {
+			need += shmBytes(bo.N)
+			reply += 2 << 10 // the layout
+		} else {
+			reply = max(reply, stepReplyBytes(r, bo, bits))
+		}
+		if cn.picture != nil {
+			reply = max(reply, rgbReplyBytes)
+		}
+		return need, reply
 	}
-	reply := max(stepReplyBytes(r, bo, bits), makeReplyBytes(r))
-	if cn.picture != nil {
-		reply = max(reply, rgbReplyBytes)
-	}
+	need, reply := plan(shm)
 	if !cn.s.reserve(need + reply) {
 		cn.s.games.Add(-delta)
 		return fail(codeLimit, "a batch of %d games of this configuration needs %d MiB of memory (buffers, game states and replies), over what the server has free of its --max-memory %d MiB",
 			bo.N, (need+reply+1<<20-1)>>20, cfg.MaxMemory>>20)
 	}
-	b, err := env.NewBatch(r, bo)
+	var seg *segment
+	if shm {
+		if seg, err = newSegment(env.BatchLayout(r, bo), bo.N); err != nil {
+			// Served over the socket instead, which needs a larger reply.
+			shm, shmWhy, bits = false, err.Error(), askedBits
+			cn.s.unreserve(need + reply)
+			need, reply = plan(false)
+			if !cn.s.reserve(need + reply) {
+				cn.s.games.Add(-delta)
+				return fail(codeLimit, "a batch of %d games of this configuration needs %d MiB of memory (buffers, game states and replies), over what the server has free of its --max-memory %d MiB",
+					bo.N, (need+reply+1<<20-1)>>20, cfg.MaxMemory>>20)
+			}
+		}
+	}
+	var b *env.Batch
+	if seg != nil {
+		b, err = env.NewBatchIn(r, bo, seg.buffers)
+	} else {
+		b, err = env.NewBatch(r, bo)
+	}
 	if err != nil {
+		if seg != nil {
+			seg.close()
+		}
 		cn.s.games.Add(-delta)
 		cn.s.unreserve(need + reply)
 		return fail(codeBadConfig, "%v", err)
@@ -248,19 +297,75 @@ func (cn *conn) opMake(q *request) *replyError {
 	if cn.batch != nil {
 		cn.batch.Close()
 	}
+	if cn.seg != nil {
+		cn.seg.close()
+	}
+	cn.seg = seg
+	cn.shmWhy = shmWhy
 	cn.s.unreserve(cn.held.batch + cn.held.reply)
 	cn.held.batch, cn.held.reply = need, reply
 	cn.en.buf = make([]byte, 0, reply)
 	cn.batch, cn.games, cn.ready, cn.bits = b, int64(bo.N), false, bits
 	cn.actions = make([]env.Action, bo.N)
+	cn.ids = make([]int32, bo.N)
 	cn.resetMask = make([]bool, bo.N)
 	cn.seedVals, cn.seeded = make([]uint64, bo.N), make([]bool, bo.N)
 	cn.packed = nil
 	if bits {
 		cn.packed = make([]byte, bo.N*PackedRowBytes)
 	}
+	if seg == nil {
+		setSendBuffer(cn.c, stepFrameBytes(r, bo, bits))
+	}
 	cn.makeReply(q)
+	if q.has(fieldShm) {
+		cn.shmReply()
+	}
 	return nil
+}
+
+// maxSendBuffer bounds the socket send buffer a batch asks for; the
+// kernel bounds it further (net.core.wmem_max).
+const maxSendBuffer = 8 << 20
+
+// setSendBuffer asks the kernel for a send buffer that holds a whole step
+// reply of size bytes, so that the reply leaves in one go rather than in
+// pieces of the default size, each waking the client. It is the kernel's
+// memory, used while a reply is in flight, and best effort.
+func setSendBuffer(c net.Conn, size int64) {
+	if wb, ok := c.(interface{ SetWriteBuffer(int) error }); ok {
+		wb.SetWriteBuffer(int(min(size, maxSendBuffer)))
+	}
+}
+
+// shmReply adds to the make reply whether the batch shares memory, and
+// then where each array lies, or else why not.
+func (cn *conn) shmReply() {
+	en := &cn.en
+	en.bool("shm", cn.seg != nil)
+	if cn.seg == nil {
+		en.str("shm_error", cn.shmWhy)
+		return
+	}
+	l := cn.seg.layout
+	en.ints("shm_size", l.Size, len(cn.seg.actions))
+	en.key("shm_layout")
+	en.buf = appendArrayLen(en.buf, len(l.Fields)+1)
+	field := func(name string, fd, offset int, dtype string, shape []int) {
+		en.buf = append(en.buf, 0x85)
+		en.buf = appendStr(appendStr(en.buf, "name"), name)
+		en.buf = appendInt(appendStr(en.buf, "fd"), int64(fd))
+		en.buf = appendInt(appendStr(en.buf, "offset"), int64(offset))
+		en.buf = appendStr(appendStr(en.buf, "dtype"), dtype)
+		en.buf = appendArrayLen(appendStr(en.buf, "shape"), len(shape))
+		for _, d := range shape {
+			en.buf = appendInt(en.buf, int64(d))
+		}
+	}
+	for _, f := range l.Fields {
+		field(f.Name, 0, f.Offset, f.DType, f.Shape)
+	}
+	field("actions", 1, 0, "uint16", []int{cn.batch.N()})
 }
 
 // makeReply describes the new batch: its spaces, known before any game
@@ -370,6 +475,10 @@ func (cn *conn) opReset(q *request) *replyError {
 func (cn *conn) opStep(q *request) *replyError {
 	n := cn.batch.N()
 	switch {
+	case !q.has(fieldActions) && cn.seg != nil:
+		// Copied out of the shared memory before they are checked, so
+		// that what is checked is what is played.
+		cn.seg.actionsAt(cn.actions)
 	case !q.has(fieldActions):
 		return fail(codeBadRequest, "step needs \"actions\": a bin of uint16 or an array of integers, one per game")
 	case q.actionArray:
@@ -395,49 +504,92 @@ func (cn *conn) opStep(q *request) *replyError {
 			cn.actions[i] = env.Action(binary.LittleEndian.Uint16(q.actions[2*i:]))
 		}
 	}
-	if err := cn.batch.Step(cn.actions); err != nil {
+	ids, re := cn.envIDs(q)
+	if re != nil {
+		return re
+	}
+	var err error
+	if ids != nil {
+		err = cn.batch.StepSome(cn.actions, ids)
+	} else {
+		err = cn.batch.Step(cn.actions)
+	}
+	if err != nil {
 		return fail(codeBadAction, "%v", err)
 	}
 	cn.stepReply(q)
 	return nil
 }
 
-// stepReply writes the batch's buffers as a step reply.
+// envIDs returns the games a step names in env_ids, or nil for all.
+func (cn *conn) envIDs(q *request) ([]int32, *replyError) {
+	if !q.has(fieldEnvIDs) {
+		return nil, nil
+	}
+	n := cn.batch.N()
+	b := q.envIDs
+	if len(b)%4 != 0 || len(b) > 4*n {
+		return nil, fail(codeBadRequest, "env_ids bin has %d bytes; want 4 per game (int32 little-endian), %d games at most", len(b), n)
+	}
+	ids := cn.ids[:len(b)/4]
+	prev := int64(-1)
+	for k := range ids {
+		id := int64(int32(binary.LittleEndian.Uint32(b[4*k:])))
+		if id < 0 || id >= int64(n) {
+			return nil, fail(codeBadRequest, "env_ids item %d is %d, outside 0 to %d", k, id, n-1)
+		}
+		if id <= prev {
+			return nil, fail(codeBadRequest, "env_ids must be strictly increasing: item %d is %d after %d", k, id, prev)
+		}
+		ids[k], prev = int32(id), id
+	}
+	return ids, nil
+}
+
+// stepReply writes the batch's buffers as a step reply; a batch in shared
+// memory has them there already, and its reply only says the step is done.
 func (cn *conn) stepReply(q *request) {
 	b := cn.batch
 	en := &cn.en
 	en.begin(true, q)
+	if cn.seg != nil {
+		if q.has(fieldSeq) {
+			en.int("seq", q.seq)
+		}
+		en.bool("done", true)
+		return
+	}
 	if b.ObsFloat32 != nil {
-		en.bin("obs", bytesOf(b.ObsFloat32))
+		en.binRef("obs", bytesOf(b.ObsFloat32))
 	} else {
-		en.bin("obs", b.ObsCompact)
+		en.binRef("obs", b.ObsCompact)
 	}
 	if cn.bits {
 		packMasks(cn.packed, b.Masks)
-		en.bin("masks", cn.packed)
+		en.binRef("masks", cn.packed)
 	} else {
-		en.bin("masks", b.Masks)
+		en.binRef("masks", b.Masks)
 	}
-	en.bin("num_legal", bytesOf(b.NumLegal))
-	en.bin("rewards", bytesOf(b.Rewards))
-	en.bin("terminated", bytesOf(b.Terminated))
-	en.bin("truncated", bytesOf(b.Truncated))
-	en.bin("illegal", bytesOf(b.Illegal))
-	en.bin("score", bytesOf(b.Score))
-	en.bin("moves", bytesOf(b.Moves))
-	en.bin("runs", b.Runs)
-	en.bin("episode_return", bytesOf(b.EpisodeReturn))
-	en.bin("episode_length", bytesOf(b.EpisodeLength))
-	en.bin("episode_won", bytesOf(b.EpisodeWon))
-	en.bin("episode_runs", b.EpisodeRuns)
+	en.binRef("num_legal", bytesOf(b.NumLegal))
+	en.binRef("rewards", bytesOf(b.Rewards))
+	en.binRef("terminated", bytesOf(b.Terminated))
+	en.binRef("truncated", bytesOf(b.Truncated))
+	en.binRef("illegal", bytesOf(b.Illegal))
+	en.binRef("score", bytesOf(b.Score))
+	en.binRef("moves", bytesOf(b.Moves))
+	en.binRef("runs", b.Runs)
+	en.binRef("episode_return", bytesOf(b.EpisodeReturn))
+	en.binRef("episode_length", bytesOf(b.EpisodeLength))
+	en.binRef("episode_won", bytesOf(b.EpisodeWon))
+	en.binRef("episode_runs", b.EpisodeRuns)
 	if b.HasFinal != nil {
-		en.bin("has_final", bytesOf(b.HasFinal))
+		en.binRef("has_final", bytesOf(b.HasFinal))
 		if b.FinalObsFloat32 != nil {
-			en.bin("final_obs", bytesOf(b.FinalObsFloat32))
+			en.binRef("final_obs", bytesOf(b.FinalObsFloat32))
 		} else {
-			en.bin("final_obs", b.FinalObsCompact)
+			en.binRef("final_obs", b.FinalObsCompact)
 		}
-		en.bin("final_score", bytesOf(b.FinalScore))
+		en.binRef("final_score", bytesOf(b.FinalScore))
 	}
 }
 

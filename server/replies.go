@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math"
 	"unsafe"
 )
@@ -38,10 +39,21 @@ func fail(code, format string, args ...any) *replyError {
 // reserved by begin and filled in by frame, which also writes the number of
 // fields the reply's methods wrote. msgpack allows map32 for a map of any
 // size, so no caller counts fields. Once the buffer has grown to the
-// largest reply, encoding allocates nothing.
+// largest reply, encoding allocates nothing. A large array (binRef) is not
+// copied into the buffer: the reply refers to it, and writeTo writes it
+// from where it lies, between the buffer's pieces.
 type encoder struct {
 	buf    []byte
 	fields uint32
+	refs   []ref // arrays written by reference, in order
+	extra  int   // their bytes
+}
+
+// ref is an array of the reply left where it lies: its bytes go after
+// buf[:at].
+type ref struct {
+	at   int
+	data []byte
 }
 
 // begin starts a reply with "ok" and, when q sent one, its "id". q is nil
@@ -51,6 +63,7 @@ func (en *encoder) begin(ok bool, q *request) {
 		0, 0, 0, 0, // the frame's length
 		0xdf, 0, 0, 0, 0) // map32 and its number of fields
 	en.fields = 0
+	en.refs, en.extra = en.refs[:0], 0
 	en.bool("ok", ok)
 	if q != nil && q.has(fieldID) {
 		en.int("id", q.id)
@@ -64,11 +77,47 @@ func (en *encoder) failure(q *request, re *replyError) {
 	en.str("error", re.msg)
 }
 
-// frame completes the reply and returns its frame, valid until the next
-// begin.
-func (en *encoder) frame() []byte {
+// seal writes the frame's length and the number of fields.
+func (en *encoder) seal() {
 	binary.BigEndian.PutUint32(en.buf[frameHeader+1:], en.fields)
-	return sealFrame(en.buf)
+	binary.BigEndian.PutUint32(en.buf[:frameHeader], uint32(len(en.buf)+en.extra-frameHeader))
+}
+
+// frame completes the reply and returns its frame, valid until the next
+// begin. A reply with arrays by reference is put together in a new slice
+// (tests); the server writes those with writeTo.
+func (en *encoder) frame() []byte {
+	en.seal()
+	if len(en.refs) == 0 {
+		return en.buf
+	}
+	out := make([]byte, 0, len(en.buf)+en.extra)
+	last := 0
+	for _, r := range en.refs {
+		out = append(append(out, en.buf[last:r.at]...), r.data...)
+		last = r.at
+	}
+	return append(out, en.buf[last:]...)
+}
+
+// writeTo completes the reply and writes its frame to w piece by piece:
+// the arrays by reference straight from where they lie. Through a
+// bufio.Writer the small pieces gather in its buffer and a large array
+// goes to the connection without a copy.
+func (en *encoder) writeTo(w io.Writer) error {
+	en.seal()
+	last := 0
+	for _, r := range en.refs {
+		if _, err := w.Write(en.buf[last:r.at]); err != nil {
+			return err
+		}
+		if _, err := w.Write(r.data); err != nil {
+			return err
+		}
+		last = r.at
+	}
+	_, err := w.Write(en.buf[last:])
+	return err
 }
 
 // payload returns the reply's msgpack map, without the frame header.
@@ -104,8 +153,23 @@ func (en *encoder) float(k string, v float64) {
 }
 
 func (en *encoder) bin(k string, v []byte) {
+	en.binHeader(k, len(v))
+	en.buf = append(en.buf, v...)
+}
+
+// binRef writes a bin field whose bytes stay where they are until the
+// reply is written: the step reply's arrays, which would cost a copy of
+// megabytes otherwise.
+func (en *encoder) binRef(k string, v []byte) {
+	en.binHeader(k, len(v))
+	en.refs = append(en.refs, ref{at: len(en.buf), data: v})
+	en.extra += len(v)
+}
+
+// binHeader writes key k and the header of a bin of n bytes.
+func (en *encoder) binHeader(k string, n int) {
 	en.key(k)
-	switch n := len(v); {
+	switch {
 	case n <= math.MaxUint8:
 		en.buf = append(en.buf, 0xc4, byte(n))
 	case n <= math.MaxUint16:
@@ -113,7 +177,6 @@ func (en *encoder) bin(k string, v []byte) {
 	default:
 		en.buf = binary.BigEndian.AppendUint32(append(en.buf, 0xc6), uint32(n))
 	}
-	en.buf = append(en.buf, v...)
 }
 
 func (en *encoder) ints(k string, v ...int) {

@@ -39,6 +39,9 @@ const (
 	fieldActions
 	fieldMode
 	fieldSeeds
+	fieldShm
+	fieldSeq
+	fieldEnvIDs
 	numFields
 )
 
@@ -63,6 +66,9 @@ var requestFields = [numFields]struct {
 	fieldActions:   {"actions", (*reader).actions},
 	fieldMode:      {"mode", func(r *reader, q *request) (err error) { q.mode, err = r.text(); return }},
 	fieldSeeds:     {"seeds", (*reader).seeds},
+	fieldShm:       {"shm", func(r *reader, q *request) (err error) { q.shm, err = r.bool(); return }},
+	fieldSeq:       {"seq", func(r *reader, q *request) (err error) { q.seq, err = r.int(); return }},
+	fieldEnvIDs:    {"env_ids", func(r *reader, q *request) (err error) { q.envIDs, err = r.bin(); return }},
 }
 
 func lookupField(key []byte) (field, bool) {
@@ -92,6 +98,9 @@ type request struct {
 	mode      string // render's picture: "ansi" or "text" (the default), "rgb_array"
 	penalty   float64
 	seed      uint64
+	shm       bool   // make: share the batch's buffers in memory (Unix socket, Linux)
+	seq       int64  // step: the client's sequence number, echoed
+	envIDs    []byte // step: the games to step, int32 little-endian, increasing
 	resetMask []byte
 	// seeds is the items of a msgpack array of seedCount seeds, each an
 	// integer from 0 to 2^64-1 or nil, checked here and read again by reset.
@@ -353,6 +362,19 @@ func (r *reader) bin() ([]byte, error) {
 var errWantInt = errors.New("want an integer")
 
 // int reads any msgpack integer that fits an int64.
+// bool reads a msgpack true or false.
+func (r *reader) bool() (bool, error) {
+	c, err := r.peek()
+	if err != nil {
+		return false, err
+	}
+	if c != 0xc2 && c != 0xc3 {
+		return false, errors.New("not a boolean")
+	}
+	r.off++
+	return c == 0xc3, nil
+}
+
 func (r *reader) int() (int64, error) {
 	c, err := r.peek()
 	if err != nil {

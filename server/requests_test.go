@@ -173,6 +173,7 @@ func TestRequestFieldsDecode(t *testing.T) {
 		"op": "make", "id": 3, "version": 1, "n": 5, "workers": 2, "autoreset": "same-step", "illegal": "noop",
 		"illegal_penalty": 0.5, "mask": "bits", "game": 4, "seed": 11, "reset_mask": []byte{1, 0},
 		"actions": []byte{1, 0}, "mode": "rgb_array", "seeds": []any{uint64(1) << 63, nil, 5}, "suits": 2, "rules": "cardems", "future": []any{1},
+		"shm": true, "seq": 9, "env_ids": []byte{2, 0, 0, 0},
 	}))
 	var q request
 	if re := decodeRequest(p, &q); re != nil {
@@ -181,6 +182,9 @@ func TestRequestFieldsDecode(t *testing.T) {
 	got := fmt.Sprintln(q.op, q.id, q.version, q.n, q.workers, q.autoreset, q.illegal, q.penalty, q.mask, q.game, q.seed, q.resetMask, q.actions, q.actionArray, q.mode)
 	if want := "make 3 1 5 2 same-step noop 0.5 bits 4 11 [1 0] [1 0] false rgb_array\n"; got != want {
 		t.Fatalf("decoded %s\nwant    %s", got, want)
+	}
+	if !q.shm || q.seq != 9 || !bytes.Equal(q.envIDs, []byte{2, 0, 0, 0}) {
+		t.Fatalf("shm %v seq %d env_ids %v", q.shm, q.seq, q.envIDs)
 	}
 	if q.seedCount != 3 {
 		t.Fatalf("%d seeds, want 3", q.seedCount)

@@ -278,6 +278,9 @@ type conn struct {
 	seedVals  []uint64     // reset's list of seeds, one per game, reused
 	seeded    []bool       // which games the list seeds (nil: no seed)
 	packed    []byte       // bit-packed masks
+	ids       []int32      // a step's env_ids, one per game at most, reused
+	seg       *segment     // the batch's shared memory, when make asked for it
+	shmWhy    string       // why make could not share memory, when it asked
 	picture   []uint8      // render's rgb_array picture, made on the first one
 	hint      agents.Agent // made on the first hint
 	held      held         // the bytes of MaxMemory it holds
@@ -369,10 +372,19 @@ func (cn *conn) serve(payload []byte) error {
 	return cn.flush()
 }
 
-// flush writes the reply in cn.en.
+// flush writes the reply in cn.en; a make reply that shares memory
+// carries the segment's descriptors, which are then closed here (the
+// mapping stays).
 func (cn *conn) flush() error {
 	cn.c.SetWriteDeadline(time.Now().Add(cn.s.cfg.IdleTimeout))
-	if _, err := cn.w.Write(cn.en.frame()); err != nil {
+	if sg := cn.seg; sg != nil && sg.fds[0] >= 0 {
+		defer sg.closeFDs()
+		if err := cn.w.Flush(); err != nil {
+			return err
+		}
+		return sendWithFDs(unixConn(cn.c), cn.en.frame(), sg.fds[:])
+	}
+	if err := cn.en.writeTo(cn.w); err != nil {
 		return err
 	}
 	return cn.w.Flush()
@@ -422,6 +434,10 @@ func (cn *conn) release() {
 		cn.batch.Close()
 		cn.batch = nil
 	}
+	if cn.seg != nil {
+		cn.seg.close()
+		cn.seg = nil
+	}
 	cn.s.games.Add(-cn.games)
 	cn.games = 0
 	total := cn.held.total()
@@ -429,6 +445,7 @@ func (cn *conn) release() {
 	cn.held = held{}
 	cn.frame, cn.en.buf, cn.req = nil, nil, request{}
 	cn.actions, cn.resetMask, cn.seedVals, cn.seeded, cn.packed, cn.picture, cn.hint = nil, nil, nil, nil, nil, nil, nil
+	cn.ids = nil
 	cn.s.gaveBack(total)
 }
 

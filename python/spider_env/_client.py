@@ -14,6 +14,7 @@ a new buffer and never overwrites them.
 from __future__ import annotations
 
 import itertools
+import mmap
 import numbers
 import operator
 import os
@@ -48,6 +49,10 @@ NUM_ACTIONS = 1081
 PACKED_ROW_BYTES = (NUM_ACTIONS + 7) // 8
 
 _HDR = struct.Struct(">I")
+
+# The largest socket receive buffer a client asks for; the kernel bounds it
+# further (net.core.rmem_max).
+_MAX_RCVBUF = 8 << 20
 
 
 Address: TypeAlias = str | os.PathLike[str] | tuple[str, int]
@@ -92,6 +97,48 @@ class MakeReply(TypedDict):
     illegal: str
     workers: int
     config: SpiderConfig
+
+
+_SHM_DTYPES: dict[str, str] = {"uint8": "u1", "bool": "?", "uint16": "<u2", "int32": "<i4", "float32": "<f4"}
+
+
+class _Shared:
+    """A batch's shared memory, mapped: the buffers read-only, the actions
+    writable, and a numpy view of each array (PROTOCOL.md, Shared memory)."""
+
+    def __init__(self, reply: dict[str, Any], fds: list[int], n: int):
+        sizes = reply.get("shm_size")
+        layout = reply.get("shm_layout")
+        if len(fds) != 2 or not isinstance(sizes, list) or len(sizes) != 2 or not isinstance(layout, list):
+            raise SpiderError("protocol", f"a make reply sharing memory came with {len(fds)} descriptors, want 2")
+        self.maps = [
+            mmap.mmap(fds[0], int(sizes[0]), flags=mmap.MAP_SHARED, prot=mmap.PROT_READ),
+            mmap.mmap(fds[1], int(sizes[1]), flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE),
+        ]
+        self.views: dict[str, NDArray[Any]] = {}
+        for f in layout:
+            name, fd, off, dtype = str(f["name"]), int(f["fd"]), int(f["offset"]), _SHM_DTYPES.get(str(f["dtype"]))
+            shape = tuple(int(d) for d in f["shape"])
+            if dtype is None or fd not in (0, 1):
+                raise SpiderError("protocol", f"shared array {name!r}: dtype {f['dtype']!r}, descriptor {fd}")
+            count = int(np.prod(shape))
+            a = np.frombuffer(self.maps[fd], dtype=dtype, count=count, offset=off).reshape(shape)
+            if shape[0] != n:
+                raise SpiderError("protocol", f"shared array {name!r} of shape {shape} for {n} games")
+            self.views[name] = a
+        if "actions" not in self.views or "obs" not in self.views or "masks" not in self.views:
+            raise SpiderError("protocol", f"the shared layout lacks an array: {sorted(self.views)}")
+        self.actions = self.views.pop("actions")
+
+    def close(self) -> None:
+        self.views.clear()
+        del self.actions
+        for m in self.maps:
+            try:
+                m.close()
+            except BufferError:
+                pass  # arrays still refer to it: it is unmapped when they go
+        self.maps.clear()
 
 
 class _StepReplyAlways(TypedDict):
@@ -396,6 +443,12 @@ class Client:
         self._obs_dtype: np.dtype[Any] = np.dtype("u1")
         self._obs_len = self._n = 0
         self._bits = False
+        self._shared: _Shared | None = None
+        self._want_fds: list[int] | None = None  # where a reply's descriptors go (make with shm)
+        self._seq = 0  # the last shared step's sequence number
+        self.shm_error: str | None = None
+        """Why the last make asked for shared memory and did not get it."""
+        self._unix = family == socket.AF_UNIX
         self._pending: tuple[int, str] | None = None  # a request sent whose reply is not read yet
         self._pending_op = ""
         sock = socket.socket(family, socket.SOCK_STREAM)
@@ -477,7 +530,7 @@ class Client:
         rid, self._pending_op = self._pending
         self._pending = None
         try:
-            reply = self._read_reply(sock)
+            reply = self._read_reply(sock, self._want_fds)
         except TimeoutError as e:
             # The reply may still come: the stream cannot be trusted any more.
             self.close()
@@ -517,9 +570,20 @@ class Client:
                 raise SpiderError("connection", "the spider server closed the connection")
             got += k
 
-    def _read_reply(self, sock: socket.socket) -> Any:
+    def _read_reply(self, sock: socket.socket, fds: list[int] | None = None) -> Any:
         hdr = bytearray(4)
-        self._recv_exact(sock, memoryview(hdr))
+        if fds is None:
+            self._recv_exact(sock, memoryview(hdr))
+        else:
+            # The descriptors come with the frame's first bytes.
+            data, got, flags, _ = socket.recv_fds(sock, 4, 2)
+            fds.extend(got)
+            if not data:
+                raise SpiderError("connection", "the spider server closed the connection")
+            if flags & socket.MSG_CTRUNC:
+                raise SpiderError("protocol", "the server sent more descriptors than a make reply has")
+            hdr[: len(data)] = data
+            self._recv_exact(sock, memoryview(hdr)[len(data) :])
         (n,) = _HDR.unpack(hdr)
         # A fresh, uninitialised buffer per reply: the arrays returned are
         # views of it and must not be overwritten by a later reply.
@@ -549,6 +613,7 @@ class Client:
         illegal_penalty: float | None = None,
         mask: str | None = None,
         workers: int | None = None,
+        shm: bool = False,
         **game: Any,
     ) -> MakeReply:
         """Create (or replace) the connection's batch; return its spec.
@@ -557,6 +622,13 @@ class Client:
         fields of :class:`SpiderConfig`: rules, suits, max_steps, ...) laid
         over it; the other arguments are the batch's (PROTOCOL.md). None,
         and a field not given, leaves the server's default.
+
+        ``shm=True`` asks for the batch's arrays in shared memory (a Unix
+        socket to a server on Linux): :attr:`shared` is then True, and
+        :meth:`reset` and :meth:`step` return views of the shared arrays,
+        overwritten by the next reset or step. Where the server cannot
+        share memory the batch is served over the socket as usual and
+        :attr:`shm_error` says why.
         """
         given = SpiderConfig.resolve(config, **game).to_request()
         req: dict[str, Any] = {"op": "make", **given}
@@ -570,7 +642,27 @@ class Client:
         ):
             if v is not None:
                 req[key] = _batch_value(key, v, kind)
-        reply = self.request(req)
+        if shm:
+            req["shm"] = True
+        fds: list[int] = []
+        try:
+            # The reply's descriptors go to fds (see receive).
+            self._want_fds = fds if shm and self._unix else None
+            reply = self.request(req)
+            try:
+                shared = _Shared(reply, fds, _field("make", reply, "n", int)) if reply.get("shm") is True else None
+            except (SpiderError, ValueError, KeyError, TypeError, OSError) as e:
+                # The server's batch is in memory this client cannot read.
+                self.close()
+                raise SpiderError("protocol", f"the make reply's shared memory: {e}") from None
+        finally:
+            self._want_fds = None
+            for fd in fds:
+                os.close(fd)  # mapped, or not wanted
+        self._drop_shared()  # the server replaced the batch: the old one's memory goes
+        self.shm_error = None
+        if shm and shared is None:
+            self.shm_error = str(reply.get("shm_error", "the server does not offer shared memory (it is older)"))
         # A server older than this client ignores options it does not know
         # (as the protocol asks): refuse rather than play another game.
         unknown = [k for k in given if k not in reply]
@@ -620,7 +712,26 @@ class Client:
         self._obs_len = obs_len
         self._n = spec["n"]
         self._bits = spec["mask"] == "bits"
+        self._shared = shared
+        if shared is None and self._sock is not None:
+            # A receive buffer that holds a whole step reply: it arrives in
+            # fewer pieces, each of which wakes this process.
+            row = obs_len * dtype.itemsize + spec["mask_row_bytes"] + 32
+            try:
+                self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, min(self._n * row, _MAX_RCVBUF))
+            except OSError:
+                pass
         return spec
+
+    @property
+    def shared(self) -> bool:
+        """Whether the batch's arrays are in shared memory (``make(shm=True)``)."""
+        return self._shared is not None
+
+    def _drop_shared(self) -> None:
+        if self._shared is not None:
+            self._shared.close()
+            self._shared = None
 
     def reset(
         self,
@@ -647,15 +758,20 @@ class Client:
             req["reset_mask"] = np.asarray(reset_mask, dtype=bool).astype(np.uint8).tobytes()
         return self._decode_step(self.request(req))
 
-    def step(self, actions: npt.ArrayLike) -> StepReply:
+    def step(self, actions: npt.ArrayLike, env_ids: npt.ArrayLike | None = None) -> StepReply:
         """Play one action per game (n integers) and return the step reply."""
-        self.step_send(actions)
+        self.step_send(actions, env_ids)
         return self.step_receive()
 
-    def step_send(self, actions: npt.ArrayLike) -> None:
+    def step_send(self, actions: npt.ArrayLike, env_ids: npt.ArrayLike | None = None) -> None:
         """Send a step (one action per game) and return at once, while the
         server plays it; :meth:`step_receive` waits for the reply. The
-        policy can work meanwhile (SB3's ``step_async`` / ``step_wait``)."""
+        policy can work meanwhile (SB3's ``step_async`` / ``step_wait``).
+
+        ``env_ids`` (strictly increasing game indices) steps only those
+        games; ``actions`` is still one per game, and only the entries of
+        those games are read. The reply's rows of the other games are as
+        they were."""
         a = np.asarray(actions)
         if a.dtype.kind not in "iub":
             if a.dtype.kind == "f" and np.all(np.mod(a, 1) == 0):
@@ -663,14 +779,23 @@ class Client:
             else:
                 raise TypeError(f"actions must be integers, got dtype {a.dtype}")
         a = a.reshape(-1)
-        payload: list[int] | bytes
-        if a.size and (a.min() < 0 or a.max() > 0xFFFF):
+        req: dict[str, Any] = {"op": "step"}
+        if env_ids is not None:
+            req["env_ids"] = np.asarray(env_ids).astype("<i4", copy=False).tobytes()
+        encodable = not a.size or (a.min() >= 0 and a.max() <= 0xFFFF)
+        shared = self._shared
+        if shared is not None and encodable and a.size == self._n:
+            # The actions go in the shared memory; the request only says step.
+            np.copyto(shared.actions, a, casting="unsafe")
+            self._seq += 1
+            req["seq"] = self._seq
+        elif not encodable:
             # Not encodable as uint16: send the integer array form and let
             # the server say what is wrong.
-            payload = [int(x) for x in a]
+            req["actions"] = [int(x) for x in a]
         else:
-            payload = a.astype("<u2", copy=False).tobytes()
-        self.send({"op": "step", "actions": payload})
+            req["actions"] = a.astype("<u2", copy=False).tobytes()
+        self.send(req)
 
     def step_receive(self) -> StepReply:
         """The reply to the step :meth:`step_send` sent."""
@@ -707,6 +832,7 @@ class Client:
         if sock is None:
             return
         self._sock = None
+        self._drop_shared()
         try:
             if os.getpid() == getattr(self, "_pid", None):
                 # Not in a forked child, whose copy of the socket is the
@@ -739,6 +865,10 @@ class Client:
     def _decode_step(self, reply: dict[str, Any]) -> StepReply:
         if self.spec is None:
             raise SpiderError("protocol", "a step reply before make")
+        if self._shared is not None:
+            if reply.get("done") is not True:
+                raise SpiderError("protocol", "a step reply of a batch in shared memory without done")
+            return cast(StepReply, dict(self._shared.views))
         n, obs_len, dtype = self._n, self._obs_len, self._obs_dtype
         out: dict[str, NDArray[Any]] = {}
 

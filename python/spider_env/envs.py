@@ -15,8 +15,9 @@ to the environment, not to the game.
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import gymnasium as gym
 import numpy as np
@@ -26,7 +27,7 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 from numpy.typing import NDArray
 
-from ._client import NUM_ACTIONS, Address, Client, MakeReply, ObsArray, StepReply
+from ._client import NUM_ACTIONS, Address, Client, MakeReply, ObsArray, StepReply, parse_address
 from ._server import SpiderServer
 from .config import SpiderConfig
 
@@ -66,6 +67,7 @@ class _Backend:
             address = self.server.address
         elif isinstance(address, SpiderServer):
             address = address.address
+        self.unix = parse_address(address)[0] == socket.AF_UNIX
         try:
             self.client = Client(address, timeout=timeout)
         except BaseException:
@@ -394,6 +396,28 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
     ``render_mode`` ``"rgb_array"`` renders every game's board as a
     (480, 640, 3) uint8 picture (a tuple, one per game), ``"ansi"`` game
     0's board as text.
+
+    Shared memory: on a Unix socket (the default: the env's own server) the
+    batch's arrays live in memory the server shares with this process, so
+    a step moves no arrays through the socket (``shm=None``, the default,
+    uses it where the server offers it; ``True`` requires it; ``False``
+    uses the socket). :attr:`shared` says which path is in use and
+    :attr:`shm_error` why shared memory was not had. The results are the
+    same either way. With ``copy=True`` (the default, Gymnasium's) every
+    array returned is new; with ``copy=False`` and shared memory the
+    observations, masks and final observations are read-only views of the
+    shared arrays, overwritten by the next step or reset: no copy at all.
+    ``mask`` is the masks' form on the socket (default ``"bits"``, 136
+    bytes a game, unpacked here by numpy); shared memory holds bytes.
+
+    Asynchronous stepping: :meth:`step_async` sends the step and returns
+    at once, :meth:`step_wait` waits for its results, so the policy can
+    work while the server steps. :meth:`send` and :meth:`recv` are
+    EnvPool's: ``send(actions, env_ids)`` steps only the games
+    ``env_ids`` (one action each), and ``recv()`` returns their results,
+    rows in the order of ``env_ids`` and ``infos["env_id"]`` naming them;
+    a loop can step half the games while the policy computes on the other
+    half. One step is in flight at a time.
     """
 
     metadata: dict[str, Any] = {  # noqa: RUF012 (gymnasium's convention)
@@ -411,11 +435,13 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
         illegal_penalty: float = 0.0,
         render_mode: str | None = None,
         address: Address | SpiderServer | None = None,
-        mask: str = "bytes",
+        mask: str = "bits",
         episode_key: str | None = "spider_episode",
         timeout: float | None = DEFAULT_TIMEOUT,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
         workers: int = 0,
+        shm: bool | None = None,
+        copy: bool = True,
         **game: Any,
     ):
         game_config = SpiderConfig.resolve(config, **game)
@@ -440,10 +466,15 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
                 illegal_penalty=illegal_penalty,
                 mask=mask,
                 workers=workers,
+                shm=shm is not False and self._backend.unix,
             )
+            if shm and not self._backend.client.shared:
+                why = self._backend.client.shm_error or "the address is not a Unix socket"
+                raise ValueError(f"shm=True: no shared memory with this server: {why}")
         except BaseException:
             self._backend.close()
             raise
+        self.copy = bool(copy)
         self.config: SpiderConfig = self.spider_spec["config"]
         """The game the server made: its echo of every game option."""
         self.single_observation_space = _observation_space(self.spider_spec)
@@ -451,6 +482,19 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = spaces.MultiDiscrete(np.full(self.num_envs, NUM_ACTIONS, dtype=np.int64))
         self._last: StepReply | None = None
+        self._sent: NDArray[np.int64] | None = None  # the games of the step in flight (send), or None
+        self._all_sent = False  # a step_async of every game is in flight
+        self._actions = np.zeros(self.num_envs, np.int64)  # send's actions, one per game
+
+    @property
+    def shared(self) -> bool:
+        """Whether the batch's arrays are in shared memory with the server."""
+        return self.client.shared
+
+    @property
+    def shm_error(self) -> str | None:
+        """Why shared memory was asked for and not had (None: had, or not asked)."""
+        return self.client.shm_error
 
     @property
     def client(self) -> Client:
@@ -516,26 +560,123 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
             if self._last is None:
                 # No episode to go on with yet: a None game gets a drawn seed.
                 seeds = [int(self.np_random.integers(0, 2**63)) if s is None else s for s in seeds]
-            r = self.client.reset(seeds=seeds)
+            self._discard_pending()
+            r = self._own(self.client.reset(seeds=seeds))
             self._last = r
             return r["obs"], self._infos(r, with_episode=False)
         if reset_mask is None and seed is None and (never_seeded or self._last is None):
             seed = int(self.np_random.integers(0, 2**63))
-        r = self.client.reset(seed=seed, reset_mask=reset_mask)
+        self._discard_pending()
+        r = self._own(self.client.reset(seed=seed, reset_mask=reset_mask))
         self._last = r
         return r["obs"], self._infos(r, with_episode=False)
 
     def step(
         self, actions: npt.ArrayLike
     ) -> tuple[ObsArray, NDArray[np.float32], NDArray[np.bool_], NDArray[np.bool_], dict[str, Any]]:
+        self.step_async(actions)
+        return self.step_wait()
+
+    def step_async(self, actions: npt.ArrayLike) -> None:
+        """Send the step (one action per game) and return at once, while the
+        server steps; :meth:`step_wait` returns what :meth:`step` would."""
         if self._last is None:
             raise gym.error.ResetNeeded("call reset before step")
-        r = self.client.step(_action_ids(actions, (self.num_envs,)))
+        if self.client.pending:
+            raise RuntimeError("a step is in flight: call step_wait (or recv) first")
+        self.client.step_send(_action_ids(actions, (self.num_envs,)))
+        self._all_sent = True
+
+    def step_wait(
+        self,
+    ) -> tuple[ObsArray, NDArray[np.float32], NDArray[np.bool_], NDArray[np.bool_], dict[str, Any]]:
+        """The results of the step :meth:`step_async` sent."""
+        if not self._all_sent:
+            raise RuntimeError(
+                "step_wait without step_async" + (" (send's step needs recv)" if self._sent is not None else "")
+            )
+        self._all_sent = False
+        r = self._own(self.client.step_receive())
         self._last = r
         return r["obs"], r["rewards"], r["terminated"], r["truncated"], self._infos(r, with_episode=True)
 
+    def send(self, actions: npt.ArrayLike, env_ids: npt.ArrayLike | None = None) -> None:
+        """Step the games ``env_ids`` (all when None), one action each in that
+        order, and return at once; :meth:`recv` returns their results.
+        EnvPool's ``send``: the policy can compute on other games meanwhile."""
+        if env_ids is None:
+            self.step_async(actions)
+            return
+        if self._last is None:
+            raise gym.error.ResetNeeded("call reset before send")
+        if self.client.pending:
+            raise RuntimeError("a step is in flight: call recv (or step_wait) first")
+        ids = np.asarray(env_ids)
+        if ids.dtype.kind not in "iu" or ids.ndim != 1:
+            raise TypeError(f"env_ids must be a 1-d array of game indices, got {ids.dtype} of shape {ids.shape}")
+        ids = ids.astype(np.int64)
+        if ids.size and (ids.min() < 0 or ids.max() >= self.num_envs):
+            raise ValueError(f"env_ids must be 0 to {self.num_envs - 1}")
+        acts = _action_ids(actions, ids.shape)
+        order = np.argsort(ids, kind="stable")
+        ordered = ids[order]
+        if ordered.size > 1 and not (np.diff(ordered) > 0).all():
+            raise ValueError("env_ids names a game twice")
+        self._actions[ids] = acts
+        self.client.step_send(self._actions, env_ids=ordered)
+        self._sent = ids
+
+    def recv(self) -> tuple[ObsArray, NDArray[np.float32], NDArray[np.bool_], NDArray[np.bool_], dict[str, Any]]:
+        """The results of the games :meth:`send` stepped, in its order of
+        ``env_ids`` (every game after a send of all): observations, rewards,
+        terminations, truncations and infos, with ``infos["env_id"]``."""
+        if self._all_sent:
+            obs, rew, term, trunc, infos = self.step_wait()
+            infos["env_id"] = np.arange(self.num_envs)
+            return obs, rew, term, trunc, infos
+        ids = self._sent
+        if ids is None:
+            raise RuntimeError("recv without send")
+        self._sent = None
+        full = self.client.step_receive()
+        # Rows of the games stepped, new arrays; the whole batch's current
+        # state stays for action_masks.
+        by_key = cast(Mapping[str, NDArray[Any]], full)
+        lo = int(ids[0]) if ids.size else 0
+        if ids.size and int(ids[-1]) - lo + 1 == ids.size and (np.diff(ids) == 1).all():
+            # A run of games (EnvPool's halves): rows sliced, not gathered,
+            # and like step's, views of shared memory with copy=False.
+            run = slice(lo, lo + ids.size)
+            sub = {
+                k: v[run].copy() if self.copy or v.ndim == 1 or not self.client.shared else v[run]
+                for k, v in by_key.items()
+            }
+        else:
+            sub = {k: np.ascontiguousarray(v[ids]) for k, v in by_key.items()}
+        self._last = full
+        r: StepReply = sub  # type: ignore[assignment]
+        infos = self._infos(r, with_episode=True)
+        infos["env_id"] = ids.copy()
+        return r["obs"], r["rewards"], r["terminated"], r["truncated"], infos
+
+    def _discard_pending(self) -> None:
+        """Drop the step in flight: a reset cancels it."""
+        if self.client.pending:
+            self.client.step_receive()
+        self._sent, self._all_sent = None, False
+
+    def _own(self, r: StepReply) -> StepReply:
+        """The reply as this env returns it: with shared memory, the small
+        arrays copied always (they are cheap) and the large ones unless
+        ``copy`` is False."""
+        if not self.client.shared:
+            return r
+        by_key = cast(Mapping[str, NDArray[Any]], r)
+        out = {k: (v.copy() if self.copy or v.ndim == 1 else v) for k, v in by_key.items()}
+        return out  # type: ignore[return-value]
+
     def _infos(self, r: StepReply, with_episode: bool) -> dict[str, Any]:
-        n = self.num_envs
+        n = len(r["rewards"])
         ones = np.ones((6, n), np.bool_)  # one row for each key's "_key"
         infos: dict[str, Any] = {"action_mask": r["masks"].view(np.int8), "_action_mask": ones[0]}
         by_key: Mapping[str, object] = r

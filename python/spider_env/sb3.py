@@ -19,17 +19,18 @@ Importing this module needs stable-baselines3 (``pip install
 
 from __future__ import annotations
 
+import socket
 import time
 import warnings
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 from numpy.typing import NDArray
 
-from ._client import NUM_ACTIONS, Address, Client, StepReply
+from ._client import NUM_ACTIONS, Address, Client, StepReply, parse_address
 from ._server import SpiderServer
 from .config import SpiderConfig
 
@@ -106,8 +107,10 @@ class SpiderVecEnv(VecEnv):  # type: ignore[misc, unused-ignore]
     ``config`` (a :class:`~spider_env.SpiderConfig`) and/or its fields as
     keywords (``rules``, ``suits``, ``max_steps``, ``obs``, ...), and
     ``illegal``, ``illegal_penalty``, ``mask``, ``workers``, ``address``
-    (a running server, or None to start one owned by this env) and
-    ``render_mode`` (None, ``"rgb_array"`` or ``"ansi"``).
+    (a running server, or None to start one owned by this env),
+    ``render_mode`` (None, ``"rgb_array"`` or ``"ansi"``) and ``shm``
+    (shared memory with the server on a Unix socket: None uses it where
+    offered, the default; the arrays returned are always new).
 
     The batch runs with the server's same-step autoreset, SB3's convention:
     for a game that ended, ``step_wait`` returns the new episode's first
@@ -151,9 +154,10 @@ class SpiderVecEnv(VecEnv):  # type: ignore[misc, unused-ignore]
         illegal_penalty: float = 0.0,
         render_mode: str | None = None,
         address: Address | SpiderServer | None = None,
-        mask: str = "bytes",
+        mask: str = "bits",
         workers: int = 0,
         episode_key: str | None = "spider_episode",
+        shm: bool | None = None,
         **game: Any,
     ):
         game_config = SpiderConfig.resolve(config, **game)
@@ -184,7 +188,10 @@ class SpiderVecEnv(VecEnv):  # type: ignore[misc, unused-ignore]
                 illegal_penalty=illegal_penalty,
                 mask=mask,
                 workers=workers,
+                shm=shm is not False and parse_address(address)[0] == socket.AF_UNIX,
             )
+            if shm and not self._client.shared:
+                raise ValueError(f"shm=True: no shared memory with this server: {self._client.shm_error}")
         except BaseException:
             self.close()
             raise
@@ -214,7 +221,16 @@ class SpiderVecEnv(VecEnv):  # type: ignore[misc, unused-ignore]
         that another request can go out (render, hint)."""
         c = self.client
         if c.pending:
-            self._stash = c.step_receive()
+            self._stash = self._owned(c.step_receive())
+
+    def _owned(self, r: StepReply) -> StepReply:
+        """The reply's arrays as this env's own: with shared memory they are
+        views the next step overwrites, and SB3 keeps observations across
+        steps (its rollout buffer stores the previous ones after the step)."""
+        if not self.client.shared:
+            return r
+        by_key = cast(Mapping[str, NDArray[Any]], r)
+        return cast(StepReply, {k: v.copy() for k, v in by_key.items()})
 
     def _discard_pending(self) -> None:
         """Drop the step in flight (a reset cancels it, as SB3's API says)."""
@@ -236,13 +252,13 @@ class SpiderVecEnv(VecEnv):  # type: ignore[misc, unused-ignore]
             raise ValueError(f"SpiderVecEnv.reset takes no options, got {options[0]!r}")
         seeds: list[int | None] = [None if s is None else int(s) for s in self._seeds]
         if all(s is None for s in seeds):
-            r = self.client.reset()
+            r = self._owned(self.client.reset())
         else:
             if self._last is None:
                 # No episode to go on with yet: unseeded games get a seed
                 # from numpy's global generator, the one SB3's set_random_seed seeds.
                 seeds = [int(np.random.randint(0, 2**63, dtype=np.int64)) if s is None else s for s in seeds]  # noqa: NPY002
-            r = self.client.reset(seeds=seeds)
+            r = self._owned(self.client.reset(seeds=seeds))
         self._reset_seeds()
         self._reset_options()
         self._last = r
@@ -276,7 +292,7 @@ class SpiderVecEnv(VecEnv):  # type: ignore[misc, unused-ignore]
         if self._stash is not None:
             r, self._stash = self._stash, None
         elif self.client.pending:
-            r = self.client.step_receive()
+            r = self._owned(self.client.step_receive())
         else:
             raise RuntimeError("step_wait without step_async")
         self._last = r
