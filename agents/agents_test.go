@@ -224,6 +224,9 @@ func TestSearchRules(t *testing.T) {
 	}{
 		{"completes a run that turns a card", "1: | Ks Qs Js Ts 9s 8s 7s 6s 5s 4s 3s 2s\n2: 5h | As\n" + kings + "stock:", 2, env.MoveAction(1, 0, 1), "turns a face-down card"},
 		{"turns a card before dealing", "1: | 9s\n2: 3h | 8s\n" + kings + "stock: 2h 2h 2h 2h 2h 2h 2h 2h 2h 2h", 2, env.MoveAction(1, 0, 1), "turns a face-down card"},
+		// Both moves turn a card; only the spade builds in suit, while the
+		// heart would bury the 8s under a card of another suit.
+		{"builds in suit rather than bury a suit", "1: | 8s\n2: 3h | 7h\n3: 3h | 7s\n" + kings[len("3: | Kh\n"):] + "stock: 2h 2h 2h 2h 2h 2h 2h 2h 2h 2h", 2, env.MoveAction(2, 0, 1), "turns a face-down card"},
 		{"fills an empty column, then deals", "1: | 9s 4h\n2: |\n" + kings + "stock: 2h 2h 2h 2h 2h 2h 2h 2h 2h 2h", 2, env.MoveAction(0, 1, 1), "deals once nothing better can be foreseen"},
 	}
 	for _, tc := range tests {
