@@ -220,9 +220,12 @@ type evalReport struct {
 	// Suite is the benchmark suite played, nil for deals named by seed.
 	Suite *suites.Suite `json:"suite"`
 	env.Options
-	Seeds       int             `json:"deals"`
-	SeedList    string          `json:"seeds"`
-	Program     string          `json:"program_version"`
+	Seeds    int    `json:"deals"`
+	SeedList string `json:"seeds"`
+	Program  string `json:"program_version"`
+	// Nodes is --nodes, the search and oracle budget (0: their default),
+	// since it changes how those policies play.
+	Nodes       int             `json:"nodes"`
 	Policies    []policySummary `json:"policies"`
 	Comparisons []comparison    `json:"comparisons"`
 	Failures    []gameFailure   `json:"failures"`
@@ -408,6 +411,7 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		}
 	}
 	rep := summarize(ev, labels)
+	rep.Nodes = o.nodes
 	rep.Suite = suite
 	if o.perGame {
 		for p, results := range ev.Results {

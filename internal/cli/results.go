@@ -132,6 +132,9 @@ func resultsTable(rows []resultRow) string {
 	b.WriteString("| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |\n")
 	for _, r := range rows {
 		p, s := r.policy, r.suite
+		if (p.Spec == "search" || p.Spec == "oracle") && r.report.Nodes != 0 {
+			p.Policy += fmt.Sprintf(" (%d nodes)", r.report.Nodes)
+		}
 		fmt.Fprintf(&b, "| %s (v%s) | %s | %d | %d | %s | %d | %.1f%% (%.1f-%.1f) | %.1f ± %.1f | %.2f ± %.2f | %.0f | %d | %s | %s |\n",
 			s.Name, s.Version, s.RuleSet, s.Suits, r.report.MaxSteps, strings.ReplaceAll(p.Policy, "|", `\|`), p.Games,
 			100*p.WinRate, 100*p.WinLo, 100*p.WinHi, p.Score, p.ScoreHalf, p.Runs, p.RunsHalf, p.Moves, p.Failures, r.report.Program, r.file)

@@ -105,6 +105,7 @@ func TestResultsTable(t *testing.T) {
 	for name, args := range map[string][]string{
 		"dev-a.json": {"--suite", "classic-1suit-dev", "--policies", "first,random"},
 		"dev-b.json": {"--suite", "classic-2suit-dev", "--policies", "first"},
+		"dev-c.json": {"--suite", "classic-1suit-dev", "--policies", "search", "--nodes", "2"},
 		"seeds.json": {"--seeds", "1-2", "--policies", "first"},
 	} {
 		code, out, errs := runMain(append([]string{"eval", "--json"}, args...)...)
@@ -120,7 +121,7 @@ func TestResultsTable(t *testing.T) {
 	if err := os.WriteFile(md, []byte(before+resultsBegin+"\nold table\n"+resultsEnd+after), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, _, errs := runMain("results", "--update", md, filepath.Join(dir, "dev-b.json"), filepath.Join(dir, "dev-a.json"))
+	code, _, errs := runMain("results", "--update", md, filepath.Join(dir, "dev-b.json"), filepath.Join(dir, "dev-a.json"), filepath.Join(dir, "dev-c.json"))
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -131,7 +132,11 @@ func TestResultsTable(t *testing.T) {
 	}
 	// Rows follow the suites' order, whatever the files' order.
 	i1, i2 := strings.Index(got, "| classic-1suit-dev (v1) | classic | 1 | 1000 | random | 200 |"), strings.Index(got, "| classic-2suit-dev (v1) | classic | 2 | 1000 | first | 200 |")
-	if i1 < 0 || i2 < 0 || i2 < i1 || strings.Count(got, "\n| classic-") != 3 {
+	if i1 < 0 || i2 < 0 || i2 < i1 || strings.Count(got, "\n| classic-") != 4 {
+		t.Fatalf("table rows:\n%s", got)
+	}
+	// A search budget other than the default is part of the policy's name.
+	if !strings.Contains(got, "| search (2 nodes) | 200 |") {
 		t.Fatalf("table rows:\n%s", got)
 	}
 	for _, tc := range []struct {
