@@ -16,8 +16,10 @@ GOTAGS   := -tags '$(TAGS)'
 
 all: build
 
+# -buildvcs=auto: stamp the commit even where GOFLAGS turns stamping off,
+# since eval reports and results tables name the program that made them.
 build:
-	$(GO) build $(GOTAGS) -o $(BIN) ./cmd/spider
+	$(GO) build -buildvcs=auto $(GOTAGS) -o $(BIN) ./cmd/spider
 
 # A seeded game played by a random policy, rendered as a player sees it.
 run:
