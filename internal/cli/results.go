@@ -132,7 +132,7 @@ func resultsTable(rows []resultRow) string {
 	b.WriteString("| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |\n")
 	for _, r := range rows {
 		p, s := r.policy, r.suite
-		if (p.Spec == "search" || p.Spec == "oracle") && r.report.Nodes != 0 {
+		if (strings.EqualFold(p.Spec, "search") || strings.EqualFold(p.Spec, "oracle")) && r.report.Nodes != 0 {
 			p.Policy += fmt.Sprintf(" (%d nodes)", r.report.Nodes)
 		}
 		fmt.Fprintf(&b, "| %s (v%s) | %s | %d | %d | %s | %d | %.1f%% (%.1f-%.1f) | %.1f ± %.1f | %.2f ± %.2f | %.0f | %d | %s | %s |\n",
