@@ -26,12 +26,9 @@ const (
 // weights (the Net's float32 slices, or float64 copies in the gradient
 // check), so an update to those slices is seen by the next run.
 //
-// Two gorgonia operations give silently wrong gradients in exactly this
-// masked-softmax setting (see the project's notes): SoftMax/LogSoftMax
-// (a row's maximum starts from the first element of the whole tensor) and
-// ByIndices on a flattened tensor. The log-softmax is therefore built by
-// hand from Max, Exp, Sum and Log, and the chosen action's log-probability
-// is picked by a product with a one-hot matrix.
+// The policy's loss (masked log-softmax, surrogate or cross-entropy, and
+// entropy) is one fused operation, headOp; the layers and the value loss
+// are gorgonia's own operations.
 type graph struct {
 	g      *G.ExprGraph
 	vm     G.VM
@@ -39,12 +36,11 @@ type graph struct {
 	params []*G.Node // W0, B0, W1, B1, ...
 
 	// Inputs, rows x columns.
-	x, mask, onehot    *G.Node // observation, additive mask (0 or -1e9), chosen action
-	adv, oldLP, ret    *G.Node // rows x 1
-	lo, hi             *G.Node // rows x 1: 1-clip and 1+clip
-	loss, pLoss, vLoss *G.Node
-	entropy            *G.Node
-	logp               *G.Node
+	x, mask, onehot *G.Node // observation, additive mask (0 or -1e9), chosen action
+	adv, oldLP, ret *G.Node // rows x 1
+	lo, hi          *G.Node // rows x 1: 1-clip and 1+clip
+	loss, vLoss     *G.Node
+	head            *headOp // the policy's loss and entropy
 }
 
 // Coefficients of the PPO loss.
@@ -107,27 +103,10 @@ func newGraph(spec nn.Spec, w, b []tensor.Tensor, rows int, kind Loss, c coefs) 
 	if err != nil {
 		return nil, err
 	}
-	// Log-softmax over the legal actions, by hand (see the type's comment).
-	z := must(G.Add(logits, gr.mask))
-	zmax := must(G.Reshape(must(G.Max(z, 1)), tensor.Shape{rows, 1}))
-	zc := must(G.BroadcastSub(z, zmax, nil, []byte{1}))
-	lse := must(G.Reshape(must(G.Log(must(G.Sum(must(G.Exp(zc)), 1)))), tensor.Shape{rows, 1}))
-	gr.logp = must(G.BroadcastSub(zc, lse, nil, []byte{1}))
-	chosen := must(G.Reshape(must(G.Sum(must(G.HadamardProd(gr.logp, gr.onehot)), 1)), tensor.Shape{rows, 1}))
+	gr.head = newHeadOp(kind, c.Entropy, rows, A)
+	pLoss := must(G.ApplyOp(gr.head, logits, gr.mask, gr.onehot, gr.adv, gr.oldLP, gr.lo, gr.hi))
 	gr.vLoss = must(G.Mean(must(G.Square(must(G.Sub(value, gr.ret))))))
-	probs := must(G.Exp(gr.logp))
-	gr.entropy = must(G.Neg(must(G.Mean(must(G.Sum(must(G.HadamardProd(probs, gr.logp)), 1))))))
-	switch kind {
-	case PPOLoss:
-		ratio := must(G.Exp(must(G.Sub(chosen, gr.oldLP))))
-		s1 := must(G.HadamardProd(ratio, gr.adv))
-		s2 := must(G.HadamardProd(must(G.MinBetween(must(G.MaxBetween(ratio, gr.lo)), gr.hi)), gr.adv))
-		gr.pLoss = must(G.Neg(must(G.Mean(must(G.MinBetween(s1, s2))))))
-	case CloneLoss:
-		gr.pLoss = must(G.Neg(must(G.Mean(chosen))))
-	}
-	gr.loss = must(G.Add(gr.pLoss, must(G.HadamardProd(scalar(c.Value), gr.vLoss))))
-	gr.loss = must(G.Sub(gr.loss, must(G.HadamardProd(scalar(c.Entropy), gr.entropy))))
+	gr.loss = must(G.Add(pLoss, must(G.HadamardProd(scalar(c.Value), gr.vLoss))))
 	if err != nil {
 		return nil, err
 	}

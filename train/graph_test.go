@@ -16,6 +16,9 @@ type gradCase struct {
 	w, b  []tensor.Tensor
 	gr    *graph
 	wData [][]float64
+
+	x, mask, onehot, adv, old, ret []float64
+	lo, hi                         []float64
 }
 
 func newGradCase(t *testing.T, kind Loss) *gradCase {
@@ -75,6 +78,7 @@ func newGradCase(t *testing.T, kind Loss) *gradCase {
 			t.Fatal(err)
 		}
 	}
+	c.x, c.mask, c.onehot, c.adv, c.old, c.ret, c.lo, c.hi = x, mask, onehot, adv, old, ret, lo, hi
 	must(gr.set(gr.x, tensor.New(tensor.WithShape(rows, obs), tensor.WithBacking(x))))
 	must(gr.set(gr.mask, tensor.New(tensor.WithShape(rows, acts), tensor.WithBacking(mask))))
 	must(gr.set(gr.onehot, tensor.New(tensor.WithShape(rows, acts), tensor.WithBacking(onehot))))
@@ -159,6 +163,93 @@ func TestGradientsAccumulateUntilZeroed(t *testing.T) {
 	for i, v := range g3[0].([]float64) {
 		if math.Abs(v-first[i]) > 1e-12 {
 			t.Fatalf("gradient %d after zeroing: %v, want %v", i, v, first[i])
+		}
+	}
+}
+
+// reference computes the loss of c's minibatch directly from its
+// definition, in float64, without gorgonia: the network's forward pass, a
+// softmax over the legal actions, the PPO surrogate or cross-entropy, the
+// entropy and the value loss.
+func (c *gradCase) reference(kind Loss, co coefs) (policy, value, entropy float64) {
+	rows, D, A := len(c.adv), c.spec.ObsLen, c.spec.NumActions
+	dims := c.spec.Dims()
+	L := len(c.spec.Hidden)
+	layer := func(in []float64, i int) []float64 {
+		w, b := c.wData[2*i], c.wData[2*i+1]
+		n, m := dims[i][0], dims[i][1]
+		out := make([]float64, m)
+		for k := range m {
+			s := b[k]
+			for j := range n {
+				s += in[j] * w[j*m+k]
+			}
+			out[k] = s
+		}
+		return out
+	}
+	for r := range rows {
+		h := c.x[r*D : (r+1)*D]
+		for i := range L {
+			h = layer(h, i)
+			for k := range h {
+				h[k] = math.Tanh(h[k])
+			}
+		}
+		logits, v := layer(h, L), layer(h, L+1)[0]
+		value += (v - c.ret[r]) * (v - c.ret[r]) / float64(rows)
+		var legal []int
+		chosen := -1
+		for a := range A {
+			if c.mask[r*A+a] == 0 {
+				legal = append(legal, a)
+			}
+			if c.onehot[r*A+a] == 1 {
+				chosen = a
+			}
+		}
+		var sum float64
+		for _, a := range legal {
+			sum += math.Exp(logits[a])
+		}
+		var lpc, h0 float64
+		for _, a := range legal {
+			p := math.Exp(logits[a]) / sum
+			h0 -= p * math.Log(p)
+			if a == chosen {
+				lpc = math.Log(p)
+			}
+		}
+		entropy += h0 / float64(rows)
+		switch kind {
+		case PPOLoss:
+			ratio := math.Exp(lpc - c.old[r])
+			clipped := math.Min(math.Max(ratio, c.lo[r]), c.hi[r])
+			policy -= math.Min(ratio*c.adv[r], clipped*c.adv[r]) / float64(rows)
+		case CloneLoss:
+			policy -= lpc / float64(rows)
+		}
+	}
+	return policy, value, entropy
+}
+
+// TestLossMatchesItsDefinition checks the loss's parts, as the graph
+// computes them, against reference: the finite-difference test only shows
+// the gradients are those of the loss the graph computes.
+func TestLossMatchesItsDefinition(t *testing.T) {
+	co := coefs{Value: 0.7, Entropy: 0.05}
+	for _, kind := range []Loss{PPOLoss, CloneLoss} {
+		c := newGradCase(t, kind)
+		got := c.loss(t)
+		p, v, e := c.reference(kind, co)
+		want := p + co.Value*v - co.Entropy*e
+		close := func(a, b float64) bool { return math.Abs(a-b) <= 1e-9*(1+math.Abs(b)) }
+		if !close(c.gr.head.policy, p) || !close(c.gr.head.entropy, e) || !close(got, want) {
+			t.Fatalf("loss %d: policy %v entropy %v loss %v; by definition %v, %v, %v",
+				kind, c.gr.head.policy, c.gr.head.entropy, got, p, e, want)
+		}
+		if e <= 0 || p == 0 {
+			t.Fatalf("loss %d: a degenerate case (policy %v, entropy %v) proves little", kind, p, e)
 		}
 	}
 }

@@ -177,9 +177,9 @@ func (l *learner) update() (losses, error) {
 			}
 		}
 		w := float64(p.weight)
-		out.Policy += w * float64(p.gr.pLoss.Value().Data().(float32))
+		out.Policy += w * p.gr.head.policy
 		out.Value += w * float64(p.gr.vLoss.Value().Data().(float32))
-		out.Entropy += w * float64(p.gr.entropy.Value().Data().(float32))
+		out.Entropy += w * p.gr.head.entropy
 	}
 	out.GradNorm = gradNorm(l.grads)
 	if bad(out.Policy) || bad(out.Value) || bad(out.Entropy) || bad(out.GradNorm) {

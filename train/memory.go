@@ -48,19 +48,19 @@ func (c Config) BufferBytes() (int64, error) {
 // GraphRowBytes is what the learner holds for each row of a minibatch: its
 // input buffers (observation, additive mask and one-hot action as float32)
 // and, in the graphs, the values and gradients of every node the loss is
-// made of: the observation's copies, each layer's activations, and some
-// twenty-two rows of action-wide intermediates of the hand-built log-softmax
-// and entropy. The constants were measured (heap after one iteration, for
-// observations of 1066 and 13286 floats, minibatches of 256 to 2048 rows,
-// hidden layers of 64 to 2 x 1024) and rounded up; TestBufferBytes keeps
-// them honest.
+// made of: the observation's copies, each layer's activations, and ten
+// action-wide rows (the logits and their gradients, the bias's broadcast,
+// the policy head's float64 gradient). The constants were measured (heap
+// after one iteration, for minibatches of 256 to 2048 rows, hidden layers
+// of 64 to 2 x 1024, 8 and 104 face-up slots a column) and rounded up;
+// TestBufferBytes keeps them honest.
 func GraphRowBytes(spec nn.Spec) int64 {
 	D, A := int64(spec.ObsLen), int64(spec.NumActions)
 	hidden := int64(0)
 	for _, h := range spec.Hidden {
 		hidden += int64(h)
 	}
-	return 4 * (3*D + 22*A + 6*hidden + 64)
+	return 4 * (3*D + 10*A + 6*hidden + 64)
 }
 
 // GraphParamBytes is what the learner's graphs hold for each weight: a
