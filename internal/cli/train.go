@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/spiderenv/spider/agents/nn"
 	"github.com/spiderenv/spider/env"
 	"github.com/spiderenv/spider/server"
 	"github.com/spiderenv/spider/train"
@@ -29,6 +30,8 @@ type trainOptions struct {
 	every      int
 	jsonl      bool
 	maxMemory  byteSize
+	export     string // write the network of from (or out's checkpoint) here, and stop
+	from       string
 }
 
 func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, io.Writer, io.Writer) error {
@@ -64,6 +67,8 @@ func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 	fs.BoolVar(&o.resume, "resume", false, "continue the run saved in --out (its settings come from the checkpoint)")
 	fs.IntVar(&o.every, "checkpoint-every", 5, "save a checkpoint every this many iterations (and at the end)")
 	fs.BoolVar(&o.jsonl, "jsonl", false, "write metrics.jsonl instead of metrics.csv")
+	fs.StringVar(&o.export, "export", "", "instead of training, write the network of --from (default: --out's checkpoint.spider) to this file, without the trainer's state: the file to ship as nn:FILE")
+	fs.StringVar(&o.from, "from", "", "with --export: the checkpoint to read (best.spider, warmstart.spider, ...)")
 	fs.Var(&o.maxMemory, "max-memory", "refuse a run whose batch, rollout and learner need more memory than this (default: what the machine has available)")
 	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		return runTrain(ctx, o, stdout, stderr)
@@ -71,6 +76,12 @@ func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 }
 
 func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) error {
+	if o.export != "" {
+		return exportPolicy(o, stdout)
+	}
+	if o.from != "" {
+		return usageError{errors.New("--from goes with --export")}
+	}
 	_, err := gameRules(o.cfg.Game)
 	if err != nil {
 		return err
@@ -301,4 +312,32 @@ func writeTrainSummary(w io.Writer, t *train.Trainer, ckpts []string, metrics, c
 	fmt.Fprintf(tw, "metrics\t%s\n", metrics)
 	fmt.Fprintf(tw, "curve\t%s\n", curve)
 	return tw.Flush()
+}
+
+// exportPolicy writes the network of a checkpoint without the trainer's
+// state (Adam's moments, the games in progress, the imitation data): a
+// third of the file, and all that nn:FILE, eval, play and serve read.
+func exportPolicy(o trainOptions, stdout io.Writer) error {
+	if o.resume {
+		return usageError{errors.New("--export reads a checkpoint and trains nothing: drop --resume")}
+	}
+	from := o.from
+	if from == "" {
+		from = filepath.Join(o.out, "checkpoint.spider")
+	}
+	net, _, err := nn.Load(from)
+	if err != nil {
+		return err
+	}
+	if err := nn.Save(o.export, net, nil); err != nil {
+		return err
+	}
+	info, err := os.Stat(o.export)
+	if err != nil {
+		return err
+	}
+	r := net.Spec.Game
+	_, err = fmt.Fprintf(stdout, "wrote %s (%d bytes): the network of %s, %s %d suit(s), hidden %v\n",
+		o.export, info.Size(), from, r.RuleSet, r.Suits, net.Spec.Hidden)
+	return err
 }

@@ -236,3 +236,58 @@ func TestTrainKeepsWarmStartAndBestCheckpoints(t *testing.T) {
 		t.Fatalf("a new run over an old best.spider: %v", err)
 	}
 }
+
+// TestTrainExportsThePolicy exports a run's checkpoint: the file holds the
+// same network and specification without the trainer's state, is smaller,
+// and plays as nn:FILE.
+func TestTrainExportsThePolicy(t *testing.T) {
+	dir := t.TempDir()
+	o := tinyTrain(dir, 1)
+	o.cfg.ValEvery = 0
+	if err := runTrain(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	ckpt, out := filepath.Join(dir, "checkpoint.spider"), filepath.Join(dir, "policy.spider")
+	var stdout bytes.Buffer
+	if err := runTrain(context.Background(), trainOptions{export: out, out: dir}, &stdout, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout.String(), "wrote "+out) {
+		t.Fatalf("stdout %q", stdout.String())
+	}
+	if !slices.Equal(netWeights(t, ckpt), netWeights(t, out)) {
+		t.Fatal("the exported weights differ from the checkpoint's")
+	}
+	_, state, err := nn.Load(out)
+	if err != nil || len(state) != 0 {
+		t.Fatalf("exported file: %d bytes of trainer state, error %v", len(state), err)
+	}
+	a, _ := os.Stat(ckpt)
+	b, _ := os.Stat(out)
+	if b.Size() >= a.Size() {
+		t.Fatalf("exported %d bytes, the checkpoint %d", b.Size(), a.Size())
+	}
+	n1, _, _ := nn.Load(ckpt)
+	n2, _, _ := nn.Load(out)
+	if fmt.Sprint(n1.Spec) != fmt.Sprint(n2.Spec) {
+		t.Fatalf("specification %+v, the checkpoint's %+v", n2.Spec, n1.Spec)
+	}
+	eo := smallEval()
+	eo.policies, eo.seeds = "nn:"+out, "1-2"
+	var table bytes.Buffer
+	if err := runEval(context.Background(), eo, &table, &bytes.Buffer{}); err != nil || !strings.Contains(table.String(), "nn:"+out) {
+		t.Fatalf("eval of the exported policy: %v\n%s", err, table.String())
+	}
+	for _, bad := range []trainOptions{
+		{export: filepath.Join(dir, "x.spider"), from: filepath.Join(dir, "missing.spider")},
+		{export: filepath.Join(dir, "x.spider"), out: dir, resume: true},
+		{from: ckpt, out: dir, iterations: 1},
+	} {
+		if err := runTrain(context.Background(), bad, &bytes.Buffer{}, &bytes.Buffer{}); err == nil {
+			t.Errorf("%+v: no error", bad)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "x.spider")); !os.IsNotExist(err) {
+		t.Fatalf("a refused export left a file: %v", err)
+	}
+}
