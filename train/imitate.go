@@ -42,11 +42,14 @@ type sample struct {
 // collect runs play(k) for k in [0, n) on one goroutine per core and
 // returns the games in k order, so the data does not depend on the core
 // count. Each goroutine gets its own agents from makers. A cancelled ctx
-// stops it between games.
-func collect(ctx context.Context, n int, play func(k int, teacher, player agents.Agent) labelled, teacherMaker, playerMaker agents.Maker) ([]labelled, error) {
+// stops it between games. done, if not nil, hears the count of games
+// finished after each one, one call at a time.
+func collect(ctx context.Context, n int, play func(k int, teacher, player agents.Agent) labelled, teacherMaker, playerMaker agents.Maker, done func(int)) ([]labelled, error) {
 	out := make([]labelled, n)
 	next := make(chan int)
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	finished := 0
 	for range min(runtime.GOMAXPROCS(0), n) {
 		var teacher, player agents.Agent
 		if teacherMaker != nil {
@@ -58,6 +61,12 @@ func collect(ctx context.Context, n int, play func(k int, teacher, player agents
 		wg.Go(func() {
 			for k := range next {
 				out[k] = play(k, teacher, player)
+				if done != nil {
+					mu.Lock()
+					finished++
+					done(finished)
+					mu.Unlock()
+				}
 			}
 		})
 	}
@@ -235,7 +244,7 @@ func (t *Trainer) clone(ctx context.Context) (Metrics, error) {
 	}
 	games, err := collect(ctx, c.CloneGames, func(k int, teacher, _ agents.Agent) labelled {
 		return t.teacherGame(ctx, rng.Mix(c.Seed^0xc10e, uint64(k)), teacher)
-	}, teacher, nil)
+	}, teacher, nil, t.progress("clone", c.CloneGames))
 	if err != nil {
 		return Metrics{}, err
 	}
@@ -269,7 +278,7 @@ func (t *Trainer) dagger(ctx context.Context) (Metrics, error) {
 	round := uint64(t.rounds)
 	games, err := collect(ctx, c.DaggerGames, func(k int, teacher, player agents.Agent) labelled {
 		return t.daggerGame(ctx, rng.Mix(c.Seed^0xda66e7, round<<32|uint64(k)), teacher, player)
-	}, teacher, player)
+	}, teacher, player, t.progress("dagger", c.DaggerGames))
 	if err != nil {
 		return Metrics{}, err
 	}
@@ -306,4 +315,12 @@ func (t *Trainer) finishImitation(m *Metrics, start time.Time) {
 	if t.rounds >= t.Config.DaggerRounds {
 		t.imitation = nil
 	}
+}
+
+// progress returns collect's report of phase's games to t.Progress, or nil.
+func (t *Trainer) progress(phase string, total int) func(int) {
+	if t.Progress == nil {
+		return nil
+	}
+	return func(done int) { t.Progress(phase, done, total) }
 }

@@ -413,8 +413,17 @@ func TestDaggerRoundsResumeExactly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer straight.Close()
+	var reports []string
+	straight.Progress = func(phase string, done, total int) {
+		reports = append(reports, fmt.Sprintf("%s %d/%d", phase, done, total))
+	}
 	if err := straight.Run(ctx, until(2), nil); err != nil {
 		t.Fatal(err)
+	}
+	// Every imitation game is reported as it ends, counted up to the phase's.
+	want := "clone 1/2, clone 2/2, dagger 1/3, dagger 2/3, dagger 3/3, dagger 1/3, dagger 2/3, dagger 3/3"
+	if got := strings.Join(reports, ", "); got != want {
+		t.Fatalf("progress reports %s, want %s", got, want)
 	}
 	var phases []string
 	labels := 0

@@ -17,6 +17,11 @@ type Trainer struct {
 	Config  Config
 	Net     *nn.Net
 	History []Metrics
+	// Progress, if set, hears of the imitation phases' games as they end
+	// (phase "clone" or "dagger", games done of total): a search
+	// teacher's games take minutes. It is called from one goroutine at a
+	// time, not necessarily Run's.
+	Progress func(phase string, done, total int)
 
 	rules  env.Rules
 	batch  *env.Batch

@@ -141,6 +141,20 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 		return usageError{err}
 	}
 	defer t.Close()
+	// A search teacher's warm start takes minutes before its line.
+	prog := newProgress(stderr)
+	t.Progress = func(phase string, done, total int) {
+		if prog.due(done, total) {
+			what := "warm start"
+			if phase == "dagger" {
+				what = "DAgger round"
+			}
+			prog.write(fmt.Sprintf("train: %s: %s played %d of %d games", what, t.Config.Teacher, done, total))
+			if done == total {
+				prog.end()
+			}
+		}
+	}
 	metrics := filepath.Join(o.out, "metrics.csv")
 	if o.jsonl {
 		metrics = filepath.Join(o.out, "metrics.jsonl")
