@@ -141,18 +141,23 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 		return usageError{err}
 	}
 	defer t.Close()
-	// A search teacher's warm start takes minutes before its line.
-	prog := newProgress(stderr)
+	// A search teacher's warm start, and each DAgger round, take minutes
+	// before their line.
+	var prog *progress
 	t.Progress = func(phase string, done, total int) {
-		if prog.due(done, total) {
-			what := "warm start"
-			if phase == "dagger" {
-				what = "DAgger round"
-			}
-			prog.write(fmt.Sprintf("train: %s: %s played %d of %d games", what, t.Config.Teacher, done, total))
-			if done == total {
-				prog.end()
-			}
+		if done == 1 {
+			prog = newProgress(stderr) // a new phase: time it from here
+		}
+		if prog == nil || !prog.due(done, total) {
+			return
+		}
+		if phase == "dagger" {
+			prog.write(fmt.Sprintf("train: DAgger round: the network played %d of %d games, %s labelling its positions", done, total, t.Config.Teacher))
+		} else {
+			prog.write(fmt.Sprintf("train: warm start: %s played %d of %d games", t.Config.Teacher, done, total))
+		}
+		if done == total {
+			prog.end()
 		}
 	}
 	metrics := filepath.Join(o.out, "metrics.csv")

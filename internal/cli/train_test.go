@@ -244,8 +244,13 @@ func TestTrainExportsThePolicy(t *testing.T) {
 	dir := t.TempDir()
 	o := tinyTrain(dir, 1)
 	o.cfg.ValEvery = 0
-	if err := runTrain(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
+	var log bytes.Buffer
+	if err := runTrain(context.Background(), o, &bytes.Buffer{}, &log); err != nil {
 		t.Fatal(err)
+	}
+	// The warm start's games are reported as they end; the last always.
+	if !strings.Contains(log.String(), "train: warm start: greedy played 2 of 2 games, ") {
+		t.Fatalf("no progress line for the warm start:\n%s", log.String())
 	}
 	ckpt, out := filepath.Join(dir, "checkpoint.spider"), filepath.Join(dir, "policy.spider")
 	var stdout bytes.Buffer
@@ -289,5 +294,33 @@ func TestTrainExportsThePolicy(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "x.spider")); !os.IsNotExist(err) {
 		t.Fatalf("a refused export left a file: %v", err)
+	}
+}
+
+// TestShippedModels loads every network in the repository's models/ and
+// plays two deals with each as nn:FILE, under the rules it names.
+func TestShippedModels(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "models", "*.spider"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 2 {
+		t.Fatalf("models/ holds %v: want the one-suit network and its warm start", files)
+	}
+	for _, f := range files {
+		n, state, err := nn.Load(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(state) != 0 {
+			t.Errorf("%s carries %d bytes of trainer state: ship spider train --export's file", f, len(state))
+		}
+		o := smallEval()
+		o.policies, o.seeds = "nn:"+f, "100001-100002"
+		o.game.RuleSet, o.game.Suits = n.Spec.Game.RuleSet, n.Spec.Game.Suits
+		var table bytes.Buffer
+		if err := runEval(context.Background(), o, &table, &bytes.Buffer{}); err != nil || !strings.Contains(table.String(), "nn:"+f) {
+			t.Fatalf("%s: %v\n%s", f, err, table.String())
+		}
 	}
 }
