@@ -40,6 +40,11 @@ type Config struct {
 	Teacher     string  `msgpack:"teacher"`
 	CloneEpochs int     `msgpack:"clone_epochs"`
 	CloneLR     float64 `msgpack:"clone_lr"`
+	// CloneWonOnly keeps only the warm start's games the teacher won: a
+	// lost game runs to the step limit, mostly moving cards about, so on
+	// two suits, where search loses two games in three, lost games are
+	// most of the positions.
+	CloneWonOnly bool `msgpack:"clone_won_only,omitempty"`
 	// DaggerRounds rounds of DAgger follow the warm start: in each, the
 	// network plays DaggerGames new deals, the teacher labels every
 	// position the network reached, and the network retrains (CloneEpochs

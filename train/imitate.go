@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -248,9 +249,15 @@ func (t *Trainer) clone(ctx context.Context) (Metrics, error) {
 	if err != nil {
 		return Metrics{}, err
 	}
-	t.imitation = games
 	m := Metrics{Phase: "clone"}
-	gameStats(&m, games)
+	gameStats(&m, games) // the teacher's games, all of them
+	if c.CloneWonOnly {
+		games = slices.DeleteFunc(games, func(g labelled) bool { return !g.Won })
+		if len(games) == 0 {
+			return Metrics{}, fmt.Errorf("train: the teacher won none of its %d games: nothing to imitate with only won games", c.CloneGames)
+		}
+	}
+	t.imitation = games
 	m.LabelSeconds = time.Since(start).Seconds()
 	if err := t.imitate(ctx, &m); err != nil {
 		return Metrics{}, err

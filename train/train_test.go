@@ -17,6 +17,7 @@ import (
 	"github.com/spiderenv/spider/agents"
 	"github.com/spiderenv/spider/agents/nn"
 	"github.com/spiderenv/spider/env"
+	"github.com/spiderenv/spider/internal/rng"
 )
 
 func tinyConfig() Config {
@@ -523,5 +524,56 @@ func TestDaggerGameLabelsEveryPosition(t *testing.T) {
 	}
 	if g.Score != s.Score() || g.Runs != s.Runs() || g.Won != (s.Status() == env.Won) {
 		t.Fatalf("game result %+v, replay: score %d runs %d", g, s.Score(), s.Runs())
+	}
+}
+
+// TestCloneWonOnly keeps only the teacher's won games for the warm start,
+// reports the teacher's games all the same, and refuses a warm start whose
+// teacher won nothing.
+func TestCloneWonOnly(t *testing.T) {
+	ctx := context.Background()
+	c := tinyConfig()
+	c.Game.MaxSteps = 1000 // greedy wins about a quarter of whole one-suit games
+	c.CloneGames, c.CloneWonOnly, c.ValEvery = 12, true, 0
+	tr, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	m, err := tr.clone(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	won := int(math.Round(m.WinRate * float64(m.Finished)))
+	if m.Finished != 12 || won == 0 || won == 12 {
+		t.Fatalf("the teacher's games: %d played, %d won; the test needs some of each", m.Finished, won)
+	}
+	// The same teacher's games again, to count the won ones' moves (the
+	// trainer drops its data once the warm start is done).
+	maker, err := agents.New("greedy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	moves, wins := 0, 0
+	for k := range c.CloneGames {
+		g := tr.teacherGame(ctx, rng.Mix(c.Seed^0xc10e, uint64(k)), maker())
+		if g.Won {
+			wins++
+			moves += len(g.Played)
+		}
+	}
+	if wins != won || m.Labels != moves {
+		t.Fatalf("imitated %d labels; want the %d moves of the %d won games (the metrics say %d won)", m.Labels, moves, wins, won)
+	}
+
+	c = tinyConfig() // 60 moves a game: greedy wins nothing
+	c.CloneWonOnly = true
+	tr2, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr2.Close()
+	if _, err := tr2.clone(ctx); err == nil || !strings.Contains(err.Error(), "won none") {
+		t.Fatalf("a teacher that won nothing: %v", err)
 	}
 }

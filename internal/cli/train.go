@@ -56,6 +56,7 @@ func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 	fs.IntVar(&c.DaggerRounds, "dagger-rounds", c.DaggerRounds, "after the warm start, rounds of DAgger: the network plays, the teacher labels its positions, the network retrains on all labels")
 	fs.IntVar(&c.DaggerGames, "dagger-games", c.DaggerGames, "deals the network plays in each DAgger round")
 	fs.Float64Var(&c.CloneLR, "clone-lr", c.CloneLR, "warm start learning rate")
+	fs.BoolVar(&c.CloneWonOnly, "clone-won-only", c.CloneWonOnly, "warm start: imitate only the games the teacher won (a lost game is mostly moves at the step limit)")
 	fs.IntVar(&c.ValEvery, "val-every", c.ValEvery, "validate the greedy network every this many iterations, and after the warm start (0: never)")
 	fs.IntVar(&c.ValGames, "val-games", c.ValGames, "validation deals")
 	fs.Uint64Var(&c.ValStart, "val-start", c.ValStart, "first validation deal's seed (keep it in the tuning seeds, 1-50000)")
