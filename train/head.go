@@ -213,9 +213,7 @@ func (op *headGradOp) CallsExtern() bool     { return false }
 func (op *headGradOp) OverwritesInput() int  { return -1 }
 func (op *headGradOp) WriteHash(h hash.Hash) { fmt.Fprint(h, op.String()) }
 func (op *headGradOp) Hashcode() uint32      { return hashOf(op) }
-func (op *headGradOp) String() string {
-	return "SpiderPolicyHeadGrad" + op.fwd.String()[len("SpiderPolicyHead"):]
-}
+func (op *headGradOp) String() string        { return "Grad" + op.fwd.String() }
 
 // Do returns the gradient in a new tensor.
 func (op *headGradOp) Do(vals ...G.Value) (G.Value, error) {
