@@ -202,6 +202,20 @@ def test_forked_child_leaves_the_parent_alone():
     assert not env.server.running
 
 
+def _all_stopped(pid: int) -> bool:
+    """Whether every thread of process pid is stopped (state T in /proc);
+    True where there is no /proc to ask."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+        states = []
+        for t in tasks:
+            with open(f"/proc/{pid}/task/{t}/stat") as f:
+                states.append(f.read().rsplit(")", 1)[1].split()[0])
+    except OSError:
+        return True
+    return all(st in ("T", "t") for st in states)
+
+
 def test_a_stalled_server_times_out(spider_bin):
     """A server that stops answering (SIGSTOP) makes a request fail with a
     timeout error after the env's timeout, instead of hanging."""
@@ -212,6 +226,12 @@ def test_a_stalled_server_times_out(spider_bin):
     try:
         obs, info = env.reset(seed=0)
         os.kill(srv.proc.pid, signal.SIGSTOP)
+        # kill returns before every thread of the server has stopped: a
+        # thread running on the other core could still answer. Wait for
+        # the kernel to report every thread stopped.
+        deadline = time.monotonic() + 5
+        while not _all_stopped(srv.proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.001)
         start = time.monotonic()
         try:
             with pytest.raises(SpiderError) as e:
