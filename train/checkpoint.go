@@ -123,7 +123,7 @@ func Resume(path string, want *Config) (*Trainer, error) {
 	}
 	r, _ := c.Rules()
 	c.Game = r.Options()
-	if got := nn.SpecFor(r, c.Hidden); !specEqual(got, net.Spec) {
+	if got, err := c.Spec(); err != nil || !specEqual(got, net.Spec) {
 		return nil, fmt.Errorf("%s: the network's specification does not match its training configuration", path)
 	}
 	if want != nil {
@@ -167,7 +167,17 @@ func Resume(path string, want *Config) (*Trainer, error) {
 }
 
 func specEqual(a, b nn.Spec) bool {
-	return a.Game == b.Game && a.ObsLen == b.ObsLen && a.NumActions == b.NumActions && slices.Equal(a.Hidden, b.Hidden)
+	return a.Game == b.Game && a.ObsLen == b.ObsLen && a.NumActions == b.NumActions && slices.Equal(a.Hidden, b.Hidden) &&
+		arch(a.Arch) == arch(b.Arch) && a.Column == b.Column && a.Pair == b.Pair
+}
+
+// arch names an architecture, the empty name (files before it was
+// recorded) as nn.MLP.
+func arch(s string) string {
+	if s == "" {
+		return nn.MLP
+	}
+	return s
 }
 
 // configDiff lists how the game and network settings of want and got
@@ -186,6 +196,10 @@ func configDiff(want, got Config) string {
 	}
 	if !slices.Equal(want.Hidden, got.Hidden) {
 		d = append(d, fmt.Sprintf("hidden layers are %v, the checkpoint's %v", want.Hidden, got.Hidden))
+	}
+	if arch(want.Arch) != arch(got.Arch) || want.Column != got.Column || want.Pair != got.Pair {
+		d = append(d, fmt.Sprintf("the network is %s (column %d, pair %d), the checkpoint's %s (column %d, pair %d)",
+			arch(want.Arch), want.Column, want.Pair, arch(got.Arch), got.Column, got.Pair))
 	}
 	return strings.Join(d, "; ")
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/spiderenv/spider/agents/nn"
 	"github.com/spiderenv/spider/env"
 )
 
@@ -18,6 +19,12 @@ type Config struct {
 	// the network sees. New fills in the defaults of fields left at zero.
 	Game   env.Options `msgpack:"game"`
 	Hidden []int       `msgpack:"hidden"`
+	// Arch is the network's architecture, nn.MLP (empty means MLP) or
+	// nn.Columns; a columns network has one hidden (mixing) layer, a column
+	// encoder Column wide and move vectors Pair wide (see nn.Spec).
+	Arch   string `msgpack:"arch,omitempty"`
+	Column int    `msgpack:"column,omitempty"`
+	Pair   int    `msgpack:"pair,omitempty"`
 
 	Games     int     `msgpack:"games"`     // games stepped together
 	Rollout   int     `msgpack:"rollout"`   // steps per game per iteration
@@ -45,6 +52,17 @@ type Config struct {
 	// two suits, where search loses two games in three, lost games are
 	// most of the positions.
 	CloneWonOnly bool `msgpack:"clone_won_only,omitempty"`
+	// CloneSets labels each imitated position with the teacher's move and
+	// every legal move that does the same (the same cards onto another
+	// column with the same top card, or onto another empty column), and
+	// the network learns the set's probability: which of them the teacher
+	// picks is its tie-breaking, noise to a network that cannot see it.
+	// DAgger's agreement then counts a move of the set as the teacher's.
+	CloneSets bool `msgpack:"clone_sets,omitempty"`
+	// CloneDecay lowers the imitation phases' learning rate linearly from
+	// CloneLR to zero over their passes, so the network they end with is
+	// not one step of a noisy walk at the full rate.
+	CloneDecay bool `msgpack:"clone_decay,omitempty"`
 	// DaggerRounds rounds of DAgger follow the warm start: in each, the
 	// network plays DaggerGames new deals, the teacher labels every
 	// position the network reached, and the network retrains (CloneEpochs
@@ -101,9 +119,32 @@ func (c Config) Rules() (env.Rules, error) {
 	return env.NewRules(c.Game)
 }
 
+// Spec returns the specification of the network c trains, or why there is
+// none.
+func (c Config) Spec() (nn.Spec, error) {
+	r, err := c.Rules()
+	if err != nil {
+		return nn.Spec{}, err
+	}
+	switch c.Arch {
+	case "", nn.MLP:
+		if c.Column != 0 || c.Pair != 0 {
+			return nn.Spec{}, fmt.Errorf("train: column and pair widths are for arch %s, not %s", nn.Columns, nn.MLP)
+		}
+		return nn.SpecFor(r, c.Hidden), nil
+	case nn.Columns:
+		if len(c.Hidden) != 1 {
+			return nn.Spec{}, fmt.Errorf("train: arch %s has one hidden (mixing) layer, got hidden %v", nn.Columns, c.Hidden)
+		}
+		s := nn.ColumnSpecFor(r, c.Column, c.Hidden[0], c.Pair)
+		return s, s.Validate()
+	}
+	return nn.Spec{}, fmt.Errorf("train: arch %q: want %s or %s", c.Arch, nn.MLP, nn.Columns)
+}
+
 // validate reports the first unusable setting.
 func (c Config) validate() error {
-	if _, err := c.Rules(); err != nil {
+	if _, err := c.Spec(); err != nil {
 		return err
 	}
 	switch {

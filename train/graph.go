@@ -7,6 +7,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/spiderenv/spider/agents/nn"
+	"github.com/spiderenv/spider/env"
 )
 
 // Loss selects what a graph minimises.
@@ -35,8 +36,10 @@ type graph struct {
 	rows   int
 	params []*G.Node // W0, B0, W1, B1, ...
 
-	// Inputs, rows x columns.
-	x, mask, onehot *G.Node // observation, additive mask (0 or -1e9), chosen action
+	// Inputs, rows x columns. A columns network reads xc (rows*10 x
+	// ColumnIn) and xg (rows x Globals) in place of x.
+	x, xc, xg       *G.Node
+	mask, onehot    *G.Node // additive mask (0 or -1e9), chosen action
 	adv, oldLP, ret *G.Node // rows x 1
 	lo, hi          *G.Node // rows x 1: 1-clip and 1+clip
 	loss, vLoss     *G.Node
@@ -65,7 +68,12 @@ func newGraph(spec nn.Spec, w, b []tensor.Tensor, rows int, kind Loss, c coefs) 
 		return G.NewConstant(v)
 	}
 	A := spec.NumActions
-	gr.x = mat(rows, spec.ObsLen, "x")
+	if spec.Arch == nn.Columns {
+		gr.xc = mat(rows*env.NumColumns, spec.ColumnIn(), "xc")
+		gr.xg = mat(rows, nn.Globals, "xg")
+	} else {
+		gr.x = mat(rows, spec.ObsLen, "x")
+	}
 	gr.mask = mat(rows, A, "mask")
 	gr.onehot = mat(rows, A, "onehot")
 	gr.adv = mat(rows, 1, "adv")
@@ -93,13 +101,27 @@ func newGraph(spec nn.Spec, w, b []tensor.Tensor, rows int, kind Loss, c coefs) 
 		}
 		return n
 	}
-	h := gr.x
-	L := len(spec.Hidden)
-	for i := range L {
-		h = must(G.Tanh(must(dense(h, i))))
+	var logits, value *G.Node
+	if spec.Arch == nn.Columns {
+		const N = env.NumColumns
+		C := spec.Column
+		e := must(G.Tanh(must(dense(gr.xc, 0))))
+		flat := must(G.Reshape(e, tensor.Shape{rows, N * C}))
+		m := must(G.Tanh(must(dense(must(G.Concat(1, flat, gr.xg)), 1))))
+		game := must(G.ApplyOp(&repeatOp{rows: rows, n: N, cols: C}, must(dense(m, 3))))
+		z := must(G.Tanh(must(G.Add(must(dense(e, 2)), game))))
+		u, v, deal := must(dense(z, 4)), must(dense(z, 5)), must(dense(m, 6))
+		logits = must(G.ApplyOp(&pairOp{rows: rows, pair: spec.Pair}, u, v, deal))
+		value = must(dense(m, 7))
+	} else {
+		h := gr.x
+		L := len(spec.Hidden)
+		for i := range L {
+			h = must(G.Tanh(must(dense(h, i))))
+		}
+		logits = must(dense(h, L))
+		value = must(dense(h, L+1))
 	}
-	logits := must(dense(h, L))
-	value := must(dense(h, L+1))
 	if err != nil {
 		return nil, err
 	}

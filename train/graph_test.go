@@ -19,14 +19,16 @@ type gradCase struct {
 
 	x, mask, onehot, adv, old, ret []float64
 	lo, hi                         []float64
+
+	// forward is the network's forward pass for row r, written out
+	// without gorgonia or the nn package (mlpForward if nil).
+	forward func(r int) (logits []float64, value float64)
 }
 
-func newGradCase(t *testing.T, kind Loss) *gradCase {
+// newWeights returns a case with weights drawn from u for spec, and its
+// float64 graph of rows rows.
+func newWeights(t *testing.T, spec nn.Spec, u func() float64, rows int, kind Loss) *gradCase {
 	t.Helper()
-	const rows, obs, acts = 6, 7, 5
-	spec := nn.Spec{ObsLen: obs, NumActions: acts, Hidden: []int{4, 3}}
-	g := rng.New(11)
-	u := func() float64 { return float64(g.Uint64()>>11)/(1<<53)*2 - 1 }
 	c := &gradCase{spec: spec}
 	for _, d := range spec.Dims() {
 		wd, bd := make([]float64, d[0]*d[1]), make([]float64, d[1])
@@ -45,6 +47,50 @@ func newGradCase(t *testing.T, kind Loss) *gradCase {
 		t.Fatal(err)
 	}
 	c.gr = gr
+	return c
+}
+
+// dense computes in·W_i + b_i of c's weights.
+func (c *gradCase) dense(in []float64, i int) []float64 {
+	d := c.spec.Dims()[i]
+	w, b := c.wData[2*i], c.wData[2*i+1]
+	n, m := d[0], d[1]
+	out := make([]float64, m)
+	for k := range m {
+		s := b[k]
+		for j := range n {
+			s += in[j] * w[j*m+k]
+		}
+		out[k] = s
+	}
+	return out
+}
+
+func tanhAll(h []float64) []float64 {
+	for k := range h {
+		h[k] = math.Tanh(h[k])
+	}
+	return h
+}
+
+// mlpForward is an MLP's forward pass.
+func (c *gradCase) mlpForward(r int) ([]float64, float64) {
+	D, L := c.spec.ObsLen, len(c.spec.Hidden)
+	h := append([]float64(nil), c.x[r*D:(r+1)*D]...)
+	for i := range L {
+		h = tanhAll(c.dense(h, i))
+	}
+	return c.dense(h, L), c.dense(h, L+1)[0]
+}
+
+func newGradCase(t *testing.T, kind Loss) *gradCase {
+	t.Helper()
+	const rows, obs, acts = 6, 7, 5
+	spec := nn.Spec{ObsLen: obs, NumActions: acts, Hidden: []int{4, 3}}
+	g := rng.New(11)
+	u := func() float64 { return float64(g.Uint64()>>11)/(1<<53)*2 - 1 }
+	c := newWeights(t, spec, u, rows, kind)
+	gr := c.gr
 	x := make([]float64, rows*obs)
 	for i := range x {
 		x[i] = u()
@@ -62,6 +108,10 @@ func newGradCase(t *testing.T, kind Loss) *gradCase {
 			mask[r*acts+a] = 0
 		}
 		onehot[r*acts+chosen[r]] = 1
+	}
+	if kind == CloneLoss {
+		// Two rows labelled with sets of equally good actions.
+		onehot[4*acts+4], onehot[5*acts+3], onehot[5*acts+0] = 1, 1, 1
 	}
 	// Old log-probabilities far from and near the current ones, so some
 	// ratios are clipped and some are not.
@@ -103,42 +153,51 @@ func (c *gradCase) loss(t *testing.T) float64 {
 // central finite differences, for both losses.
 func TestLossGradientsMatchFiniteDifferences(t *testing.T) {
 	for _, kind := range []Loss{PPOLoss, CloneLoss} {
-		c := newGradCase(t, kind)
-		if err := c.gr.zeroGrads(); err != nil {
-			t.Fatal(err)
-		}
-		base := c.loss(t)
-		if math.IsNaN(base) || math.IsInf(base, 0) {
-			t.Fatalf("loss %v", base)
-		}
-		grads, err := c.gr.grads()
-		if err != nil {
-			t.Fatal(err)
-		}
-		analytic := make([][]float64, len(grads))
-		for i, g := range grads {
-			analytic[i] = append([]float64(nil), g.([]float64)...)
-		}
-		const eps = 1e-6
-		checked := 0
-		for p, data := range c.wData {
-			for j := range data {
-				orig := data[j]
-				data[j] = orig + eps
-				up := c.loss(t)
-				data[j] = orig - eps
-				down := c.loss(t)
-				data[j] = orig
-				num := (up - down) / (2 * eps)
-				if diff := math.Abs(num - analytic[p][j]); diff > 1e-6+1e-4*math.Abs(num) {
-					t.Fatalf("loss %d, parameter %d[%d]: analytic %.9g, finite difference %.9g", kind, p, j, analytic[p][j], num)
-				}
-				checked++
+		checkFiniteDifferences(t, newGradCase(t, kind), kind, 1)
+	}
+}
+
+// checkFiniteDifferences checks the gradient of every stride-th weight of
+// c's loss against central finite differences.
+func checkFiniteDifferences(t *testing.T, c *gradCase, kind Loss, stride int) {
+	t.Helper()
+	if err := c.gr.zeroGrads(); err != nil {
+		t.Fatal(err)
+	}
+	base := c.loss(t)
+	if math.IsNaN(base) || math.IsInf(base, 0) {
+		t.Fatalf("loss %v", base)
+	}
+	grads, err := c.gr.grads()
+	if err != nil {
+		t.Fatal(err)
+	}
+	analytic := make([][]float64, len(grads))
+	for i, g := range grads {
+		analytic[i] = append([]float64(nil), g.([]float64)...)
+	}
+	const eps = 1e-6
+	checked, nonzero := 0, 0
+	for p, data := range c.wData {
+		for j := 0; j < len(data); j += stride {
+			orig := data[j]
+			data[j] = orig + eps
+			up := c.loss(t)
+			data[j] = orig - eps
+			down := c.loss(t)
+			data[j] = orig
+			num := (up - down) / (2 * eps)
+			if diff := math.Abs(num - analytic[p][j]); diff > 1e-6+1e-4*math.Abs(num) {
+				t.Fatalf("loss %d, parameter %d[%d]: analytic %.9g, finite difference %.9g", kind, p, j, analytic[p][j], num)
+			}
+			checked++
+			if math.Abs(num) > 1e-6 {
+				nonzero++
 			}
 		}
-		if checked < 50 {
-			t.Fatalf("only %d weights checked", checked)
-		}
+	}
+	if checked < 50 || nonzero < checked/2 {
+		t.Fatalf("only %d weights checked, %d of them with a gradient", checked, nonzero)
 	}
 }
 
@@ -172,54 +231,39 @@ func TestGradientsAccumulateUntilZeroed(t *testing.T) {
 // softmax over the legal actions, the PPO surrogate or cross-entropy, the
 // entropy and the value loss.
 func (c *gradCase) reference(kind Loss, co coefs) (policy, value, entropy float64) {
-	rows, D, A := len(c.adv), c.spec.ObsLen, c.spec.NumActions
-	dims := c.spec.Dims()
-	L := len(c.spec.Hidden)
-	layer := func(in []float64, i int) []float64 {
-		w, b := c.wData[2*i], c.wData[2*i+1]
-		n, m := dims[i][0], dims[i][1]
-		out := make([]float64, m)
-		for k := range m {
-			s := b[k]
-			for j := range n {
-				s += in[j] * w[j*m+k]
-			}
-			out[k] = s
-		}
-		return out
+	rows, A := len(c.adv), c.spec.NumActions
+	forward := c.forward
+	if forward == nil {
+		forward = c.mlpForward
 	}
 	for r := range rows {
-		h := c.x[r*D : (r+1)*D]
-		for i := range L {
-			h = layer(h, i)
-			for k := range h {
-				h[k] = math.Tanh(h[k])
-			}
-		}
-		logits, v := layer(h, L), layer(h, L+1)[0]
+		logits, v := forward(r)
 		value += (v - c.ret[r]) * (v - c.ret[r]) / float64(rows)
 		var legal []int
-		chosen := -1
+		chosen := map[int]bool{}
 		for a := range A {
 			if c.mask[r*A+a] == 0 {
 				legal = append(legal, a)
 			}
 			if c.onehot[r*A+a] == 1 {
-				chosen = a
+				chosen[a] = true
 			}
 		}
 		var sum float64
 		for _, a := range legal {
 			sum += math.Exp(logits[a])
 		}
-		var lpc, h0 float64
+		// The chosen action's log-probability; for a set of actions, the
+		// log of their total probability.
+		var pc, h0 float64
 		for _, a := range legal {
 			p := math.Exp(logits[a]) / sum
 			h0 -= p * math.Log(p)
-			if a == chosen {
-				lpc = math.Log(p)
+			if chosen[a] {
+				pc += p
 			}
 		}
+		lpc := math.Log(pc)
 		entropy += h0 / float64(rows)
 		switch kind {
 		case PPOLoss:

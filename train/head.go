@@ -159,6 +159,26 @@ func headForward[T float32 | float64](op *headOp, in [][]T) float64 {
 		h := lse - sd/s
 		entropy += h
 		lpc := float64(zr[c]) + float64(mr[c]) - m - lse
+		// Cloning may label a row with a set of actions (several ones in
+		// onehot: moves equally good): its loss is then minus the log of
+		// the set's probability, and ps is that probability (times s).
+		// A row of one action keeps the plain formula, so runs without sets
+		// compute exactly what they did before sets existed.
+		var ps float64
+		if op.kind == CloneLoss {
+			labels := 0
+			for j, e := range dz {
+				if oh[j] != 0 {
+					ps += e
+					labels++
+				}
+			}
+			if labels > 1 && ps > 0 {
+				lpc = math.Log(ps) - lse
+			} else {
+				ps = 0
+			}
+		}
 		var gc float64 // d(policy loss)/d(chosen log-probability)
 		switch op.kind {
 		case PPOLoss:
@@ -177,6 +197,7 @@ func headForward[T float32 | float64](op *headOp, in [][]T) float64 {
 			gc = -1 / B
 		}
 		// Pass 3: d/dz_j = gc (1[j=c] - p_j) + (entCoef/B) p_j (log p_j + H).
+		// With a set, d(-log P_set)/dz_j = p_j - 1[j in set] p_j / P_set.
 		ke := op.entCoef / B
 		for j, e := range dz {
 			if e == 0 {
@@ -184,9 +205,15 @@ func headForward[T float32 | float64](op *headOp, in [][]T) float64 {
 			}
 			p := e / s
 			lp := float64(zr[j]) + float64(mr[j]) - m - lse
-			dz[j] = -gc*p + ke*p*(lp+h)
+			g := -gc*p + ke*p*(lp+h)
+			if ps > 0 && oh[j] != 0 {
+				g += gc * e / ps
+			}
+			dz[j] = g
 		}
-		dz[c] += gc
+		if ps == 0 {
+			dz[c] += gc
+		}
 	}
 	op.policy, op.entropy = policy/B, entropy/B
 	return op.policy - op.entCoef*op.entropy

@@ -137,6 +137,31 @@ func (t *Trainer) daggerGame(ctx context.Context, seed uint64, teacher, player a
 	return g
 }
 
+// equivalents appends to dst the legal actions that do what a does: a
+// itself and, for a move, the same cards from the same column onto
+// another column whose top card is the same card (rank and suit), or
+// onto another empty column. Which of them a teacher picks is its own
+// tie-breaking, which the network can neither see nor needs to copy.
+func equivalents(dst []env.Action, s *env.State, a env.Action) []env.Action {
+	dst = append(dst, a)
+	if a.IsDeal() {
+		return dst
+	}
+	src, to, n := a.Move()
+	for d := range env.NumColumns {
+		if d == src || d == to {
+			continue
+		}
+		empty := s.Height(to) == 0
+		if (empty && s.Height(d) == 0) || (!empty && s.Height(d) > 0 && s.Top(d) == s.Top(to)) {
+			if b := env.MoveAction(src, d, n); s.Legal(b) {
+				dst = append(dst, b)
+			}
+		}
+	}
+	return dst
+}
+
 // samples replays games into rows: each position with its label and the
 // discounted return of the score changes that followed it in the game.
 func (t *Trainer) samples(games []labelled) ([]sample, error) {
@@ -197,12 +222,19 @@ func (t *Trainer) imitate(ctx context.Context, m *Metrics) error {
 	defer l.close()
 	D, A := t.Net.Spec.ObsLen, env.NumActions
 	obs, mask := make([]float32, D), make([]uint8, A)
+	var same []env.Action
 	start := time.Now()
-	sum, updates, err := t.epochs(ctx, l, len(data), rows, c.CloneEpochs, func(r, idx int) {
+	sum, updates, err := t.epochs(ctx, l, len(data), rows, c.CloneEpochs, c.CloneDecay, func(r, idx int) {
 		d := &data[idx]
 		d.s.ObserveFloat32(obs)
 		d.s.Mask(mask)
 		l.setRow(r, obs, mask, int(d.a))
+		if c.CloneSets {
+			same = equivalents(same[:0], &d.s, d.a)
+			for _, a := range same {
+				l.onehot[r*A+int(a)] = 1
+			}
+		}
 		l.ret[r] = d.ret
 	})
 	if err != nil {
@@ -292,10 +324,20 @@ func (t *Trainer) dagger(ctx context.Context) (Metrics, error) {
 	m := Metrics{Phase: "dagger", Round: t.rounds + 1}
 	gameStats(&m, games)
 	same, all := 0, 0
+	var eq []env.Action
 	for _, g := range games {
+		s := env.NewGame(t.rules, g.Seed)
 		for i, a := range g.Played {
-			if a == g.Labels[i] {
+			if c.CloneSets {
+				eq = equivalents(eq[:0], &s, g.Labels[i])
+			} else {
+				eq = append(eq[:0], g.Labels[i])
+			}
+			if slices.Contains(eq, a) {
 				same++
+			}
+			if _, err := s.Step(a); err != nil {
+				return Metrics{}, fmt.Errorf("train: DAgger game %d, move %d: %v", g.Seed, i, err)
 			}
 		}
 		all += len(g.Played)

@@ -8,6 +8,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/spiderenv/spider/agents/nn"
+	"github.com/spiderenv/spider/env"
 )
 
 // shards is how many graphs share a minibatch (a variable only so a test
@@ -28,6 +29,8 @@ type learner struct {
 	opt                     *adam
 	rows                    int
 	x                       []float32
+	xc, xg                  []float32 // a columns network's inputs, from x
+	layout                  nn.ColumnLayout
 	mask                    []float32 // additive: 0 legal, -1e9 illegal
 	onehot                  []float32
 	adv, oldLP, ret, lo, hi []float32
@@ -51,6 +54,10 @@ func newLearner(net *nn.Net, opt *adam, rows int, kind Loss, c coefs, clip float
 		lo: make([]float32, rows), hi: make([]float32, rows)}
 	for i := range rows {
 		l.lo[i], l.hi[i] = float32(1-clip), float32(1+clip)
+	}
+	if spec.Arch == nn.Columns {
+		l.xc, l.xg = make([]float32, rows*env.NumColumns*spec.ColumnIn()), make([]float32, rows*nn.Globals)
+		l.layout = spec.Layout()
 	}
 	n := min(shards, rows)
 	for s := range n {
@@ -91,8 +98,18 @@ func (l *learner) shardGraph(spec nn.Spec, w, b []tensor.Tensor, lo, hi int, kin
 	mat := func(v []float32, c int) tensor.Tensor {
 		return tensor.New(tensor.WithShape(rows, c), tensor.WithBacking(v[lo*c:hi*c]))
 	}
+	var in error
+	if spec.Arch == nn.Columns {
+		N := env.NumColumns
+		in = gr.set(gr.xc, tensor.New(tensor.WithShape(rows*N, spec.ColumnIn()), tensor.WithBacking(l.xc[lo*N*spec.ColumnIn():hi*N*spec.ColumnIn()])))
+		if in == nil {
+			in = gr.set(gr.xg, mat(l.xg, nn.Globals))
+		}
+	} else {
+		in = gr.set(gr.x, mat(l.x, D))
+	}
 	binds := []error{
-		gr.set(gr.x, mat(l.x, D)), gr.set(gr.mask, mat(l.mask, A)), gr.set(gr.onehot, mat(l.onehot, A)),
+		in, gr.set(gr.mask, mat(l.mask, A)), gr.set(gr.onehot, mat(l.onehot, A)),
 		gr.set(gr.adv, mat(l.adv, 1)), gr.set(gr.oldLP, mat(l.oldLP, 1)), gr.set(gr.ret, mat(l.ret, 1)),
 		gr.set(gr.lo, mat(l.lo, 1)), gr.set(gr.hi, mat(l.hi, 1)),
 	}
@@ -108,8 +125,13 @@ func (l *learner) shardGraph(spec nn.Spec, w, b []tensor.Tensor, lo, hi int, kin
 // setRow fills minibatch row r: observation, legal mask (bytes) and the
 // chosen action.
 func (l *learner) setRow(r int, obs []float32, mask []uint8, action int) {
-	D, A := l.net.Spec.ObsLen, l.net.Spec.NumActions
+	spec := &l.net.Spec
+	D, A := spec.ObsLen, spec.NumActions
 	copy(l.x[r*D:(r+1)*D], obs)
+	if l.xc != nil {
+		in := env.NumColumns * spec.ColumnIn()
+		l.layout.Split(l.xc[r*in:(r+1)*in], l.xg[r*nn.Globals:(r+1)*nn.Globals], obs, 1)
+	}
 	m := l.mask[r*A : (r+1)*A]
 	for i, b := range mask {
 		if b != 0 {

@@ -76,16 +76,23 @@ func TestLearnerSolvesMaskedBandit(t *testing.T) {
 	}
 }
 
-// BenchmarkLearnerUpdate times one PPO update of the default network (the
-// size the README's training figures use) on a minibatch of the default
-// size, whatever BLAS the build linked (see nn.BLAS).
+// BenchmarkLearnerUpdate times one PPO update on a minibatch of the default
+// size, of the default network (mlp: the size the README's training
+// figures use) and of a columns network of the widths spider train gives it
+// by default (columns), whatever BLAS the build linked (see nn.BLAS).
 func BenchmarkLearnerUpdate(b *testing.B) {
 	c := DefaultConfig()
-	r, err := c.Rules()
+	b.Run("mlp", func(b *testing.B) { benchLearner(b, c) })
+	c.Arch, c.Hidden, c.Column, c.Pair = nn.Columns, []int{256}, 128, 32
+	b.Run("columns", func(b *testing.B) { benchLearner(b, c) })
+}
+
+func benchLearner(b *testing.B, c Config) {
+	spec, err := c.Spec()
 	if err != nil {
 		b.Fatal(err)
 	}
-	net, err := nn.New(nn.SpecFor(r, c.Hidden), 1)
+	net, err := nn.New(spec, 1)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,11 +16,10 @@ import (
 // A command checks it, with the batch's, against the memory there is
 // before New allocates it all.
 func (c Config) BufferBytes() (int64, error) {
-	r, err := c.Rules()
+	spec, err := c.Spec()
 	if err != nil {
 		return 0, err
 	}
-	spec := nn.SpecFor(r, c.Hidden)
 	n, T, D, A := int64(c.Games), int64(c.Rollout), int64(spec.ObsLen), int64(env.NumActions)
 	hidden := int64(0)
 	for _, h := range spec.Hidden {
@@ -53,14 +52,24 @@ func (c Config) BufferBytes() (int64, error) {
 // the policy head's float64 gradient). The constants were measured (heap
 // after one iteration, for minibatches of 256 to 2048 rows, hidden layers
 // of 64 to 2 x 1024, 8 and 104 face-up slots a column) and rounded up;
-// TestBufferBytes keeps them honest.
+// TestBufferBytes keeps them honest. A columns network holds, besides,
+// about twelve values a row for each column's encoding width (the
+// encodings, the game's view repeated per column, their sums and tanh,
+// and their gradients) and four for each of its source vectors' values;
+// those two constants were measured at column widths 64 to 256, pair
+// widths 16 to 64 and minibatches of 256 to 1536 rows.
 func GraphRowBytes(spec nn.Spec) int64 {
 	D, A := int64(spec.ObsLen), int64(spec.NumActions)
 	hidden := int64(0)
 	for _, h := range spec.Hidden {
 		hidden += int64(h)
 	}
-	return 4 * (3*D + 10*A + 6*hidden + 64)
+	b := 4 * (3*D + 10*A + 6*hidden + 64)
+	if spec.Arch == nn.Columns {
+		const N, K = env.NumColumns, env.MaxMove
+		b += 4 * (12*N*int64(spec.Column) + 4*N*K*int64(spec.Pair+1))
+	}
+	return b
 }
 
 // GraphParamBytes is what the learner's graphs hold for each weight: a

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/spiderenv/spider/agents/nn"
 	"github.com/spiderenv/spider/env"
 )
 
@@ -18,6 +19,12 @@ func TestBufferBytes(t *testing.T) {
 	}
 	c := DefaultConfig()
 	c.Games, c.Rollout, c.Minibatch, c.Epochs, c.ValEvery = 32, 32, 768, 1, 0
+	t.Run("mlp", func(t *testing.T) { checkBufferBytes(t, c) })
+	c.Arch, c.Hidden, c.Column, c.Pair = nn.Columns, []int{256}, 128, 32
+	t.Run("columns", func(t *testing.T) { checkBufferBytes(t, c) })
+}
+
+func checkBufferBytes(t *testing.T, c Config) {
 	r, err := c.Rules()
 	if err != nil {
 		t.Fatal(err)

@@ -577,3 +577,49 @@ func TestCloneWonOnly(t *testing.T) {
 		t.Fatalf("a teacher that won nothing: %v", err)
 	}
 }
+
+// TestCloneDecayLowersTheRate runs the imitation passes with and without
+// CloneDecay's schedule: with it, the rate falls linearly from the start
+// to one update's share of it at the last update; without, it stays.
+func TestCloneDecayLowersTheRate(t *testing.T) {
+	tr, err := New(tinyConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	const n, rows, passes, base = 64, 16, 3, 1e-3
+	for _, decay := range []bool{false, true} {
+		opt := newAdam(tr.params(), base, 0.5)
+		l, err := newLearner(tr.Net, opt, rows, CloneLoss, coefs{Value: 0.5}, 0.2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		obs, mask := make([]float32, tr.Net.Spec.ObsLen), make([]uint8, env.NumActions)
+		mask[env.Deal] = 1
+		var seen []float64 // the rate at each fill: the one the last update used
+		_, updates, err := tr.epochs(context.Background(), l, n, rows, passes, decay, func(r, idx int) {
+			if r == 0 {
+				seen = append(seen, l.opt.LR)
+			}
+			l.setRow(r, obs, mask, int(env.Deal))
+		})
+		l.close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		total := passes * n / rows
+		if updates != total || len(seen) != total {
+			t.Fatalf("%d updates, %d fills; want %d", updates, len(seen), total)
+		}
+		seen = append(seen, l.opt.LR)
+		for k, lr := range seen[1:] {
+			want := base
+			if decay {
+				want = base * (1 - float64(k)/float64(total))
+			}
+			if math.Abs(lr-want) > 1e-15 {
+				t.Fatalf("decay %v: update %d ran at %g, want %g", decay, k, lr, want)
+			}
+		}
+	}
+}

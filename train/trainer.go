@@ -63,7 +63,8 @@ func New(c Config) (*Trainer, error) {
 	}
 	r, _ := c.Rules()
 	c.Game = r.Options()
-	net, err := nn.New(nn.SpecFor(r, c.Hidden), rng.Mix(c.Seed, 0x6e6574))
+	spec, _ := c.Spec()
+	net, err := nn.New(spec, rng.Mix(c.Seed, 0x6e6574))
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +197,11 @@ func (t *Trainer) Run(ctx context.Context, stop func(iter int, steps int64) bool
 // that pass out), calling fill for each row of a minibatch before updating
 // l. It returns the summed losses and the number of updates; a
 // NaN loss or an ended ctx stops it with an error.
-func (t *Trainer) epochs(ctx context.Context, l *learner, n, rows, passes int, fill func(r, idx int)) (losses, int, error) {
+//
+// With decay, the learning rate falls linearly from l's to zero over the
+// passes' updates.
+func (t *Trainer) epochs(ctx context.Context, l *learner, n, rows, passes int, decay bool, fill func(r, idx int)) (losses, int, error) {
+	base, total := l.opt.LR, passes*(n/rows)
 	order := make([]int, n)
 	for i := range order {
 		order[i] = i
@@ -214,6 +219,9 @@ func (t *Trainer) epochs(ctx context.Context, l *learner, n, rows, passes int, f
 			}
 			for r, idx := range order[lo : lo+rows] {
 				fill(r, idx)
+			}
+			if decay {
+				l.opt.LR = base * (1 - float64(updates)/float64(total))
 			}
 			ls, err := l.update()
 			if err != nil {

@@ -1,5 +1,8 @@
-// Package nn holds a trained Spider policy network: its specification (the
-// game configuration, observation and action shapes it was trained for),
+// Package nn holds a trained Spider policy network, an MLP or a columns
+// network (one encoder shared by the ten columns, moves scored from their
+// source and destination columns): its specification (the game
+// configuration, observation and action shapes and architecture it was
+// trained for),
 // its weights, a forward pass on gonum's BLAS that allocates nothing per
 // call, and the msgpack checkpoint that stores it. It has no training code,
 // so agents and servers can load a policy without linking the trainer.

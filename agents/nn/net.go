@@ -23,6 +23,13 @@ type Spec struct {
 	ObsLen     int         `msgpack:"obs_len"`
 	NumActions int         `msgpack:"num_actions"`
 	Hidden     []int       `msgpack:"hidden"` // widths of the hidden layers
+	// Arch is the network's architecture: MLP (or empty, as in files
+	// written before it was recorded) or Columns. A columns network has
+	// one hidden (mixing) layer, a column encoder Column wide and source
+	// and destination vectors Pair wide.
+	Arch   string `msgpack:"arch,omitempty"`
+	Column int    `msgpack:"column,omitempty"`
+	Pair   int    `msgpack:"pair,omitempty"`
 }
 
 // SpecFor returns the specification of a network over the float32
@@ -72,20 +79,36 @@ func (s Spec) Check(r env.Rules) error {
 	return nil
 }
 
-// Net is a multilayer perceptron with tanh hidden layers and two heads:
-// policy logits over every action id and a value. Weights are row-major
-// (in x out) float32 slices, which a trainer updates in place.
+// Net is a network with tanh hidden layers and two heads: policy logits
+// over every action id and a value. It is a multilayer perceptron over the
+// observation (Spec.Arch MLP) or reads the game column by column (Columns;
+// see ColumnSpecFor). Weights are row-major (in x out) float32 slices,
+// which a trainer updates in place.
 type Net struct {
 	Spec Spec
-	// W[i] and B[i] are layer i's weights and biases; the last two layers
-	// are the policy head and the value head.
+	// W[i] and B[i] are layer i's weights and biases, sized by
+	// Spec.Dims; in an MLP the last two layers are the policy head and the
+	// value head.
 	W, B [][]float32
 }
+
+// Validate reports why a network cannot be built with s, or nil.
+func (s Spec) Validate() error { return s.validate() }
 
 // validate checks the sizes a network can be built with.
 func (s Spec) validate() error {
 	if s.ObsLen < 1 || s.NumActions < 1 {
 		return fmt.Errorf("nn: empty specification")
+	}
+	switch s.Arch {
+	case "", MLP:
+		if s.Column != 0 || s.Pair != 0 {
+			return fmt.Errorf("nn: column and pair widths belong to a columns network, not an MLP")
+		}
+	case Columns:
+		return s.validateColumns()
+	default:
+		return fmt.Errorf("nn: unknown architecture %q (want %s or %s)", s.Arch, MLP, Columns)
 	}
 	if len(s.Hidden) > 16 {
 		return fmt.Errorf("nn: %d hidden layers, at most 16", len(s.Hidden))
@@ -100,6 +123,9 @@ func (s Spec) validate() error {
 
 // Dims returns each layer's (in, out) sizes.
 func (s Spec) Dims() [][2]int {
+	if s.columns() {
+		return s.columnDims()
+	}
 	var d [][2]int
 	in := s.ObsLen
 	for _, h := range s.Hidden {
@@ -117,11 +143,11 @@ func New(spec Spec, seed uint64) (*Net, error) {
 	}
 	g := rng.New(seed)
 	n := &Net{Spec: spec}
-	dims := spec.Dims()
+	dims, heads := spec.Dims(), spec.headLayers()
 	for i, d := range dims {
 		w := make([]float32, d[0]*d[1])
 		lim := math.Sqrt(6 / float64(d[0]+d[1]))
-		if i == len(dims)-2 {
+		if slices.Contains(heads, i) {
 			lim *= 0.01 // the policy starts close to uniform over legal actions
 		}
 		for j := range w {
@@ -139,11 +165,16 @@ type Scratch struct {
 	Rows int
 	h    [][]float32
 	dims [][2]int
+	cols *columnScratch
 }
 
 // NewScratch returns buffers for rows rows of n.
 func (n *Net) NewScratch(rows int) *Scratch {
 	s := &Scratch{Rows: rows, dims: n.Spec.Dims()}
+	if n.Spec.columns() {
+		s.cols = newColumnScratch(n.Spec, rows)
+		return s
+	}
 	for _, h := range n.Spec.Hidden {
 		s.h = append(s.h, make([]float32, rows*h))
 	}
@@ -156,6 +187,10 @@ func (n *Net) NewScratch(rows int) *Scratch {
 func (n *Net) Forward(logits, values []float32, x []float32, rows int, sc *Scratch) {
 	if rows > sc.Rows || len(x) < rows*n.Spec.ObsLen || len(logits) < rows*n.Spec.NumActions || len(values) < rows {
 		panic("nn: Forward buffers too short")
+	}
+	if n.Spec.columns() {
+		n.forwardColumns(logits, values, x, rows, sc.cols)
+		return
 	}
 	dims := sc.dims
 	in := x[:rows*n.Spec.ObsLen]

@@ -92,20 +92,7 @@ func TestLoadRefusesInconsistentWeights(t *testing.T) {
 	if !reflect.DeepEqual(back, n) {
 		t.Fatalf("loaded %+v, saved %+v", back.Spec, n.Spec)
 	}
-	bad := func(name string, mod func(c *checkpoint), want string) {
-		c := checkpoint{Kind: kind, Format: Format, Spec: spec}
-		for i := range n.W {
-			c.W = append(c.W, n.W[i])
-			c.B = append(c.B, n.B[i])
-		}
-		mod(&c)
-		b, _ := msgpack.Marshal(&c)
-		p := filepath.Join(dir, name)
-		atomicfile.Write(p, msgpackcheck.Seal(b))
-		if _, _, err := Load(p); err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: %v; want an error naming the file and saying %q", name, err, want)
-		}
-	}
+	bad := refuser(t, dir, n)
 	bad("short-layer", func(c *checkpoint) { c.W[0] = c.W[0][:3] }, "layer 0 has 3 weights")
 	bad("format", func(c *checkpoint) { c.Format = 99 }, fmt.Sprintf("checkpoint format 99, this program reads format %d", Format))
 	bad("kind", func(c *checkpoint) { c.Kind = "other" }, "not a spider checkpoint")
@@ -201,5 +188,25 @@ func TestSpecFollowsTheGame(t *testing.T) {
 	spec.Game.Encoding = env.Compact
 	if _, err := spec.Rules(); err == nil || err.Error() != "nn: observation encoding compact, a network reads float32" {
 		t.Fatalf("a compact specification: %v", err)
+	}
+}
+
+// refuser returns a check that n's checkpoint, changed by mod, is refused
+// by Load with an error naming the file and saying want.
+func refuser(t *testing.T, dir string, n *Net) func(name string, mod func(c *checkpoint), want string) {
+	return func(name string, mod func(c *checkpoint), want string) {
+		t.Helper()
+		c := checkpoint{Kind: kind, Format: Format, Spec: n.Spec}
+		for i := range n.W {
+			c.W = append(c.W, n.W[i])
+			c.B = append(c.B, n.B[i])
+		}
+		mod(&c)
+		b, _ := msgpack.Marshal(&c)
+		p := filepath.Join(dir, name)
+		atomicfile.Write(p, msgpackcheck.Seal(b))
+		if _, _, err := Load(p); err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v; want an error naming the file and saying %q", name, err, want)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -38,7 +39,10 @@ func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 	o := trainOptions{cfg: train.DefaultConfig()}
 	c := &o.cfg
 	registerGameFlags(fs, &c.Game)
-	fs.IntSliceVar(&o.hidden, "hidden", c.Hidden, "hidden layer widths")
+	fs.IntSliceVar(&o.hidden, "hidden", c.Hidden, "hidden layer widths (--arch columns: the one mixing layer's, default 256)")
+	fs.StringVar(&c.Arch, "arch", nn.MLP, "the network: mlp (layers over the whole observation) or columns (one encoder shared by the ten columns, and moves scored from their source and destination columns)")
+	fs.IntVar(&c.Column, "column", 0, "--arch columns: the column encoder's width (default 128)")
+	fs.IntVar(&c.Pair, "pair", 0, "--arch columns: the width of the source and destination vectors a move is scored from (default 32)")
 	fs.IntVar(&c.Games, "games", c.Games, "games stepped together")
 	fs.IntVar(&c.Rollout, "rollout", c.Rollout, "steps per game per iteration")
 	fs.IntVar(&c.Epochs, "epochs", c.Epochs, "PPO passes over each rollout")
@@ -56,6 +60,8 @@ func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 	fs.IntVar(&c.DaggerRounds, "dagger-rounds", c.DaggerRounds, "after the warm start, rounds of DAgger: the network plays, the teacher labels its positions, the network retrains on all labels")
 	fs.IntVar(&c.DaggerGames, "dagger-games", c.DaggerGames, "deals the network plays in each DAgger round")
 	fs.Float64Var(&c.CloneLR, "clone-lr", c.CloneLR, "warm start learning rate")
+	fs.BoolVar(&c.CloneSets, "clone-sets", c.CloneSets, "warm start and DAgger: count every move that does what the teacher's does (the same cards onto an equal top card, or onto another empty column) as the teacher's")
+	fs.BoolVar(&c.CloneDecay, "clone-decay", c.CloneDecay, "warm start and DAgger: lower the learning rate linearly to zero over the passes")
 	fs.BoolVar(&c.CloneWonOnly, "clone-won-only", c.CloneWonOnly, "warm start: imitate only the games the teacher won (a lost game is mostly moves at the step limit)")
 	fs.IntVar(&c.ValEvery, "val-every", c.ValEvery, "validate the greedy network every this many iterations, and after the warm start (0: never)")
 	fs.IntVar(&c.ValGames, "val-games", c.ValGames, "validation deals")
@@ -72,6 +78,17 @@ func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 	fs.StringVar(&o.from, "from", "", "with --export: the checkpoint to read (best.spider, warmstart.spider, ...)")
 	fs.Var(&o.maxMemory, "max-memory", "refuse a run whose batch, rollout and learner need more memory than this (default: what the machine has available)")
 	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+		o := o
+		switch o.cfg.Arch {
+		case nn.MLP:
+			o.cfg.Arch = "" // as runs before the flag recorded it
+		case nn.Columns:
+			if !fs.Changed("hidden") {
+				o.hidden = []int{256}
+			}
+			o.cfg.Column = cmp.Or(o.cfg.Column, 128)
+			o.cfg.Pair = cmp.Or(o.cfg.Pair, 32)
+		}
 		return runTrain(ctx, o, stdout, stderr)
 	}
 }
@@ -269,8 +286,9 @@ func checkTrainMemory(c train.Config, limit byteSize) error {
 	if err != nil {
 		return usageError{err}
 	}
+	spec, _ := c.Spec()
 	need := server.BatchBytes(r, env.BatchOptions{N: c.Games, Autoreset: env.SameStep}) + own
-	what := fmt.Sprintf("training %d games x %d rollout steps (%s, hidden %v, minibatch %d)", c.Games, c.Rollout, r, c.Hidden, c.Minibatch)
+	what := fmt.Sprintf("training %d games x %d rollout steps (%s, %s, minibatch %d)", c.Games, c.Rollout, r, netName(spec), c.Minibatch)
 	return checkMemory(need, limit, what, "lower --games, --rollout, --minibatch or --face-up-slots")
 }
 
@@ -357,7 +375,15 @@ func exportPolicy(o trainOptions, stdout io.Writer) error {
 		return err
 	}
 	r := net.Spec.Game
-	_, err = fmt.Fprintf(stdout, "wrote %s (%d bytes): the network of %s, %s %d suit(s), hidden %v\n",
-		o.export, info.Size(), from, r.RuleSet, r.Suits, net.Spec.Hidden)
+	_, err = fmt.Fprintf(stdout, "wrote %s (%d bytes): the network of %s, %s %d suit(s), %s\n",
+		o.export, info.Size(), from, r.RuleSet, r.Suits, netName(net.Spec))
 	return err
+}
+
+// netName describes a network's architecture and sizes.
+func netName(s nn.Spec) string {
+	if s.Arch == nn.Columns {
+		return fmt.Sprintf("columns network: column %d, mixing %d, pair %d", s.Column, s.Hidden[0], s.Pair)
+	}
+	return fmt.Sprintf("hidden %v", s.Hidden)
 }

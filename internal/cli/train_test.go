@@ -304,8 +304,8 @@ func TestShippedModels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) < 2 {
-		t.Fatalf("models/ holds %v: want the one-suit network and its warm start", files)
+	if len(files) < 4 {
+		t.Fatalf("models/ holds %v: want the two one-suit networks (mlp and columns) and their warm starts", files)
 	}
 	for _, f := range files {
 		n, state, err := nn.Load(f)
@@ -322,5 +322,47 @@ func TestShippedModels(t *testing.T) {
 		if err := runEval(context.Background(), o, &table, &bytes.Buffer{}); err != nil || !strings.Contains(table.String(), "nn:"+f) {
 			t.Fatalf("%s: %v\n%s", f, err, table.String())
 		}
+	}
+}
+
+// TestTrainColumnsNetwork trains a columns network through Main, resumes
+// it, refuses to resume it as another architecture, and plays it with
+// spider eval: the architecture travels in the checkpoint.
+func TestTrainColumnsNetwork(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "a")
+	args := []string{"train", "--arch", "columns", "--column", "6", "--pair", "3", "--hidden", "8", "--face-up-slots", "2", "--games", "4",
+		"--rollout", "16", "--minibatch", "32", "--epochs", "1", "--iterations", "1", "--val-every", "0", "--out", out}
+	var stdout, stderr bytes.Buffer
+	if code := Main(args, nil, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr.String())
+	}
+	ckpt := filepath.Join(out, "checkpoint.spider")
+	net, _, err := nn.Load(ckpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := net.Spec; s.Arch != nn.Columns || s.Column != 6 || s.Pair != 3 || !slices.Equal(s.Hidden, []int{8}) {
+		t.Fatalf("the checkpoint's network: %+v", s)
+	}
+	resume := append(slices.Clone(args[:len(args)-2]), "--iterations", "2", "--resume", "--out", out)
+	if code := Main(resume, nil, &stdout, &stderr); code != 0 {
+		t.Fatalf("resume: exit %d:\n%s", code, stderr.String())
+	}
+	stderr.Reset()
+	mlp := []string{"train", "--hidden", "8", "--face-up-slots", "2", "--games", "4", "--rollout", "16", "--minibatch", "32",
+		"--iterations", "3", "--resume", "--out", out}
+	if code := Main(mlp, nil, &stdout, &stderr); code == 0 || !strings.Contains(stderr.String(), "the network is mlp (column 0, pair 0), the checkpoint's columns (column 6, pair 3)") {
+		t.Fatalf("resume as an MLP: exit %d:\n%s", code, stderr.String())
+	}
+	stdout.Reset()
+	eval := []string{"eval", "--policies", "nn:" + ckpt, "--games", "2", "--max-steps", "40", "--json"}
+	if code := Main(eval, nil, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), `"games": 2`) {
+		t.Fatalf("eval: exit %d:\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	stderr.Reset()
+	bad := []string{"train", "--arch", "columns", "--hidden", "8,8", "--iterations", "1", "--out", filepath.Join(dir, "b")}
+	if code := Main(bad, nil, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "one hidden (mixing) layer") {
+		t.Fatalf("two hidden layers: exit %d:\n%s", code, stderr.String())
 	}
 }
