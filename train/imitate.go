@@ -152,8 +152,9 @@ func equivalents(dst []env.Action, s *env.State, a env.Action) []env.Action {
 		if d == src || d == to {
 			continue
 		}
-		empty := s.Height(to) == 0
-		if (empty && s.Height(d) == 0) || (!empty && s.Height(d) > 0 && s.Top(d) == s.Top(to)) {
+		// Top is NoCard for an empty column, so this also pairs empty
+		// destinations.
+		if s.Top(d) == s.Top(to) {
 			if b := env.MoveAction(src, d, n); s.Legal(b) {
 				dst = append(dst, b)
 			}
