@@ -64,6 +64,18 @@ func potential(s *State) float32 {
 	return float32(turnedWeight*turned + inOrderWeight*inOrder)
 }
 
+// Potential returns Phi(s) under r's shaping, in score points: 0 without
+// shaping and for an ended game. A trainer that replays recorded games
+// shapes their rewards with it as the environment would: a step from s to
+// t earns ShapingGamma*Potential(t) - Potential(s) on top of the score's
+// change.
+func (r Rules) Potential(s *State) float32 {
+	if r.shaping == NoShaping {
+		return 0
+	}
+	return potential(s)
+}
+
 // shapingTerm returns the shaping term of a step that led from a position
 // of potential before to s (forfeit: the step ended the game, as a batch's
 // LoseIllegal does): gamma*Phi(s) - before, Phi of an ended game being 0.

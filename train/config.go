@@ -63,6 +63,11 @@ type Config struct {
 	// CloneLR to zero over their passes, so the network they end with is
 	// not one step of a noisy walk at the full rate.
 	CloneDecay bool `msgpack:"clone_decay,omitempty"`
+	// CloneAverage ends each imitation phase with the mean of the weights
+	// after each update of its last pass (Polyak averaging), not the last
+	// of them: the last weights are one step of a noisy walk, and which
+	// step depends on the seed.
+	CloneAverage bool `msgpack:"clone_average,omitempty"`
 	// DaggerRounds rounds of DAgger follow the warm start: in each, the
 	// network plays DaggerGames new deals, the teacher labels every
 	// position the network reached, and the network retrains (CloneEpochs

@@ -187,15 +187,19 @@ func (t *Trainer) samples(games []labelled) ([]sample, error) {
 				return nil, fmt.Errorf("train: imitation game %d, move %d: %v", g.Seed, i, err)
 			}
 		}
-		// Each move's reward is the score change it made: up to the next
-		// position's score, and the game's last score after the last move.
+		// Each move's reward is the score change it made (up to the next
+		// position's score, and the game's last score after the last
+		// move), shaped as the run's games shape it, so that the value head
+		// PPO starts from already predicts the returns PPO will see.
 		var ret float32
-		next := s.Score()
+		next, nextPhi := s.Score(), t.rules.Potential(&s)
+		gs := float32(t.rules.ShapingGamma())
 		for i := len(out) - 1; i >= first; i-- {
-			reward := float32(next-out[i].s.Score()) * float32(c.RewardScale)
+			phi := t.rules.Potential(&out[i].s)
+			reward := (float32(next-out[i].s.Score()) + gs*nextPhi - phi) * float32(c.RewardScale)
 			ret = reward + float32(c.Gamma)*ret
 			out[i].ret = ret
-			next = out[i].s.Score()
+			next, nextPhi = out[i].s.Score(), phi
 		}
 	}
 	return out, nil
@@ -225,7 +229,7 @@ func (t *Trainer) imitate(ctx context.Context, m *Metrics) error {
 	obs, mask := make([]float32, D), make([]uint8, A)
 	var same []env.Action
 	start := time.Now()
-	sum, updates, err := t.epochs(ctx, l, len(data), rows, c.CloneEpochs, c.CloneDecay, func(r, idx int) {
+	sum, updates, err := t.epochs(ctx, l, len(data), rows, c.CloneEpochs, passOptions{decay: c.CloneDecay, average: c.CloneAverage}, func(r, idx int) {
 		d := &data[idx]
 		d.s.ObserveFloat32(obs)
 		d.s.Mask(mask)

@@ -93,7 +93,7 @@ func (t *Trainer) iteration(ctx context.Context) (Metrics, error) {
 	l := t.learner
 	// Advantages are normalised over the whole rollout.
 	mean, std := meanStd(t.adv)
-	sum, updates, err := t.epochs(ctx, l, n*T, c.Minibatch, c.Epochs, false, func(r, idx int) {
+	sum, updates, err := t.epochs(ctx, l, n*T, c.Minibatch, c.Epochs, passOptions{}, func(r, idx int) {
 		l.setRow(r, t.obs[idx*D:(idx+1)*D], t.masks[idx*A:(idx+1)*A], int(t.actions[idx]))
 		l.adv[r] = (t.adv[idx] - mean) / std
 		l.oldLP[r], l.ret[r] = t.logp[idx], t.ret[idx]

@@ -597,7 +597,7 @@ func TestCloneDecayLowersTheRate(t *testing.T) {
 		obs, mask := make([]float32, tr.Net.Spec.ObsLen), make([]uint8, env.NumActions)
 		mask[env.Deal] = 1
 		var seen []float64 // the rate at each fill: the one the last update used
-		_, updates, err := tr.epochs(context.Background(), l, n, rows, passes, decay, func(r, idx int) {
+		_, updates, err := tr.epochs(context.Background(), l, n, rows, passes, passOptions{decay: decay}, func(r, idx int) {
 			if r == 0 {
 				seen = append(seen, l.opt.LR)
 			}
@@ -621,5 +621,131 @@ func TestCloneDecayLowersTheRate(t *testing.T) {
 				t.Fatalf("decay %v: update %d ran at %g, want %g", decay, k, lr, want)
 			}
 		}
+	}
+}
+
+// TestImitationReturnsAreTheEnvironments checks the value targets of the
+// imitation data against env.Env: each position's target is the discounted
+// sum of the rewards Env pays for the moves that follow it, shaped as the
+// run shapes them, times the reward scale.
+func TestImitationReturnsAreTheEnvironments(t *testing.T) {
+	for _, shaping := range []env.Shaping{env.NoShaping, env.Progress} {
+		c := tinyConfig()
+		c.Game.Shaping, c.Game.ShapingGamma = shaping, 0.97
+		c.Gamma = 0.9
+		tr, err := New(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		teach, _ := agents.New("greedy")
+		const seed = 5
+		g := tr.teacherGame(context.Background(), seed, teach())
+		rows, err := tr.samples([]labelled{g})
+		tr.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := env.New(tr.rules)
+		e.Reset(seed)
+		var rewards []float64
+		for _, a := range g.Played {
+			_, r, _, _, _, err := e.Step(a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rewards = append(rewards, r)
+		}
+		if len(rows) != len(rewards) || len(rows) < 20 {
+			t.Fatalf("%v: %d rows for %d moves", shaping, len(rows), len(rewards))
+		}
+		var ret float64
+		shaped := false
+		for i := len(rewards) - 1; i >= 0; i-- {
+			ret = rewards[i]*c.RewardScale + c.Gamma*ret
+			if math.Abs(float64(rows[i].ret)-ret) > 1e-4*(1+math.Abs(ret)) {
+				t.Fatalf("%v: position %d: value target %v, the environment's discounted return %v", shaping, i, rows[i].ret, ret)
+			}
+			if rewards[i] != math.Trunc(rewards[i]) {
+				shaped = true // only a shaping term makes a reward fractional
+			}
+		}
+		if shaped != (shaping == env.Progress) {
+			t.Fatalf("%v: fractional rewards %v", shaping, shaped)
+		}
+	}
+}
+
+// TestCloneAverageIsTheLastPassMean runs the same imitation passes on two
+// trainers of the same seed, one keeping its last weights and one
+// averaging: the averaged weights are the mean of the first trainer's
+// weights after each update of its last pass, which it recorded.
+func TestCloneAverageIsTheLastPassMean(t *testing.T) {
+	const n, rows, passes = 64, 16, 3
+	run := func(average bool) (final []float32, after [][]float32) {
+		tr, err := New(tinyConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tr.Close()
+		flat := func() []float32 {
+			var w []float32
+			for _, p := range tr.params() {
+				w = append(w, p...)
+			}
+			return w
+		}
+		l, err := newLearner(tr.Net, newAdam(tr.params(), 1e-2, 0.5), rows, CloneLoss, coefs{Value: 0.5}, 0.2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.close()
+		g := rng.New(3)
+		obs, mask := make([]float32, tr.Net.Spec.ObsLen), make([]uint8, env.NumActions)
+		fills := 0
+		_, _, err = tr.epochs(context.Background(), l, n, rows, passes, passOptions{average: average}, func(r, idx int) {
+			if r == 0 {
+				if fills > 0 {
+					after = append(after, flat()) // the weights after the update before
+				}
+				fills++
+			}
+			for i := range obs {
+				obs[i] = float32(g.IntN(2))
+			}
+			clear(mask)
+			mask[env.Deal], mask[idx%50] = 1, 1
+			l.setRow(r, obs, mask, idx%50)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return flat(), append(after, flat())
+	}
+	last, after := run(false)
+	averaged, _ := run(true)
+	perPass := n / rows
+	if len(after) != passes*perPass {
+		t.Fatalf("%d updates recorded", len(after))
+	}
+	tail := after[len(after)-perPass:]
+	changed, moved := 0, 0
+	for j := range last {
+		var mean float64
+		for _, w := range tail {
+			mean += float64(w[j])
+		}
+		if tail[0][j] != last[j] {
+			moved++ // a weight the last pass changed
+		}
+		mean /= float64(len(tail))
+		if math.Abs(float64(averaged[j])-mean) > 1e-6*(1+math.Abs(mean)) {
+			t.Fatalf("weight %d: averaged %v, the last pass's mean %v", j, averaged[j], mean)
+		}
+		if averaged[j] != last[j] {
+			changed++
+		}
+	}
+	if moved < 1000 || changed < moved*9/10 {
+		t.Fatalf("averaging changed %d of the %d weights the last pass moved (of %d)", changed, moved, len(last))
 	}
 }

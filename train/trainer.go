@@ -198,17 +198,20 @@ func (t *Trainer) Run(ctx context.Context, stop func(iter int, steps int64) bool
 // l. It returns the summed losses and the number of updates; a
 // NaN loss or an ended ctx stops it with an error.
 //
-// With decay, the learning rate falls linearly from l's to zero over the
-// passes' updates.
-func (t *Trainer) epochs(ctx context.Context, l *learner, n, rows, passes int, decay bool, fill func(r, idx int)) (losses, int, error) {
+// With o.decay, the learning rate falls linearly from l's to zero over the
+// passes' updates. With o.average, the weights it leaves are the mean of
+// the weights after each update of the last pass.
+func (t *Trainer) epochs(ctx context.Context, l *learner, n, rows, passes int, o passOptions, fill func(r, idx int)) (losses, int, error) {
 	base, total := l.opt.LR, passes*(n/rows)
 	order := make([]int, n)
 	for i := range order {
 		order[i] = i
 	}
 	var sum losses
+	var mean [][]float64 // the last pass's running mean of the weights
+	averaged := 0
 	updates := 0
-	for range passes {
+	for pass := range passes {
 		for i := len(order) - 1; i > 0; i-- {
 			j := t.g.IntN(i + 1)
 			order[i], order[j] = order[j], order[i]
@@ -220,7 +223,7 @@ func (t *Trainer) epochs(ctx context.Context, l *learner, n, rows, passes int, d
 			for r, idx := range order[lo : lo+rows] {
 				fill(r, idx)
 			}
-			if decay {
+			if o.decay {
 				l.opt.LR = base * (1 - float64(updates)/float64(total))
 			}
 			ls, err := l.update()
@@ -231,7 +234,40 @@ func (t *Trainer) epochs(ctx context.Context, l *learner, n, rows, passes int, d
 			sum.Value += ls.Value
 			sum.Entropy += ls.Entropy
 			updates++
+			if o.average && pass == passes-1 {
+				mean = accumulate(mean, t.params(), &averaged)
+			}
+		}
+	}
+	if averaged > 0 {
+		for i, p := range t.params() {
+			for j := range p {
+				p[j] = float32(mean[i][j])
+			}
 		}
 	}
 	return sum, updates, nil
+}
+
+// passOptions are epochs' schedule: see there.
+type passOptions struct{ decay, average bool }
+
+// accumulate folds the weights params into the running mean of the *k sets
+// of weights before them, and returns it.
+func accumulate(mean [][]float64, params [][]float32, k *int) [][]float64 {
+	if mean == nil {
+		mean = make([][]float64, len(params))
+		for i, p := range params {
+			mean[i] = make([]float64, len(p))
+		}
+	}
+	*k++
+	w := 1 / float64(*k)
+	for i, p := range params {
+		m := mean[i]
+		for j, v := range p {
+			m[j] += (float64(v) - m[j]) * w
+		}
+	}
+	return mean
 }
