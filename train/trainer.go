@@ -208,8 +208,7 @@ func (t *Trainer) epochs(ctx context.Context, l *learner, n, rows, passes int, o
 		order[i] = i
 	}
 	var sum losses
-	var mean [][]float64 // the last pass's running mean of the weights
-	averaged := 0
+	var mean weightMean // the last pass's weights, averaged
 	updates := 0
 	for pass := range passes {
 		for i := len(order) - 1; i > 0; i-- {
@@ -235,39 +234,49 @@ func (t *Trainer) epochs(ctx context.Context, l *learner, n, rows, passes int, o
 			sum.Entropy += ls.Entropy
 			updates++
 			if o.average && pass == passes-1 {
-				mean = accumulate(mean, t.params(), &averaged)
+				mean.add(t.params())
 			}
 		}
 	}
-	if averaged > 0 {
-		for i, p := range t.params() {
-			for j := range p {
-				p[j] = float32(mean[i][j])
-			}
-		}
-	}
+	mean.store(t.params())
 	return sum, updates, nil
 }
 
 // passOptions are epochs' schedule: see there.
 type passOptions struct{ decay, average bool }
 
-// accumulate folds the weights params into the running mean of the *k sets
-// of weights before them, and returns it.
-func accumulate(mean [][]float64, params [][]float32, k *int) [][]float64 {
-	if mean == nil {
-		mean = make([][]float64, len(params))
+// weightMean is the running mean of sets of weights, in float64 so that
+// a long pass does not round its early terms away.
+type weightMean struct {
+	mean [][]float64
+	n    int
+}
+
+// add folds params into the mean.
+func (m *weightMean) add(params [][]float32) {
+	if m.mean == nil {
+		m.mean = make([][]float64, len(params))
 		for i, p := range params {
-			mean[i] = make([]float64, len(p))
+			m.mean[i] = make([]float64, len(p))
 		}
 	}
-	*k++
-	w := 1 / float64(*k)
+	m.n++
+	w := 1 / float64(m.n)
 	for i, p := range params {
-		m := mean[i]
 		for j, v := range p {
-			m[j] += (float64(v) - m[j]) * w
+			m.mean[i][j] += (float64(v) - m.mean[i][j]) * w
 		}
 	}
-	return mean
+}
+
+// store writes the mean into params; with nothing added it leaves them.
+func (m *weightMean) store(params [][]float32) {
+	if m.n == 0 {
+		return
+	}
+	for i, p := range params {
+		for j := range p {
+			p[j] = float32(m.mean[i][j])
+		}
+	}
 }
