@@ -175,7 +175,8 @@ func TestBatchEquivalence(t *testing.T) {
 					steps /= 4
 				}
 				one := newBatch(t, r, env.BatchOptions{N: n, Workers: 1, Autoreset: mode})
-				all := newBatch(t, r, env.BatchOptions{N: n, Workers: 3, Autoreset: mode})
+				// all also lists the legal actions: the lists change nothing else.
+				all := newBatch(t, r, env.BatchOptions{N: n, Workers: 3, Autoreset: mode, Legal: true})
 				ref := newReference(r, mode, 77, n)
 				one.Reset(77)
 				all.Reset(77)
@@ -191,9 +192,12 @@ func TestBatchEquivalence(t *testing.T) {
 					if err := all.Step(actions); err != nil {
 						t.Fatalf("step %d: %v", step, err)
 					}
-					if !reflect.DeepEqual(one.BatchBuffers, all.BatchBuffers) {
+					listed := all.BatchBuffers
+					listed.Legal = nil
+					if !reflect.DeepEqual(one.BatchBuffers, listed) {
 						t.Fatalf("step %d: 1 worker and 3 workers disagree", step)
 					}
+					checkLegalLists(t, all)
 					for i := range n {
 						ref.step(t, one, i, actions[i])
 						ended[i] = one.Terminated[i] || one.Truncated[i]
@@ -206,6 +210,7 @@ func TestBatchEquivalence(t *testing.T) {
 							t.Fatal(err)
 						}
 						all.ResetGames(ended)
+						checkLegalLists(t, all)
 						for i, e := range ended {
 							if e {
 								ref.reset(i)
@@ -218,6 +223,28 @@ func TestBatchEquivalence(t *testing.T) {
 					t.Fatalf("only %d episodes ended in %d steps; the test should cover many resets", episodes, steps)
 				}
 			})
+		}
+	}
+}
+
+// checkLegalLists fails t unless each game's row of b.Legal starts with
+// the ids its mask row allows, in increasing order, NumLegal of them.
+func checkLegalLists(t *testing.T, b *env.Batch) {
+	t.Helper()
+	if b.Legal == nil {
+		t.Fatal("the batch keeps no legal lists")
+	}
+	var want []env.Action
+	for i := range b.NumLegal {
+		want = env.AppendMasked(want[:0], b.Masks[i*env.NumActions:(i+1)*env.NumActions])
+		n := int(b.NumLegal[i])
+		if n != len(want) {
+			t.Fatalf("game %d: NumLegal %d, mask %d", i, n, len(want))
+		}
+		for k, a := range want {
+			if got := b.Legal[i*env.NumActions+k]; int(got) != int(a) {
+				t.Fatalf("game %d: legal list entry %d is %d, the mask's %d", i, k, got, a)
+			}
 		}
 	}
 }
@@ -408,7 +435,7 @@ func TestBatchStepDoesNotAllocate(t *testing.T) {
 	for _, enc := range []env.Encoding{env.Compact, env.Float32} {
 		for _, mode := range []env.Autoreset{env.NextStep, env.SameStep} {
 			r := env.MustRules(env.Options{Suits: 4, Encoding: enc, MaxSteps: 50})
-			b := newBatch(t, r, env.BatchOptions{N: 64, Autoreset: mode})
+			b := newBatch(t, r, env.BatchOptions{N: 64, Autoreset: mode, Legal: enc == env.Compact})
 			b.Reset(1)
 			actions := make([]env.Action, 64)
 			g := rng.New(3)
@@ -456,11 +483,12 @@ func TestSampleLegalIsLegalAndWorkerIndependent(t *testing.T) {
 }
 
 // benchBatch times SampleLegal + Step at N games: the random-policy loop of
-// spider bench. It reports env-steps per second and ns per env-step.
-func benchBatch(b *testing.B, enc env.Encoding, workers int) {
+// spider bench, with the legal lists if legal. It reports env-steps per
+// second and ns per env-step.
+func benchBatch(b *testing.B, enc env.Encoding, workers int, legal bool) {
 	const n = 4096
 	r := env.MustRules(env.Options{Suits: 4, Encoding: enc})
-	bt, err := env.NewBatch(r, env.BatchOptions{N: n, Workers: workers, Presample: true})
+	bt, err := env.NewBatch(r, env.BatchOptions{N: n, Workers: workers, Presample: true, Legal: legal})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -484,10 +512,14 @@ func benchBatch(b *testing.B, enc env.Encoding, workers int) {
 	b.ReportMetric(sec*1e9/(float64(n)*float64(b.N)), "ns/env-step")
 }
 
-func BenchmarkBatchCompact1Worker(b *testing.B)    { benchBatch(b, env.Compact, 1) }
-func BenchmarkBatchCompactAllWorkers(b *testing.B) { benchBatch(b, env.Compact, 0) }
-func BenchmarkBatchFloat321Worker(b *testing.B)    { benchBatch(b, env.Float32, 1) }
-func BenchmarkBatchFloat32AllWorkers(b *testing.B) { benchBatch(b, env.Float32, 0) }
+func BenchmarkBatchCompact1Worker(b *testing.B)    { benchBatch(b, env.Compact, 1, false) }
+func BenchmarkBatchCompactAllWorkers(b *testing.B) { benchBatch(b, env.Compact, 0, false) }
+func BenchmarkBatchFloat321Worker(b *testing.B)    { benchBatch(b, env.Float32, 1, false) }
+func BenchmarkBatchFloat32AllWorkers(b *testing.B) { benchBatch(b, env.Float32, 0, false) }
+
+// BenchmarkBatchCompactLegalLists is BenchmarkBatchCompactAllWorkers with
+// the legal lists (BatchOptions.Legal): their cost per env-step.
+func BenchmarkBatchCompactLegalLists(b *testing.B) { benchBatch(b, env.Compact, 0, true) }
 
 // TestBatchSeedsAsGymnasium checks Gymnasium's seeding convention: game i
 // of a batch reset with seed s deals what a batch of one reset with s+i

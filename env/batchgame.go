@@ -34,6 +34,15 @@ func (b *Batch) legal(i int, a Action) bool {
 	return a < NumActions && b.Masks[i*NumActions+int(a)] == 1
 }
 
+// list writes game i's legal actions at the start of its row of Legal,
+// when the batch keeps lists: the ids of its mask row's 1s, in increasing
+// order, found in the chunks that may hold them.
+func (b *Batch) list(i int) {
+	if b.Legal != nil {
+		listInChunks(b.Legal[i*NumActions:(i+1)*NumActions], b.maskRow(i), b.chunks[i])
+	}
+}
+
 // obsRow returns game i's row of the observation buffer in use; the other
 // encoding's slice is nil.
 func (b *Batch) obsRow(i int) ([]uint8, []float32) {
@@ -55,6 +64,7 @@ func (b *Batch) reset(i int) {
 	s.Observe(u8, f32)
 	n, chunks := s.writeMask(b.maskRow(i), b.chunks[i])
 	b.NumLegal[i], b.chunks[i] = int32(n), chunks
+	b.list(i)
 	b.pending[i], b.ended[i] = false, false
 	b.epReturn[i] = 0
 	b.Rewards[i] = 0
@@ -94,6 +104,7 @@ func (b *Batch) step(i int) {
 	} else {
 		u, n, chunks := s.applyMask(a, b.maskRow(i), b.chunks[i])
 		b.NumLegal[i], b.chunks[i] = int32(n), chunks
+		b.list(i)
 		reward = float32(s.score - before)
 		u8, f32 := b.obsRow(i)
 		s.Update(u8, f32, u.Columns())
@@ -125,6 +136,7 @@ func (b *Batch) step(i int) {
 			m[k] = 1
 		}
 		b.NumLegal[i], b.chunks[i] = NumActions, AllChunks
+		b.list(i)
 	case Disabled:
 		// Nothing is accepted until ResetGames, a forfeited game included.
 		b.ended[i] = true

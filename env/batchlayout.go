@@ -5,7 +5,7 @@ import "unsafe"
 // BufferField is one array of a batch's BatchBuffers as BatchLayout places
 // it in a block of memory: its name (the key of the server's step reply),
 // where it starts, its element type (uint8, bool, int32 or float32) and
-// its shape (N, or N x row length).
+// its shape (N, or N x row length). Int16 is the legal lists' type.
 type BufferField struct {
 	Name   string
 	Offset int
@@ -26,7 +26,7 @@ func dtypeSize(dtype string) int {
 	switch dtype {
 	case "int32", "float32":
 		return 4
-	case "uint16":
+	case "uint16", "int16":
 		return 2
 	}
 	return 1
@@ -84,6 +84,9 @@ func BatchLayout(r Rules, o BatchOptions) Layout {
 	add("episode_length", "int32", n)
 	add("episode_won", "bool", n)
 	add("episode_runs", "uint8", n)
+	if o.Legal {
+		add("legal", "int16", n, NumActions)
+	}
 	if o.Autoreset == SameStep {
 		add("has_final", "bool", n)
 		add("final_obs", obsType, n, obsN)
@@ -117,6 +120,9 @@ func newBuffers(r Rules, o BatchOptions, mem []byte) BatchBuffers {
 	bb.EpisodeLength = carve[int32](mem, next())
 	bb.EpisodeWon = carve[bool](mem, next())
 	bb.EpisodeRuns = carve[uint8](mem, next())
+	if o.Legal {
+		bb.Legal = carve[int16](mem, next())
+	}
 	if o.Autoreset == SameStep {
 		bb.HasFinal = carve[bool](mem, next())
 		if r.encoding == Float32 {

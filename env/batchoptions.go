@@ -71,6 +71,12 @@ type BatchOptions struct {
 	// policy) the actions are the same as without it, only faster; the
 	// draws happen whether or not SampleLegal is called.
 	Presample bool
+	// Legal makes every Reset and Step also list each game's legal
+	// actions in BatchBuffers.Legal, as OpenSpiel's legal_actions does:
+	// a policy that picks among them (the first, a uniform one) then reads
+	// a few ids instead of scanning a 1081-byte mask row. The lists cost
+	// a scan of the mask's non-empty chunks per game stepped.
+	Legal bool
 }
 
 // BatchBuffers are the flat arrays a Batch writes at every Reset and Step.
@@ -96,6 +102,12 @@ type BatchBuffers struct {
 	EpisodeLength []int32
 	EpisodeWon    []bool
 	EpisodeRuns   []uint8
+
+	// Legal (with BatchOptions.Legal, else nil) is N x NumActions: row i
+	// starts with game i's legal actions in increasing id order, the
+	// NumLegal[i] ids whose mask byte is 1 (every id, for a game the next
+	// step restarts under NextStep); the rest of the row is stale.
+	Legal []int16
 
 	// SameStep only: HasFinal marks the games that ended and restarted in
 	// this step; their ended game's last observation is in the Final

@@ -12,7 +12,9 @@ const prefetchAhead = 4
 
 // prefetch requests the cache lines game j's step will touch: its state's
 // counters, the two columns of its action, its mask chunks and its
-// observation row's counters and columns.
+// observation row's counters and columns, and the start of its legal
+// list when the batch keeps lists (about as many lines as a list holds
+// ids over 32).
 func (b *Batch) prefetch(j int) {
 	s := &b.states[j]
 	base := uintptr(unsafe.Pointer(s))
@@ -43,6 +45,11 @@ func (b *Batch) prefetch(j int) {
 	mask := uintptr(unsafe.Pointer(&b.Masks[j*NumActions]))
 	for m := b.chunks[j]; m != 0; m &= m - 1 {
 		prefetch(mask + uintptr(bits.TrailingZeros32(m))<<6)
+	}
+	if b.Legal != nil {
+		list := uintptr(unsafe.Pointer(&b.Legal[j*NumActions]))
+		prefetch(list)
+		prefetch(list + 64)
 	}
 }
 

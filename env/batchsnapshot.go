@@ -97,6 +97,7 @@ func (b *Batch) Restore(snap BatchSnapshot) error {
 			k, chunks := s.writeMask(m, AllChunks)
 			b.NumLegal[i], b.chunks[i] = int32(k), chunks
 		}
+		b.list(i)
 		b.Score[i], b.Runs[i], b.Moves[i] = s.score, s.runs, s.steps
 	}
 	b.clearStepFlags()

@@ -10,9 +10,20 @@ import (
 // restores the snapshot into a fresh batch and steps that the same way:
 // both must produce identical buffers, episodes included.
 func TestBatchSnapshotRestore(t *testing.T) {
+	// sameLists compares the listed part of each game's legal row (the
+	// rest is stale, and differs after Restore).
+	sameLists := func(a, b *Batch) bool {
+		for i, n := range a.NumLegal {
+			row := i * NumActions
+			if n != b.NumLegal[i] || !slices.Equal(a.Legal[row:row+int(n)], b.Legal[row:row+int(n)]) {
+				return false
+			}
+		}
+		return true
+	}
 	for _, mode := range []Autoreset{NextStep, SameStep, Disabled} {
 		r := MustRules(Options{Suits: 2, MaxSteps: 60, Encoding: Float32, FaceUpSlots: 8})
-		o := BatchOptions{N: 7, Workers: 2, Autoreset: mode, Presample: true}
+		o := BatchOptions{N: 7, Workers: 2, Autoreset: mode, Presample: true, Legal: true}
 		a, err := NewBatch(r, o)
 		if err != nil {
 			t.Fatal(err)
@@ -48,14 +59,15 @@ func TestBatchSnapshotRestore(t *testing.T) {
 		if err := b.Restore(snap); err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Equal(a.ObsFloat32, b.ObsFloat32) || !slices.Equal(a.Masks, b.Masks) {
-			t.Fatalf("%v: restored observations or masks differ", mode)
+		if !slices.Equal(a.ObsFloat32, b.ObsFloat32) || !slices.Equal(a.Masks, b.Masks) || !sameLists(a, b) {
+			t.Fatalf("%v: restored observations, masks or legal lists differ", mode)
 		}
 		for k := range 200 {
 			step(a)
 			step(b)
 			if !slices.Equal(a.ObsFloat32, b.ObsFloat32) || !slices.Equal(a.Rewards, b.Rewards) || !slices.Equal(a.Masks, b.Masks) ||
-				!slices.Equal(a.Terminated, b.Terminated) || !slices.Equal(a.Truncated, b.Truncated) || !slices.Equal(a.Score, b.Score) {
+				!slices.Equal(a.Terminated, b.Terminated) || !slices.Equal(a.Truncated, b.Truncated) || !slices.Equal(a.Score, b.Score) ||
+				!sameLists(a, b) {
 				t.Fatalf("%v: step %d after restore differs", mode, k)
 			}
 			for i := range o.N {

@@ -153,7 +153,7 @@ func TestStepSomeRefusesAndChangesNothing(t *testing.T) {
 func TestStepSomeDoesNotAllocate(t *testing.T) {
 	for _, mode := range []env.Autoreset{env.NextStep, env.SameStep, env.Disabled} {
 		r := env.MustRules(env.Options{Suits: 4, MaxSteps: 50})
-		b := newBatch(t, r, env.BatchOptions{N: 64, Autoreset: mode, Illegal: env.NoopIllegal})
+		b := newBatch(t, r, env.BatchOptions{N: 64, Autoreset: mode, Illegal: env.NoopIllegal, Legal: true})
 		b.Reset(1)
 		actions := make([]env.Action, 64)
 		ids := make([]int32, 32)
@@ -189,7 +189,7 @@ func TestBatchLayoutPlacesEveryBuffer(t *testing.T) {
 	for _, enc := range []env.Encoding{env.Compact, env.Float32} {
 		for _, mode := range []env.Autoreset{env.NextStep, env.SameStep} {
 			r := env.MustRules(env.Options{Suits: 2, Encoding: enc})
-			o := env.BatchOptions{N: 5, Autoreset: mode}
+			o := env.BatchOptions{N: 5, Autoreset: mode, Legal: enc == env.Float32}
 			b, mem := newBatchIn(t, r, o)
 			b.Reset(2)
 			l := env.BatchLayout(r, o)

@@ -193,6 +193,62 @@ func nthInChunks(mask []uint8, k int, chunks uint32) Action {
 	panic("env: nthInChunks: fewer set bytes than asked for")
 }
 
+// setBits lists, for each byte value, the positions of its set bits,
+// lowest first (the rest of each entry is 0).
+var setBits = func() (t [256][8]uint8) {
+	for b := range 256 {
+		k := 0
+		for j := range 8 {
+			if b>>j&1 == 1 {
+				t[b][k] = uint8(j)
+				k++
+			}
+		}
+	}
+	return t
+}()
+
+// listInChunks writes into dst, in increasing order, the ids of mask's 1s,
+// which all lie in the chunk set, and returns how many. It gathers each
+// eight mask bytes into eight bits and writes their ids from a table,
+// eight at a time, so that a word costs no branch per legal action; the
+// entries of dst past the count may be overwritten. It panics if dst is
+// shorter than the count, which is a programming error.
+func listInChunks(dst []int16, mask []uint8, chunks uint32) int {
+	n := 0
+	for m := chunks; m != 0; m &= m - 1 {
+		lo := bits.TrailingZeros32(m) << 6
+		hi := min(lo+64, len(mask))
+		i := lo
+		for ; i+8 <= hi; i += 8 {
+			w := binary.LittleEndian.Uint64(mask[i:])
+			if w == 0 {
+				continue
+			}
+			// Byte j's low bit lands on bit j (mask bytes are 0 or 1).
+			b := uint8((w * 0x0102040810204080) >> 56)
+			c := bits.OnesCount8(b)
+			if n+8 <= len(dst) {
+				ids, out, base := &setBits[b], dst[n:n+8], int16(i)
+				out[0], out[1], out[2], out[3] = base+int16(ids[0]), base+int16(ids[1]), base+int16(ids[2]), base+int16(ids[3])
+				out[4], out[5], out[6], out[7] = base+int16(ids[4]), base+int16(ids[5]), base+int16(ids[6]), base+int16(ids[7])
+			} else {
+				for k, id := range setBits[b][:c] {
+					dst[n+k] = int16(i) + int16(id)
+				}
+			}
+			n += c
+		}
+		for ; i < hi; i++ {
+			if mask[i] == 1 {
+				dst[n] = int16(i)
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // AppendMasked appends to dst, in id order, every action whose byte in mask
 // is non-zero, and returns the extended slice: the legal actions of a mask
 // from Mask or Env.Mask.

@@ -16,8 +16,12 @@ Unix socket. Paths:
   the other.
 
 Policies: ``first``, the first legal action of each game (``argmax`` of the
-mask, near free), and ``random``, a uniformly random legal action per game
-drawn in numpy. Each row reports env-steps/s of the whole loop, the
+mask), and ``random``, a uniformly random legal action per game drawn in
+numpy from the mask (``flatnonzero``); ``first-list`` and ``random-list``
+choose the same actions from the legal lists (``legal_actions=True``: the
+server lists each game's legal actions beside its mask in shared memory,
+the client computes them from the masks on the socket), reading a few ids
+a game instead of scanning its 1081-byte mask row. Each row reports env-steps/s of the whole loop, the
 policy's share of the loop's time, and the CPU used in cores (this process
 and the server together, per second of the loop). ``bin/spider bench`` (the
 Go batch stepped in-process with its own random policy, no socket) runs at
@@ -48,12 +52,18 @@ from spider_env import SpiderServer, SpiderVectorEnv
 Actions = NDArray[np.intp]
 
 
-def first_legal(masks: NDArray[np.int8], num_legal: NDArray[np.int32], rng: np.random.Generator) -> Actions:
-    return np.asarray(masks.view(np.bool_).argmax(axis=1))
+# A policy's view of a batch: masks, legal counts (an all-ones row counted),
+# and the legal lists (None unless the policy reads them).
+View = tuple[NDArray[np.int8], NDArray[np.int32], "NDArray[np.int16] | None"]
 
 
-def random_legal(masks: NDArray[np.int8], num_legal: NDArray[np.int32], rng: np.random.Generator) -> Actions:
+def first_legal(view: View, rng: np.random.Generator) -> Actions:
+    return np.asarray(view[0].view(np.bool_).argmax(axis=1))
+
+
+def random_legal(view: View, rng: np.random.Generator) -> Actions:
     """Uniform over each row's legal actions: the k-th of the row's nonzeros."""
+    masks, num_legal, _ = view
     n, width = masks.shape
     counts = num_legal.astype(np.int64)
     flat = np.flatnonzero(masks.view(np.bool_))  # row-major: row i's legal actions are contiguous
@@ -62,7 +72,22 @@ def random_legal(masks: NDArray[np.int8], num_legal: NDArray[np.int32], rng: np.
     return np.asarray(flat[starts + k] - np.arange(n, dtype=np.intp) * width)
 
 
-POLICIES = {"first": first_legal, "random": random_legal}
+def first_listed(view: View, rng: np.random.Generator) -> Actions:
+    legal = view[2]
+    assert legal is not None
+    return np.asarray(legal[:, 0], dtype=np.intp)
+
+
+def random_listed(view: View, rng: np.random.Generator) -> Actions:
+    """Uniform over each row's legal actions: the k-th of the row's list."""
+    _, num_legal, legal = view
+    assert legal is not None
+    n = num_legal.shape[0]
+    k = (rng.random(n) * num_legal).astype(np.intp)
+    return np.asarray(legal[np.arange(n), k], dtype=np.intp)
+
+
+POLICIES = {"first": first_legal, "random": random_legal, "first-list": first_listed, "random-list": random_listed}
 PATHS = ("socket", "shm", "shm-copy", "shm-async")
 
 
@@ -84,9 +109,16 @@ def _true_legal(info: dict[str, Any]) -> NDArray[np.int32]:
     return np.where(nl == 0, info["action_mask"].shape[1], nl).astype(np.int32)
 
 
+def _view(info: dict[str, Any]) -> View:
+    return info["action_mask"], _true_legal(info), info.get("legal_actions")
+
+
 def measure(server: SpiderServer, n: int, path: str, policy: str, steps: int, seed: int) -> dict[str, Any]:
     shm = path != "socket"
-    venv = SpiderVectorEnv(n, address=server, obs="compact", shm=shm, copy=path == "shm-copy", mask="bits")
+    lists = policy.endswith("-list")
+    venv = SpiderVectorEnv(
+        n, address=server, obs="compact", shm=shm, copy=path == "shm-copy", mask="bits", legal_actions=lists
+    )
     if venv.shared != shm:
         raise RuntimeError(f"path {path}: shared memory {venv.shared} ({venv.shm_error})")
     rng = np.random.default_rng(seed)
@@ -100,13 +132,13 @@ def measure(server: SpiderServer, n: int, path: str, policy: str, steps: int, se
     def one_step() -> None:
         nonlocal info, pol_s, episodes
         t0 = time.perf_counter()
-        actions = choose(info["action_mask"], _true_legal(info), rng)
+        actions = choose(_view(info), rng)
         pol_s += time.perf_counter() - t0
         _, _, term, trunc, info = venv.step(actions)
         episodes += int(np.count_nonzero(term | trunc))
 
     # shm-async: each half's masks and legal counts, from its last recv.
-    state: list[tuple[NDArray[np.int8], NDArray[np.int32]]] = []
+    state: list[View] = []
 
     def async_step() -> None:
         # A pipeline: the policy chooses for one half while the server
@@ -114,18 +146,19 @@ def measure(server: SpiderServer, n: int, path: str, policy: str, steps: int, se
         nonlocal pol_s, episodes
         for h, ids in enumerate(halves):
             t0 = time.perf_counter()
-            actions = choose(*state[h], rng)
+            actions = choose(state[h], rng)
             pol_s += time.perf_counter() - t0
             if venv.client.pending:
                 _, _, term, trunc, got = venv.recv()
                 episodes += int(np.count_nonzero(term | trunc))
-                state[1 - h] = (got["action_mask"], _true_legal(got))
+                state[1 - h] = _view(got)
             venv.send(actions, ids)
 
     try:
         _, info = venv.reset(seed=seed)
         for ids in halves:
-            state.append((info["action_mask"][ids], _true_legal(info)[ids]))
+            masks, counts, legal = _view(info)
+            state.append((masks[ids], counts[ids], None if legal is None else legal[ids]))
         step = async_step if halves else one_step
         for _ in range(max(3, steps // 20)):  # warm up
             step()
@@ -179,7 +212,11 @@ def main(argv: list[str] | None = None) -> int:
         "--steps", type=int, default=0, help="batch steps timed per run (default: 600000/N, clamped to 40..3000)"
     )
     ap.add_argument("--paths", default=",".join(PATHS), help=f"paths to measure (default {','.join(PATHS)})")
-    ap.add_argument("--policies", default="first,random", help="policies to measure (default first,random)")
+    ap.add_argument(
+        "--policies",
+        default="first,random,first-list,random-list",
+        help="policies to measure (default first,random,first-list,random-list)",
+    )
     ap.add_argument("--go-steps", type=int, default=0, help="steps of the Go bench (default: its own)")
     ap.add_argument("--no-go", action="store_true", help="skip the in-process Go bench")
     ap.add_argument("--seed", type=int, default=1)
@@ -193,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"--paths {p!r}: want {', '.join(PATHS)}")
     for p in policies:
         if p not in POLICIES:
-            ap.error(f"--policies {p!r}: want first or random")
+            ap.error(f"--policies {p!r}: want {', '.join(POLICIES)}")
 
     binary = spider_env.find_binary()
     results = []

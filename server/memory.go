@@ -86,6 +86,9 @@ func BatchBytes(r env.Rules, o env.BatchOptions) int64 {
 	if o.Presample {
 		perGame += 2
 	}
+	if o.Legal {
+		perGame += 2 * env.NumActions // the legal lists
+	}
 	workers := o.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)

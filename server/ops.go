@@ -214,6 +214,9 @@ func (cn *conn) opMake(q *request) *replyError {
 	if bo.Autoreset == env.SameStep {
 		width *= 2 // the final observations
 	}
+	if q.has(fieldLegal) && q.legal {
+		width += 2 * env.NumActions // the legal lists, if the batch is shared
+	}
 	if size := int64(bo.N) * int64(width+env.NumActions); size > int64(cfg.MaxBytes) {
 		return fail(codeLimit, "a batch of %d games of this configuration needs %d MiB of buffers, over the server's limit of %d MiB",
 			bo.N, size>>20, cfg.MaxBytes>>20)
@@ -231,6 +234,9 @@ func (cn *conn) opMake(q *request) *replyError {
 	askedBits := bits
 	if shm {
 		bits = false // the segment holds the mask bytes the batch writes
+		// The lists are a shared batch's: over the socket they would
+		// double the reply, and a client derives them from the mask.
+		bo.Legal = q.has(fieldLegal) && q.legal
 	}
 	// Claim the games before building, so two connections cannot both pass.
 	delta := int64(bo.N) - cn.games
@@ -270,7 +276,7 @@ func (cn *conn) opMake(q *request) *replyError {
 	if shm {
 		if seg, err = newSegment(env.BatchLayout(r, bo), bo.N); err != nil {
 			// Served over the socket instead, which needs a larger reply.
-			shm, shmWhy, bits = false, err.Error(), askedBits
+			shm, shmWhy, bits, bo.Legal = false, err.Error(), askedBits, false
 			cn.s.unreserve(need + reply)
 			need, reply = plan(false)
 			if !cn.s.reserve(need + reply) {
@@ -320,6 +326,9 @@ func (cn *conn) opMake(q *request) *replyError {
 	cn.makeReply(q)
 	if q.has(fieldShm) {
 		cn.shmReply()
+	}
+	if q.has(fieldLegal) {
+		cn.en.bool("legal", bo.Legal)
 	}
 	return nil
 }

@@ -42,6 +42,7 @@ const (
 	fieldShm
 	fieldSeq
 	fieldEnvIDs
+	fieldLegal
 	numFields
 )
 
@@ -69,6 +70,7 @@ var requestFields = [numFields]struct {
 	fieldShm:       {"shm", func(r *reader, q *request) (err error) { q.shm, err = r.bool(); return }},
 	fieldSeq:       {"seq", func(r *reader, q *request) (err error) { q.seq, err = r.int(); return }},
 	fieldEnvIDs:    {"env_ids", func(r *reader, q *request) (err error) { q.envIDs, err = r.bin(); return }},
+	fieldLegal:     {"legal", func(r *reader, q *request) (err error) { q.legal, err = r.bool(); return }},
 }
 
 func lookupField(key []byte) (field, bool) {
@@ -99,6 +101,7 @@ type request struct {
 	penalty   float64
 	seed      uint64
 	shm       bool   // make: share the batch's buffers in memory (Unix socket, Linux)
+	legal     bool   // make: with shm, list each game's legal actions in the segment
 	seq       int64  // step: the client's sequence number, echoed
 	envIDs    []byte // step: the games to step, int32 little-endian, increasing
 	resetMask []byte

@@ -173,7 +173,7 @@ func TestRequestFieldsDecode(t *testing.T) {
 		"op": "make", "id": 3, "version": 1, "n": 5, "workers": 2, "autoreset": "same-step", "illegal": "noop",
 		"illegal_penalty": 0.5, "mask": "bits", "game": 4, "seed": 11, "reset_mask": []byte{1, 0},
 		"actions": []byte{1, 0}, "mode": "rgb_array", "seeds": []any{uint64(1) << 63, nil, 5}, "suits": 2, "rules": "cardems", "future": []any{1},
-		"shm": true, "seq": 9, "env_ids": []byte{2, 0, 0, 0},
+		"shm": true, "seq": 9, "env_ids": []byte{2, 0, 0, 0}, "legal": true,
 	}))
 	var q request
 	if re := decodeRequest(p, &q); re != nil {
@@ -183,8 +183,8 @@ func TestRequestFieldsDecode(t *testing.T) {
 	if want := "make 3 1 5 2 same-step noop 0.5 bits 4 11 [1 0] [1 0] false rgb_array\n"; got != want {
 		t.Fatalf("decoded %s\nwant    %s", got, want)
 	}
-	if !q.shm || q.seq != 9 || !bytes.Equal(q.envIDs, []byte{2, 0, 0, 0}) {
-		t.Fatalf("shm %v seq %d env_ids %v", q.shm, q.seq, q.envIDs)
+	if !q.shm || q.seq != 9 || !bytes.Equal(q.envIDs, []byte{2, 0, 0, 0}) || !q.legal {
+		t.Fatalf("shm %v seq %d env_ids %v legal %v", q.shm, q.seq, q.envIDs, q.legal)
 	}
 	if q.seedCount != 3 {
 		t.Fatalf("%d seeds, want 3", q.seedCount)

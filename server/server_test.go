@@ -296,6 +296,9 @@ func compare(t *testing.T, rep map[string]any, b *env.Batch, bits bool) {
 		"episode_return": bytesOf(b.EpisodeReturn), "episode_length": bytesOf(b.EpisodeLength),
 		"episode_won": bytesOf(b.EpisodeWon), "episode_runs": b.EpisodeRuns,
 	}
+	if b.Legal != nil {
+		want["legal"] = bytesOf(b.Legal)
+	}
 	if b.HasFinal != nil {
 		want["has_final"] = bytesOf(b.HasFinal)
 		want["final_score"] = bytesOf(b.FinalScore)

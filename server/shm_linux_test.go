@@ -66,6 +66,9 @@ func makeShm(t *testing.T, cl *client, mk map[string]any) *shmClient {
 	if rep["ok"] != true || rep["shm"] != true {
 		t.Fatalf("make with shm: %v", rep)
 	}
+	if asked, _ := mk["legal"].(bool); rep["legal"] != mk["legal"] || asked != (rep["shm_layout"] != nil && hasField(rep["shm_layout"], "legal")) {
+		t.Fatalf("make with shm and legal %v: reply's legal %v, layout %v", mk["legal"], rep["legal"], rep["shm_layout"])
+	}
 	msgs, err := syscall.ParseSocketControlMessage(oob[:oobn])
 	if err != nil || len(msgs) != 1 {
 		t.Fatalf("control messages %v, %v", msgs, err)
@@ -124,13 +127,24 @@ func toInt(v any) int64 {
 	panic(fmt.Sprintf("not an integer: %T", v))
 }
 
+// hasField reports whether a make reply's shm_layout places an array
+// named name.
+func hasField(layout any, name string) bool {
+	for _, f := range layout.([]any) {
+		if f.(map[string]any)["name"] == name {
+			return true
+		}
+	}
+	return false
+}
+
 // field returns the bytes of the shared buffer named name.
 func (sc *shmClient) field(name string) []byte {
 	f, ok := sc.layout[name]
 	if !ok {
 		return nil
 	}
-	size := map[string]int64{"uint8": 1, "bool": 1, "uint16": 2, "int32": 4, "float32": 4}[f["dtype"].(string)]
+	size := map[string]int64{"uint8": 1, "bool": 1, "uint16": 2, "int16": 2, "int32": 4, "float32": 4}[f["dtype"].(string)]
 	for _, d := range f["shape"].([]any) {
 		size *= toInt(d)
 	}
@@ -152,25 +166,33 @@ func (sc *shmClient) asReply() map[string]any {
 
 // TestShmMatchesBatch plays the same games through shared memory and an
 // in-process Batch for 3,000 steps in every autoreset mode, some steps on
-// a subset of the games, and requires identical bytes in every array.
+// a subset of the games, and requires identical bytes in every array, the
+// legal lists included where make asked for them.
 func TestShmMatchesBatch(t *testing.T) {
 	steps := 3000
 	if testing.Short() {
 		steps = 300
 	}
 	_, path := startUnix(t, Config{})
-	for _, tc := range []struct{ obs, autoreset string }{{"compact", "next-step"}, {"float32", "same-step"}, {"compact", "disabled"}} {
+	for _, tc := range []struct {
+		obs, autoreset string
+		legal          bool
+	}{{"compact", "next-step", true}, {"float32", "same-step", false}, {"compact", "disabled", true}} {
 		t.Run(tc.obs+"/"+tc.autoreset, func(t *testing.T) {
 			const n = 7
 			cl := dialNet(t, "unix", path)
 			hello(cl)
-			sc := makeShm(t, cl, map[string]any{"op": "make", "n": n, "obs": tc.obs, "autoreset": tc.autoreset, "max_steps": 60, "illegal": "noop", "mask": "bits"})
+			mk := map[string]any{"op": "make", "n": n, "obs": tc.obs, "autoreset": tc.autoreset, "max_steps": 60, "illegal": "noop", "mask": "bits"}
+			if tc.legal {
+				mk["legal"] = true
+			}
+			sc := makeShm(t, cl, mk)
 			auto, _ := env.ParseAutoreset(tc.autoreset)
 			enc := env.Compact
 			if tc.obs == "float32" {
 				enc = env.Float32
 			}
-			b, err := env.NewBatch(env.MustRules(env.Options{MaxSteps: 60, Encoding: enc}), env.BatchOptions{N: n, Autoreset: auto, Illegal: env.NoopIllegal})
+			b, err := env.NewBatch(env.MustRules(env.Options{MaxSteps: 60, Encoding: enc}), env.BatchOptions{N: n, Autoreset: auto, Illegal: env.NoopIllegal, Legal: tc.legal})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -280,19 +302,23 @@ func TestShmChecksActions(t *testing.T) {
 	cl.failed(map[string]any{"op": "step", "env_ids": int32Bin([]int32{3})}, codeBadRequest, "env_ids item 0 is 3, outside 0 to 2")
 }
 
-// TestShmFallsBackOnTCP asks for shared memory over TCP: the batch is
-// served over the socket, and the reply says why.
+// TestShmFallsBackOnTCP asks for shared memory (and legal lists) over TCP:
+// the batch is served over the socket without lists, and the reply says
+// why.
 func TestShmFallsBackOnTCP(t *testing.T) {
 	_, addr := start(t, Config{})
 	cl := dial(t, addr)
 	hello(cl)
-	rep := cl.ok(map[string]any{"op": "make", "n": 2, "shm": true})
-	if rep["shm"] != false || !strings.Contains(fmt.Sprint(rep["shm_error"]), "not a Unix socket") {
+	rep := cl.ok(map[string]any{"op": "make", "n": 2, "shm": true, "legal": true})
+	if rep["shm"] != false || !strings.Contains(fmt.Sprint(rep["shm_error"]), "not a Unix socket") || rep["legal"] != false {
 		t.Fatalf("make with shm over TCP: %v", rep)
 	}
 	step := cl.ok(map[string]any{"op": "reset", "seed": 3})
 	if _, ok := step["obs"].([]byte); !ok {
 		t.Fatalf("reset reply over TCP has no observations: %v", step)
+	}
+	if _, ok := step["legal"]; ok {
+		t.Fatalf("reset reply over TCP carries legal lists: %v", step)
 	}
 }
 

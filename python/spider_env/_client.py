@@ -99,7 +99,14 @@ class MakeReply(TypedDict):
     config: SpiderConfig
 
 
-_SHM_DTYPES: dict[str, str] = {"uint8": "u1", "bool": "?", "uint16": "<u2", "int32": "<i4", "float32": "<f4"}
+_SHM_DTYPES: dict[str, str] = {
+    "uint8": "u1",
+    "bool": "?",
+    "uint16": "<u2",
+    "int16": "<i2",
+    "int32": "<i4",
+    "float32": "<f4",
+}
 
 
 class _Shared:
@@ -163,12 +170,15 @@ class StepReply(_StepReplyAlways, total=False):
 
     ``masks`` is always unpacked, (n, 1081) of 0/1. ``has_final``,
     ``final_obs`` and ``final_score`` are there under same-step autoreset
-    only.
+    only; ``legal`` (n, 1081) int16, each row starting with the game's
+    ``num_legal`` legal actions in increasing order, only for a batch in
+    shared memory made with ``legal=True``.
     """
 
     has_final: NDArray[np.bool_]
     final_obs: ObsArray
     final_score: NDArray[np.int32]
+    legal: NDArray[np.int16]
 
 
 class HintReply(TypedDict):
@@ -614,6 +624,7 @@ class Client:
         mask: str | None = None,
         workers: int | None = None,
         shm: bool = False,
+        legal: bool = False,
         **game: Any,
     ) -> MakeReply:
         """Create (or replace) the connection's batch; return its spec.
@@ -628,7 +639,9 @@ class Client:
         :meth:`reset` and :meth:`step` return views of the shared arrays,
         overwritten by the next reset or step. Where the server cannot
         share memory the batch is served over the socket as usual and
-        :attr:`shm_error` says why.
+        :attr:`shm_error` says why. ``legal=True`` with shared memory also
+        lists each game's legal actions there (the replies' ``legal``);
+        over the socket the server sends no lists.
         """
         given = SpiderConfig.resolve(config, **game).to_request()
         req: dict[str, Any] = {"op": "make", **given}
@@ -644,6 +657,8 @@ class Client:
                 req[key] = _batch_value(key, v, kind)
         if shm:
             req["shm"] = True
+            if legal:
+                req["legal"] = True
         fds: list[int] = []
         try:
             # The reply's descriptors go to fds (see receive).

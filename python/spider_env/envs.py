@@ -86,6 +86,20 @@ class _Backend:
 _INFO_KEYS: Final = ("score", "runs", "moves", "num_legal", "illegal")
 
 
+def _legal_lists(masks: NDArray[np.uint8]) -> NDArray[np.int16]:
+    """Each mask row's legal ids in increasing order, at the start of its
+    row of an (n, 1081) int16 array, as the server lists them (the rest of
+    a row is unset here, stale there)."""
+    n, width = masks.shape
+    flat = np.flatnonzero(masks.view(np.bool_))  # row-major: each row's ids contiguous, increasing
+    counts = masks.sum(axis=1, dtype=np.int64)
+    rows = np.repeat(np.arange(n), counts)
+    starts = np.cumsum(counts) - counts
+    out = np.zeros((n, width), np.int16)
+    out.ravel()[rows * width + np.arange(flat.size) - starts[rows]] = flat - rows * width
+    return out
+
+
 def _check_mask(mask: str) -> None:
     if mask not in ("bytes", "bits"):
         raise ValueError(f"mask {mask!r}: want 'bytes' or 'bits'")
@@ -410,6 +424,17 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
     ``mask`` is the masks' form on the socket (default ``"bits"``, 136
     bytes a game, unpacked here by numpy); shared memory holds bytes.
 
+    Legal actions: with ``legal_actions=True`` infos also hold
+    ``legal_actions``, (n, 1081) int16, row i starting with game i's legal
+    actions in increasing order (OpenSpiel's ``legal_actions``), the first
+    ``infos["num_legal"][i]`` of the row; the rest is stale. A policy that
+    picks among them (the first, a uniform one) reads a few ids per game
+    instead of scanning a 1081-byte mask row: ``legal[np.arange(n),
+    (u * num_legal).astype(int)]``, u uniform in [0, 1). A game the next
+    step restarts has ``num_legal`` 0 and every id listed (any action is
+    ignored). With shared memory the server writes the lists beside the
+    masks; over the socket they are computed here from the masks.
+
     Asynchronous stepping: :meth:`step_async` sends the step and returns
     at once, :meth:`step_wait` waits for its results, so the policy can
     work while the server steps. :meth:`send` and :meth:`recv` are
@@ -442,6 +467,7 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
         workers: int = 0,
         shm: bool | None = None,
         copy: bool = True,
+        legal_actions: bool = False,
         **game: Any,
     ):
         game_config = SpiderConfig.resolve(config, **game)
@@ -467,6 +493,7 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
                 mask=mask,
                 workers=workers,
                 shm=shm is not False and self._backend.unix,
+                legal=legal_actions,
             )
             if shm and not self._backend.client.shared:
                 why = self._backend.client.shm_error or "the address is not a Unix socket"
@@ -475,6 +502,7 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
             self._backend.close()
             raise
         self.copy = bool(copy)
+        self.legal_actions = bool(legal_actions)
         self.config: SpiderConfig = self.spider_spec["config"]
         """The game the server made: its echo of every game option."""
         self.single_observation_space = _observation_space(self.spider_spec)
@@ -683,6 +711,9 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
         for j, key in enumerate(_INFO_KEYS, 1):
             infos[key] = by_key[key]
             infos["_" + key] = ones[j]
+        if self.legal_actions:
+            infos["legal_actions"] = r["legal"] if "legal" in r else _legal_lists(r["masks"])
+            infos["_legal_actions"] = np.ones(n, np.bool_)
         if not with_episode:
             return infos
         done = r["terminated"] | r["truncated"]

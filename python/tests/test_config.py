@@ -203,12 +203,18 @@ def test_zero_is_the_server_default(server, name):
 def test_typed_replies_match_the_server(server):
     with Client(server.address) as c:
         assert set(c.server_info) == set(typing.get_type_hints(HelloReply))
-        spec = c.make(n=2, autoreset="same-step")
+        # Every optional key: same-step's, and the legal lists of a batch in
+        # shared memory (where the server offers it).
+        spec = c.make(n=2, autoreset="same-step", shm=True, legal=True)
         assert set(typing.get_type_hints(MakeReply)) <= set(spec)
         assert isinstance(spec["config"], SpiderConfig) and isinstance(spec["obs_shape"], tuple)
+        assert spec["legal"] is c.shared
         r = c.reset(seed=1)
-        assert set(r) == set(typing.get_type_hints(StepReply))
+        keys = set(typing.get_type_hints(StepReply)) - (set() if c.shared else {"legal"})
+        assert set(r) == keys
         for key, hint in typing.get_type_hints(StepReply).items():
+            if key not in keys:
+                continue
             if key not in ("obs", "final_obs"):  # uint8 or float32, as made
                 want = typing.get_args(typing.get_args(hint)[1])[0]  # NDArray[want]
                 assert r[key].dtype.type is want, key

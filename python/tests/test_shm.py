@@ -35,6 +35,13 @@ def _same(a: dict, b: dict, where: str) -> None:
         x, y = a[k], b[k]
         if isinstance(x, dict):
             _same(x, y, f"{where} {k}")
+        elif k == "legal_actions":
+            # Each row's listed part, as many ids as its mask has ones (the
+            # rest is stale in shared memory, zeros when computed here).
+            counts = np.asarray(a["action_mask"]).astype(bool).sum(axis=1)
+            assert x.dtype == y.dtype == np.int16 and x.shape == y.shape, f"{where} {k}"
+            for row, c in enumerate(counts):
+                assert x[row, :c].tobytes() == y[row, :c].tobytes(), f"{where} {k} row {row}"
         elif k == "final_obs":
             assert [None if o is None else o.tobytes() for o in x] == [None if o is None else o.tobytes() for o in y], (
                 f"{where} {k}"
@@ -51,11 +58,20 @@ def _same(a: dict, b: dict, where: str) -> None:
 def test_shared_memory_matches_the_socket(server, mode, obs):
     """3,000 steps of the same games through shared memory and through the
     socket (bit-packed masks): every array and info byte for byte, steps of
-    every game (step, step_async/step_wait) and of some (send/recv) mixed.
+    every game (step, step_async/step_wait) and of some (send/recv) mixed;
+    the legal lists the server writes beside the masks as the client
+    computes them from the socket's masks.
     The Go tests check the socket (TestServeMatchesBatch) and shared memory
     (TestShmMatchesBatch) against the in-process batch."""
     n = 9
-    kw = {"address": server, "autoreset_mode": mode, "max_steps": 80, "illegal": "noop", "obs": obs}
+    kw = {
+        "address": server,
+        "autoreset_mode": mode,
+        "max_steps": 80,
+        "illegal": "noop",
+        "obs": obs,
+        "legal_actions": True,
+    }
     shm = SpiderVectorEnv(n, shm=True, **kw)
     sock = SpiderVectorEnv(n, shm=False, mask="bits", **kw)
     try:
@@ -102,12 +118,14 @@ def test_shared_memory_matches_the_socket(server, mode, obs):
 
 
 def test_copy_false_returns_views_and_copy_true_new_arrays(server):
-    env = SpiderVectorEnv(4, address=server, shm=True, copy=False)
+    env = SpiderVectorEnv(4, address=server, shm=True, copy=False, legal_actions=True)
     kept = SpiderVectorEnv(4, address=server, shm=True)
     try:
         obs, info = env.reset(seed=5)
         obs_k, _ = kept.reset(seed=5)
         assert not obs.flags.writeable and obs_k.flags.writeable
+        # The lists are the server's, in the segment, not computed here.
+        assert not info["legal_actions"].flags.writeable
         before, before_k = obs.copy(), obs_k.copy()
         env.step(info["action_mask"].argmax(axis=1))
         kept.step(info["action_mask"].argmax(axis=1))

@@ -353,3 +353,42 @@ def test_seeds_follow_gymnasium(server):
         sync.close()
         for e in singles:
             e.close()
+
+
+def test_legal_lists_are_each_rows_legal_ids():
+    """The client's lists (the socket path's) against numpy's per-row scan,
+    rows with no legal action and with every action among them."""
+    from spider_env.envs import _legal_lists
+
+    rng = np.random.default_rng(8)
+    masks = (rng.random((50, 1081)) < 0.02).astype(np.uint8)
+    masks[3] = 0
+    masks[7] = 1
+    masks[9, [0, 1080]] = 1
+    lists = _legal_lists(masks)
+    assert lists.dtype == np.int16 and lists.shape == masks.shape
+    for row in range(masks.shape[0]):
+        ids = np.flatnonzero(masks[row])
+        assert list(lists[row, : ids.size]) == list(ids), row
+    assert list(lists[7]) == list(range(1081))
+
+
+def test_legal_actions_info(server):
+    """legal_actions over the socket: row i's first num_legal ids are its
+    mask's legal actions; a uniform pick among them is legal."""
+    env = SpiderVectorEnv(6, address=server, shm=False, legal_actions=True, max_steps=40)
+    try:
+        _, info = env.reset(seed=2)
+        rng = np.random.default_rng(1)
+        for _ in range(120):
+            legal, count = info["legal_actions"], info["num_legal"]
+            masks = info["action_mask"].astype(bool)
+            for i in range(env.num_envs):
+                if count[i]:
+                    assert list(legal[i, : count[i]]) == list(np.flatnonzero(masks[i])), i
+            pick = legal[np.arange(env.num_envs), (rng.random(env.num_envs) * count).astype(np.int64)]
+            live = np.flatnonzero(count > 0)
+            assert live.size and masks[live, pick[live]].all()
+            _, _, _, _, info = env.step(pick)
+    finally:
+        env.close()
