@@ -359,8 +359,9 @@ func TestShmClientGoneFreesSegment(t *testing.T) {
 	cl2.ok(map[string]any{"op": "reset", "seed": 1})
 }
 
-// TestShmStepAllocatesNothing serves steps of a batch in shared memory,
-// of every game and of a subset, and requires no allocation per request.
+// TestShmStepAllocatesNothing serves steps of a batch in shared memory
+// (with the legal lists), of every game and of a subset, and requires no
+// allocation per request.
 func TestShmStepAllocatesNothing(t *testing.T) {
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
 	if err != nil {
@@ -381,9 +382,9 @@ func TestShmStepAllocatesNothing(t *testing.T) {
 	cn := &conn{s: New(Config{}), c: ends[0], w: bufio.NewWriterSize(ends[0], 1<<16)}
 	t.Cleanup(cn.release)
 	cn.call(t, map[string]any{"op": "hello", "version": Version})
-	cn.call(t, map[string]any{"op": "make", "n": 64, "illegal": "noop", "autoreset": "same-step", "shm": true})
-	if cn.seg == nil {
-		t.Fatalf("no shared memory: %s", cn.shmWhy)
+	cn.call(t, map[string]any{"op": "make", "n": 64, "illegal": "noop", "autoreset": "same-step", "shm": true, "legal": true})
+	if cn.seg == nil || cn.batch.Legal == nil {
+		t.Fatalf("no shared memory (%s) or no legal lists", cn.shmWhy)
 	}
 	cn.call(t, map[string]any{"op": "reset", "seed": 2})
 	all := must(msgpack.Marshal(map[string]any{"op": "step", "seq": 5, "id": 9}))
