@@ -209,7 +209,9 @@ func TestBatchEquivalence(t *testing.T) {
 						if err := one.ResetGames(ended); err != nil {
 							t.Fatal(err)
 						}
-						all.ResetGames(ended)
+						if err := all.ResetGames(ended); err != nil {
+							t.Fatal(err)
+						}
 						checkLegalLists(t, all)
 						for i, e := range ended {
 							if e {

@@ -345,6 +345,7 @@ func TestBatchBytesMatchesNewBatch(t *testing.T) {
 		{env.Options{}, env.BatchOptions{N: 4096}},
 		{env.Options{Suits: 4, Encoding: env.Float32}, env.BatchOptions{N: 1024, Autoreset: env.SameStep, Workers: 3}},
 		{env.Options{Suits: 2, FaceUpSlots: 104}, env.BatchOptions{N: 2048, Presample: true, Workers: 1}},
+		{env.Options{Suits: 4}, env.BatchOptions{N: 2048, Legal: true, Workers: 1}},
 	} {
 		r := env.MustRules(c.o)
 		var before, after runtime.MemStats

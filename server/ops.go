@@ -206,21 +206,6 @@ func (cn *conn) opMake(q *request) *replyError {
 			return fail(codeBadConfig, "mask %q: want bytes or bits", q.mask)
 		}
 	}
-	// Float32 observations of 4-suit games are 53 KB a game: bound memory.
-	width := r.ObsLen()
-	if r.Encoding() == env.Float32 {
-		width *= 4
-	}
-	if bo.Autoreset == env.SameStep {
-		width *= 2 // the final observations
-	}
-	if q.has(fieldLegal) && q.legal {
-		width += 2 * env.NumActions // the legal lists, if the batch is shared
-	}
-	if size := int64(bo.N) * int64(width+env.NumActions); size > int64(cfg.MaxBytes) {
-		return fail(codeLimit, "a batch of %d games of this configuration needs %d MiB of buffers, over the server's limit of %d MiB",
-			bo.N, size>>20, cfg.MaxBytes>>20)
-	}
 	// Shared memory, when asked for and possible: otherwise the batch is
 	// served over the socket, and the reply says why.
 	shm, shmWhy := q.has(fieldShm) && q.shm, ""
@@ -230,6 +215,21 @@ func (cn *conn) opMake(q *request) *replyError {
 		shm, shmWhy = false, "the server does not run on Linux"
 	case unixConn(cn.c) == nil:
 		shm, shmWhy = false, "the connection is not a Unix socket: shared memory needs client and server on one machine, connected by a Unix socket"
+	}
+	// Float32 observations of 4-suit games are 53 KB a game: bound memory.
+	width := r.ObsLen()
+	if r.Encoding() == env.Float32 {
+		width *= 4
+	}
+	if bo.Autoreset == env.SameStep {
+		width *= 2 // the final observations
+	}
+	if shm && q.has(fieldLegal) && q.legal {
+		width += 2 * env.NumActions // the legal lists (int16), a shared batch's only
+	}
+	if size := int64(bo.N) * int64(width+env.NumActions); size > int64(cfg.MaxBytes) {
+		return fail(codeLimit, "a batch of %d games of this configuration needs %d MiB of buffers, over the server's limit of %d MiB",
+			bo.N, size>>20, cfg.MaxBytes>>20)
 	}
 	askedBits := bits
 	if shm {

@@ -32,7 +32,7 @@ type Config struct {
 	MaxGames     int // games in one connection's batch
 	MaxTotal     int // games across all connections
 	MaxFrame     int // bytes in one request frame
-	MaxBytes     int // bytes of observation and mask buffers in one batch
+	MaxBytes     int // bytes of observation, mask (and legal list) buffers in one batch
 	// MaxMemory is the most memory all connections together may hold:
 	// every buffer is counted (each connection's reader, writer, frame and
 	// reply buffers, its batch with its games' states and workers, its

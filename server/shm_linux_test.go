@@ -302,6 +302,28 @@ func TestShmChecksActions(t *testing.T) {
 	cl.failed(map[string]any{"op": "step", "env_ids": int32Bin([]int32{3})}, codeBadRequest, "env_ids item 0 is 3, outside 0 to 2")
 }
 
+// TestLegalListsCountOnlyWhenShared sets --max-batch-bytes between a
+// batch's buffers without and with the legal lists: a shared batch with
+// lists is refused, the same make over TCP (served without lists) is not.
+func TestLegalListsCountOnlyWhenShared(t *testing.T) {
+	const n = 100
+	per := env.MustRules(env.Options{}).ObsLen() + env.NumActions
+	cfg := Config{MaxBytes: n * (per + env.NumActions)} // room for the buffers, not for lists too
+	mk := map[string]any{"op": "make", "n": n, "shm": true, "legal": true}
+	_, path := startUnix(t, cfg)
+	cl := dialNet(t, "unix", path)
+	hello(cl)
+	if rep := cl.call(mk); rep["ok"] != false || rep["code"] != codeLimit {
+		t.Fatalf("a shared batch with lists over --max-batch-bytes: %v", rep)
+	}
+	_, addr := start(t, cfg)
+	tcp := dial(t, addr)
+	hello(tcp)
+	if rep := tcp.ok(mk); rep["shm"] != false || rep["legal"] != false {
+		t.Fatalf("make over TCP: %v", rep)
+	}
+}
+
 // TestShmFallsBackOnTCP asks for shared memory (and legal lists) over TCP:
 // the batch is served over the socket without lists, and the reply says
 // why.

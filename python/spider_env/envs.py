@@ -430,9 +430,11 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
     ``infos["num_legal"][i]`` of the row; the rest is stale. A policy that
     picks among them (the first, a uniform one) reads a few ids per game
     instead of scanning a 1081-byte mask row: ``legal[np.arange(n),
-    (u * num_legal).astype(int)]``, u uniform in [0, 1). A game the next
-    step restarts has ``num_legal`` 0 and every id listed (any action is
-    ignored). With shared memory the server writes the lists beside the
+    (u * num_legal).astype(int)]``, u uniform in [0, 1), n the rows
+    returned. A game the next step restarts (next-step autoreset) lists
+    every id, as its all-ones mask row allows (its action is ignored), with
+    ``num_legal`` 0 in the infos of the step that ended it and 1081 in a
+    reset's. With shared memory the server writes the lists beside the
     masks; over the socket they are computed here from the masks.
 
     Asynchronous stepping: :meth:`step_async` sends the step and returns
