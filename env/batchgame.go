@@ -34,12 +34,22 @@ func (b *Batch) legal(i int, a Action) bool {
 	return a < NumActions && b.Masks[i*NumActions+int(a)] == 1
 }
 
-// list writes game i's legal actions at the start of its row of Legal,
-// when the batch keeps lists: the ids of its mask row's 1s, in increasing
-// order, found in the chunks that may hold them.
-func (b *Batch) list(i int) {
-	if b.Legal != nil {
-		listInChunks(b.Legal[i*NumActions:(i+1)*NumActions], b.maskRow(i), b.chunks[i])
+// listRow returns game i's row of the legal lists, or nil when the batch
+// keeps none.
+func (b *Batch) listRow(i int) []int16 {
+	if b.Legal == nil {
+		return nil
+	}
+	return b.Legal[i*NumActions : (i+1)*NumActions]
+}
+
+// listAll lists every id as game i's legal actions: its mask row is all
+// ones (a game the next step restarts), when the batch keeps lists.
+func (b *Batch) listAll(i int) {
+	if row := b.listRow(i); row != nil {
+		for k := range row {
+			row[k] = int16(k)
+		}
 	}
 }
 
@@ -62,9 +72,8 @@ func (b *Batch) reset(i int) {
 	*s = NewGame(b.rules, rng.Mix(b.base[i], uint64(b.episode[i])))
 	u8, f32 := b.obsRow(i)
 	s.Observe(u8, f32)
-	n, chunks := s.writeMask(b.maskRow(i), b.chunks[i])
+	n, chunks := s.writeMask(b.maskRow(i), b.chunks[i], b.listRow(i))
 	b.NumLegal[i], b.chunks[i] = int32(n), chunks
-	b.list(i)
 	b.pending[i], b.ended[i] = false, false
 	b.epReturn[i] = 0
 	b.Rewards[i] = 0
@@ -102,9 +111,8 @@ func (b *Batch) step(i int) {
 		s.steps++ // an illegal try still uses up a step of the limit
 		forfeit = b.opts.Illegal == LoseIllegal
 	} else {
-		u, n, chunks := s.applyMask(a, b.maskRow(i), b.chunks[i])
+		u, n, chunks := s.applyMask(a, b.maskRow(i), b.chunks[i], b.listRow(i))
 		b.NumLegal[i], b.chunks[i] = int32(n), chunks
-		b.list(i)
 		reward = float32(s.score - before)
 		u8, f32 := b.obsRow(i)
 		s.Update(u8, f32, u.Columns())
@@ -136,7 +144,7 @@ func (b *Batch) step(i int) {
 			m[k] = 1
 		}
 		b.NumLegal[i], b.chunks[i] = NumActions, AllChunks
-		b.list(i)
+		b.listAll(i)
 	case Disabled:
 		// Nothing is accepted until ResetGames, a forfeited game included.
 		b.ended[i] = true

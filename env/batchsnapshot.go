@@ -90,14 +90,14 @@ func (b *Batch) Restore(snap BatchSnapshot) error {
 				m[k] = 1
 			}
 			b.NumLegal[i], b.chunks[i] = NumActions, AllChunks
+			b.listAll(i)
 		case b.ended[i]:
 			clear(m)
 			b.NumLegal[i], b.chunks[i] = 0, 0
 		default:
-			k, chunks := s.writeMask(m, AllChunks)
+			k, chunks := s.writeMask(m, AllChunks, b.listRow(i))
 			b.NumLegal[i], b.chunks[i] = int32(k), chunks
 		}
-		b.list(i)
 		b.Score[i], b.Runs[i], b.Moves[i] = s.score, s.runs, s.steps
 	}
 	b.clearStepFlags()

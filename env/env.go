@@ -99,7 +99,7 @@ func (e *Env) Step(a Action) (obs Obs, reward float64, terminated, truncated boo
 	if r := e.state.reason(a); r != "" {
 		return Obs{}, 0, false, false, Info{}, &IllegalActionError{Action: a, Reason: r}
 	}
-	u, n, chunks := e.state.applyMask(a, e.mask, e.chunks)
+	u, n, chunks := e.state.applyMask(a, e.mask, e.chunks, nil)
 	e.history = append(e.history, u)
 	e.legal, e.chunks = n, chunks
 	e.state.Update(e.u8, e.f32, u.Columns())
@@ -120,7 +120,7 @@ func (e *Env) Undo() (Obs, Info, error) {
 	u := e.history[len(e.history)-1]
 	e.state.Undo(u)
 	e.history = e.history[:len(e.history)-1]
-	e.legal, e.chunks = e.state.writeMask(e.mask, e.chunks)
+	e.legal, e.chunks = e.state.writeMask(e.mask, e.chunks, nil)
 	e.state.Update(e.u8, e.f32, u.Columns())
 	return e.obs(), e.Info(), nil
 }
@@ -128,7 +128,7 @@ func (e *Env) Undo() (Obs, Info, error) {
 // refresh rewrites the whole mask and observation from the state, as after
 // a reset, when no previous mask or observation can be updated in place.
 func (e *Env) refresh() {
-	e.legal, e.chunks = e.state.writeMask(e.mask, AllChunks)
+	e.legal, e.chunks = e.state.writeMask(e.mask, AllChunks, nil)
 	e.state.Observe(e.u8, e.f32)
 }
 

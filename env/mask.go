@@ -10,7 +10,7 @@ import (
 // over (terminated or truncated) every byte is 0. It never allocates.
 // It panics if len(dst) < NumActions, which is a programming error.
 func (s *State) Mask(dst []uint8) int {
-	n, _ := s.writeMask(dst, AllChunks)
+	n, _ := s.writeMask(dst, AllChunks, nil)
 	return n
 }
 
@@ -22,11 +22,15 @@ const MaskChunks = (NumActions + 63) / 64
 const AllChunks uint32 = 1<<MaskChunks - 1
 
 // mask sets the legal ids in dst, which must be zeroed, and returns their
-// number and the set of chunks it wrote. The loss test (anyLegal) is a
-// separate early-exit loop; Validate checks that the two agree.
-func (s *State) mask(dst []uint8) (n int, chunks uint32) {
-	if s.dealReason() == "" {
-		n++
+// number and the set of chunks it wrote; with a list (not nil, at least
+// NumActions long) it also writes the ids there, in increasing order: a
+// source column's ids come out of its loops in a few ascending runs, put
+// in order by an insertion sort over that column's handful, and the deal
+// (the largest id) comes last. The loss test (anyLegal) is a separate
+// early-exit loop; Validate checks that the two agree.
+func (s *State) mask(dst []uint8, list []int16) (n int, chunks uint32) {
+	deal := s.dealReason() == ""
+	if deal {
 		dst[Deal] = 1
 		chunks |= 1 << (Deal >> 6)
 	}
@@ -49,6 +53,7 @@ func (s *State) mask(dst []uint8) (n int, chunks uint32) {
 		if r == 0 {
 			continue
 		}
+		first := n
 		out := dst[src*row : (src+1)*row]
 		t := int(s.top[src].Rank())
 		// Ranks t+1 .. t+r: the k-th card from the top lands on rank t+k.
@@ -63,6 +68,9 @@ func (s *State) mask(dst []uint8) (n int, chunks uint32) {
 				id := to*MaxMove + k - 1
 				out[id] = 1
 				chunks |= 1 << ((src*row + id) >> 6)
+				if list != nil {
+					list[n] = int16(src*row + id)
+				}
 				n++
 			}
 		}
@@ -77,23 +85,51 @@ func (s *State) mask(dst []uint8) (n int, chunks uint32) {
 				cell[k] = 1
 			}
 			chunks |= 1<<((src*row+lo)>>6) | 1<<((src*row+lo+r-1)>>6)
+			if list != nil {
+				for k := range r {
+					list[n+k] = int16(src*row + lo + k)
+				}
+			}
 			n += r
 		}
+		if list != nil {
+			sortIDs(list[first:n])
+		}
+	}
+	if deal {
+		if list != nil {
+			list[n] = int16(Deal)
+		}
+		n++
 	}
 	return n, chunks
+}
+
+// sortIDs sorts one source column's ids in place: an insertion sort, as
+// they are few and already in a few ascending runs.
+func sortIDs(ids []int16) {
+	for i := 1; i < len(ids); i++ {
+		v := ids[i]
+		j := i
+		for ; j > 0 && ids[j-1] > v; j-- {
+			ids[j] = ids[j-1]
+		}
+		ids[j] = v
+	}
 }
 
 // writeMask is Mask for a dst whose possible 1s lie in the chunk set old
 // (as a previous writeMask returned it): it clears only those chunks, so a
 // mask that is mostly zeros costs a few cache lines instead of seventeen.
-// It returns the number of legal actions and the new chunk set.
-func (s *State) writeMask(dst []uint8, old uint32) (int, uint32) {
+// It returns the number of legal actions and the new chunk set; with a
+// list (not nil) it also lists the legal ids there, as mask does.
+func (s *State) writeMask(dst []uint8, old uint32, list []int16) (int, uint32) {
 	dst = dst[:NumActions]
 	clearChunks(dst, old)
 	if s.Over() {
 		return 0, 0
 	}
-	return s.mask(dst)
+	return s.mask(dst, list)
 }
 
 // NumLegal returns the number of legal actions (0 once the episode is over).
@@ -191,62 +227,6 @@ func nthInChunks(mask []uint8, k int, chunks uint32) Action {
 		}
 	}
 	panic("env: nthInChunks: fewer set bytes than asked for")
-}
-
-// setBits lists, for each byte value, the positions of its set bits,
-// lowest first (the rest of each entry is 0).
-var setBits = func() (t [256][8]uint8) {
-	for b := range 256 {
-		k := 0
-		for j := range 8 {
-			if b>>j&1 == 1 {
-				t[b][k] = uint8(j)
-				k++
-			}
-		}
-	}
-	return t
-}()
-
-// listInChunks writes into dst, in increasing order, the ids of mask's 1s,
-// which all lie in the chunk set, and returns how many. It gathers each
-// eight mask bytes into eight bits and writes their ids from a table,
-// eight at a time, so that a word costs no branch per legal action; the
-// entries of dst past the count may be overwritten. It panics if dst is
-// shorter than the count, which is a programming error.
-func listInChunks(dst []int16, mask []uint8, chunks uint32) int {
-	n := 0
-	for m := chunks; m != 0; m &= m - 1 {
-		lo := bits.TrailingZeros32(m) << 6
-		hi := min(lo+64, len(mask))
-		i := lo
-		for ; i+8 <= hi; i += 8 {
-			w := binary.LittleEndian.Uint64(mask[i:])
-			if w == 0 {
-				continue
-			}
-			// Byte j's low bit lands on bit j (mask bytes are 0 or 1).
-			b := uint8((w * 0x0102040810204080) >> 56)
-			c := bits.OnesCount8(b)
-			if n+8 <= len(dst) {
-				ids, out, base := &setBits[b], dst[n:n+8], int16(i)
-				out[0], out[1], out[2], out[3] = base+int16(ids[0]), base+int16(ids[1]), base+int16(ids[2]), base+int16(ids[3])
-				out[4], out[5], out[6], out[7] = base+int16(ids[4]), base+int16(ids[5]), base+int16(ids[6]), base+int16(ids[7])
-			} else {
-				for k, id := range setBits[b][:c] {
-					dst[n+k] = int16(i) + int16(id)
-				}
-			}
-			n += c
-		}
-		for ; i < hi; i++ {
-			if mask[i] == 1 {
-				dst[n] = int16(i)
-				n++
-			}
-		}
-	}
-	return n
 }
 
 // AppendMasked appends to dst, in id order, every action whose byte in mask

@@ -19,7 +19,7 @@ func TestMaskChunksCoverEveryOne(t *testing.T) {
 			chunks := AllChunks
 			for !s.Over() {
 				var n int
-				n, chunks = s.writeMask(mask, chunks)
+				n, chunks = s.writeMask(mask, chunks, nil)
 				for id, v := range mask {
 					if v == 1 && chunks&(1<<(id>>6)) == 0 {
 						t.Fatalf("mask[%d] = 1 outside the chunk set %b", id, chunks)

@@ -57,9 +57,9 @@ func (s *State) apply(a Action) Undo {
 // 1s lie in the chunk set old (see writeMask), and returns the number of
 // legal actions and the new chunk set. The mask's count doubles as the
 // loss test, so the legal actions are found once.
-func (s *State) applyMask(a Action, dst []uint8, old uint32) (Undo, int, uint32) {
+func (s *State) applyMask(a Action, dst []uint8, old uint32, list []int16) (Undo, int, uint32) {
 	u := s.play(a)
-	n, chunks := s.writeMask(dst, old)
+	n, chunks := s.writeMask(dst, old, list)
 	// writeMask finds nothing once truncated; the rules may still say lost.
 	if n == 0 && s.status == Playing && (!s.Truncated() || !s.anyLegal()) {
 		s.status = Lost

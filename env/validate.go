@@ -83,7 +83,7 @@ func (s *State) Validate() error {
 		}
 	}
 	var m [NumActions]uint8
-	if n, _ := s.mask(m[:]); (n > 0) != s.anyLegal() {
+	if n, _ := s.mask(m[:], nil); (n > 0) != s.anyLegal() {
 		return fmt.Errorf("mask finds %d legal actions but anyLegal says %v", n, s.anyLegal())
 	}
 	if s.score < 0 {
