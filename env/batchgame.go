@@ -43,9 +43,15 @@ func (b *Batch) listRow(i int) []int16 {
 	return b.Legal[i*NumActions : (i+1)*NumActions]
 }
 
-// listAll lists every id as game i's legal actions: its mask row is all
-// ones (a game the next step restarts), when the batch keeps lists.
-func (b *Batch) listAll(i int) {
+// allowAll makes every id legal in game i (its mask row all ones, listed
+// in full when the batch keeps lists): a game the next step restarts,
+// which ignores its action.
+func (b *Batch) allowAll(i int) {
+	m := b.maskRow(i)
+	for k := range m {
+		m[k] = 1
+	}
+	b.NumLegal[i], b.chunks[i] = NumActions, AllChunks
 	if row := b.listRow(i); row != nil {
 		for k := range row {
 			row[k] = int16(k)
@@ -139,12 +145,7 @@ func (b *Batch) step(i int) {
 		// every id is allowed: a policy sampling from the mask never meets
 		// an empty one.
 		b.pending[i] = true
-		m := b.maskRow(i)
-		for k := range m {
-			m[k] = 1
-		}
-		b.NumLegal[i], b.chunks[i] = NumActions, AllChunks
-		b.listAll(i)
+		b.allowAll(i)
 	case Disabled:
 		// Nothing is accepted until ResetGames, a forfeited game included.
 		b.ended[i] = true

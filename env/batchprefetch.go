@@ -12,9 +12,9 @@ const prefetchAhead = 4
 
 // prefetch requests the cache lines game j's step will touch: its state's
 // counters, the two columns of its action, its mask chunks and its
-// observation row's counters and columns, and the start of its legal
-// list when the batch keeps lists (about as many lines as a list holds
-// ids over 32).
+// observation row's counters and columns, and the first two lines of its
+// legal list when the batch keeps lists (64 ids, more than most games
+// list).
 func (b *Batch) prefetch(j int) {
 	s := &b.states[j]
 	base := uintptr(unsafe.Pointer(s))

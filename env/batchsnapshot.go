@@ -86,11 +86,7 @@ func (b *Batch) Restore(snap BatchSnapshot) error {
 		m := b.maskRow(i)
 		switch {
 		case b.pending[i]:
-			for k := range m {
-				m[k] = 1
-			}
-			b.NumLegal[i], b.chunks[i] = NumActions, AllChunks
-			b.listAll(i)
+			b.allowAll(i)
 		case b.ended[i]:
 			clear(m)
 			b.NumLegal[i], b.chunks[i] = 0, 0

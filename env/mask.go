@@ -3,6 +3,7 @@ package env
 import (
 	"encoding/binary"
 	"math/bits"
+	"slices"
 )
 
 // Mask writes one byte per action id into dst: 1 exactly when the action is
@@ -25,7 +26,7 @@ const AllChunks uint32 = 1<<MaskChunks - 1
 // number and the set of chunks it wrote; with a list (not nil, at least
 // NumActions long) it also writes the ids there, in increasing order: a
 // source column's ids come out of its loops in a few ascending runs, put
-// in order by an insertion sort over that column's handful, and the deal
+// in order by sorting that column's handful, and the deal
 // (the largest id) comes last. The loss test (anyLegal) is a separate
 // early-exit loop; Validate checks that the two agree.
 func (s *State) mask(dst []uint8, list []int16) (n int, chunks uint32) {
@@ -93,7 +94,7 @@ func (s *State) mask(dst []uint8, list []int16) (n int, chunks uint32) {
 			n += r
 		}
 		if list != nil {
-			sortIDs(list[first:n])
+			slices.Sort(list[first:n]) // a handful, in a few ascending runs: an insertion sort
 		}
 	}
 	if deal {
@@ -103,19 +104,6 @@ func (s *State) mask(dst []uint8, list []int16) (n int, chunks uint32) {
 		n++
 	}
 	return n, chunks
-}
-
-// sortIDs sorts one source column's ids in place: an insertion sort, as
-// they are few and already in a few ascending runs.
-func sortIDs(ids []int16) {
-	for i := 1; i < len(ids); i++ {
-		v := ids[i]
-		j := i
-		for ; j > 0 && ids[j-1] > v; j-- {
-			ids[j] = ids[j-1]
-		}
-		ids[j] = v
-	}
 }
 
 // writeMask is Mask for a dst whose possible 1s lie in the chunk set old

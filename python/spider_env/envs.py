@@ -89,7 +89,7 @@ _INFO_KEYS: Final = ("score", "runs", "moves", "num_legal", "illegal")
 def _legal_lists(masks: NDArray[np.uint8]) -> NDArray[np.int16]:
     """Each mask row's legal ids in increasing order, at the start of its
     row of an (n, 1081) int16 array, as the server lists them (the rest of
-    a row is unset here, stale there)."""
+    a row is 0 here, stale there)."""
     n, width = masks.shape
     flat = np.flatnonzero(masks.view(np.bool_))  # row-major: each row's ids contiguous, increasing
     counts = masks.sum(axis=1, dtype=np.int64)
