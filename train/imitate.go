@@ -294,6 +294,11 @@ func (t *Trainer) clone(ctx context.Context) (Metrics, error) {
 			return Metrics{}, fmt.Errorf("train: the teacher won none of its %d games: nothing to imitate with only won games", c.CloneGames)
 		}
 	}
+	if c.CloneTrim {
+		for i := range games {
+			games[i] = t.trim(games[i])
+		}
+	}
 	t.imitation = games
 	m.LabelSeconds = time.Since(start).Seconds()
 	if err := t.imitate(ctx, &m); err != nil {
@@ -301,6 +306,25 @@ func (t *Trainer) clone(ctx context.Context) (Metrics, error) {
 	}
 	t.finishImitation(&m, start)
 	return m, nil
+}
+
+// trim returns g cut after its last move that made progress: one that
+// dealt, turned a card or completed a run. A game with none is left empty.
+func (t *Trainer) trim(g labelled) labelled {
+	s := env.NewGame(t.rules, g.Seed)
+	cut, at := s, -1 // the position after the last progress, and its move
+	for i, a := range g.Played {
+		down, runs := s.TotalFaceDown(), s.Runs()
+		if _, err := s.Step(a); err != nil {
+			break // samples reports the illegal move
+		}
+		if a == env.Deal || s.TotalFaceDown() < down || s.Runs() > runs {
+			cut, at = s, i
+		}
+	}
+	g.Played, g.Labels = g.Played[:at+1], g.Labels[:at+1]
+	g.Won, g.Runs, g.Score = cut.Status() == env.Won, cut.Runs(), cut.Score()
+	return g
 }
 
 // dagger is one DAgger round: the network plays DaggerGames new deals, the

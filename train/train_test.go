@@ -578,6 +578,73 @@ func TestCloneWonOnly(t *testing.T) {
 	}
 }
 
+// TestCloneTrim imitates each teacher game up to its last move that
+// changed what a player counts as progress (stock, face-down cards, runs):
+// won games whole, lost games without the moves that wander after it.
+func TestCloneTrim(t *testing.T) {
+	ctx := context.Background()
+	c := tinyConfig()
+	c.Game.MaxSteps = 1000
+	c.CloneGames, c.CloneTrim, c.ValEvery = 12, true, 0
+	c.DaggerRounds, c.DaggerGames = 1, 1 // so the trainer keeps the trimmed games after the warm start
+	tr, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	m, err := tr.clone(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	maker, err := agents.New("greedy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, all, won, cutLost := 0, 0, 0, 0
+	for k := range c.CloneGames {
+		g := tr.teacherGame(ctx, rng.Mix(c.Seed^0xc10e, uint64(k)), maker())
+		s := env.NewGame(tr.rules, g.Seed)
+		keep := 0
+		for i, a := range g.Played {
+			stock, down, runs := s.StockLeft(), s.TotalFaceDown(), s.Runs()
+			if _, err := s.Step(a); err != nil {
+				t.Fatal(err)
+			}
+			if s.StockLeft() != stock || s.TotalFaceDown() != down || s.Runs() != runs {
+				keep = i + 1
+			}
+		}
+		if g.Won {
+			won++
+			if keep != len(g.Played) {
+				t.Fatalf("won game %d: kept %d of %d moves", k, keep, len(g.Played))
+			}
+		} else if keep < len(g.Played) {
+			cutLost++
+		}
+		want += keep
+		all += len(g.Played)
+	}
+	if won == 0 || cutLost == 0 {
+		t.Fatalf("%d won games, %d lost games cut: the test needs some of each", won, cutLost)
+	}
+	if m.Labels != want || want >= all {
+		t.Fatalf("imitated %d labels; want %d (of %d moves)", m.Labels, want, all)
+	}
+	if len(tr.imitation) != c.CloneGames {
+		t.Fatalf("%d games kept for DAgger; want %d", len(tr.imitation), c.CloneGames)
+	}
+	for _, g := range tr.imitation {
+		s := env.NewGame(tr.rules, g.Seed)
+		for _, a := range g.Played {
+			s.Step(a)
+		}
+		if g.Score != s.Score() || g.Runs != s.Runs() || g.Won != (s.Status() == env.Won) {
+			t.Fatalf("trimmed game %d says score %d runs %d won %v; its moves reach %d, %d, %v", g.Seed, g.Score, g.Runs, g.Won, s.Score(), s.Runs(), s.Status() == env.Won)
+		}
+	}
+}
+
 // TestCloneDecayLowersTheRate runs the imitation passes with and without
 // CloneDecay's schedule: with it, the rate falls linearly from the start
 // to one update's share of it at the last update; without, it stays.
