@@ -527,6 +527,22 @@ func TestDaggerGameLabelsEveryPosition(t *testing.T) {
 	}
 }
 
+// warmStarted returns a trainer of c after its warm start, and the warm
+// start's metrics; the trainer closes when t ends.
+func warmStarted(t *testing.T, c Config) (*Trainer, Metrics) {
+	t.Helper()
+	tr, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tr.Close)
+	m, err := tr.clone(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr, m
+}
+
 // TestCloneWonOnly keeps only the teacher's won games for the warm start,
 // reports the teacher's games all the same, and refuses a warm start whose
 // teacher won nothing.
@@ -535,15 +551,7 @@ func TestCloneWonOnly(t *testing.T) {
 	c := tinyConfig()
 	c.Game.MaxSteps = 1000 // greedy wins about a quarter of whole one-suit games
 	c.CloneGames, c.CloneWonOnly, c.ValEvery = 12, true, 0
-	tr, err := New(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
-	m, err := tr.clone(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr, m := warmStarted(t, c)
 	won := int(math.Round(m.WinRate * float64(m.Finished)))
 	if m.Finished != 12 || won == 0 || won == 12 {
 		t.Fatalf("the teacher's games: %d played, %d won; the test needs some of each", m.Finished, won)
@@ -587,15 +595,7 @@ func TestCloneTrim(t *testing.T) {
 	c.Game.MaxSteps = 1000
 	c.CloneGames, c.CloneTrim, c.ValEvery = 12, true, 0
 	c.DaggerRounds, c.DaggerGames = 1, 1 // so the trainer keeps the trimmed games after the warm start
-	tr, err := New(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
-	m, err := tr.clone(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr, m := warmStarted(t, c)
 	maker, err := agents.New("greedy")
 	if err != nil {
 		t.Fatal(err)
