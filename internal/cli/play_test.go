@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,7 +50,7 @@ func TestPlaySession(t *testing.T) {
 		t.Fatalf("no record saved: %v", err)
 	}
 	var rp bytes.Buffer
-	if err := runReplay(context.Background(), replayOptions{every: 1}, rec, &rp); err != nil {
+	if err := runReplay(context.Background(), replayOptions{every: 1}, rec, &rp, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(rp.String(), "replayed exactly") || !strings.Contains(rp.String(), "2. deal") {
@@ -70,13 +71,13 @@ func TestEvalRecordsReplay(t *testing.T) {
 	}
 	for _, f := range files {
 		var out bytes.Buffer
-		if err := runReplay(context.Background(), replayOptions{every: 0}, f, &out); err != nil {
+		if err := runReplay(context.Background(), replayOptions{every: 0}, f, &out, io.Discard); err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
 	}
 	bad := filepath.Join(dir, "bad.spider")
 	os.WriteFile(bad, []byte{1, 2, 3}, 0o644)
-	if err := runReplay(context.Background(), replayOptions{}, bad, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "bad.spider") {
+	if err := runReplay(context.Background(), replayOptions{}, bad, &bytes.Buffer{}, io.Discard); err == nil || !strings.Contains(err.Error(), "bad.spider") {
 		t.Fatalf("a corrupt record: %v", err)
 	}
 }

@@ -27,6 +27,52 @@ type replayOptions struct {
 	gif    string
 	frames string
 	delay  time.Duration
+	out    outputFlags
+}
+
+// replayRow is one position of a replayed game, for --json and --csv: the
+// move that led to it (none for the deal, move 0) and what a reader of
+// many games wants to find where a game stalled.
+type replayRow struct {
+	Move      int    `json:"move"`
+	Action    string `json:"action"`
+	Score     int    `json:"score"`
+	Runs      int    `json:"runs"`
+	FaceDown  int    `json:"face_down"`
+	StockLeft int    `json:"stock_left"`
+	Empty     int    `json:"empty_columns"`
+	Status    string `json:"status"`
+}
+
+// replaySummary is the whole game, for --json.
+type replaySummary struct {
+	File      string      `json:"file"`
+	Rules     env.Options `json:"rules"`
+	Seed      uint64      `json:"seed"`
+	Player    string      `json:"player"`
+	Positions []replayRow `json:"positions"`
+}
+
+var replayHeader = []string{"move", "action", "score", "runs", "face_down", "stock_left", "empty_columns", "status"}
+
+func newReplayRow(move int, a string, s *env.State) replayRow {
+	empty := 0
+	for c := range env.NumColumns {
+		if s.Height(c) == 0 {
+			empty++
+		}
+	}
+	return replayRow{Move: move, Action: a, Score: s.Score(), Runs: s.Runs(), FaceDown: s.TotalFaceDown(),
+		StockLeft: s.StockLeft(), Empty: empty, Status: statusOf(s)}
+}
+
+// statusOf names how s stands, "truncated" for a game stopped by the step
+// limit (whose Status is still playing).
+func statusOf(s *env.State) string {
+	if s.Truncated() {
+		return "truncated"
+	}
+	return s.Status().String()
 }
 
 // How long the animation holds the deal and the final position: long
@@ -42,14 +88,21 @@ func replayCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader,
 	fs.StringVar(&o.gif, "gif", "", "also write the game to this file as an animated GIF, a frame per move")
 	fs.StringVar(&o.frames, "frames", "", "also write a PNG picture of every position into this folder (0000.png is the deal)")
 	fs.DurationVar(&o.delay, "delay", o.delay, "how long the GIF shows each move (the deal at least 1s, the end at least 3s)")
-	return func(ctx context.Context, args []string, _ io.Reader, stdout, _ io.Writer) error {
-		return runReplay(ctx, o, args[0], stdout)
+	o.out.register(fs)
+	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+		if err := o.out.check(); err != nil {
+			return err
+		}
+		return runReplay(ctx, o, args[0], stdout, stderr)
 	}
 }
 
 // runReplay shows a recorded game move by move and checks it ends as
-// recorded; with --gif or --frames it also draws every position.
-func runReplay(ctx context.Context, o replayOptions, path string, stdout io.Writer) error {
+// recorded; with --gif or --frames it also draws every position. With
+// --json or --csv it writes, instead of boards, a row per position with
+// its score, runs, face-down cards, stock and empty columns, and says on
+// stderr what it drew.
+func runReplay(ctx context.Context, o replayOptions, path string, stdout, stderr io.Writer) error {
 	if o.gif != "" || o.frames != "" {
 		if o.delay < picture.MinDelay || o.delay > picture.MaxDelay {
 			return usageError{fmt.Errorf("--delay %v: want %v to %v", o.delay, picture.MinDelay, picture.MaxDelay)}
@@ -59,9 +112,10 @@ func runReplay(ctx context.Context, o replayOptions, path string, stdout io.Writ
 	if err != nil {
 		return err
 	}
-	if o.gif != "" || o.frames != "" {
-		// A record that does not replay must leave no pictures behind:
-		// check it whole (a replay takes microseconds) before drawing.
+	table := o.out.json || o.out.csv
+	if table || o.gif != "" || o.frames != "" {
+		// A record that does not replay must leave no pictures and no
+		// table behind: check it whole (a replay takes microseconds) first.
 		if _, err := record.Replay(g, nil); err != nil {
 			return fmt.Errorf("%s: %v", path, err)
 		}
@@ -72,13 +126,21 @@ func runReplay(ctx context.Context, o replayOptions, path string, stdout io.Writ
 	}
 	r, _ := g.RulesOf()
 	first := env.NewGame(r, g.Seed)
-	fmt.Fprintf(stdout, "%s: %v, deal %d, played by %s, %d actions\n\n%s", path, r, g.Seed, untrusted(g.Player), len(g.Actions), first.Render())
+	var rows []replayRow
+	if table {
+		rows = append(make([]replayRow, 0, len(g.Actions)+1), newReplayRow(0, "", &first))
+	} else {
+		fmt.Fprintf(stdout, "%s: %v, deal %d, played by %s, %d actions\n\n%s", path, r, g.Seed, untrusted(g.Player), len(g.Actions), first.Render())
+	}
 	pics.add(&first, len(g.Actions) == 0)
 	final, err := record.Replay(g, func(i int, a env.Action, s *env.State) {
 		if ctx.Err() != nil {
 			return
 		}
-		if (o.every > 0 && (i+1)%o.every == 0) || i == len(g.Actions)-1 {
+		switch {
+		case table:
+			rows = append(rows, newReplayRow(i+1, a.String(), s))
+		case (o.every > 0 && (i+1)%o.every == 0) || i == len(g.Actions)-1:
 			fmt.Fprintf(stdout, "\n%d. %v\n%s", i+1, a, s.Render())
 		}
 		pics.add(s, i == len(g.Actions)-1)
@@ -89,12 +151,23 @@ func runReplay(ctx context.Context, o replayOptions, path string, stdout io.Writ
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	end := final.Status().String()
-	if final.Truncated() {
-		end = "truncated" // the status of a game stopped by the step limit is still "playing"
+	if !table {
+		fmt.Fprintf(stdout, "\nreplayed exactly: %s, score %d, %d runs in %d moves\n", statusOf(&final), final.Score(), final.Runs(), final.Steps())
+		return pics.finish(stdout)
 	}
-	fmt.Fprintf(stdout, "\nreplayed exactly: %s, score %d, %d runs in %d moves\n", end, final.Score(), final.Runs(), final.Steps())
-	return pics.finish(stdout)
+	if err := pics.finish(stderr); err != nil {
+		return err
+	}
+	sum := replaySummary{File: path, Rules: r.Options(), Seed: g.Seed, Player: g.Player, Positions: rows}
+	_, err = o.out.write(stdout, sum, replayHeader, func() [][]string {
+		out := make([][]string, len(rows))
+		for i, x := range rows {
+			out[i] = []string{strconv.Itoa(x.Move), x.Action, strconv.Itoa(x.Score), strconv.Itoa(x.Runs),
+				strconv.Itoa(x.FaceDown), strconv.Itoa(x.StockLeft), strconv.Itoa(x.Empty), x.Status}
+		}
+		return out
+	})
+	return err
 }
 
 // untrusted returns text read from a file as it may be printed: itself if

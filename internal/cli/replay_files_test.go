@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,7 +34,7 @@ func TestReplayEscapesPlayerName(t *testing.T) {
 			t.Fatal(err)
 		}
 		var out bytes.Buffer
-		if err := runReplay(context.Background(), replayOptions{}, p, &out); err != nil {
+		if err := runReplay(context.Background(), replayOptions{}, p, &out, io.Discard); err != nil {
 			t.Fatal(err)
 		}
 		if bytes.ContainsAny(out.Bytes(), "\x1b\a") || !strings.Contains(out.String(), tc.want) {
@@ -68,7 +69,7 @@ func TestReplayRefusesHostileRecord(t *testing.T) {
 	}
 	var out bytes.Buffer
 	start := time.Now()
-	err := runReplay(context.Background(), replayOptions{}, p, &out)
+	err := runReplay(context.Background(), replayOptions{}, p, &out, io.Discard)
 	if err == nil || !strings.HasPrefix(err.Error(), p+": not a spider game record: ") || out.Len() > 0 {
 		t.Fatalf("the 116-byte record: %v, printed %q", err, out.String())
 	}

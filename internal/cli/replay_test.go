@@ -3,12 +3,17 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
+	"encoding/json"
 	"image"
 	"image/draw"
 	"image/gif"
 	"image/png"
+	"io"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -51,7 +56,7 @@ func TestReplaySaysTruncated(t *testing.T) {
 		t.Fatal("the game should have reached its step limit")
 	}
 	var out bytes.Buffer
-	if err := runReplay(context.Background(), replayOptions{}, path, &out); err != nil {
+	if err := runReplay(context.Background(), replayOptions{}, path, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "replayed exactly: truncated, score") {
@@ -67,7 +72,7 @@ func TestReplayWritesGIFAndFrames(t *testing.T) {
 	path, final := saveRandomGame(t, dir, env.Options{Suits: 4, MaxSteps: 15}, 5)
 	o := replayOptions{gif: filepath.Join(dir, "game.gif"), frames: filepath.Join(dir, "frames"), delay: 250 * time.Millisecond}
 	var out bytes.Buffer
-	if err := runReplay(context.Background(), o, path, &out); err != nil {
+	if err := runReplay(context.Background(), o, path, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "wrote "+o.gif+": 16 frames") || !strings.Contains(out.String(), "wrote 16 pictures into "+o.frames) {
@@ -137,11 +142,11 @@ func TestReplayPicturesRefuseBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := replayOptions{gif: filepath.Join(dir, "bad.gif"), frames: filepath.Join(dir, "frames"), delay: time.Second}
-	if err := runReplay(context.Background(), o, path, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "the record says") {
+	if err := runReplay(context.Background(), o, path, &bytes.Buffer{}, io.Discard); err == nil || !strings.Contains(err.Error(), "the record says") {
 		t.Fatalf("a record that does not replay: %v", err)
 	}
 	o.delay = time.Millisecond
-	if err := runReplay(context.Background(), o, path, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "--delay 1ms") {
+	if err := runReplay(context.Background(), o, path, &bytes.Buffer{}, io.Discard); err == nil || !strings.Contains(err.Error(), "--delay 1ms") {
 		t.Fatalf("a delay of 1ms: %v", err)
 	} else if _, ok := err.(usageError); !ok {
 		t.Fatalf("a delay of 1ms: %v is not a usage error", err)
@@ -150,5 +155,93 @@ func TestReplayPicturesRefuseBadInput(t *testing.T) {
 		if _, err := os.Stat(p); !os.IsNotExist(err) {
 			t.Errorf("%s exists after a refused replay", p)
 		}
+	}
+}
+
+// TestReplayTable replays a game as CSV and as JSON: a row per position,
+// the deal first, each row's figures those of the position the game
+// reaches when played again here, the last row saying how it ended.
+func TestReplayTable(t *testing.T) {
+	// A game search wins has runs, empty columns and deals to show.
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	if code := Main([]string{"eval", "--policies", "search", "--seeds", "7", "--nodes", "3000", "--record", dir}, strings.NewReader(""), &stdout, &stderr); code != 0 {
+		t.Fatalf("eval: exit %d: %s", code, stderr.String())
+	}
+	path := filepath.Join(dir, "search-7.spider")
+	g, err := record.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := env.Options{Suits: 1}
+	r := env.MustRules(o)
+	s := env.NewGame(r, 7)
+	want := [][]string{replayHeader, {"0", "", "500", "0", "44", "50", "0", "playing"}}
+	dealt, emptied := false, false
+	for i, raw := range g.Actions {
+		a := env.Action(raw)
+		s.Step(a)
+		dealt = dealt || a == env.Deal
+		empty := 0
+		for c := range env.NumColumns {
+			if s.Height(c) == 0 {
+				empty++
+			}
+		}
+		emptied = emptied || empty > 0
+		want = append(want, []string{strconv.Itoa(i + 1), a.String(), strconv.Itoa(s.Score()), strconv.Itoa(s.Runs()),
+			strconv.Itoa(s.TotalFaceDown()), strconv.Itoa(s.StockLeft()), strconv.Itoa(empty), statusOf(&s)})
+	}
+	if !dealt || !emptied || want[len(want)-1][7] != "won" {
+		t.Fatalf("search's game should deal, empty a column and win; it ends %v", want[len(want)-1])
+	}
+	var out bytes.Buffer
+	if err := runReplay(context.Background(), replayOptions{out: outputFlags{csv: true}}, path, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&out).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != len(want) {
+		t.Fatalf("CSV: %d rows, want %d", len(rows), len(want))
+	}
+	for i := range rows {
+		if !reflect.DeepEqual(rows[i], want[i]) {
+			t.Fatalf("CSV row %d: %v, want %v", i, rows[i], want[i])
+		}
+	}
+
+	out.Reset()
+	if err := runReplay(context.Background(), replayOptions{out: outputFlags{json: true}}, path, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var sum replaySummary
+	if err := json.Unmarshal(out.Bytes(), &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Seed != 7 || sum.Player != "search" || sum.Rules.Suits != 1 || len(sum.Positions) != len(want)-1 {
+		t.Fatalf("JSON summary: seed %d, player %q, %d suits, %d positions", sum.Seed, sum.Player, sum.Rules.Suits, len(sum.Positions))
+	}
+	for i, p := range sum.Positions {
+		got := []string{strconv.Itoa(p.Move), p.Action, strconv.Itoa(p.Score), strconv.Itoa(p.Runs),
+			strconv.Itoa(p.FaceDown), strconv.Itoa(p.StockLeft), strconv.Itoa(p.Empty), p.Status}
+		if !reflect.DeepEqual(got, want[i+1]) {
+			t.Fatalf("JSON position %d: %v, want %v", i, got, want[i+1])
+		}
+	}
+
+	// A record that does not replay writes no table.
+	g.Score++
+	if err := record.Save(path, g); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := runReplay(context.Background(), replayOptions{out: outputFlags{csv: true}}, path, &out, io.Discard); err == nil || out.Len() > 0 {
+		t.Fatalf("a record that does not replay: %v, wrote %d bytes", err, out.Len())
+	}
+	stderr.Reset()
+	if code := Main([]string{"replay", path, "--json", "--csv"}, strings.NewReader(""), &out, &stderr); code != 2 || !strings.Contains(stderr.String(), "choose one of --json and --csv") {
+		t.Fatalf("--json --csv: exit %d, %q", code, stderr.String())
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -128,7 +129,7 @@ func TestEvalNetworkPolicy(t *testing.T) {
 	if len(files) != 2 {
 		t.Fatalf("network records %v, want 2", files)
 	}
-	if err := runReplay(context.Background(), replayOptions{}, files[0], &bytes.Buffer{}); err != nil {
+	if err := runReplay(context.Background(), replayOptions{}, files[0], &bytes.Buffer{}, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	o.game.Suits = 2
