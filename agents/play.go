@@ -35,8 +35,19 @@ func Play(r env.Rules, seed uint64, a Agent) Result { return PlayVisit(r, seed, 
 // caller's, never the agent's (a trainer reads what its teacher did). The
 // result is Play's.
 func PlayVisit(r env.Rules, seed uint64, a Agent, visit func(s *env.State, legal []env.Action, d Decision)) Result {
+	return playFrom(env.NewGame(r, seed), seed, a, visit)
+}
+
+// PlayFrom plays on from s, a position of the game of seed, with a until
+// the game ends (won, lost or at its step limit, counted from the deal)
+// and returns the result of the rest: Actions and Moves count only what a
+// played, Score and Runs are the final position's. The agent is seeded
+// with the deal's seed and sees no earlier move. It is how a game is
+// picked up from a record to ask whether it could still be won.
+func PlayFrom(s env.State, seed uint64, a Agent) Result { return playFrom(s, seed, a, nil) }
+
+func playFrom(s env.State, seed uint64, a Agent, visit func(s *env.State, legal []env.Action, d Decision)) Result {
 	start := time.Now()
-	s := env.NewGame(r, seed)
 	a.Begin(seed)
 	res := Result{Seed: seed}
 	var legal []env.Action
@@ -54,7 +65,7 @@ func PlayVisit(r env.Rules, seed uint64, a Agent, visit func(s *env.State, legal
 		last, hasLast = d.Action, true
 	}
 	res.Won = s.Status() == env.Won
-	res.Score, res.Runs, res.Moves = s.Score(), s.Runs(), s.Steps()
+	res.Score, res.Runs, res.Moves = s.Score(), s.Runs(), len(res.Actions)
 	res.Elapsed = time.Since(start)
 	return res
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/spiderenv/spider/agents"
 	"github.com/spiderenv/spider/env"
 	"github.com/spiderenv/spider/internal/atomicfile"
 	"github.com/spiderenv/spider/picture"
@@ -28,6 +29,9 @@ type replayOptions struct {
 	frames string
 	delay  time.Duration
 	out    outputFlags
+
+	turning bool // --turning-point
+	nodes   int  // the oracle's budget for --turning-point
 }
 
 // replayRow is one position of a replayed game, for --json and --csv: the
@@ -46,11 +50,32 @@ type replayRow struct {
 
 // replaySummary is the whole game, for --json.
 type replaySummary struct {
-	File      string      `json:"file"`
-	Rules     env.Options `json:"rules"`
-	Seed      uint64      `json:"seed"`
-	Player    string      `json:"player"`
-	Positions []replayRow `json:"positions"`
+	File      string        `json:"file"`
+	Rules     env.Options   `json:"rules"`
+	Seed      uint64        `json:"seed"`
+	Player    string        `json:"player"`
+	Positions []replayRow   `json:"positions"`
+	Turning   *turningPoint `json:"turning_point,omitempty"`
+}
+
+// turningPoint is where a game that was not won stopped being winnable
+// for the oracle (search seeing the hidden cards): the last move after
+// which the oracle, playing on from the position it left, no longer wins.
+// It is found by bisection, so with an oracle that is not perfect it is
+// a move where winning turned to losing, not necessarily the first.
+type turningPoint struct {
+	// OracleWinsDeal says whether the oracle wins the deal from the
+	// start; when it does not, the rest is empty.
+	OracleWinsDeal bool `json:"oracle_wins_deal"`
+	// Move is the move (from 1) after which the oracle no longer wins,
+	// Action what was played there and Before the position it was played
+	// from, from which the oracle wins in OracleMoves moves.
+	Move        int       `json:"move,omitempty"`
+	Action      string    `json:"action,omitempty"`
+	Before      replayRow `json:"before"`
+	OracleMoves int       `json:"oracle_moves,omitempty"`
+	// Games is how many oracle games the bisection played.
+	Games int `json:"games"`
 }
 
 var replayHeader = []string{"move", "action", "score", "runs", "face_down", "stock_left", "empty_columns", "status"}
@@ -88,10 +113,18 @@ func replayCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader,
 	fs.StringVar(&o.gif, "gif", "", "also write the game to this file as an animated GIF, a frame per move")
 	fs.StringVar(&o.frames, "frames", "", "also write a PNG picture of every position into this folder (0000.png is the deal)")
 	fs.DurationVar(&o.delay, "delay", o.delay, "how long the GIF shows each move (the deal at least 1s, the end at least 3s)")
+	fs.BoolVar(&o.turning, "turning-point", false, "for a game not won, find by bisection the move after which the oracle (search seeing the hidden cards) no longer wins")
+	fs.IntVar(&o.nodes, "nodes", 0, "with --turning-point, the oracle's budget: positions explored per plan (0: 20000)")
 	o.out.register(fs)
 	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		if err := o.out.check(); err != nil {
 			return err
+		}
+		if o.turning && o.out.csv {
+			return usageError{fmt.Errorf("--turning-point writes text or --json, not --csv")}
+		}
+		if o.nodes < 0 {
+			return usageError{fmt.Errorf("--nodes %d: want 0 or more", o.nodes)}
 		}
 		return runReplay(ctx, o, args[0], stdout, stderr)
 	}
@@ -101,7 +134,8 @@ func replayCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader,
 // recorded; with --gif or --frames it also draws every position. With
 // --json or --csv it writes, instead of boards, a row per position with
 // its score, runs, face-down cards, stock and empty columns, and says on
-// stderr what it drew.
+// stderr what it drew. With --turning-point it also finds, for a game not
+// won, the move after which the oracle no longer wins.
 func runReplay(ctx context.Context, o replayOptions, path string, stdout, stderr io.Writer) error {
 	if o.gif != "" || o.frames != "" {
 		if o.delay < picture.MinDelay || o.delay > picture.MaxDelay {
@@ -127,6 +161,10 @@ func runReplay(ctx context.Context, o replayOptions, path string, stdout, stderr
 	r, _ := g.RulesOf()
 	first := env.NewGame(r, g.Seed)
 	var rows []replayRow
+	var positions []env.State // every position, for --turning-point
+	if o.turning {
+		positions = append(make([]env.State, 0, len(g.Actions)+1), first)
+	}
 	if table {
 		rows = append(make([]replayRow, 0, len(g.Actions)+1), newReplayRow(0, "", &first))
 	} else {
@@ -136,6 +174,9 @@ func runReplay(ctx context.Context, o replayOptions, path string, stdout, stderr
 	final, err := record.Replay(g, func(i int, a env.Action, s *env.State) {
 		if ctx.Err() != nil {
 			return
+		}
+		if o.turning {
+			positions = append(positions, *s)
 		}
 		switch {
 		case table:
@@ -151,14 +192,30 @@ func runReplay(ctx context.Context, o replayOptions, path string, stdout, stderr
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	var tp *turningPoint
+	if o.turning && final.Status() != env.Won {
+		if tp, err = findTurningPoint(ctx, g, positions, o.nodes, stderr); err != nil {
+			return err
+		}
+	}
 	if !table {
 		fmt.Fprintf(stdout, "\nreplayed exactly: %s, score %d, %d runs in %d moves\n", statusOf(&final), final.Score(), final.Runs(), final.Steps())
+		switch {
+		case tp == nil && o.turning:
+			fmt.Fprintln(stdout, "turning point: none, the game was won")
+		case tp != nil && !tp.OracleWinsDeal:
+			fmt.Fprintln(stdout, "turning point: none, the oracle does not win this deal either")
+		case tp != nil:
+			b := tp.Before
+			fmt.Fprintf(stdout, "turning point: move %d (%s), after which the oracle no longer wins; before it (stock %d, %d face down, %d runs, %d empty columns) the oracle wins in %d moves (%d oracle games)\n",
+				tp.Move, tp.Action, b.StockLeft, b.FaceDown, b.Runs, b.Empty, tp.OracleMoves, tp.Games)
+		}
 		return pics.finish(stdout)
 	}
 	if err := pics.finish(stderr); err != nil {
 		return err
 	}
-	sum := replaySummary{File: path, Rules: r.Options(), Seed: g.Seed, Player: g.Player, Positions: rows}
+	sum := replaySummary{File: path, Rules: r.Options(), Seed: g.Seed, Player: g.Player, Positions: rows, Turning: tp}
 	_, err = o.out.write(stdout, sum, replayHeader, func() [][]string {
 		out := make([][]string, len(rows))
 		for i, x := range rows {
@@ -168,6 +225,47 @@ func runReplay(ctx context.Context, o replayOptions, path string, stdout, stderr
 		return out
 	})
 	return err
+}
+
+// findTurningPoint bisects the positions of a game that was not won for
+// the last one from which the oracle, playing on (within what is left of
+// the step limit), still wins. positions[0] is the deal and the last is
+// the final position, which is not won.
+func findTurningPoint(ctx context.Context, g record.Game, positions []env.State, nodes int, stderr io.Writer) (*turningPoint, error) {
+	tp := &turningPoint{}
+	wins := func(i int) (agents.Result, error) {
+		if err := ctx.Err(); err != nil {
+			return agents.Result{}, err
+		}
+		res := agents.PlayFrom(positions[i], g.Seed, &agents.Search{Nodes: nodes, Peek: true})
+		tp.Games++
+		fmt.Fprintf(stderr, "turning point: the oracle from move %d of %d %s\n", i, len(positions)-1, map[bool]string{true: "wins", false: "does not win"}[res.Won])
+		return res, nil
+	}
+	res, err := wins(0)
+	if err != nil || !res.Won {
+		return tp, err
+	}
+	tp.OracleWinsDeal = true
+	lo, hi, loMoves := 0, len(positions)-1, res.Moves // the oracle wins from lo, not from hi
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		res, err := wins(mid)
+		if err != nil {
+			return nil, err
+		}
+		if res.Won {
+			lo, loMoves = mid, res.Moves
+		} else {
+			hi = mid
+		}
+	}
+	tp.Move, tp.Action, tp.OracleMoves = hi, env.Action(g.Actions[lo]).String(), loMoves
+	tp.Before = newReplayRow(lo, "", &positions[lo])
+	if lo > 0 {
+		tp.Before.Action = env.Action(g.Actions[lo-1]).String()
+	}
+	return tp, nil
 }
 
 // untrusted returns text read from a file as it may be printed: itself if

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spiderenv/spider/agents"
 	"github.com/spiderenv/spider/env"
 	"github.com/spiderenv/spider/internal/rng"
 	"github.com/spiderenv/spider/picture"
@@ -243,5 +244,74 @@ func TestReplayTable(t *testing.T) {
 	stderr.Reset()
 	if code := Main([]string{"replay", path, "--json", "--csv"}, strings.NewReader(""), &out, &stderr); code != 2 || !strings.Contains(stderr.String(), "choose one of --json and --csv") {
 		t.Fatalf("--json --csv: exit %d, %q", code, stderr.String())
+	}
+}
+
+// TestReplayTurningPoint bisects greedy's lost games for the move after
+// which the oracle no longer wins, and checks the answer against the
+// oracle played again from both sides of it.
+func TestReplayTurningPoint(t *testing.T) {
+	if testing.Short() {
+		t.Skip("plays about ten oracle games")
+	}
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	// Within 200 moves greedy loses deal 3 and the oracle wins it; within
+	// 100 the oracle cannot win it at all; greedy wins deal 2.
+	for _, steps := range []string{"200", "100"} {
+		if code := Main([]string{"eval", "--policies", "greedy", "--seeds", "2,3", "--max-steps", steps, "--record", filepath.Join(dir, steps)}, strings.NewReader(""), &stdout, &stderr); code != 0 {
+			t.Fatalf("eval: exit %d: %s", code, stderr.String())
+		}
+	}
+	const nodes = 2000
+	path := filepath.Join(dir, "200", "greedy-3.spider")
+	stdout.Reset()
+	stderr.Reset()
+	if err := runReplay(context.Background(), replayOptions{out: outputFlags{json: true}, turning: true, nodes: nodes}, path, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	var sum replaySummary
+	if err := json.Unmarshal(stdout.Bytes(), &sum); err != nil {
+		t.Fatal(err)
+	}
+	tp := sum.Turning
+	if tp == nil || !tp.OracleWinsDeal || tp.Move < 1 || tp.Move > 200 || tp.Games < 2 {
+		t.Fatalf("turning point %+v", tp)
+	}
+	if n := strings.Count(stderr.String(), "turning point: the oracle from move "); n != tp.Games {
+		t.Errorf("%d oracle games reported on stderr, %d counted:\n%s", n, tp.Games, stderr.String())
+	}
+	g, err := record.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := g.RulesOf()
+	s := env.NewGame(r, 3)
+	for _, a := range g.Actions[:tp.Move-1] {
+		s.Step(env.Action(a))
+	}
+	before := agents.PlayFrom(s, 3, &agents.Search{Nodes: nodes, Peek: true})
+	if want := env.Action(g.Actions[tp.Move-1]).String(); tp.Action != want || !before.Won || tp.OracleMoves != before.Moves || tp.Before.Move != tp.Move-1 || tp.Before.FaceDown != s.TotalFaceDown() {
+		t.Fatalf("turning point %+v: the move played there is %s; the oracle from before it: won %v in %d moves", tp, want, before.Won, before.Moves)
+	}
+	s.Step(env.Action(g.Actions[tp.Move-1]))
+	if after := agents.PlayFrom(s, 3, &agents.Search{Nodes: nodes, Peek: true}); after.Won {
+		t.Fatalf("the oracle wins after move %d too", tp.Move)
+	}
+
+	for _, tc := range []struct{ file, want string }{
+		{filepath.Join("100", "greedy-3.spider"), "turning point: none, the oracle does not win this deal either"},
+		{filepath.Join("200", "greedy-2.spider"), "turning point: none, the game was won"},
+	} {
+		stdout.Reset()
+		if err := runReplay(context.Background(), replayOptions{turning: true, nodes: nodes}, filepath.Join(dir, tc.file), &stdout, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(stdout.String(), tc.want) {
+			t.Errorf("%s: the output does not say %q:\n%s", tc.file, tc.want, stdout.String())
+		}
+	}
+	if code := Main([]string{"replay", path, "--turning-point", "--csv"}, strings.NewReader(""), &stdout, &stderr); code != 2 {
+		t.Errorf("--turning-point --csv: exit %d", code)
 	}
 }
