@@ -258,6 +258,25 @@ func TestSearchSeesDeadStock(t *testing.T) {
 	}
 }
 
+// TestSearchChargesMixedSuits checks that Evaluate charges a card on the
+// next rank of another suit as much as a break: only a same-suit sequence
+// moves as one, and a cheaper charge built mixed sequences that later
+// could not move (two-suit tuning deals, docs/results.md).
+func TestSearchChargesMixedSuits(t *testing.T) {
+	r := env.MustRules(env.Options{Suits: 2})
+	value := func(col string) int {
+		s, err := env.ParseState(r, "1: | "+col+"\n2: | Kh\n3: | Kh\n4: | Kh\n5: | Kh\n6: | Kh\n7: | Kh\n8: | Kh\n9: | Kh\n10: | Kh\nstock: 2h 2h 2h 2h 2h 2h 2h 2h 2h 2h")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return (&Search{}).Evaluate(&s)
+	}
+	suited, mixed, broken := value("8h 7h"), value("8s 7h"), value("9s 7h")
+	if mixed != broken || suited-mixed != valueBreak {
+		t.Fatalf("8h 7h worth %d, 8s 7h %d, 9s 7h %d: a mixed link should cost what a break does, %d", suited, mixed, broken, valueBreak)
+	}
+}
+
 // TestSearchFillsBeyondItsHorizon gives Search a budget too small to see a
 // deal behind an empty column: it must still fill the column and deal
 // rather than give up.
