@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spiderenv/spider/agents/nn"
 	"github.com/spiderenv/spider/env"
@@ -145,6 +146,23 @@ func TestEvaluateStopsOnCancel(t *testing.T) {
 	}
 	if _, err := Evaluate(context.Background(), r, []string{"chess"}, []uint64{1}, 1, Options{}, nil); err == nil || !strings.Contains(err.Error(), `unknown agent "chess"`) {
 		t.Fatalf("an unknown policy: %v", err)
+	}
+}
+
+// TestEvaluateStopsMidGame cancels an evaluation while search is in the
+// middle of a two-suit game (a minute of play at 20,000 nodes): it must
+// stop within seconds, not when the game ends.
+func TestEvaluateStopsMidGame(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	r := env.MustRules(env.Options{Suits: 2})
+	start := time.Now()
+	_, err := Evaluate(ctx, r, []string{"search"}, []uint64{3, 4}, 1, Options{Nodes: 20000}, nil)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("an evaluation stopped mid-game returned %v", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("it stopped %v after it began, 300ms after the stop", d)
 	}
 }
 

@@ -107,7 +107,9 @@ func EvaluatePolicies(ctx context.Context, r env.Rules, ps []Policy, seeds []uin
 					return
 				}
 				p, g := local[j%len(local)], j/len(local)
-				ev.Results[p][g] = Play(r, seeds[g], agents[p])
+				// The game looks at ctx as it goes: one game of search
+				// can take a minute, too long to wait for on Ctrl-C.
+				ev.Results[p][g] = playFrom(ctx, env.NewGame(r, seeds[g]), seeds[g], agents[p], nil)
 				count()
 			}
 		})

@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"context"
 	"time"
 
 	"github.com/spiderenv/spider/env"
@@ -35,7 +36,7 @@ func Play(r env.Rules, seed uint64, a Agent) Result { return PlayVisit(r, seed, 
 // caller's, never the agent's (a trainer reads what its teacher did). The
 // result is Play's.
 func PlayVisit(r env.Rules, seed uint64, a Agent, visit func(s *env.State, legal []env.Action, d Decision)) Result {
-	return playFrom(env.NewGame(r, seed), seed, a, visit)
+	return playFrom(context.Background(), env.NewGame(r, seed), seed, a, visit)
 }
 
 // PlayFrom plays on from s, a position of the game of seed, with a until
@@ -43,16 +44,29 @@ func PlayVisit(r env.Rules, seed uint64, a Agent, visit func(s *env.State, legal
 // and returns the result of the rest: Actions and Moves count only what a
 // played, Score and Runs are the final position's. The agent is seeded
 // with the deal's seed and sees no earlier move. It is how a game is
-// picked up from a record to ask whether it could still be won.
-func PlayFrom(s env.State, seed uint64, a Agent) Result { return playFrom(s, seed, a, nil) }
+// picked up from a record to ask whether it could still be won. When ctx
+// ends it stops within a few moves, the game unfinished and Failure
+// saying so.
+func PlayFrom(ctx context.Context, s env.State, seed uint64, a Agent) Result {
+	return playFrom(ctx, s, seed, a, nil)
+}
 
-func playFrom(s env.State, seed uint64, a Agent, visit func(s *env.State, legal []env.Action, d Decision)) Result {
+// checkEvery is how many moves a game plays between looks at its
+// context: at search's tens of milliseconds a move a stop is seen within
+// a second, and the fastest agents do not pay for a look every move.
+const checkEvery = 16
+
+func playFrom(ctx context.Context, s env.State, seed uint64, a Agent, visit func(s *env.State, legal []env.Action, d Decision)) Result {
 	start := time.Now()
 	a.Begin(seed)
 	res := Result{Seed: seed}
 	var legal []env.Action
 	last, hasLast := env.Action(0), false
 	for !s.Over() {
+		if len(res.Actions)%checkEvery == 0 && ctx.Err() != nil {
+			res.Failure = "stopped: " + ctx.Err().Error()
+			break
+		}
 		legal = s.AppendLegal(legal[:0])
 		d := a.Act(NewView(&s, legal, last, hasLast))
 		if visit != nil {
@@ -64,7 +78,7 @@ func playFrom(s env.State, seed uint64, a Agent, visit func(s *env.State, legal 
 		res.Actions = append(res.Actions, d.Action)
 		last, hasLast = d.Action, true
 	}
-	res.Won = s.Status() == env.Won
+	res.Won = res.Failure == "" && s.Status() == env.Won
 	res.Score, res.Runs, res.Moves = s.Score(), s.Runs(), len(res.Actions)
 	res.Elapsed = time.Since(start)
 	return res

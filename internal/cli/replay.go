@@ -237,7 +237,10 @@ func findTurningPoint(ctx context.Context, g record.Game, positions []env.State,
 		if err := ctx.Err(); err != nil {
 			return agents.Result{}, err
 		}
-		res := agents.PlayFrom(positions[i], g.Seed, &agents.Search{Nodes: nodes, Peek: true})
+		res := agents.PlayFrom(ctx, positions[i], g.Seed, &agents.Search{Nodes: nodes, Peek: true})
+		if err := ctx.Err(); err != nil {
+			return agents.Result{}, err
+		}
 		tp.Games++
 		fmt.Fprintf(stderr, "turning point: the oracle from move %d of %d %s\n", i, len(positions)-1, map[bool]string{true: "wins", false: "does not win"}[res.Won])
 		return res, nil

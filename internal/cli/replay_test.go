@@ -290,12 +290,12 @@ func TestReplayTurningPoint(t *testing.T) {
 	for _, a := range g.Actions[:tp.Move-1] {
 		s.Step(env.Action(a))
 	}
-	before := agents.PlayFrom(s, 3, &agents.Search{Nodes: nodes, Peek: true})
+	before := agents.PlayFrom(context.Background(), s, 3, &agents.Search{Nodes: nodes, Peek: true})
 	if want := env.Action(g.Actions[tp.Move-1]).String(); tp.Action != want || !before.Won || tp.OracleMoves != before.Moves || tp.Before.Move != tp.Move-1 || tp.Before.FaceDown != s.TotalFaceDown() {
 		t.Fatalf("turning point %+v: the move played there is %s; the oracle from before it: won %v in %d moves", tp, want, before.Won, before.Moves)
 	}
 	s.Step(env.Action(g.Actions[tp.Move-1]))
-	if after := agents.PlayFrom(s, 3, &agents.Search{Nodes: nodes, Peek: true}); after.Won {
+	if after := agents.PlayFrom(context.Background(), s, 3, &agents.Search{Nodes: nodes, Peek: true}); after.Won {
 		t.Fatalf("the oracle wins after move %d too", tp.Move)
 	}
 
