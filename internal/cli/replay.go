@@ -234,9 +234,7 @@ func runReplay(ctx context.Context, o replayOptions, path string, stdout, stderr
 func findTurningPoint(ctx context.Context, g record.Game, positions []env.State, nodes int, stderr io.Writer) (*turningPoint, error) {
 	tp := &turningPoint{}
 	wins := func(i int) (agents.Result, error) {
-		if err := ctx.Err(); err != nil {
-			return agents.Result{}, err
-		}
+		// PlayFrom stops at once on a stopped ctx; its game then counts for nothing.
 		res := agents.PlayFrom(ctx, positions[i], g.Seed, &agents.Search{Nodes: nodes, Peek: true})
 		if err := ctx.Err(); err != nil {
 			return agents.Result{}, err
