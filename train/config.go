@@ -59,6 +59,15 @@ type Config struct {
 	// search loses most games, those moves are most of the positions
 	// (81% of 300 search games) and teach the network to wander.
 	CloneTrim bool `msgpack:"clone_trim,omitempty"`
+	// CloneIdle, when positive, ends each of the warm start's teacher
+	// games after that many moves in a row without progress (a turned
+	// card, a completed run or a deal). With CloneTrim those moves would
+	// be dropped anyway unless progress followed, and a search teacher
+	// that sees no way forward spends its whole budget on each: in 560 of
+	// search's two-suit games no such stretch followed by progress was
+	// longer than 37 moves, and the moves after the last progress were
+	// 81% of all (docs/training.md).
+	CloneIdle int `msgpack:"clone_idle,omitempty"`
 	// CloneSets labels each imitated position with the teacher's move and
 	// every legal move that does the same (the same cards onto another
 	// column with the same top card, or onto another empty column), and
@@ -178,8 +187,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("train: the reward scale must be positive")
 	case !(c.ValueCoef >= 0) || !(c.EntCoef >= 0) || !(c.MaxNorm >= 0):
 		return fmt.Errorf("train: value and entropy coefficients and the gradient clip must not be negative")
-	case c.CloneGames < 0 || c.CloneEpochs < 0:
-		return fmt.Errorf("train: clone games and epochs must not be negative")
+	case c.CloneGames < 0 || c.CloneEpochs < 0 || c.CloneIdle < 0:
+		return fmt.Errorf("train: clone games, epochs and idle moves must not be negative")
 	case c.DaggerRounds < 0 || c.DaggerGames < 0 || c.DaggerRounds > 1000 || c.DaggerGames > 1_000_000:
 		return fmt.Errorf("train: DAgger rounds %d and games %d: want 0 to 1000 rounds of 0 to 1000000 games", c.DaggerRounds, c.DaggerGames)
 	case c.DaggerRounds > 0 && c.DaggerGames == 0:

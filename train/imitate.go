@@ -86,18 +86,26 @@ func collect(ctx context.Context, n int, play func(k int, teacher, player agents
 // teacherGame is the teacher playing deal seed to its end, as
 // agents.Play plays it, or until ctx ends: a search teacher's game can
 // last seconds, and a stopped run must not wait for it (the phase is
-// abandoned, so the cut game is never used).
+// abandoned, so the cut game is never used). With CloneIdle it also ends
+// after that many moves in a row without progress.
 func (t *Trainer) teacherGame(ctx context.Context, seed uint64, teacher agents.Agent) labelled {
 	g := labelled{Seed: seed}
 	s := env.NewGame(t.rules, seed)
 	teacher.Begin(seed)
 	var legal []env.Action
 	last, hasLast := env.Action(0), false
-	for !s.Over() && ctx.Err() == nil {
+	idle := 0
+	for !s.Over() && ctx.Err() == nil && (t.Config.CloneIdle == 0 || idle < t.Config.CloneIdle) {
 		legal = s.AppendLegal(legal[:0])
 		a := teacher.Act(agents.NewView(&s, legal, last, hasLast)).Action
+		down, runs := s.TotalFaceDown(), s.Runs()
 		if _, err := s.Step(a); err != nil {
 			panic("train: the teacher " + teacher.Name() + " chose an illegal action: " + err.Error())
+		}
+		if a == env.Deal || s.TotalFaceDown() < down || s.Runs() > runs {
+			idle = 0
+		} else {
+			idle++
 		}
 		g.Played = append(g.Played, a)
 		last, hasLast = a, true

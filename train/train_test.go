@@ -213,6 +213,7 @@ func TestConfigValidation(t *testing.T) {
 		"clip":      {func(c *Config) { c.Clip = 1.5 }, "train: clip must be in (0, 1)"},
 		"teacher":   {func(c *Config) { c.Teacher = "chess" }, `train: teacher "chess": want greedy, search or random (the oracle sees hidden cards)`},
 		"hidden":    {func(c *Config) { c.Hidden = []int{0} }, "train: hidden width 0 outside 1 to 16384"},
+		"idle":      {func(c *Config) { c.CloneIdle = -1 }, "train: clone games, epochs and idle moves must not be negative"},
 		"val every": {func(c *Config) { c.ValEvery = -1 }, "train: validation every -1 iterations on 3 deals: want both at least 0, and at most 100000 deals"},
 		"val games": {func(c *Config) { c.ValGames = 0 }, "train: validation every 2 iterations needs at least one deal (val games)"},
 		"val start": {func(c *Config) { c.ValStart = math.MaxUint64 - 1 }, "train: validation deals from seed 18446744073709551614 overflow"},
@@ -593,16 +594,36 @@ func TestCloneTrim(t *testing.T) {
 	ctx := context.Background()
 	c := tinyConfig()
 	c.Game.MaxSteps = 1000
-	c.CloneGames, c.CloneTrim, c.ValEvery = 12, true, 0
+	const idle = 100
+	c.CloneGames, c.CloneTrim, c.CloneIdle, c.ValEvery = 30, true, idle, 0
 	c.DaggerRounds, c.DaggerGames = 1, 1 // so the trainer keeps the trimmed games after the warm start
 	tr, m := warmStarted(t, c)
 	maker, err := agents.New("greedy")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, all, won, cutLost := 0, 0, 0, 0
+	want, all, won, cutLost, stopped, waited := 0, 0, 0, 0, 0, 0
 	for k := range c.CloneGames {
-		g := tr.teacherGame(ctx, rng.Mix(c.Seed^0xc10e, uint64(k)), maker())
+		seed := rng.Mix(c.Seed^0xc10e, uint64(k))
+		g := tr.teacherGame(ctx, seed, maker())
+		// With CloneIdle the teacher's game stops that many moves after
+		// its last progress; played to the end it trims to the same game
+		// unless progress came after a longer wait.
+		tr.Config.CloneIdle = 0
+		full := tr.teacherGame(ctx, seed, maker())
+		tr.Config.CloneIdle = idle
+		if !slices.Equal(g.Played, full.Played[:min(len(g.Played), len(full.Played))]) {
+			t.Fatalf("game %d: the stopped game is not the start of the whole one", k)
+		}
+		if a, b := tr.trim(g), tr.trim(full); (!slices.Equal(a.Played, b.Played) || a.Score != b.Score || a.Runs != b.Runs || a.Won != b.Won) != (longestWait(tr, full) >= idle) {
+			t.Fatalf("game %d: trimmed to %d moves when stopped, %d when whole; its longest wait for progress was %d moves", k, len(a.Played), len(b.Played), longestWait(tr, full))
+		}
+		if len(g.Played) < len(full.Played) {
+			stopped++
+		}
+		if longestWait(tr, full) >= idle {
+			waited++
+		}
 		s := env.NewGame(tr.rules, g.Seed)
 		keep := 0
 		for i, a := range g.Played {
@@ -622,11 +643,14 @@ func TestCloneTrim(t *testing.T) {
 		} else if keep < len(g.Played) {
 			cutLost++
 		}
+		if len(g.Played) < len(full.Played) && len(g.Played) != keep+idle {
+			t.Fatalf("game %d stopped %d moves after its last progress; want %d", k, len(g.Played)-keep, idle)
+		}
 		want += keep
 		all += len(g.Played)
 	}
-	if won == 0 || cutLost == 0 {
-		t.Fatalf("%d won games, %d lost games cut: the test needs some of each", won, cutLost)
+	if won == 0 || cutLost == 0 || stopped == waited || waited == 0 {
+		t.Fatalf("%d won games, %d lost games cut, %d stopped early, %d of them before later progress: the test needs some of each", won, cutLost, stopped, waited)
 	}
 	if m.Labels != want || want >= all {
 		t.Fatalf("imitated %d labels; want %d (of %d moves)", m.Labels, want, all)
@@ -643,6 +667,21 @@ func TestCloneTrim(t *testing.T) {
 			t.Fatalf("trimmed game %d says score %d runs %d won %v; its moves reach %d, %d, %v", g.Seed, g.Score, g.Runs, g.Won, s.Score(), s.Runs(), s.Status() == env.Won)
 		}
 	}
+}
+
+// longestWait is the most moves in a row g plays without progress before
+// a move that makes some.
+func longestWait(tr *Trainer, g labelled) int {
+	s := env.NewGame(tr.rules, g.Seed)
+	longest, last := 0, -1
+	for i, a := range g.Played {
+		down, runs := s.TotalFaceDown(), s.Runs()
+		s.Step(a)
+		if a == env.Deal || s.TotalFaceDown() < down || s.Runs() > runs {
+			longest, last = max(longest, i-last-1), i
+		}
+	}
+	return longest
 }
 
 // TestCloneDecayLowersTheRate runs the imitation passes with and without

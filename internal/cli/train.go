@@ -64,6 +64,7 @@ func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 	fs.BoolVar(&c.CloneDecay, "clone-decay", c.CloneDecay, "warm start and DAgger: lower the learning rate linearly to zero over the passes")
 	fs.BoolVar(&c.CloneAverage, "clone-average", c.CloneAverage, "warm start and DAgger: end with the mean of the weights over the last pass's updates (Polyak averaging)")
 	fs.BoolVar(&c.CloneTrim, "clone-trim", c.CloneTrim, "warm start: imitate each game only up to its last move that turned a card, completed a run or dealt (a lost game then wanders to the step limit)")
+	fs.IntVar(&c.CloneIdle, "clone-idle", c.CloneIdle, "warm start: end each teacher game after this many moves in a row that turn no card, complete no run and deal nothing (0: play it out); saves labelling with --clone-trim")
 	fs.BoolVar(&c.CloneWonOnly, "clone-won-only", c.CloneWonOnly, "warm start: imitate only the games the teacher won (a lost game is mostly moves at the step limit)")
 	fs.IntVar(&c.ValEvery, "val-every", c.ValEvery, "validate the greedy network every this many iterations, and after the warm start (0: never)")
 	fs.IntVar(&c.ValGames, "val-games", c.ValGames, "validation deals")

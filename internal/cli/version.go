@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/spiderenv/spider/agents/nn"
 )
 
 // Version is the program's version: "dev" unless the build sets it, as in
@@ -25,8 +27,13 @@ func versionCommand(*pflag.FlagSet) func(context.Context, []string, io.Reader, i
 
 // versionLine is the version command's line: the version, then the
 // commit the build came from when Go recorded one (go build in a git
-// checkout does, unless -buildvcs=false), and the Go toolchain. A module
-// version ("go install ...@v1.2.0") stands in for a Version left at "dev".
+// checkout does, unless -buildvcs=false), the Go toolchain, and the BLAS
+// the networks multiply with. A module version ("go install ...@v1.2.0")
+// stands in for a Version left at "dev". The BLAS is named because it
+// rounds differently: a network's near-tied moves can go the other way,
+// so eval reports of nn policies from the two builds differ (the shipped
+// two-suit network played 190 of 1,000 deals differently, and each build
+// won 10-11 the other lost; docs/training.md).
 func versionLine(version string, info *debug.BuildInfo) string {
 	var about []string
 	if info != nil {
@@ -50,6 +57,6 @@ func versionLine(version string, info *debug.BuildInfo) string {
 			about = append(about, c)
 		}
 	}
-	about = append(about, runtime.Version()+" "+runtime.GOOS+"/"+runtime.GOARCH)
+	about = append(about, runtime.Version()+" "+runtime.GOOS+"/"+runtime.GOARCH, "blas "+nn.BLAS())
 	return "spider " + version + " (" + strings.Join(about, ", ") + ")"
 }
