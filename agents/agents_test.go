@@ -157,9 +157,13 @@ func TestEvaluateStopsMidGame(t *testing.T) {
 	defer cancel()
 	r := env.MustRules(env.Options{Suits: 2})
 	start := time.Now()
-	_, err := Evaluate(ctx, r, []string{"search"}, []uint64{3, 4}, 1, Options{Nodes: 20000}, nil)
+	ev, err := Evaluate(ctx, r, []string{"search"}, []uint64{3, 4}, 1, Options{Nodes: 20000}, nil)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("an evaluation stopped mid-game returned %v", err)
+	}
+	// The game cut short is not a result: no deal was finished.
+	if ev == nil || len(ev.Seeds) != 0 || len(ev.Results) != 1 || len(ev.Results[0]) != 0 {
+		t.Fatalf("a stopped evaluation kept %+v; want no deal", ev)
 	}
 	if d := time.Since(start); d > 3*time.Second {
 		t.Fatalf("it stopped %v after it began, 300ms after the stop", d)
@@ -378,5 +382,57 @@ func TestNeuralCheckpointAsPolicy(t *testing.T) {
 	_, err = Evaluate(context.Background(), env.MustRules(env.Options{Suits: 2}), []string{"nn:" + path}, []uint64{1}, 1, Options{}, nil)
 	if err == nil || !strings.Contains(err.Error(), "2 suits, the network's 1") {
 		t.Fatalf("a 2-suit evaluation of a 1-suit network gave %v", err)
+	}
+}
+
+// slowFirst is a batch agent that plays each game's first legal action,
+// one game at a time, a millisecond a move.
+type slowFirst struct{}
+
+func (slowFirst) Name() string { return "slow first" }
+func (slowFirst) Width() int   { return 1 }
+func (slowFirst) ActBatch(ctx context.Context, games []BatchGame, actions []env.Action) error {
+	time.Sleep(time.Millisecond)
+	for i, g := range games {
+		actions[i] = g.View.Legal()[0]
+	}
+	return nil
+}
+
+// TestEvaluateStoppedKeepsFinishedDeals stops an evaluation of a batch
+// agent and a pooled one in the middle: it returns the stop and the deals
+// both policies finished, each game whole.
+func TestEvaluateStoppedKeepsFinishedDeals(t *testing.T) {
+	r := env.MustRules(env.Options{Suits: 1, MaxSteps: 200})
+	seeds := []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20}
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	first, err := New("first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := []Policy{{Name: "first", Maker: first}, {Name: "slow", Batch: slowFirst{}}}
+	ev, err := EvaluatePolicies(ctx, r, ps, seeds, 2, nil)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("stopped: %v", err)
+	}
+	// A game of at most 200 moves at a millisecond or more each: 1.5 s
+	// holds at least one and far fewer than 20.
+	if len(ev.Seeds) == 0 || len(ev.Seeds) >= len(seeds) || len(ev.Results[0]) != len(ev.Seeds) || len(ev.Results[1]) != len(ev.Seeds) {
+		t.Fatalf("kept %d deals, results %d and %d", len(ev.Seeds), len(ev.Results[0]), len(ev.Results[1]))
+	}
+	whole, err := EvaluatePolicies(context.Background(), r, ps[:1], ev.Seeds, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for g, seed := range ev.Seeds {
+		for p := range ev.Results {
+			x := ev.Results[p][g]
+			// Both policies play the first legal action, so their whole
+			// games are the same.
+			if x.Seed != seed || !slices.Equal(x.Actions, whole.Results[0][g].Actions) {
+				t.Fatalf("%s on deal %d: %d moves kept, %d in the whole game", ev.Policies[p], seed, len(x.Actions), len(whole.Results[0][g].Actions))
+			}
+		}
 	}
 }

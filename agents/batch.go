@@ -56,9 +56,9 @@ type slotGame struct {
 }
 
 // playBatch plays every seed with a, Width() games at a time, into
-// results, calling done after each game. A game whose call fails or whose
+// results, setting finished[i] and calling done as game i ends. A game whose call fails or whose
 // action is illegal ends there, with its Failure set; the others go on.
-func playBatch(ctx context.Context, r env.Rules, seeds []uint64, a BatchAgent, results []Result, done func()) {
+func playBatch(ctx context.Context, r env.Rules, seeds []uint64, a BatchAgent, results []Result, finished []bool, done func()) {
 	width := max(1, min(a.Width(), len(seeds)))
 	slots := make([]*slotGame, width)
 	next := 0
@@ -76,7 +76,7 @@ func playBatch(ctx context.Context, r env.Rules, seeds []uint64, a BatchAgent, r
 		g.res.Score, g.res.Runs, g.res.Moves = g.s.Score(), g.s.Runs(), g.s.Steps()
 		g.res.Elapsed = time.Since(g.start)
 		g.res.Failure = failure
-		results[g.deal] = g.res
+		results[g.deal], finished[g.deal] = g.res, true
 		done()
 		deal(i)
 	}

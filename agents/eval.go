@@ -22,8 +22,10 @@ type Evaluation struct {
 
 // Evaluate plays every seed with every named policy (made with options o)
 // on workers goroutines (0: GOMAXPROCS), each with its own agents, calling progress (if not nil)
-// after each game with the number done and the total. It stops early, with
-// ctx's error, when ctx ends.
+// after each game with the number done and the total. It stops early when
+// ctx ends, returning ctx's error and the deals every policy finished
+// before it (an Evaluation of those alone, possibly of none), so that a
+// stopped evaluation keeps what it played.
 func Evaluate(ctx context.Context, r env.Rules, policies []string, seeds []uint64, workers int, o Options, progress func(done, total int)) (*Evaluation, error) {
 	makers := make([]Maker, len(policies))
 	for i, p := range policies {
@@ -76,6 +78,12 @@ func EvaluatePolicies(ctx context.Context, r env.Rules, ps []Policy, seeds []uin
 		ev.Policies = append(ev.Policies, p.Name)
 		ev.Results[i] = make([]Result, len(seeds))
 	}
+	// finished[p][g] says policy p's game on seeds[g] ended by the rules
+	// (or failed), not by ctx: only such games are kept when ctx ends.
+	finished := make([][]bool, len(ps))
+	for i := range finished {
+		finished[i] = make([]bool, len(seeds))
+	}
 	total := len(ps) * len(seeds)
 	var done atomic.Int64
 	var mu sync.Mutex
@@ -90,7 +98,7 @@ func EvaluatePolicies(ctx context.Context, r env.Rules, ps []Policy, seeds []uin
 	var wg sync.WaitGroup
 	for i, p := range ps {
 		if p.Batch != nil {
-			wg.Go(func() { playBatch(ctx, r, seeds, p.Batch, ev.Results[i], count) })
+			wg.Go(func() { playBatch(ctx, r, seeds, p.Batch, ev.Results[i], finished[i], count) })
 		}
 	}
 	jobs := len(local) * len(seeds)
@@ -110,13 +118,33 @@ func EvaluatePolicies(ctx context.Context, r env.Rules, ps []Policy, seeds []uin
 				// The game looks at ctx as it goes: one game of search
 				// can take a minute, too long to wait for on Ctrl-C.
 				ev.Results[p][g] = playFrom(ctx, env.NewGame(r, seeds[g]), seeds[g], agents[p], nil)
+				finished[p][g] = ctx.Err() == nil
 				count()
 			}
 		})
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return ev.only(finished), err
 	}
 	return ev, nil
+}
+
+// only returns the evaluation of the deals whose games all finished.
+func (ev *Evaluation) only(finished [][]bool) *Evaluation {
+	out := &Evaluation{Rules: ev.Rules, Policies: ev.Policies, Seeds: []uint64{}, Results: make([][]Result, len(ev.Results))}
+	for g, seed := range ev.Seeds {
+		all := true
+		for p := range finished {
+			all = all && finished[p][g]
+		}
+		if !all {
+			continue
+		}
+		out.Seeds = append(out.Seeds, seed)
+		for p := range ev.Results {
+			out.Results[p] = append(out.Results[p], ev.Results[p][g])
+		}
+	}
+	return out
 }

@@ -231,6 +231,9 @@ type evalReport struct {
 	Failures    []gameFailure   `json:"failures"`
 	// Games is every game, policy by policy, with --per-game.
 	Games []gameRow `json:"games,omitempty"`
+	// Stopped says the evaluation was stopped (Ctrl-C, a signal) and the
+	// report holds only the deals every policy had finished.
+	Stopped bool `json:"stopped,omitempty"`
 }
 
 // gameRow is one game's result. ActionsHash (the first 16 hex digits of
@@ -402,9 +405,12 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		prog.write(fmt.Sprintf("eval [%s] %d/%d deals", bar, deals, len(seeds)))
 	})
 	prog.end()
-	if err != nil {
+	stopped := err
+	if err != nil && (ev == nil || len(ev.Seeds) == 0 || ctx.Err() == nil) {
 		return err
 	}
+	// A stop keeps the deals every policy finished: their results follow,
+	// marked as stopped, and the command still fails.
 	if o.record != "" {
 		if err := saveRecords(o.record, ev); err != nil {
 			return err
@@ -413,6 +419,7 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	rep := summarize(ev, labels)
 	rep.Nodes = o.nodes
 	rep.Suite = suite
+	rep.Stopped = stopped != nil
 	if o.perGame {
 		for p, results := range ev.Results {
 			for _, x := range results {
@@ -421,7 +428,10 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 			}
 		}
 	}
-	return writeEval(stdout, rep, o)
+	if err := writeEval(stdout, rep, o); err != nil || stopped == nil {
+		return err
+	}
+	return fmt.Errorf("stopped after %d of %d deals, whose results are written: %w", len(ev.Seeds), len(seeds), stopped)
 }
 
 // uniqueLabels makes labels distinct, so that two remote agents giving the

@@ -5,10 +5,14 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
-	"github.com/spiderenv/spider/env"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/spiderenv/spider/agents"
+	"github.com/spiderenv/spider/env"
 )
 
 func TestParseSeeds(t *testing.T) {
@@ -102,6 +106,38 @@ func TestEvalRefusesBadFlags(t *testing.T) {
 		err := runEval(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{})
 		if _, ok := err.(usageError); !ok || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("%+v: %v; want a usage error saying %q", o, err, tc.want)
+		}
+	}
+}
+
+// TestEvalStoppedKeepsFinishedDeals stops an evaluation far from its end:
+// it fails with the stop, yet writes the deals both policies finished,
+// marked as stopped, each a whole game.
+func TestEvalStoppedKeepsFinishedDeals(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	o := smallEval()
+	o.policies, o.seeds, o.out.json, o.perGame = "first,greedy", "1-100000", true, true
+	var out, errb bytes.Buffer
+	err := runEval(ctx, o, &out, &errb)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "stopped after") {
+		t.Fatalf("a stopped eval returned %v", err)
+	}
+	var rep evalReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if !rep.Stopped || rep.Seeds == 0 || rep.Seeds >= 100000 || len(rep.Games) != 2*rep.Seeds || rep.Policies[0].Games != rep.Seeds {
+		t.Fatalf("stopped %v with %d deals, %d games, %d for %s", rep.Stopped, rep.Seeds, len(rep.Games), rep.Policies[0].Games, rep.Policies[0].Policy)
+	}
+	r := env.MustRules(o.game)
+	for _, g := range rep.Games {
+		whole, err := agents.Evaluate(context.Background(), r, []string{g.Policy}, []uint64{g.Seed}, 1, agents.Options{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if x := whole.Results[0][0]; x.Moves != g.Moves || x.Won != g.Won || actionsHash(x.Actions) != g.ActionsHash {
+			t.Fatalf("%s on deal %d: %d moves kept, %d in the whole game", g.Policy, g.Seed, g.Moves, x.Moves)
 		}
 	}
 }

@@ -119,6 +119,8 @@ func readEvalJSON(name string) (evalReport, error) {
 		return rep, fmt.Errorf("%s: schema %q, want %q (spider eval --json)", name, rep.Schema, evalSchema)
 	case rep.Suite == nil:
 		return rep, fmt.Errorf("%s: no suite: the results table takes only runs of spider eval --suite NAME", name)
+	case rep.Stopped:
+		return rep, fmt.Errorf("%s: a stopped evaluation (%d of the suite's deals): the results table takes only whole suites", name, rep.Seeds)
 	case len(rep.Policies) == 0:
 		return rep, fmt.Errorf("%s: no policy", name)
 	}

@@ -139,11 +139,21 @@ func TestResultsTable(t *testing.T) {
 	if !strings.Contains(got, "| search (2 nodes) | 200 |") {
 		t.Fatalf("table rows:\n%s", got)
 	}
+	// A stopped evaluation holds part of its suite: never a table row.
+	var stopped map[string]any
+	if b, err := os.ReadFile(filepath.Join(dir, "dev-a.json")); err != nil || json.Unmarshal(b, &stopped) != nil {
+		t.Fatalf("dev-a.json: %v", err)
+	}
+	stopped["stopped"] = true
+	if b, err := json.Marshal(stopped); err != nil || os.WriteFile(filepath.Join(dir, "stopped.json"), b, 0o644) != nil {
+		t.Fatalf("stopped.json: %v", err)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{filepath.Join(dir, "seeds.json")}, "no suite: the results table takes only runs of spider eval --suite NAME"},
+		{[]string{filepath.Join(dir, "stopped.json")}, "a stopped evaluation"},
 		{[]string{md}, "invalid character"},
 		{[]string{"--update", filepath.Join(dir, "dev-a.json"), filepath.Join(dir, "dev-a.json")}, "no section between"},
 	} {
