@@ -56,8 +56,9 @@ type slotGame struct {
 }
 
 // playBatch plays every seed with a, Width() games at a time, into
-// results, setting finished[i] and calling done as game i ends. A game whose call fails or whose
-// action is illegal ends there, with its Failure set; the others go on.
+// results, setting finished[i] and calling done as game i ends. A game
+// whose call fails or whose action is illegal ends there, with its
+// Failure set; the others go on.
 func playBatch(ctx context.Context, r env.Rules, seeds []uint64, a BatchAgent, results []Result, finished []bool, done func()) {
 	width := max(1, min(a.Width(), len(seeds)))
 	slots := make([]*slotGame, width)

@@ -98,11 +98,11 @@ func (t *Trainer) teacherGame(ctx context.Context, seed uint64, teacher agents.A
 	for !s.Over() && ctx.Err() == nil && (t.Config.CloneIdle == 0 || idle < t.Config.CloneIdle) {
 		legal = s.AppendLegal(legal[:0])
 		a := teacher.Act(agents.NewView(&s, legal, last, hasLast)).Action
-		down, runs := s.TotalFaceDown(), s.Runs()
+		before := s
 		if _, err := s.Step(a); err != nil {
 			panic("train: the teacher " + teacher.Name() + " chose an illegal action: " + err.Error())
 		}
-		if a == env.Deal || s.TotalFaceDown() < down || s.Runs() > runs {
+		if progressed(&before, &s, a) {
 			idle = 0
 		} else {
 			idle++
@@ -316,17 +316,23 @@ func (t *Trainer) clone(ctx context.Context) (Metrics, error) {
 	return m, nil
 }
 
+// progressed reports whether action a, which led from before to after,
+// made progress: it dealt, turned a card or completed a run.
+func progressed(before, after *env.State, a env.Action) bool {
+	return a == env.Deal || after.TotalFaceDown() < before.TotalFaceDown() || after.Runs() > before.Runs()
+}
+
 // trim returns g cut after its last move that made progress: one that
 // dealt, turned a card or completed a run. A game with none is left empty.
 func (t *Trainer) trim(g labelled) labelled {
 	s := env.NewGame(t.rules, g.Seed)
 	cut, at := s, -1 // the position after the last progress, and its move
 	for i, a := range g.Played {
-		down, runs := s.TotalFaceDown(), s.Runs()
+		before := s
 		if _, err := s.Step(a); err != nil {
 			break // samples reports the illegal move
 		}
-		if a == env.Deal || s.TotalFaceDown() < down || s.Runs() > runs {
+		if progressed(&before, &s, a) {
 			cut, at = s, i
 		}
 	}
