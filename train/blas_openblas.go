@@ -2,19 +2,14 @@
 
 package train
 
-// void openblas_set_num_threads(int);
-import "C"
-
 import (
 	"gonum.org/v1/netlib/blas/netlib"
 	G "gorgonia.org/gorgonia"
 )
 
 // init points gorgonia (and through it gorgonia's tensors) at OpenBLAS, the
-// library nn's forward pass uses in this build, with one thread per call:
-// the learner already runs a graph per core (see shards), and OpenBLAS's
-// own threads would spin against them.
-func init() {
-	C.openblas_set_num_threads(1)
-	G.Use(netlib.Implementation{})
-}
+// library nn's forward pass uses in this build. nn's init has already set
+// one thread per call (this package imports nn): the learner runs a graph
+// per core (see shards), and OpenBLAS's own threads would spin against
+// them.
+func init() { G.Use(netlib.Implementation{}) }

@@ -5,3 +5,7 @@ package nn
 // blasName is what BLAS reports: without the openblas build tag (or
 // without cgo) every multiply is gonum's pure-Go BLAS.
 const blasName = "gonum"
+
+// blasThreads is the number of threads a multiply uses: gonum's float32
+// GEMM here runs on the calling goroutine's thread.
+func blasThreads() int { return 1 }

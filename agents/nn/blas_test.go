@@ -46,3 +46,13 @@ func TestBLASAgreesWithPureGo(t *testing.T) {
 		}
 	}
 }
+
+// TestBLASRunsOneThreadPerCall pins the thread count the openblas build
+// sets for every program that multiplies through nn, not only spider's
+// trainer: OpenBLAS's default spins a thread per core against goroutines
+// that already use every core.
+func TestBLASRunsOneThreadPerCall(t *testing.T) {
+	if n := blasThreads(); n != 1 {
+		t.Fatalf("%s multiplies on %d threads per call, want 1", BLAS(), n)
+	}
+}
