@@ -10,3 +10,7 @@ const blasName = "gonum"
 // GEMM here runs on the calling goroutine's thread. Only the openblas
 // build has a count to check; this one lets the test compile.
 func blasThreads() int { return 1 }
+
+// blasKernel is empty: gonum's kernels do not change with the machine's
+// vector units the way OpenBLAS's do.
+func blasKernel() string { return "" }

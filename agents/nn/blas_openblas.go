@@ -5,6 +5,7 @@ package nn
 // #cgo LDFLAGS: -lopenblas
 // void openblas_set_num_threads(int);
 // int openblas_get_num_threads(void);
+// char* openblas_get_corename(void);
 import "C"
 
 import (
@@ -32,3 +33,7 @@ func init() {
 
 // blasThreads is the number of threads OpenBLAS uses per call.
 func blasThreads() int { return int(C.openblas_get_num_threads()) }
+
+// blasKernel is the CPU kernel OpenBLAS chose at start-up for this
+// machine (or the one OPENBLAS_CORETYPE forces).
+func blasKernel() string { return C.GoString(C.openblas_get_corename()) }

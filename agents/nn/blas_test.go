@@ -2,6 +2,8 @@ package nn
 
 import (
 	"math"
+	"os"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/blas"
@@ -57,5 +59,26 @@ func TestBLASRunsOneThreadPerCall(t *testing.T) {
 	}
 	if n := blasThreads(); n != 1 {
 		t.Fatalf("%s multiplies on %d threads per call, want 1", BLAS(), n)
+	}
+}
+
+// TestBLASKernelIsNamed checks that the openblas build names the kernel
+// OpenBLAS runs (spider version prints it: results depend on it) and that
+// OPENBLAS_CORETYPE, read when the library starts, is what it reports. The
+// pure-Go build has no kernel to name.
+func TestBLASKernelIsNamed(t *testing.T) {
+	k := BLASKernel()
+	t.Logf("kernel: %q", k)
+	if BLAS() != "openblas" {
+		if k != "" {
+			t.Fatalf("pure-Go build names kernel %q", k)
+		}
+		return
+	}
+	if k == "" || k == "Unknown" {
+		t.Fatalf("OpenBLAS names no kernel: %q", k)
+	}
+	if want := os.Getenv("OPENBLAS_CORETYPE"); want != "" && !strings.EqualFold(k, want) {
+		t.Fatalf("OPENBLAS_CORETYPE=%s, kernel %q", want, k)
 	}
 }

@@ -25,6 +25,14 @@ func versionCommand(*pflag.FlagSet) func(context.Context, []string, io.Reader, i
 	}
 }
 
+// blasLine is the BLAS's name, with OpenBLAS's CPU kernel where it has one.
+func blasLine() string {
+	if k := nn.BLASKernel(); k != "" {
+		return nn.BLAS() + " (" + k + " kernel)"
+	}
+	return nn.BLAS()
+}
+
 // versionLine is the version command's line: the version, then the
 // commit the build came from when Go recorded one (go build in a git
 // checkout does, unless -buildvcs=false), the Go toolchain, and the BLAS
@@ -33,7 +41,8 @@ func versionCommand(*pflag.FlagSet) func(context.Context, []string, io.Reader, i
 // rounds differently: a network's near-tied moves can go the other way,
 // so eval reports of nn policies from the two builds differ (the shipped
 // two-suit network played 190 of 1,000 deals differently, and each build
-// won 10-11 the other lost; docs/training.md).
+// won 10-11 the other lost; docs/training.md). OpenBLAS's kernel is named
+// too: it depends on the machine, and it rounds differently as well.
 func versionLine(version string, info *debug.BuildInfo) string {
 	var about []string
 	if info != nil {
@@ -57,6 +66,6 @@ func versionLine(version string, info *debug.BuildInfo) string {
 			about = append(about, c)
 		}
 	}
-	about = append(about, runtime.Version()+" "+runtime.GOOS+"/"+runtime.GOARCH, "blas "+nn.BLAS())
+	about = append(about, runtime.Version()+" "+runtime.GOOS+"/"+runtime.GOARCH, "blas "+blasLine())
 	return "spider " + version + " (" + strings.Join(about, ", ") + ")"
 }
