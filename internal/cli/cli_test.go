@@ -114,7 +114,7 @@ func TestGameFlagsComeFromOptions(t *testing.T) {
 func TestVersion(t *testing.T) {
 	for _, args := range [][]string{{"--version"}, {"version"}} {
 		var out, errb bytes.Buffer
-		if code := Main(args, nil, &out, &errb); code != 0 || !strings.HasPrefix(out.String(), "spider "+Version+" (go") || !strings.HasSuffix(out.String(), ", blas "+blasLine()+")\n") || !strings.Contains(out.String(), "blas "+nn.BLAS()) {
+		if code := Main(args, nil, &out, &errb); code != 0 || !strings.HasPrefix(out.String(), "spider "+Version+" (go") || !strings.HasSuffix(out.String(), ", blas "+blasLine()+")\n") || !strings.Contains(out.String(), "blas "+nn.BLAS()) || nn.BLASKernel() != "" && !strings.Contains(out.String(), "("+nn.BLASKernel()+" kernel)") {
 			t.Errorf("%v: exit %d, %q (stderr %q)", args, code, out.String(), errb.String())
 		}
 	}
