@@ -57,7 +57,8 @@ type Config struct {
 	// dealt); the returns the value head learns end there too. After that
 	// move a lost game wanders to the step limit, and on two suits, where
 	// search loses most games, those moves are most of the positions
-	// (81% of 300 search games) and teach the network to wander.
+	// (81% of 300 search games) and teach the network to wander. DAgger
+	// rounds trim the network's games the same way.
 	CloneTrim bool `msgpack:"clone_trim,omitempty"`
 	// CloneIdle, when positive, ends each of the warm start's teacher
 	// games after that many moves in a row without progress (a turned
@@ -66,7 +67,8 @@ type Config struct {
 	// that sees no way forward spends its whole budget on each: in 560 of
 	// search's two-suit games no such stretch followed by progress was
 	// longer than 37 moves, and the moves after the last progress were
-	// 81% of all (docs/training.md).
+	// 81% of all (docs/training.md). DAgger rounds end the network's
+	// games the same way, since the teacher labels every move of them.
 	CloneIdle int `msgpack:"clone_idle,omitempty"`
 	// CloneSets labels each imitated position with the teacher's move and
 	// every legal move that does the same (the same cards onto another

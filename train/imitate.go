@@ -116,7 +116,8 @@ func (t *Trainer) teacherGame(ctx context.Context, seed uint64, teacher agents.A
 }
 
 // daggerGame is the network playing deal seed (as agents.Neural plays, for
-// at most daggerMoves moves) while the teacher labels every position it
+// at most daggerMoves moves, and with CloneIdle until that many moves in a
+// row made no progress) while the teacher labels every position it
 // reaches with the move it would play there. The teacher follows the game
 // as if it were playing it (seeded once, from the deal): search keeps its
 // plan while the network plays the planned moves and plans again where the
@@ -130,12 +131,19 @@ func (t *Trainer) daggerGame(ctx context.Context, seed uint64, teacher, player a
 	teacher.Begin(seed)
 	var legal []env.Action
 	last, hasLast := env.Action(0), false
-	for i := 0; !s.Over() && i < daggerMoves && ctx.Err() == nil; i++ {
+	idle := 0
+	for i := 0; !s.Over() && i < daggerMoves && ctx.Err() == nil && (t.Config.CloneIdle == 0 || idle < t.Config.CloneIdle); i++ {
 		legal = s.AppendLegal(legal[:0])
 		label := teacher.Act(agents.NewView(&s, legal, last, hasLast)).Action
 		a := player.Act(agents.NewView(&s, legal, last, hasLast)).Action
+		before := s
 		if _, err := s.Step(a); err != nil {
 			panic("train: the network chose an illegal action: " + err.Error())
+		}
+		if progressed(&before, &s, a) {
+			idle = 0
+		} else {
+			idle++
 		}
 		g.Played = append(g.Played, a)
 		g.Labels = append(g.Labels, label)
@@ -343,9 +351,10 @@ func (t *Trainer) trim(g labelled) labelled {
 
 // dagger is one DAgger round: the network plays DaggerGames new deals, the
 // teacher labels every position it reached, the labelled games join the
-// imitation data, and the network retrains on all of it. The round's game
-// means are the network's own games; Agreement is how often its move was
-// the teacher's.
+// imitation data (with CloneTrim, each up to the network's last progress),
+// and the network retrains on all of it. The round's game means are the
+// network's own games, and Agreement is how often its move was the
+// teacher's, both over every position it played, trimmed or not.
 func (t *Trainer) dagger(ctx context.Context) (Metrics, error) {
 	c := t.Config
 	start := time.Now()
@@ -389,6 +398,11 @@ func (t *Trainer) dagger(ctx context.Context) (Metrics, error) {
 		m.Agreement = float64(same) / float64(all)
 	}
 	m.LabelSeconds = time.Since(start).Seconds()
+	if c.CloneTrim {
+		for i := range games {
+			games[i] = t.trim(games[i])
+		}
+	}
 	t.imitation = append(t.imitation, games...)
 	if err := t.imitate(ctx, &m); err != nil {
 		return Metrics{}, err

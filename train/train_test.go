@@ -528,6 +528,56 @@ func TestDaggerGameLabelsEveryPosition(t *testing.T) {
 	}
 }
 
+// TestDaggerTrimAndIdle ends the network's DAgger games after CloneIdle
+// moves in a row without progress, as the teacher's warm-start games
+// end, and with CloneTrim keeps each only up to its last progress.
+func TestDaggerTrimAndIdle(t *testing.T) {
+	ctx := context.Background()
+	c := tinyConfig()
+	c.Game.MaxSteps = 1000
+	const idle = 20
+	c.CloneGames, c.CloneTrim, c.CloneIdle, c.ValEvery = 10, true, idle, 0
+	c.DaggerRounds, c.DaggerGames = 1, 12
+	tr, warm := warmStarted(t, c)
+	teach, err := agents.New("greedy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	play, err := agents.NeuralMaker(tr.Net)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, stopped := 0, 0
+	for k := range c.DaggerGames {
+		seed := rng.Mix(c.Seed^0xda66e7, uint64(k)) // round 0's deals
+		g := tr.daggerGame(ctx, seed, teach(), play())
+		tr.Config.CloneIdle = 0
+		full := tr.daggerGame(ctx, seed, teach(), play())
+		tr.Config.CloneIdle = idle
+		if len(g.Played) > len(full.Played) || !slices.Equal(g.Played, full.Played[:len(g.Played)]) || !slices.Equal(g.Labels, full.Labels[:len(g.Labels)]) {
+			t.Fatalf("game %d: the stopped game (%d moves) is not the start of the whole one (%d)", k, len(g.Played), len(full.Played))
+		}
+		trimmed := tr.trim(g)
+		if len(g.Played) < len(full.Played) {
+			stopped++
+			if len(g.Played) != len(trimmed.Played)+idle {
+				t.Fatalf("game %d stopped %d moves after its last progress; want %d", k, len(g.Played)-len(trimmed.Played), idle)
+			}
+		}
+		want += len(trimmed.Played)
+	}
+	if stopped == 0 {
+		t.Fatalf("no game of %d stopped for want of progress: the test needs some", c.DaggerGames)
+	}
+	m, err := tr.dagger(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Labels != warm.Labels+want {
+		t.Fatalf("DAgger imitated %d labels; want the warm start's %d and %d trimmed", m.Labels, warm.Labels, want)
+	}
+}
+
 // warmStarted returns a trainer of c after its warm start, and the warm
 // start's metrics; the trainer closes when t ends.
 func warmStarted(t *testing.T, c Config) (*Trainer, Metrics) {
