@@ -533,11 +533,8 @@ func TestDaggerGameLabelsEveryPosition(t *testing.T) {
 // end, and with CloneTrim keeps each only up to its last progress.
 func TestDaggerTrimAndIdle(t *testing.T) {
 	ctx := context.Background()
-	c := tinyConfig()
-	c.Game.MaxSteps = 1000
 	const idle = 20
-	c.CloneGames, c.CloneTrim, c.CloneIdle, c.ValEvery = 10, true, idle, 0
-	c.DaggerRounds, c.DaggerGames = 1, 12
+	c := trimConfig(10, idle, 12)
 	tr, warm := warmStarted(t, c)
 	teach, err := agents.New("greedy")
 	if err != nil {
@@ -576,6 +573,17 @@ func TestDaggerTrimAndIdle(t *testing.T) {
 	if m.Labels != warm.Labels+want {
 		t.Fatalf("DAgger imitated %d labels; want the warm start's %d and %d trimmed", m.Labels, warm.Labels, want)
 	}
+}
+
+// trimConfig is tinyConfig with games of up to 1,000 moves, a warm start
+// of games teacher games trimmed and cut after idle moves without
+// progress, one DAgger round of dagger games, and no validation.
+func trimConfig(games, idle, dagger int) Config {
+	c := tinyConfig()
+	c.Game.MaxSteps = 1000
+	c.CloneGames, c.CloneTrim, c.CloneIdle, c.ValEvery = games, true, idle, 0
+	c.DaggerRounds, c.DaggerGames = 1, dagger
+	return c
 }
 
 // warmStarted returns a trainer of c after its warm start, and the warm
@@ -642,11 +650,8 @@ func TestCloneWonOnly(t *testing.T) {
 // won games whole, lost games without the moves that wander after it.
 func TestCloneTrim(t *testing.T) {
 	ctx := context.Background()
-	c := tinyConfig()
-	c.Game.MaxSteps = 1000
 	const idle = 100
-	c.CloneGames, c.CloneTrim, c.CloneIdle, c.ValEvery = 30, true, idle, 0
-	c.DaggerRounds, c.DaggerGames = 1, 1 // so the trainer keeps the trimmed games after the warm start
+	c := trimConfig(30, idle, 1) // one DAgger round, so the trainer keeps the trimmed games after the warm start
 	tr, m := warmStarted(t, c)
 	maker, err := agents.New("greedy")
 	if err != nil {
