@@ -95,18 +95,14 @@ func (t *Trainer) teacherGame(ctx context.Context, seed uint64, teacher agents.A
 	var legal []env.Action
 	last, hasLast := env.Action(0), false
 	idle := 0
-	for !s.Over() && ctx.Err() == nil && (t.Config.CloneIdle == 0 || idle < t.Config.CloneIdle) {
+	for !s.Over() && ctx.Err() == nil && !t.idleOut(idle) {
 		legal = s.AppendLegal(legal[:0])
 		a := teacher.Act(agents.NewView(&s, legal, last, hasLast)).Action
 		before := s
 		if _, err := s.Step(a); err != nil {
 			panic("train: the teacher " + teacher.Name() + " chose an illegal action: " + err.Error())
 		}
-		if progressed(&before, &s, a) {
-			idle = 0
-		} else {
-			idle++
-		}
+		idle = idleAfter(idle, &before, &s, a)
 		g.Played = append(g.Played, a)
 		last, hasLast = a, true
 	}
@@ -132,7 +128,7 @@ func (t *Trainer) daggerGame(ctx context.Context, seed uint64, teacher, player a
 	var legal []env.Action
 	last, hasLast := env.Action(0), false
 	idle := 0
-	for i := 0; !s.Over() && i < daggerMoves && ctx.Err() == nil && (t.Config.CloneIdle == 0 || idle < t.Config.CloneIdle); i++ {
+	for i := 0; !s.Over() && i < daggerMoves && ctx.Err() == nil && !t.idleOut(idle); i++ {
 		legal = s.AppendLegal(legal[:0])
 		label := teacher.Act(agents.NewView(&s, legal, last, hasLast)).Action
 		a := player.Act(agents.NewView(&s, legal, last, hasLast)).Action
@@ -140,11 +136,7 @@ func (t *Trainer) daggerGame(ctx context.Context, seed uint64, teacher, player a
 		if _, err := s.Step(a); err != nil {
 			panic("train: the network chose an illegal action: " + err.Error())
 		}
-		if progressed(&before, &s, a) {
-			idle = 0
-		} else {
-			idle++
-		}
+		idle = idleAfter(idle, &before, &s, a)
 		g.Played = append(g.Played, a)
 		g.Labels = append(g.Labels, label)
 		last, hasLast = a, true
@@ -310,11 +302,7 @@ func (t *Trainer) clone(ctx context.Context) (Metrics, error) {
 			return Metrics{}, fmt.Errorf("train: the teacher won none of its %d games: nothing to imitate with only won games", c.CloneGames)
 		}
 	}
-	if c.CloneTrim {
-		for i := range games {
-			games[i] = t.trim(games[i])
-		}
-	}
+	t.trimAll(games)
 	t.imitation = games
 	m.LabelSeconds = time.Since(start).Seconds()
 	if err := t.imitate(ctx, &m); err != nil {
@@ -328,6 +316,32 @@ func (t *Trainer) clone(ctx context.Context) (Metrics, error) {
 // made progress: it dealt, turned a card or completed a run.
 func progressed(before, after *env.State, a env.Action) bool {
 	return a == env.Deal || after.TotalFaceDown() < before.TotalFaceDown() || after.Runs() > before.Runs()
+}
+
+// idleAfter is the count of moves in a row without progress after action
+// a led from before to after, idle being the count before it.
+func idleAfter(idle int, before, after *env.State, a env.Action) int {
+	if progressed(before, after, a) {
+		return 0
+	}
+	return idle + 1
+}
+
+// idleOut reports whether a labelled game that has gone idle moves
+// without progress ends there (CloneIdle; 0 never ends one).
+func (t *Trainer) idleOut(idle int) bool {
+	return t.Config.CloneIdle > 0 && idle >= t.Config.CloneIdle
+}
+
+// trimAll trims each of games in place with CloneTrim, and leaves them
+// whole without it.
+func (t *Trainer) trimAll(games []labelled) {
+	if !t.Config.CloneTrim {
+		return
+	}
+	for i := range games {
+		games[i] = t.trim(games[i])
+	}
 }
 
 // trim returns g cut after its last move that made progress: one that
@@ -398,11 +412,7 @@ func (t *Trainer) dagger(ctx context.Context) (Metrics, error) {
 		m.Agreement = float64(same) / float64(all)
 	}
 	m.LabelSeconds = time.Since(start).Seconds()
-	if c.CloneTrim {
-		for i := range games {
-			games[i] = t.trim(games[i])
-		}
-	}
+	t.trimAll(games)
 	t.imitation = append(t.imitation, games...)
 	if err := t.imitate(ctx, &m); err != nil {
 		return Metrics{}, err
