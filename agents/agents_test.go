@@ -436,3 +436,33 @@ func TestEvaluateStoppedKeepsFinishedDeals(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkSearchPlan times one plan of Search at its default budget, from
+// positions 60 moves into its own games (at the deal every move turns a
+// card, so there is nothing to search).
+func BenchmarkSearchPlan(b *testing.B) {
+	for _, suits := range []int{1, 2} {
+		b.Run(fmt.Sprintf("suits=%d", suits), func(b *testing.B) {
+			r := env.MustRules(env.Options{Suits: suits})
+			games := make([]env.State, 8)
+			a := &Search{}
+			var legal []env.Action
+			for i := range games {
+				s := env.NewGame(r, uint64(i+1))
+				a.Begin(uint64(i + 1))
+				for range 60 {
+					legal = s.AppendLegal(legal[:0])
+					s.Step(a.Act(NewView(&s, legal, 0, false)).Action)
+				}
+				games[i] = s
+			}
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				s := &games[i%len(games)]
+				a.Begin(uint64(i))
+				legal = s.AppendLegal(legal[:0])
+				a.Act(NewView(s, legal, 0, false))
+			}
+		})
+	}
+}

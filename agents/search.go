@@ -219,8 +219,13 @@ func (a *Search) search(root *env.State) string {
 				}
 				continue
 			}
+			if len(a.nodes) >= budget {
+				// Full: only moves that show something new are still
+				// valued, so the key need not be computed.
+				continue
+			}
 			k := a.key(&next)
-			if _, ok := a.index[k]; ok || len(a.nodes) >= budget {
+			if _, ok := a.index[k]; ok {
 				continue
 			}
 			a.index[k] = int32(len(a.nodes))
