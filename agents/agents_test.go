@@ -299,6 +299,36 @@ func TestSearchChargesMixedSuits(t *testing.T) {
 	}
 }
 
+// TestSearchMovesMixedRuns gives Search one node: the 9s 8h cannot move as
+// one, but through the empty column it can, three moves that turn the 5h.
+// Search must see that line as one step. The card turns at the second
+// move, so it plans again there (with room now) and puts the 8h back.
+func TestSearchMovesMixedRuns(t *testing.T) {
+	r := env.MustRules(env.Options{Suits: 4})
+	s, err := env.ParseState(r, "1: 5h | 9s 8h\n2: | Th\n3: |\n4: | Kh\n5: | Kh\n6: | Kh\n7: | Kh\n8: | Kh\n9: | Kh\n10: | Kh\nstock: 2h 2h 2h 2h 2h 2h 2h 2h 2h 2h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &Search{Nodes: 1}
+	a.Begin(1)
+	want := []env.Action{env.MoveAction(0, 2, 1), env.MoveAction(0, 1, 1), env.MoveAction(2, 1, 1)}
+	prev, has := env.Action(0), false
+	for i, w := range want {
+		if i == 2 {
+			a.Nodes = 1000
+		}
+		d := a.Act(NewView(&s, s.AppendLegal(nil), prev, has))
+		if d.Action != w || i == 0 && d.Reason != "turns a face-down card" {
+			t.Fatalf("move %d: search chose %v because %q; want %v", i+1, d.Action, d.Reason, w)
+		}
+		s.Step(d.Action)
+		prev, has = d.Action, true
+	}
+	if s.FaceDown(0) != 0 || s.Height(1) != 3 || s.Height(2) != 0 {
+		t.Fatalf("after the line:\n%s", s.Render())
+	}
+}
+
 // TestSearchFillsBeyondItsHorizon gives Search a budget too small to see a
 // deal behind an empty column: it must still fill the column and deal
 // rather than give up.

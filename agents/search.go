@@ -12,10 +12,14 @@ import (
 // that turn no card and deal nothing, since those moves show nothing new
 // and their outcome is certain. It explores them breadth first (so each is
 // reached by its shortest line) up to Nodes positions, counting positions
-// that differ only by column order once, and values each by Evaluate. The
-// moves that would show something new are chance nodes: a turned card lies
-// alone on its column, where Evaluate does not look at what it is, so such
-// a move is valued by Evaluate after it in any game; a deal is valued by
+// that differ only by column order once, and values each by Evaluate. A
+// run of several same-suit segments that empty columns let move (a
+// segment at a time, parking the others) is one step of the search, not
+// several (macros), so the budget reaches the reorganising play two and
+// four suits need. The moves that would show something new are chance
+// nodes: a turned card lies alone on its column, where Evaluate does not
+// look at what it is, so such a move is valued by Evaluate after it in any
+// game; a deal is valued by
 // the mean of Evaluate over Samples games dealt anew from what is visible
 // (View.Sample). The real hidden cards are never read. Search then plays
 // the line to the best position or chance move found, and plans again only
@@ -43,6 +47,15 @@ type Search struct {
 	index map[uint64]int32
 	legal []env.Action
 	buf   [env.NumCards]env.Card
+	mbuf  []env.Action // the moves of every macro of a plan's tree
+	found []macro
+}
+
+// macro is a line of moves search takes as one step: a mixed run moved
+// through empty columns (macros).
+type macro struct {
+	s        env.State // the position after it
+	start, n int32     // its moves, a.mbuf[start:start+n]
 }
 
 // node is one position of a plan's search tree.
@@ -50,6 +63,8 @@ type node struct {
 	s      env.State
 	parent int32
 	action env.Action // the move from parent
+	mstart int32      // when mlen > 0, a macro: the moves a.mbuf[mstart:mstart+mlen]
+	mlen   int32
 }
 
 // Name returns "search", or "oracle" when it peeks.
@@ -173,6 +188,8 @@ func (a *Search) search(root *env.State) string {
 		samples = 4
 	}
 	clear(a.index)
+	a.mbuf = a.mbuf[:0]
+	bestLeafMacro, bestLeafMacroLen := int32(0), int32(0) // a macro's moves in a.mbuf, when the best leaf is one
 	a.nodes = append(a.nodes[:0], node{s: *root, parent: -1})
 	a.index[a.key(root)] = 0
 	rootValue := a.Evaluate(root)
@@ -208,6 +225,7 @@ func (a *Search) search(root *env.State) string {
 				}
 				if val > bestLeafValue {
 					bestLeaf, bestLeafAction, bestLeafValue = i, act, val
+					bestLeafMacroLen = 0
 					switch {
 					case act == env.Deal:
 						leafWhy = "deals once nothing better can be foreseen"
@@ -235,6 +253,37 @@ func (a *Search) search(root *env.State) string {
 				bestStatic, bestStaticValue = len(a.nodes)-1, val
 			}
 		}
+		if firstEmpty >= 0 {
+			a.macros(&s, firstEmpty)
+			for f := range a.found {
+				m := &a.found[f]
+				next := &m.s
+				if next.Status() == env.Won || !a.Peek && next.TotalFaceDown() != down {
+					if val := a.Evaluate(next); val > bestLeafValue {
+						bestLeaf, bestLeafValue = i, val
+						bestLeafMacro = m.start
+						bestLeafMacroLen = m.n
+						leafWhy = "turns a face-down card"
+						if next.Status() == env.Won {
+							leafWhy = "wins the game"
+						}
+					}
+					continue
+				}
+				if len(a.nodes) >= budget {
+					continue
+				}
+				k := a.key(next)
+				if _, ok := a.index[k]; ok {
+					continue
+				}
+				a.index[k] = int32(len(a.nodes))
+				a.nodes = append(a.nodes, node{s: *next, parent: int32(i), mstart: m.start, mlen: m.n})
+				if val := a.Evaluate(next); val > bestStaticValue {
+					bestStatic, bestStaticValue = len(a.nodes)-1, val
+				}
+			}
+		}
 	}
 	if !dealSeen && !a.Peek && root.StockLeft() > 0 {
 		// The deal lies beyond the horizon, behind empty columns that must
@@ -251,7 +300,11 @@ func (a *Search) search(root *env.State) string {
 	switch {
 	case bestLeaf >= 0 && (bestLeafValue >= bestStaticValue || bestStaticValue <= rootValue):
 		a.line(bestLeaf)
-		a.plan = append(a.plan, bestLeafAction)
+		if bestLeafMacroLen > 0 {
+			a.plan = append(a.plan, a.mbuf[bestLeafMacro:bestLeafMacro+bestLeafMacroLen]...)
+		} else {
+			a.plan = append(a.plan, bestLeafAction)
+		}
 		return leafWhy
 	case bestStatic >= 0 && bestStaticValue > rootValue:
 		a.line(bestStatic)
@@ -276,7 +329,14 @@ func (a *Search) search(root *env.State) string {
 func (a *Search) line(i int) {
 	a.plan = a.plan[:0]
 	for ; a.nodes[i].parent >= 0; i = int(a.nodes[i].parent) {
-		a.plan = append(a.plan, a.nodes[i].action)
+		n := &a.nodes[i]
+		if n.mlen > 0 {
+			for j := n.mstart + n.mlen - 1; j >= n.mstart; j-- {
+				a.plan = append(a.plan, a.mbuf[j])
+			}
+			continue
+		}
+		a.plan = append(a.plan, n.action)
 	}
 	for l, r := 0, len(a.plan)-1; l < r; l, r = l+1, r-1 {
 		a.plan[l], a.plan[r] = a.plan[r], a.plan[l]
@@ -359,4 +419,101 @@ func (a *Search) key(s *env.State) uint64 {
 		h ^= h >> 29
 	}
 	return h
+}
+
+// macros finds, at s, every move of a descending run of two or more
+// same-suit segments onto a card one rank above its head (or into the
+// first empty column) that the other empty columns make possible, and
+// leaves each in a.found, its moves in a.mbuf. Only a same-suit segment
+// moves as one, so such a run moves a segment at a time: with e free
+// columns, up to 2^e segments (park the top half, move the rest, bring the
+// half back). A player sees each of these lines whole, so search takes it
+// as one step rather than spend its budget finding it move by move.
+func (a *Search) macros(s *env.State, firstEmpty int) {
+	a.found = a.found[:0]
+	var empties [env.NumColumns]int
+	ne := 0
+	for c := range env.NumColumns {
+		if s.Height(c) == 0 {
+			empties[ne] = c
+			ne++
+		}
+	}
+	for src := range env.NumColumns {
+		up := s.AppendFaceUp(a.buf[:0], src)
+		// ends[j] is the index in up of the lowest card of segment j+1,
+		// counting segments from the top.
+		var ends [env.NumCards]int
+		nseg := 0
+		for pos := len(up) - 1; pos >= 0; {
+			b := pos
+			for b > 0 && up[b-1] == up[b]+1 && up[b].Rank() != env.King {
+				b--
+			}
+			ends[nseg] = b
+			nseg++
+			if b == 0 || up[b-1].Rank() != up[b].Rank()+1 {
+				break
+			}
+			pos = b - 1
+		}
+		for j := 2; j <= nseg; j++ {
+			head := up[ends[j-1]]
+			whole := ends[j-1] == 0 && s.FaceDown(src) == 0
+			for dst := range env.NumColumns {
+				free := ne
+				switch {
+				case dst == src:
+					continue
+				case s.Height(dst) == 0:
+					if dst != firstEmpty || whole {
+						continue // empty columns are alike; a whole column gains nothing
+					}
+					free--
+				case s.Top(dst).Rank() != head.Rank()+1:
+					continue
+				}
+				if free < 1 || j > 1<<free {
+					continue
+				}
+				var fr [env.NumColumns]int
+				nf := 0
+				for _, c := range empties[:ne] {
+					if c != dst {
+						fr[nf] = c
+						nf++
+					}
+				}
+				m := macro{s: *s, start: int32(len(a.mbuf))}
+				if !a.moveSegments(&m.s, src, dst, j, fr[:nf]) {
+					a.mbuf = a.mbuf[:m.start]
+					continue
+				}
+				m.n = int32(len(a.mbuf)) - m.start
+				a.found = append(a.found, m)
+			}
+		}
+	}
+}
+
+// moveSegments moves the top j segments of src onto dst through the free
+// columns, playing them on w and appending the moves to a.mbuf; it reports
+// false if a move was illegal (it cannot be while j <= 2^len(free)).
+func (a *Search) moveSegments(w *env.State, src, dst, j int, free []int) bool {
+	if j == 1 {
+		act := env.MoveAction(src, dst, w.RunLength(src))
+		if !w.Legal(act) {
+			return false
+		}
+		w.Step(act)
+		a.mbuf = append(a.mbuf, act)
+		return true
+	}
+	if len(free) == 0 {
+		return false
+	}
+	t := j / 2
+	return a.moveSegments(w, src, free[0], t, free[1:]) &&
+		a.moveSegments(w, src, dst, j-t, free[1:]) &&
+		a.moveSegments(w, free[0], dst, t, free[1:])
 }
