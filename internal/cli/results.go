@@ -15,17 +15,20 @@ import (
 
 	"github.com/spiderenv/spider/agents/suites"
 	"github.com/spiderenv/spider/internal/atomicfile"
+	"github.com/spiderenv/spider/internal/stats"
 )
 
 // resultsOptions are the results command's flags.
 type resultsOptions struct {
 	update string
+	pair   bool
 	files  []string
 }
 
 func resultsCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, io.Writer, io.Writer) error {
 	var o resultsOptions
 	fs.StringVar(&o.update, "update", "", "rewrite the generated section of this Markdown file (between "+resultsBegin+" and "+resultsEnd+") instead of printing the table")
+	fs.BoolVar(&o.pair, "pair", false, "compare two eval --json --per-game reports deal by deal instead (every policy of the first against every policy of the second, on the seeds both played): McNemar's exact test on wins, paired t-tests on score and runs")
 	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		o.files = args
 		return runResults(ctx, o, stdout, stderr)
@@ -51,6 +54,9 @@ type resultRow struct {
 }
 
 func runResults(_ context.Context, o resultsOptions, stdout, _ io.Writer) error {
+	if o.pair {
+		return runPair(o, stdout)
+	}
 	if len(o.files) == 0 {
 		return usageError{fmt.Errorf("want at least one eval JSON file (spider eval --suite NAME --json)")}
 	}
@@ -98,6 +104,22 @@ func runResults(_ context.Context, o resultsOptions, stdout, _ io.Writer) error 
 
 // readEvalJSON reads one file of spider eval --suite NAME --json.
 func readEvalJSON(name string) (evalReport, error) {
+	rep, err := readEvalReport(name)
+	if err != nil {
+		return rep, err
+	}
+	switch {
+	case rep.Suite == nil:
+		return rep, fmt.Errorf("%s: no suite: the results table takes only runs of spider eval --suite NAME", name)
+	case rep.Stopped:
+		return rep, fmt.Errorf("%s: a stopped evaluation (%d of the suite's deals): the results table takes only whole suites", name, rep.Seeds)
+	}
+	return rep, nil
+}
+
+// readEvalReport reads one file of spider eval --json, with or without a
+// suite.
+func readEvalReport(name string) (evalReport, error) {
 	var rep evalReport
 	f, err := os.Open(name)
 	if err != nil {
@@ -117,10 +139,6 @@ func readEvalJSON(name string) (evalReport, error) {
 	switch {
 	case rep.Schema != evalSchema:
 		return rep, fmt.Errorf("%s: schema %q, want %q (spider eval --json)", name, rep.Schema, evalSchema)
-	case rep.Suite == nil:
-		return rep, fmt.Errorf("%s: no suite: the results table takes only runs of spider eval --suite NAME", name)
-	case rep.Stopped:
-		return rep, fmt.Errorf("%s: a stopped evaluation (%d of the suite's deals): the results table takes only whole suites", name, rep.Seeds)
 	case len(rep.Policies) == 0:
 		return rep, fmt.Errorf("%s: no policy", name)
 	}
@@ -142,4 +160,72 @@ func resultsTable(rows []resultRow) string {
 			100*p.WinRate, 100*p.WinLo, 100*p.WinHi, p.Score, p.ScoreHalf, p.Runs, p.RunsHalf, p.Moves, p.Failures, r.report.Program, r.file)
 	}
 	return b.String()
+}
+
+// runPair compares the policies of two reports deal by deal: the games of
+// two builds or two runs, which one eval cannot pair.
+func runPair(o resultsOptions, stdout io.Writer) error {
+	if len(o.files) != 2 || o.update != "" {
+		return usageError{fmt.Errorf("--pair wants two eval JSON files (spider eval --json --per-game) and no --update")}
+	}
+	var reps [2]evalReport
+	for i, name := range o.files {
+		rep, err := readEvalReport(name)
+		if err != nil {
+			return err
+		}
+		if len(rep.Games) == 0 {
+			return fmt.Errorf("%s: no games: pairing needs spider eval --per-game", name)
+		}
+		reps[i] = rep
+	}
+	a, b := reps[0].Options, reps[1].Options
+	if a.RuleSet != b.RuleSet || a.Suits != b.Suits || a.MaxSteps != b.MaxSteps || a.TimePerActionMs != b.TimePerActionMs {
+		return fmt.Errorf("%s and %s played different games (rules, suits, step limit or clock differ): nothing to pair", o.files[0], o.files[1])
+	}
+	var out strings.Builder
+	out.WriteString("| A | B | pairs | A won | B won | only A won | only B won | wins p | score A-B (p) | runs A-B (p) |\n")
+	out.WriteString("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, pa := range reps[0].Policies {
+		for _, pb := range reps[1].Policies {
+			byA := map[uint64]gameRow{}
+			for _, g := range reps[0].Games {
+				if g.Policy == pa.Policy {
+					byA[g.Seed] = g
+				}
+			}
+			var sa, sb, ra, rb []float64
+			wa, wb, onlyA, onlyB := 0, 0, 0, 0
+			for _, g := range reps[1].Games {
+				x, ok := byA[g.Seed]
+				if g.Policy != pb.Policy || !ok {
+					continue
+				}
+				if x.Won {
+					wa++
+				}
+				if g.Won {
+					wb++
+				}
+				if x.Won && !g.Won {
+					onlyA++
+				}
+				if g.Won && !x.Won {
+					onlyB++
+				}
+				sa, sb = append(sa, float64(x.Score)), append(sb, float64(g.Score))
+				ra, rb = append(ra, float64(x.Runs)), append(rb, float64(g.Runs))
+			}
+			if len(sa) == 0 {
+				return fmt.Errorf("%s (%s) and %s (%s) share no seed: nothing to pair", pa.Policy, o.files[0], pb.Policy, o.files[1])
+			}
+			ds, ps := stats.PairedT(sa, sb)
+			dr, pr := stats.PairedT(ra, rb)
+			fmt.Fprintf(&out, "| %s (%s) | %s (%s) | %d | %d | %d | %d | %d | %.2g | %+.1f (%.2g) | %+.2f (%.2g) |\n",
+				strings.ReplaceAll(pa.Policy, "|", `\|`), o.files[0], strings.ReplaceAll(pb.Policy, "|", `\|`), o.files[1],
+				len(sa), wa, wb, onlyA, onlyB, stats.McNemar(onlyA, onlyB), ds, ps, dr, pr)
+		}
+	}
+	_, err := io.WriteString(stdout, out.String())
+	return err
 }

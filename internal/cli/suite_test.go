@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -163,5 +164,76 @@ func TestResultsTable(t *testing.T) {
 	}
 	if b2, _ := os.ReadFile(md); string(b2) != got {
 		t.Errorf("a failed run changed the file")
+	}
+}
+
+// TestResultsPair pairs two reports deal by deal: the rows must match the
+// games they hold, counted here again on the seeds both played.
+func TestResultsPair(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, args ...string) string {
+		t.Helper()
+		code, out, errs := runMain(append([]string{"eval", "--json"}, args...)...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", name, code, errs)
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	a := write("a.json", "--seeds", "1-30", "--policies", "first,random", "--per-game")
+	b := write("b.json", "--seeds", "11-40", "--policies", "random,first", "--per-game")
+	noGames := write("c.json", "--seeds", "1-3", "--policies", "first")
+	twoSuits := write("d.json", "--seeds", "1-3", "--suits", "2", "--policies", "first", "--per-game")
+	code, out, errs := runMain("results", "--pair", a, b)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var ra, rb evalReport
+	for path, rep := range map[string]*evalReport{a: &ra, b: &rb} {
+		if b, err := os.ReadFile(path); err != nil || json.Unmarshal(b, rep) != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+	}
+	score := func(rep evalReport, policy string) map[uint64]int {
+		m := map[uint64]int{}
+		for _, g := range rep.Games {
+			if g.Policy == policy {
+				m[g.Seed] = g.Score
+			}
+		}
+		return m
+	}
+	first, random := score(ra, "first"), score(rb, "random")
+	diff, n := 0, 0
+	for seed, s := range first {
+		if r, ok := random[seed]; ok {
+			diff += s - r
+			n++
+		}
+	}
+	if n != 20 {
+		t.Fatalf("%d common seeds", n)
+	}
+	same := fmt.Sprintf("| first (%s) | first (%s) | 20 | 0 | 0 | 0 | 0 | 1 | +0.0 (1) | +0.00 (1) |", a, b)
+	against := fmt.Sprintf("| first (%s) | random (%s) | 20 | 0 | 0 | 0 | 0 | 1 | %+.1f (", a, b, float64(diff)/20)
+	if strings.Count(out, "\n") != 6 || !strings.Contains(out, same) || !strings.Contains(out, against) {
+		t.Fatalf("want rows %q and %q...; got\n%s", same, against, out)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{a}, 2, "--pair wants two eval JSON files"},
+		{[]string{a, noGames}, 1, "no games: pairing needs spider eval --per-game"},
+		{[]string{a, twoSuits}, 1, "played different games"},
+		{[]string{a, write("e.json", "--seeds", "50-52", "--policies", "first", "--per-game")}, 1, "share no seed"},
+	} {
+		if code, _, errs := runMain(append([]string{"results", "--pair"}, tc.args...)...); code != tc.code || !strings.Contains(errs, tc.want) {
+			t.Errorf("results --pair %v: exit %d, %q; want %d, %q", tc.args, code, errs, tc.code, tc.want)
+		}
 	}
 }
