@@ -299,18 +299,25 @@ func TestSearchChargesMixedSuits(t *testing.T) {
 	}
 }
 
-// TestSearchMovesMixedRuns gives Search one node: the 9s 8h cannot move as
-// one, but through the empty column it can, three moves that turn the 5h.
-// Search must see that line as one step. The card turns at the second
-// move, so it plans again there (with room now) and puts the 8h back.
-func TestSearchMovesMixedRuns(t *testing.T) {
-	r := env.MustRules(env.Options{Suits: 4})
-	s, err := env.ParseState(r, "1: 5h | 9s 8h\n2: | Th\n3: |\n4: | Kh\n5: | Kh\n6: | Kh\n7: | Kh\n8: | Kh\n9: | Kh\n10: | Kh\nstock: 2h 2h 2h 2h 2h 2h 2h 2h 2h 2h")
+// searchAt parses a position of a classic game with suits suits and
+// returns it with a Search of one node, begun with seed 1.
+func searchAt(t *testing.T, suits int, pos string) (env.State, *Search) {
+	t.Helper()
+	s, err := env.ParseState(env.MustRules(env.Options{Suits: suits}), pos)
 	if err != nil {
 		t.Fatal(err)
 	}
 	a := &Search{Nodes: 1}
 	a.Begin(1)
+	return s, a
+}
+
+// TestSearchMovesMixedRuns gives Search one node: the 9s 8h cannot move as
+// one, but through the empty column it can, three moves that turn the 5h.
+// Search must see that line as one step. The card turns at the second
+// move, so it plans again there (with room now) and puts the 8h back.
+func TestSearchMovesMixedRuns(t *testing.T) {
+	s, a := searchAt(t, 4, "1: 5h | 9s 8h\n2: | Th\n3: |\n4: | Kh\n5: | Kh\n6: | Kh\n7: | Kh\n8: | Kh\n9: | Kh\n10: | Kh\nstock: 2h 2h 2h 2h 2h 2h 2h 2h 2h 2h")
 	want := []env.Action{env.MoveAction(0, 2, 1), env.MoveAction(0, 1, 1), env.MoveAction(2, 1, 1)}
 	prev, has := env.Action(0), false
 	for i, w := range want {
@@ -333,13 +340,7 @@ func TestSearchMovesMixedRuns(t *testing.T) {
 // deal behind an empty column: it must still fill the column and deal
 // rather than give up.
 func TestSearchFillsBeyondItsHorizon(t *testing.T) {
-	r := env.MustRules(env.Options{Suits: 2})
-	s, err := env.ParseState(r, "1: | 9s 4h\n2: |\n3: | Kh\n4: | Kh\n5: | Kh\n6: | Kh\n7: | Kh\n8: | Kh\n9: | Kh\n10: | Kh\nstock: 2h 2h 2h 2h 2h 2h 2h 2h 2h 2h")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := &Search{Nodes: 1}
-	a.Begin(1)
+	s, a := searchAt(t, 2, "1: | 9s 4h\n2: |\n3: | Kh\n4: | Kh\n5: | Kh\n6: | Kh\n7: | Kh\n8: | Kh\n9: | Kh\n10: | Kh\nstock: 2h 2h 2h 2h 2h 2h 2h 2h 2h 2h")
 	d := a.Act(NewView(&s, s.AppendLegal(nil), 0, false))
 	if d.Action != env.MoveAction(0, 1, 1) || d.Reason != "fills the empty columns to deal" {
 		t.Fatalf("search chose %v because %q", d.Action, d.Reason)
