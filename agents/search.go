@@ -14,20 +14,20 @@ import (
 // its shortest line) up to Nodes positions, counting positions that differ
 // only by column order once, and values each by Evaluate. A run of several
 // same-suit segments that empty columns let move (a segment at a time,
-// parking the others) is one step of the search, not several (macros): when
-// such a line turns a card halfway, as one step it is valued at its end,
-// with the parked segments back and the empty columns free, which lifted two
-// and four suits (docs/results.md). The moves that would show something new
-// are chance nodes: a turned card lies alone on its column, where Evaluate
-// does not look at what it is, so such a move is valued by Evaluate after it
-// in any game; a deal is valued by the mean of Evaluate over Samples games
-// dealt anew from what is visible (View.Sample). The real hidden cards are
-// never read. Search then plays the line to the best position or chance move
-// found, and plans again only once the line is played or something new has
-// been seen. Each plan strictly improves the value or turns a card or deals,
-// so it cannot loop while it sees a way forward; when it sees none (no card
-// to turn, no deal, nothing better within the budget) the game is as good as
-// lost and it plays the first legal move.
+// parking the others) is one step of the search, not several (macros): with
+// an empty column, a breadth-first plan fills its budget before it reaches
+// these lines, which lifted two and four suits (docs/results.md). The moves
+// that would show something new are chance nodes: a turned card lies alone
+// on its column, where Evaluate does not look at what it is, so such a move
+// is valued by Evaluate after it in any game; a deal is valued by the mean
+// of Evaluate over Samples games dealt anew from what is visible
+// (View.Sample). The real hidden cards are never read. Search then plays the
+// line to the best position or chance move found, and plans again only once
+// the line is played or something new has been seen. Each plan strictly
+// improves the value or turns a card or deals, so it cannot loop while it
+// sees a way forward; when it sees none (no card to turn, no deal, nothing
+// better within the budget) the game is as good as lost and it plays the
+// first legal move.
 //
 // Search is deterministic given its seed and keeps its buffers between
 // moves, so use one per goroutine.
