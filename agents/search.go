@@ -237,19 +237,10 @@ func (a *Search) search(root *env.State) string {
 				}
 				continue
 			}
-			if len(a.nodes) >= budget {
-				// Full: only moves that show something new are still
-				// valued, so the key need not be computed.
+			if !a.push(&next, node{parent: int32(i), action: act}, budget) {
 				continue
 			}
-			k := a.key(&next)
-			if _, ok := a.index[k]; ok {
-				continue
-			}
-			a.index[k] = int32(len(a.nodes))
-			a.nodes = append(a.nodes, node{s: next, parent: int32(i), action: act})
-			val := a.Evaluate(&next)
-			if val > bestStaticValue {
+			if val := a.Evaluate(&next); val > bestStaticValue {
 				bestStatic, bestStaticValue = len(a.nodes)-1, val
 			}
 		}
@@ -270,15 +261,9 @@ func (a *Search) search(root *env.State) string {
 					}
 					continue
 				}
-				if len(a.nodes) >= budget {
+				if !a.push(next, node{parent: int32(i), mstart: m.start, mlen: m.n}, budget) {
 					continue
 				}
-				k := a.key(next)
-				if _, ok := a.index[k]; ok {
-					continue
-				}
-				a.index[k] = int32(len(a.nodes))
-				a.nodes = append(a.nodes, node{s: *next, parent: int32(i), mstart: m.start, mlen: m.n})
 				if val := a.Evaluate(next); val > bestStaticValue {
 					bestStatic, bestStaticValue = len(a.nodes)-1, val
 				}
@@ -323,6 +308,24 @@ func (a *Search) search(root *env.State) string {
 	// the cheapest to find is the first.
 	a.plan = append(a.plan[:0], root.AppendLegal(a.legal[:0])[0])
 	return "sees no way forward"
+}
+
+// push adds next to the tree as node n (n.s is set here), unless the
+// budget is full or a position with its key is already there, and reports
+// whether it did. Once the budget is full the key is not computed: only
+// moves that show something new are still valued.
+func (a *Search) push(next *env.State, n node, budget int) bool {
+	if len(a.nodes) >= budget {
+		return false
+	}
+	k := a.key(next)
+	if _, ok := a.index[k]; ok {
+		return false
+	}
+	a.index[k] = int32(len(a.nodes))
+	a.nodes = append(a.nodes, n)
+	a.nodes[len(a.nodes)-1].s = *next
+	return true
 }
 
 // line sets a.plan to the moves from the root to node i.

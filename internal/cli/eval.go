@@ -527,23 +527,31 @@ func summarize(ev *agents.Evaluation, labels []string) evalReport {
 	}
 	for a := range ev.Results {
 		for b := a + 1; b < len(ev.Results); b++ {
-			c := comparison{A: labels[a], B: labels[b], GamesPairs: len(ev.Seeds)}
-			for i := range ev.Seeds {
-				wa, wb := ev.Results[a][i].Won, ev.Results[b][i].Won
-				if wa && !wb {
-					c.OnlyAWon++
-				}
-				if wb && !wa {
-					c.OnlyBWon++
-				}
-			}
-			c.WinsP = stats.McNemar(c.OnlyAWon, c.OnlyBWon)
-			c.ScoreDiff, c.ScoreP = stats.PairedT(column(ev.Results[a], score), column(ev.Results[b], score))
-			c.RunsDiff, c.RunsP = stats.PairedT(column(ev.Results[a], runs), column(ev.Results[b], runs))
-			rep.Comparisons = append(rep.Comparisons, c)
+			rep.Comparisons = append(rep.Comparisons, compare(labels[a], labels[b], ev.Results[a], ev.Results[b]))
 		}
 	}
 	return rep
+}
+
+// compare pairs two policies' games, game i of each on the same deal:
+// McNemar's exact test on wins, paired t-tests on score and runs.
+func compare(a, b string, x, y []agents.Result) comparison {
+	c := comparison{A: a, B: b, GamesPairs: len(x)}
+	score, runs := make([][]float64, 2), make([][]float64, 2)
+	for i := range x {
+		if x[i].Won && !y[i].Won {
+			c.OnlyAWon++
+		}
+		if y[i].Won && !x[i].Won {
+			c.OnlyBWon++
+		}
+		score[0], score[1] = append(score[0], float64(x[i].Score)), append(score[1], float64(y[i].Score))
+		runs[0], runs[1] = append(runs[0], float64(x[i].Runs)), append(runs[1], float64(y[i].Runs))
+	}
+	c.WinsP = stats.McNemar(c.OnlyAWon, c.OnlyBWon)
+	c.ScoreDiff, c.ScoreP = stats.PairedT(score[0], score[1])
+	c.RunsDiff, c.RunsP = stats.PairedT(runs[0], runs[1])
+	return c
 }
 
 func writeEval(w io.Writer, rep evalReport, o evalOptions) error {

@@ -13,9 +13,9 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/spiderenv/spider/agents"
 	"github.com/spiderenv/spider/agents/suites"
 	"github.com/spiderenv/spider/internal/atomicfile"
-	"github.com/spiderenv/spider/internal/stats"
 )
 
 // resultsOptions are the results command's flags.
@@ -187,43 +187,36 @@ func runPair(o resultsOptions, stdout io.Writer) error {
 	out.WriteString("| A | B | pairs | A won | B won | only A won | only B won | wins p | score A-B (p) | runs A-B (p) |\n")
 	out.WriteString("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, pa := range reps[0].Policies {
-		for _, pb := range reps[1].Policies {
-			byA := map[uint64]gameRow{}
-			for _, g := range reps[0].Games {
-				if g.Policy == pa.Policy {
-					byA[g.Seed] = g
-				}
+		byA := map[uint64]gameRow{}
+		for _, g := range reps[0].Games {
+			if g.Policy == pa.Policy {
+				byA[g.Seed] = g
 			}
-			var sa, sb, ra, rb []float64
-			wa, wb, onlyA, onlyB := 0, 0, 0, 0
+		}
+		for _, pb := range reps[1].Policies {
+			var x, y []agents.Result
+			wa, wb := 0, 0
 			for _, g := range reps[1].Games {
-				x, ok := byA[g.Seed]
+				ga, ok := byA[g.Seed]
 				if g.Policy != pb.Policy || !ok {
 					continue
 				}
-				if x.Won {
+				x = append(x, agents.Result{Won: ga.Won, Score: ga.Score, Runs: ga.Runs})
+				y = append(y, agents.Result{Won: g.Won, Score: g.Score, Runs: g.Runs})
+				if ga.Won {
 					wa++
 				}
 				if g.Won {
 					wb++
 				}
-				if x.Won && !g.Won {
-					onlyA++
-				}
-				if g.Won && !x.Won {
-					onlyB++
-				}
-				sa, sb = append(sa, float64(x.Score)), append(sb, float64(g.Score))
-				ra, rb = append(ra, float64(x.Runs)), append(rb, float64(g.Runs))
 			}
-			if len(sa) == 0 {
+			if len(x) == 0 {
 				return fmt.Errorf("%s (%s) and %s (%s) share no seed: nothing to pair", pa.Policy, o.files[0], pb.Policy, o.files[1])
 			}
-			ds, ps := stats.PairedT(sa, sb)
-			dr, pr := stats.PairedT(ra, rb)
+			c := compare(pa.Policy, pb.Policy, x, y)
 			fmt.Fprintf(&out, "| %s (%s) | %s (%s) | %d | %d | %d | %d | %d | %.2g | %+.1f (%.2g) | %+.2f (%.2g) |\n",
-				strings.ReplaceAll(pa.Policy, "|", `\|`), o.files[0], strings.ReplaceAll(pb.Policy, "|", `\|`), o.files[1],
-				len(sa), wa, wb, onlyA, onlyB, stats.McNemar(onlyA, onlyB), ds, ps, dr, pr)
+				strings.ReplaceAll(c.A, "|", `\|`), o.files[0], strings.ReplaceAll(c.B, "|", `\|`), o.files[1],
+				c.GamesPairs, wa, wb, c.OnlyAWon, c.OnlyBWon, c.WinsP, c.ScoreDiff, c.ScoreP, c.RunsDiff, c.RunsP)
 		}
 	}
 	_, err := io.WriteString(stdout, out.String())
