@@ -280,6 +280,50 @@ func TestSearchSeesDeadStock(t *testing.T) {
 	}
 }
 
+// TestSearchKeepsCardemsStockDealable checks that search fills an empty
+// column before a cardems deal rather than deal past it: that deal would
+// leave one card in the stock, which needs ten to deal, for good. Evaluate
+// counts such a stock as lost, and charges one that only more deals past
+// empty columns can end.
+func TestSearchKeepsCardemsStockDealable(t *testing.T) {
+	r := env.MustRules(env.Options{RuleSet: env.Cardems, Suits: 1})
+	kings := "3: | Ks\n4: | Ks\n5: | Ks\n6: | Ks\n7: | Ks\n8: | Ks\n9: | Ks\n10: | Ks\n"
+	at := func(pos string) env.State {
+		t.Helper()
+		s, err := env.ParseState(r, pos)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	// Dealt onto every column, the stock lets 4s 3s go onto the 5s.
+	s := at("1: | 9s 4s\n2: |\n" + kings + "stock: 5s 3s" + strings.Repeat(" Qs", 8))
+	a := &Search{Nodes: 1000}
+	a.Begin(1)
+	for i, want := range []env.Action{env.MoveAction(0, 1, 1), env.Deal} {
+		d := a.Act(NewView(&s, s.AppendLegal(nil), 0, false))
+		if d.Action != want {
+			t.Fatalf("move %d: search chose %v because %q; want %v", i+1, d.Action, d.Reason, want)
+		}
+		s.Step(d.Action)
+	}
+	if s.StockLeft() != 0 || s.Status() != env.Playing {
+		t.Fatalf("%d cards left in the stock, game %v; want 0, playing", s.StockLeft(), s.Status())
+	}
+
+	value := func(stock int) int {
+		t.Helper()
+		w := at("1: | 9s 4s\n2: | 5s\n" + kings + "stock:" + strings.Repeat(" As 2s 6s 7s 8s", 4)[:3*stock])
+		return a.Evaluate(&w)
+	}
+	if v := value(9); v != -valueWon {
+		t.Fatalf("a stock of 9 cards valued %d; want %d (lost)", v, -valueWon)
+	}
+	if v20, v11 := value(20), value(11); v20-v11 != valueShort*9 {
+		t.Fatalf("a stock of 20 cards valued %d, of 11 %d: want 9 empty columns short charged, %d", v20, v11, valueShort*9)
+	}
+}
+
 // TestSearchChargesMixedSuits checks that Evaluate charges a card on the
 // next rank of another suit as much as a break: only a same-suit sequence
 // moves as one, and a cheaper charge built mixed sequences that later

@@ -94,13 +94,23 @@ const (
 	// could not move: 40 won 116 two-suit tuning deals (seeds 1-240) to
 	// 83 (docs/results.md). On one suit it never applies.
 	valueSuit = 40
-	valueWon  = 1 << 30
+	// valueShort is the cost of each empty column the stock still needs at
+	// a deal. A cardems deal skips empty columns, and the stock deals only
+	// while it holds ten cards, so it ends empty only if the empty columns
+	// at its deals add up to a multiple of ten: one deal past an empty
+	// column leaves nine more to find, or cards stuck in the stock for
+	// good. Search that valued such a deal like any other won 3 of cardems
+	// seeds 1-10, 6 of the 7 lost with 2-8 cards stuck (docs/results.md).
+	valueShort = valueRun
+	valueWon   = 1 << 30
 )
 
 // Evaluate rates a position from visible facts only: completed runs, then
 // face-down cards, empty columns, and order in the face-up cards. A
-// position whose stock can never be dealt (too few cards left to fill the
-// columns a classic deal needs) counts as lost.
+// position whose stock can never be dealt to its end (too few cards left
+// to fill the columns a deal needs, or a cardems stock of fewer than ten
+// cards) counts as lost, and a cardems stock that only deals past empty
+// columns can end costs valueShort for each such column.
 func (a *Search) Evaluate(s *env.State) int {
 	switch s.Status() {
 	case env.Won:
@@ -112,11 +122,15 @@ func (a *Search) Evaluate(s *env.State) int {
 	for c := range env.NumColumns {
 		cards += s.Height(c)
 	}
-	if s.StockLeft() > 0 && (cards == 0 || cards < env.NumColumns && s.Rules().RuleSet() == env.Classic) {
-		// The stock can never be dealt again, so its cards stay there.
+	short := 0 // empty columns the deals left must pass for the stock to end (cardems)
+	if r := s.StockLeft() % env.DealSize; r != 0 {
+		short = env.DealSize - r
+	}
+	if st := s.StockLeft(); st > 0 && (st < env.DealSize || cards == 0 || short == 0 && cards < env.NumColumns) {
+		// The stock can never be dealt to its end, so cards stay there.
 		return -valueWon
 	}
-	v := valueRun * s.Runs()
+	v := valueRun*s.Runs() - valueShort*short
 	for c := range env.NumColumns {
 		d := s.FaceDown(c)
 		v -= valueDown * d
@@ -200,13 +214,7 @@ func (a *Search) search(root *env.State) string {
 		s := a.nodes[i].s
 		a.legal = s.AppendLegal(a.legal[:0])
 		down := s.TotalFaceDown()
-		firstEmpty := -1
-		for c := range env.NumColumns {
-			if s.Height(c) == 0 {
-				firstEmpty = c
-				break
-			}
-		}
+		firstEmpty := emptyColumn(&s)
 		for _, act := range a.legal {
 			if act != env.Deal {
 				if _, dst, _ := act.Move(); s.Height(dst) == 0 && dst != firstEmpty {
@@ -220,7 +228,10 @@ func (a *Search) search(root *env.State) string {
 				// is changes nothing Evaluate sees: only deals need samples.
 				val := a.Evaluate(&next)
 				if act == env.Deal {
-					dealSeen = true
+					// Only a deal onto every column counts: a cardems deal
+					// past an empty column is valued, but the fill below
+					// is still wanted when none other is seen.
+					dealSeen = dealSeen || firstEmpty < 0
 					val = a.chance(&s, act, samples)
 				}
 				if val > bestLeafValue {
@@ -365,13 +376,13 @@ func (a *Search) chance(s *env.State, act env.Action, samples int) int {
 
 // fill plays into a.plan, from root, the moves that fill every empty column
 // at the least loss of value, never emptying another, and reports whether
-// a deal is then legal.
+// a deal onto every column is then legal.
 func (a *Search) fill(root *env.State) (env.State, bool) {
 	a.plan = a.plan[:0]
 	w := *root
 	for range env.NumColumns {
-		if w.Legal(env.Deal) {
-			return w, true
+		if emptyColumn(&w) < 0 {
+			return w, w.Legal(env.Deal)
 		}
 		a.legal = w.AppendLegal(a.legal[:0])
 		best, bestValue := env.Action(0), -valueWon-1
@@ -395,7 +406,17 @@ func (a *Search) fill(root *env.State) (env.State, bool) {
 		w.Step(best)
 		a.plan = append(a.plan, best)
 	}
-	return w, w.Legal(env.Deal)
+	return w, emptyColumn(&w) < 0 && w.Legal(env.Deal)
+}
+
+// emptyColumn returns the first empty column of s, or -1 if none is.
+func emptyColumn(s *env.State) int {
+	for c := range env.NumColumns {
+		if s.Height(c) == 0 {
+			return c
+		}
+	}
+	return -1
 }
 
 // key hashes what a player sees of s regardless of the order of the
