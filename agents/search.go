@@ -122,11 +122,12 @@ func (a *Search) Evaluate(s *env.State) int {
 	for c := range env.NumColumns {
 		cards += s.Height(c)
 	}
+	st := s.StockLeft()
 	short := 0 // empty columns the deals left must pass for the stock to end (cardems)
-	if r := s.StockLeft() % env.DealSize; r != 0 {
+	if r := st % env.DealSize; r != 0 {
 		short = env.DealSize - r
 	}
-	if st := s.StockLeft(); st > 0 && (st < env.DealSize || cards == 0 || short == 0 && cards < env.NumColumns) {
+	if st > 0 && (st < env.DealSize || cards == 0 || short == 0 && cards < env.NumColumns) {
 		// The stock can never be dealt to its end, so cards stay there.
 		return -valueWon
 	}
