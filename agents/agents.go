@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/spiderenv/spider/agents/nn"
 	"github.com/spiderenv/spider/env"
@@ -106,6 +107,9 @@ type Options struct {
 	// Nodes is the search budget: positions explored per plan by search
 	// and oracle (0: their default, 20000). Others ignore it.
 	Nodes int
+	// MoveTime bounds the time search and oracle may plan a move (0: no
+	// bound, the default, so results stay reproducible). Others ignore it.
+	MoveTime time.Duration
 }
 
 // makers are the agents by name.
@@ -113,8 +117,8 @@ var makers = map[string]func(Options) Agent{
 	"random": func(Options) Agent { return &Random{} },
 	"first":  func(Options) Agent { return First{} },
 	"greedy": func(Options) Agent { return &Greedy{} },
-	"search": func(o Options) Agent { return &Search{Nodes: o.Nodes} },
-	"oracle": func(o Options) Agent { return &Search{Nodes: o.Nodes, Peek: true} },
+	"search": func(o Options) Agent { return &Search{Nodes: o.Nodes, MoveTime: o.MoveTime} },
+	"oracle": func(o Options) Agent { return &Search{Nodes: o.Nodes, MoveTime: o.MoveTime, Peek: true} },
 }
 
 // Label returns how tables name the agent called name: the oracle, which
@@ -172,6 +176,9 @@ func NewWith(name string, o Options) (Maker, error) {
 	}
 	if o.Nodes < 0 {
 		return nil, fmt.Errorf("agents: a search budget of %d nodes is negative", o.Nodes)
+	}
+	if o.MoveTime < 0 {
+		return nil, fmt.Errorf("agents: a search time of %v a move is negative", o.MoveTime)
 	}
 	return func() Agent { return m(o) }, nil
 }

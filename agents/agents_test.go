@@ -514,10 +514,19 @@ func TestEvaluateStoppedKeepsFinishedDeals(t *testing.T) {
 
 // BenchmarkSearchPlan times one plan of Search at its default budget, from
 // positions 60 moves into its own games (at the deal every move turns a
-// card, so there is nothing to search).
+// card, so there is nothing to search), and with MoveTime 5 ms, which
+// should bound the time of a plan near 5 ms.
 func BenchmarkSearchPlan(b *testing.B) {
-	for _, suits := range []int{1, 2} {
-		b.Run(fmt.Sprintf("suits=%d", suits), func(b *testing.B) {
+	for _, c := range []struct {
+		suits int
+		limit time.Duration
+	}{{1, 0}, {2, 0}, {2, 5 * time.Millisecond}} {
+		name := fmt.Sprintf("suits=%d", c.suits)
+		if c.limit > 0 {
+			name += fmt.Sprintf("/move-ms=%d", c.limit.Milliseconds())
+		}
+		suits := c.suits
+		b.Run(name, func(b *testing.B) {
 			r := env.MustRules(env.Options{Suits: suits})
 			games := make([]env.State, 8)
 			a := &Search{}
@@ -531,6 +540,7 @@ func BenchmarkSearchPlan(b *testing.B) {
 				}
 				games[i] = s
 			}
+			a.MoveTime = c.limit
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
 				s := &games[i%len(games)]
@@ -539,5 +549,53 @@ func BenchmarkSearchPlan(b *testing.B) {
 				a.Act(NewView(s, legal, 0, false))
 			}
 		})
+	}
+}
+
+// TestSearchMoveTime checks the time control on a clock that advances a
+// millisecond at each look: the plan stops after the look that finds the
+// time spent, plays a legal move from what it found, and a plan without
+// MoveTime never reads the clock.
+func TestSearchMoveTime(t *testing.T) {
+	r := env.MustRules(env.Options{Suits: 2})
+	s := env.NewGame(r, 1)
+	var legal []env.Action
+	warm := &Search{}
+	warm.Begin(1) // 60 moves into seed 1 a plan fills its 20,000 positions
+	for range 60 {
+		legal = s.AppendLegal(legal[:0])
+		s.Step(warm.Act(NewView(&s, legal, 0, false)).Action)
+	}
+	legal = s.AppendLegal(legal[:0])
+
+	free := &Search{clock: func() time.Time { t.Fatal("a plan without MoveTime read the clock"); return time.Time{} }}
+	free.Begin(7)
+	free.Act(NewView(&s, legal, 0, false))
+	if len(free.nodes) < 4*clockEvery {
+		t.Fatalf("the plan without a time limit explored only %d positions; the test needs a larger one", len(free.nodes))
+	}
+
+	looks := 0
+	var t0 time.Time
+	timed := &Search{MoveTime: 2 * time.Millisecond, clock: func() time.Time {
+		looks++
+		return t0.Add(time.Duration(looks-1) * time.Millisecond)
+	}}
+	timed.Begin(7)
+	d := timed.Act(NewView(&s, legal, 0, false))
+	if !slices.Contains(legal, d.Action) {
+		t.Fatalf("the timed plan chose %v, not a legal action", d.Action)
+	}
+	// The start, then a look every clockEvery positions: at 1 ms and at
+	// 2 ms, which ends the plan with 2*clockEvery-1 positions expanded.
+	if looks != 3 {
+		t.Fatalf("the timed plan looked at the clock %d times, want 3", looks)
+	}
+	if len(timed.nodes) >= len(free.nodes) {
+		t.Fatalf("the timed plan held %d positions, as many as the untimed one's %d", len(timed.nodes), len(free.nodes))
+	}
+
+	if _, err := NewWith("search", Options{MoveTime: -time.Millisecond}); err == nil {
+		t.Fatal("a negative MoveTime was accepted")
 	}
 }

@@ -2,6 +2,7 @@ package agents
 
 import (
 	"slices"
+	"time"
 
 	"github.com/spiderenv/spider/env"
 	"github.com/spiderenv/spider/internal/rng"
@@ -35,14 +36,23 @@ type Search struct {
 	Nodes   int // positions explored per plan; 0 means 20000
 	Samples int // games sampled per chance move; 0 means 4
 
+	// MoveTime, when positive, bounds the time one move may spend
+	// planning: a plan that has run this long stops exploring and plays
+	// the best line it found, as if its node budget were full. Nodes still
+	// applies, whichever comes first. Moves then depend on the machine's
+	// speed and load, so results are no longer reproducible; 0 (the
+	// default) plans by nodes alone.
+	MoveTime time.Duration
+
 	// Peek makes it an oracle: it searches the real game, hidden cards
 	// included, and turning a card or dealing is no longer a chance node.
 	// An upper bound for comparisons, never a fair player.
 	Peek bool
 
 	g     rng.Rand
-	plan  []env.Action // the rest of the current line
-	want  uint64       // the key the next position must have to follow it
+	clock func() time.Time // time.Now; tests replace it
+	plan  []env.Action     // the rest of the current line
+	want  uint64           // the key the next position must have to follow it
 	nodes []node
 	index map[uint64]int32
 	legal []env.Action
@@ -211,7 +221,18 @@ func (a *Search) search(root *env.State) string {
 	bestStatic, bestStaticValue := -1, -valueWon-1 // best position other than the root
 	bestLeaf, bestLeafAction, bestLeafValue := -1, env.Action(0), -valueWon-1
 	leafWhy, dealSeen := "", false
+	var start time.Time
+	outOfTime := false
+	if a.MoveTime > 0 {
+		start = a.now()
+	}
 	for i := 0; i < len(a.nodes); i++ {
+		if a.MoveTime > 0 && i&(clockEvery-1) == clockEvery-1 && a.now().Sub(start) >= a.MoveTime {
+			// Out of time: what is found so far decides, as when the
+			// budget is full and the tree is spent.
+			outOfTime = true
+			break
+		}
 		s := a.nodes[i].s
 		a.legal = s.AppendLegal(a.legal[:0])
 		down := s.TotalFaceDown()
@@ -319,7 +340,23 @@ func (a *Search) search(root *env.State) string {
 	// within the budget: the game is as good as lost. Any move will do, and
 	// the cheapest to find is the first.
 	a.plan = append(a.plan[:0], root.AppendLegal(a.legal[:0])[0])
+	if outOfTime {
+		return "found no way forward before its time ran out"
+	}
 	return "sees no way forward"
+}
+
+// clockEvery is how many positions search expands between looks at the
+// clock under MoveTime (a power of two): a position takes microseconds,
+// so the limit is overrun by well under a millisecond.
+const clockEvery = 64
+
+// now reads the clock MoveTime is measured on.
+func (a *Search) now() time.Time {
+	if a.clock != nil {
+		return a.clock()
+	}
+	return time.Now()
 }
 
 // push adds next to the tree as node n (n.s is set here), unless the

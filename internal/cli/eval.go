@@ -35,6 +35,7 @@ type evalOptions struct {
 	start    uint64
 	workers  int
 	nodes    int
+	moveMs   int
 	record   string
 	out      outputFlags
 	// suite names a benchmark suite (agents/suites): its deals, rules,
@@ -67,6 +68,7 @@ func evalCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, i
 	fs.Uint64Var(&o.start, "start", 1, "first seed with --games")
 	fs.IntVar(&o.workers, "workers", 0, "games played in parallel (0: GOMAXPROCS)")
 	fs.IntVar(&o.nodes, "nodes", 0, "per-move search budget of search and oracle: positions explored per plan (0: 20000)")
+	registerMoveMs(fs, &o.moveMs, "milliseconds search and oracle may plan a move, next to --nodes (0: no limit, so results are reproducible; with a limit they depend on the machine's speed and load)")
 	fs.StringVar(&o.record, "record", "", "save every game into this folder as POLICY-SEED.spider (see spider replay)")
 	o.out.register(fs)
 	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
@@ -225,7 +227,10 @@ type evalReport struct {
 	Program  string `json:"program_version"`
 	// Nodes is --nodes, the search and oracle budget (0: their default),
 	// since it changes how those policies play.
-	Nodes       int             `json:"nodes"`
+	Nodes int `json:"nodes"`
+	// MoveMs is --move-ms, the time search and oracle may plan a move
+	// (0: no limit), since with it their moves depend on the machine.
+	MoveMs      int             `json:"move_ms"`
 	Policies    []policySummary `json:"policies"`
 	Comparisons []comparison    `json:"comparisons"`
 	Failures    []gameFailure   `json:"failures"`
@@ -296,6 +301,9 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		}
 		return listSuites(stdout, o)
 	}
+	if err := checkMoveMs(o.moveMs); err != nil {
+		return err
+	}
 	var suite *suites.Suite
 	var seeds []uint64
 	var err error
@@ -335,7 +343,7 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 			if _, _, err := remote.ParseAddress(addr); err != nil {
 				return usageError{err}
 			}
-		} else if _, err := agents.NewWith(p, agents.Options{Nodes: o.nodes}); err != nil {
+		} else if _, err := agents.NewWith(p, agents.Options{Nodes: o.nodes, MoveTime: moveTime(o.moveMs)}); err != nil {
 			return usageError{err}
 		}
 		specs = append(specs, p)
@@ -376,7 +384,7 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		policies[i].Name, labels[i] = p, agents.Label(p)
 		addr, ok := strings.CutPrefix(p, "remote:")
 		if !ok {
-			if policies[i].Maker, err = agents.NewWith(p, agents.Options{Nodes: o.nodes}); err != nil {
+			if policies[i].Maker, err = agents.NewWith(p, agents.Options{Nodes: o.nodes, MoveTime: moveTime(o.moveMs)}); err != nil {
 				return usageError{err}
 			}
 			continue
@@ -417,7 +425,7 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		}
 	}
 	rep := summarize(ev, labels)
-	rep.Nodes = o.nodes
+	rep.Nodes, rep.MoveMs = o.nodes, o.moveMs
 	rep.Suite = suite
 	rep.Stopped = stopped != nil
 	if o.perGame {

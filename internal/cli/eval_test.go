@@ -100,6 +100,8 @@ func TestEvalRefusesBadFlags(t *testing.T) {
 		{func(o *evalOptions) { o.out.json, o.out.csv = true, true }, "choose one of --json and --csv"},
 		{func(o *evalOptions) { o.seeds, o.games = "", 0 }, "games must be 1 to 10,000,000"},
 		{func(o *evalOptions) { o.game.Suits = 3 }, "env: suits must be 1, 2 or 4, not 3"},
+		{func(o *evalOptions) { o.moveMs = -1 }, "--move-ms -1 is out of range: 0 (no limit) to 3600000"},
+		{func(o *evalOptions) { o.moveMs = 1 << 62 }, "--move-ms 4611686018427387904 is out of range"},
 	} {
 		o := smallEval()
 		tc.mut(&o)
@@ -139,5 +141,24 @@ func TestEvalStoppedKeepsFinishedDeals(t *testing.T) {
 		if x := whole.Results[0][0]; x.Moves != g.Moves || x.Won != g.Won || actionsHash(x.Actions) != g.ActionsHash {
 			t.Fatalf("%s on deal %d: %d moves kept, %d in the whole game", g.Policy, g.Seed, g.Moves, x.Moves)
 		}
+	}
+}
+
+// TestHintMakerRefusesBadMoveMs refuses a --move-ms that play and serve
+// would pass to a search hint, before anything is served.
+func TestHintMakerRefusesBadMoveMs(t *testing.T) {
+	for _, ms := range []int{-5, maxMoveMs + 1} {
+		if _, err := hintMaker("search", ms); err == nil || !strings.Contains(err.Error(), "--move-ms") {
+			t.Errorf("--hint search --move-ms %d: %v", ms, err)
+		} else if _, ok := err.(usageError); !ok {
+			t.Errorf("--move-ms %d: %T, want a usage error", ms, err)
+		}
+	}
+	m, err := hintMaker("search", 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, ok := m().(*agents.Search); !ok || s.MoveTime != 30*time.Millisecond {
+		t.Fatalf("--hint search --move-ms 30 made %#v", m())
 	}
 }

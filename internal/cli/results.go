@@ -152,8 +152,17 @@ func resultsTable(rows []resultRow) string {
 	b.WriteString("| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |\n")
 	for _, r := range rows {
 		p, s := r.policy, r.suite
-		if (strings.EqualFold(p.Spec, "search") || strings.EqualFold(p.Spec, "oracle")) && r.report.Nodes != 0 {
-			p.Policy += fmt.Sprintf(" (%d nodes)", r.report.Nodes)
+		if strings.EqualFold(p.Spec, "search") || strings.EqualFold(p.Spec, "oracle") {
+			var budget []string
+			if r.report.Nodes != 0 {
+				budget = append(budget, fmt.Sprintf("%d nodes", r.report.Nodes))
+			}
+			if r.report.MoveMs != 0 {
+				budget = append(budget, fmt.Sprintf("at most %d ms a move", r.report.MoveMs))
+			}
+			if len(budget) > 0 {
+				p.Policy += " (" + strings.Join(budget, ", ") + ")"
+			}
 		}
 		fmt.Fprintf(&b, "| %s (v%s) | %s | %d | %d | %s | %d | %.1f%% (%.1f-%.1f) | %.1f ± %.1f | %.2f ± %.2f | %.0f | %d | %s | %s |\n",
 			s.Name, s.Version, s.RuleSet, s.Suits, r.report.MaxSteps, strings.ReplaceAll(p.Policy, "|", `\|`), p.Games,

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -30,6 +31,7 @@ type serveOptions struct {
 	anyAddr   bool          // --insecure-listen-all
 	quiet     bool
 	hint      string
+	moveMs    int                 // --move-ms: the time a search hint may plan
 	ready     func(addr net.Addr) // tests learn the address here
 }
 
@@ -63,6 +65,7 @@ func serveCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 	fs.IntVar(&o.cfg.Workers, "workers", d.Workers, "default worker goroutines per batch (0: GOMAXPROCS)")
 	fs.BoolVar(&o.quiet, "quiet", false, "do not log connection errors to stderr")
 	fs.StringVar(&o.hint, "hint", "greedy", "policy that answers hint requests: greedy, search, or nn:CHECKPOINT")
+	registerMoveMs(fs, &o.moveMs, "milliseconds a search hint may plan, next to its node budget (0: no limit)")
 	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		o.addrSet, o.memorySet = fs.Changed("addr"), fs.Changed("max-memory")
 		return runServe(ctx, o, stdout, stderr)
@@ -107,7 +110,7 @@ func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) err
 	if o.unix != "" && o.addrSet {
 		return usageError{fmt.Errorf("give --addr or --unix, not both: the server listens on one")}
 	}
-	hint, err := hintMaker(o.hint)
+	hint, err := hintMaker(o.hint, o.moveMs)
 	if err != nil {
 		return err
 	}
@@ -255,17 +258,41 @@ func (l publicListener) Addr() net.Addr { return l.addr }
 
 // hintMaker returns the maker of the agent that answers hints (--hint):
 // greedy when name is empty, never the oracle, whose hints would give the
-// hidden cards away.
-func hintMaker(name string) (agents.Maker, error) {
+// hidden cards away. moveMs is --move-ms, the time a search may plan.
+func hintMaker(name string, moveMs int) (agents.Maker, error) {
 	if name == "" {
 		name = "greedy"
 	}
 	if strings.EqualFold(name, "oracle") {
 		return nil, usageError{fmt.Errorf("--hint oracle: the oracle sees the hidden cards, so its hints would give them away")}
 	}
-	m, err := agents.NewWith(name, agents.Options{})
+	if err := checkMoveMs(moveMs); err != nil {
+		return nil, err
+	}
+	m, err := agents.NewWith(name, agents.Options{MoveTime: moveTime(moveMs)})
 	if err != nil {
 		return nil, usageError{err}
 	}
 	return m, nil
 }
+
+// maxMoveMs is the largest --move-ms, an hour: far past any use, and far
+// from where milliseconds overflow a time.Duration.
+const maxMoveMs = 3_600_000
+
+// registerMoveMs adds --move-ms, the time search (and in eval the oracle)
+// may plan a move, to fs, with the command's usage line.
+func registerMoveMs(fs *pflag.FlagSet, ms *int, usage string) {
+	fs.IntVar(ms, "move-ms", 0, usage)
+}
+
+// checkMoveMs reports a --move-ms out of its range.
+func checkMoveMs(ms int) error {
+	if ms < 0 || ms > maxMoveMs {
+		return usageError{fmt.Errorf("--move-ms %d is out of range: 0 (no limit) to %d", ms, maxMoveMs)}
+	}
+	return nil
+}
+
+// moveTime is --move-ms as a duration.
+func moveTime(ms int) time.Duration { return time.Duration(ms) * time.Millisecond }

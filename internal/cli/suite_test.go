@@ -107,6 +107,7 @@ func TestResultsTable(t *testing.T) {
 		"dev-a.json": {"--suite", "classic-1suit-dev", "--policies", "first,random"},
 		"dev-b.json": {"--suite", "classic-2suit-dev", "--policies", "first"},
 		"dev-c.json": {"--suite", "classic-1suit-dev", "--policies", "search", "--nodes", "2"},
+		"dev-d.json": {"--suite", "classic-2suit-dev", "--policies", "oracle", "--nodes", "2", "--move-ms", "500"},
 		"seeds.json": {"--seeds", "1-2", "--policies", "first"},
 	} {
 		code, out, errs := runMain(append([]string{"eval", "--json"}, args...)...)
@@ -122,7 +123,7 @@ func TestResultsTable(t *testing.T) {
 	if err := os.WriteFile(md, []byte(before+resultsBegin+"\nold table\n"+resultsEnd+after), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, _, errs := runMain("results", "--update", md, filepath.Join(dir, "dev-b.json"), filepath.Join(dir, "dev-a.json"), filepath.Join(dir, "dev-c.json"))
+	code, _, errs := runMain("results", "--update", md, filepath.Join(dir, "dev-b.json"), filepath.Join(dir, "dev-a.json"), filepath.Join(dir, "dev-c.json"), filepath.Join(dir, "dev-d.json"))
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -133,12 +134,16 @@ func TestResultsTable(t *testing.T) {
 	}
 	// Rows follow the suites' order, whatever the files' order.
 	i1, i2 := strings.Index(got, "| classic-1suit-dev (v1) | classic | 1 | 1000 | random | 200 |"), strings.Index(got, "| classic-2suit-dev (v1) | classic | 2 | 1000 | first | 200 |")
-	if i1 < 0 || i2 < 0 || i2 < i1 || strings.Count(got, "\n| classic-") != 4 {
+	if i1 < 0 || i2 < 0 || i2 < i1 || strings.Count(got, "\n| classic-") != 5 {
 		t.Fatalf("table rows:\n%s", got)
 	}
 	// A search budget other than the default is part of the policy's name.
-	if !strings.Contains(got, "| search (2 nodes) | 200 |") {
+	if !strings.Contains(got, "| search (2 nodes) | 200 |") || !strings.Contains(got, "| oracle (sees hidden cards) (2 nodes, at most 500 ms a move) | 200 |") {
 		t.Fatalf("table rows:\n%s", got)
+	}
+	var timed map[string]any
+	if b, err := os.ReadFile(filepath.Join(dir, "dev-d.json")); err != nil || json.Unmarshal(b, &timed) != nil || timed["move_ms"] != 500.0 || timed["nodes"] != 2.0 {
+		t.Fatalf("dev-d.json: move_ms %v, nodes %v (%v)", timed["move_ms"], timed["nodes"], err)
 	}
 	// A stopped evaluation holds part of its suite: never a table row.
 	var stopped map[string]any
