@@ -30,8 +30,8 @@ import (
 // better within the budget) the game is as good as lost and it plays the
 // first legal move.
 //
-// Search is deterministic given its seed and keeps its buffers between
-// moves, so use one per goroutine.
+// Search is deterministic given its seed (unless MoveTime is set) and keeps
+// its buffers between moves, so use one per goroutine.
 type Search struct {
 	Nodes   int // positions explored per plan; 0 means 20000
 	Samples int // games sampled per chance move; 0 means 4
@@ -41,7 +41,8 @@ type Search struct {
 	// the best line it found, as if its node budget were full. Nodes still
 	// applies, whichever comes first. Moves then depend on the machine's
 	// speed and load, so results are no longer reproducible; 0 (the
-	// default) plans by nodes alone.
+	// default) plans by nodes alone. A limit too short to find any better
+	// position, card to turn or deal plays the first legal move.
 	MoveTime time.Duration
 
 	// Peek makes it an oracle: it searches the real game, hidden cards
