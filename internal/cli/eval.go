@@ -68,7 +68,7 @@ func evalCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, i
 	fs.Uint64Var(&o.start, "start", 1, "first seed with --games")
 	fs.IntVar(&o.workers, "workers", 0, "games played in parallel (0: GOMAXPROCS)")
 	fs.IntVar(&o.nodes, "nodes", 0, "per-move search budget of search and oracle: positions explored per plan (0: 20000)")
-	registerMoveMs(fs, &o.moveMs, "milliseconds search and oracle may plan a move, next to --nodes (0: no limit, so results are reproducible; with a limit they depend on the machine's speed and load)")
+	fs.IntVar(&o.moveMs, "move-ms", 0, "milliseconds search and oracle may plan a move, next to --nodes (0: no limit, so results are reproducible; with a limit they depend on the machine's speed and load)")
 	fs.StringVar(&o.record, "record", "", "save every game into this folder as POLICY-SEED.spider (see spider replay)")
 	o.out.register(fs)
 	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
@@ -304,6 +304,7 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	if err := checkMoveMs(o.moveMs); err != nil {
 		return err
 	}
+	aopts := agents.Options{Nodes: o.nodes, MoveTime: moveTime(o.moveMs)}
 	var suite *suites.Suite
 	var seeds []uint64
 	var err error
@@ -343,7 +344,7 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 			if _, _, err := remote.ParseAddress(addr); err != nil {
 				return usageError{err}
 			}
-		} else if _, err := agents.NewWith(p, agents.Options{Nodes: o.nodes, MoveTime: moveTime(o.moveMs)}); err != nil {
+		} else if _, err := agents.NewWith(p, aopts); err != nil {
 			return usageError{err}
 		}
 		specs = append(specs, p)
@@ -384,7 +385,7 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		policies[i].Name, labels[i] = p, agents.Label(p)
 		addr, ok := strings.CutPrefix(p, "remote:")
 		if !ok {
-			if policies[i].Maker, err = agents.NewWith(p, agents.Options{Nodes: o.nodes, MoveTime: moveTime(o.moveMs)}); err != nil {
+			if policies[i].Maker, err = agents.NewWith(p, aopts); err != nil {
 				return usageError{err}
 			}
 			continue

@@ -65,7 +65,7 @@ func serveCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 	fs.IntVar(&o.cfg.Workers, "workers", d.Workers, "default worker goroutines per batch (0: GOMAXPROCS)")
 	fs.BoolVar(&o.quiet, "quiet", false, "do not log connection errors to stderr")
 	fs.StringVar(&o.hint, "hint", "greedy", "policy that answers hint requests: greedy, search, or nn:CHECKPOINT")
-	registerMoveMs(fs, &o.moveMs, "milliseconds a search hint may plan, next to its node budget (0: no limit)")
+	fs.IntVar(&o.moveMs, "move-ms", 0, "milliseconds a search hint may plan, next to its node budget (0: no limit)")
 	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		o.addrSet, o.memorySet = fs.Changed("addr"), fs.Changed("max-memory")
 		return runServe(ctx, o, stdout, stderr)
@@ -279,12 +279,6 @@ func hintMaker(name string, moveMs int) (agents.Maker, error) {
 // maxMoveMs is the largest --move-ms, an hour: far past any use, and far
 // from where milliseconds overflow a time.Duration.
 const maxMoveMs = 3_600_000
-
-// registerMoveMs adds --move-ms, the time search (and in eval the oracle)
-// may plan a move, to fs, with the command's usage line.
-func registerMoveMs(fs *pflag.FlagSet, ms *int, usage string) {
-	fs.IntVar(ms, "move-ms", 0, usage)
-}
 
 // checkMoveMs reports a --move-ms out of its range.
 func checkMoveMs(ms int) error {
