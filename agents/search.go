@@ -19,9 +19,11 @@ import (
 // an empty column, a breadth-first plan fills its budget before it reaches
 // these lines, which lifted two and four suits (docs/results.md). The moves
 // that would show something new are chance nodes: a turned card lies alone
-// on its column, where Evaluate does not look at what it is, so such a move
-// is valued by Evaluate after it in any game; a deal is valued by the mean
-// of Evaluate over Samples games dealt anew from what is visible
+// on its column, where Evaluate's hand-set weights do not look at what it
+// is, so such a move is valued by Evaluate after it in any game (on classic
+// one suit, where Evaluate adds a learned value that counts where cards can
+// go, by its mean over the ranks the card can have); a deal is valued by
+// the mean of Evaluate over Samples games dealt anew from what is visible
 // (View.Sample). The real hidden cards are never read. Search then plays the
 // line to the best position or chance move found, and plans again only once
 // the line is played or something new has been seen. Each plan strictly
@@ -44,6 +46,12 @@ type Search struct {
 	// default) plans by nodes alone. A limit too short to find any better
 	// position, card to turn or deal plays the first legal move.
 	MoveTime time.Duration
+
+	// HandOnly values positions by the hand-set weights of Evaluate alone,
+	// as search did before the learned one-suit value (value.go): the
+	// player whose games that value was fitted on, kept to refit it and
+	// to compare with.
+	HandOnly bool
 
 	// Peek makes it an oracle: it searches the real game, hidden cards
 	// included, and turning a card or dealing is no longer a chance node.
@@ -117,7 +125,10 @@ const (
 )
 
 // Evaluate rates a position from visible facts only: completed runs, then
-// face-down cards, empty columns, and order in the face-up cards. A
+// face-down cards, empty columns, and order in the face-up cards, by
+// hand-set weights; on classic one suit (unless HandOnly, and not for the
+// oracle) it adds the learned value of value.go, which won more tuning
+// deals (docs/results.md). A
 // position whose stock can never be dealt to its end (too few cards left
 // to fill the columns a deal needs, or a cardems stock of fewer than ten
 // cards) counts as lost, and a cardems stock that only deals past empty
@@ -164,6 +175,9 @@ func (a *Search) Evaluate(s *env.State) int {
 				v -= valueBreak
 			}
 		}
+	}
+	if a.usesLearned(s) {
+		v += a.learned(s, -1, 0)
 	}
 	return v
 }
@@ -248,8 +262,9 @@ func (a *Search) search(root *env.State) string {
 			next.Step(act)
 			if next.Status() == env.Won || !a.Peek && (act == env.Deal || next.TotalFaceDown() != down) {
 				// A turned card lies alone on its column, so what it
-				// is changes nothing Evaluate sees: only deals need samples.
-				val := a.Evaluate(&next)
+				// is changes little Evaluate sees (revealValue): only
+				// deals need samples.
+				val := a.revealValue(&s, &next)
 				if act == env.Deal {
 					// Only a deal onto every column counts: a cardems deal
 					// past an empty column is valued, but the fill below
@@ -284,7 +299,7 @@ func (a *Search) search(root *env.State) string {
 				m := &a.found[f]
 				next := &m.s
 				if next.Status() == env.Won || !a.Peek && next.TotalFaceDown() != down {
-					if val := a.Evaluate(next); val > bestLeafValue {
+					if val := a.revealValue(&s, next); val > bestLeafValue {
 						bestLeaf, bestLeafValue = i, val
 						bestLeafMacro = m.start
 						bestLeafMacroLen = m.n
