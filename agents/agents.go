@@ -104,10 +104,10 @@ type Maker func() Agent
 
 // Options are the settings agents share.
 type Options struct {
-	// Nodes is the search budget: positions explored per plan by search
-	// and oracle (0: their default, 20000). Others ignore it.
+	// Nodes is the search budget: positions explored per plan by search,
+	// search-hand and oracle (0: their default, 20000). Others ignore it.
 	Nodes int
-	// MoveTime bounds the time search and oracle may plan a move (0: no
+	// MoveTime bounds the time the searches and the oracle may plan a move (0: no
 	// bound, the default, so results stay reproducible). Others ignore it.
 	MoveTime time.Duration
 }
@@ -118,7 +118,10 @@ var makers = map[string]func(Options) Agent{
 	"first":  func(Options) Agent { return First{} },
 	"greedy": func(Options) Agent { return &Greedy{} },
 	"search": func(o Options) Agent { return &Search{Nodes: o.Nodes, MoveTime: o.MoveTime} },
-	"oracle": func(o Options) Agent { return &Search{Nodes: o.Nodes, MoveTime: o.MoveTime, Peek: true} },
+	// search-hand is search before the learned one-suit value, kept to
+	// pair with it (they differ on classic one suit only).
+	"search-hand": func(o Options) Agent { return &Search{Nodes: o.Nodes, MoveTime: o.MoveTime, HandOnly: true} },
+	"oracle":      func(o Options) Agent { return &Search{Nodes: o.Nodes, MoveTime: o.MoveTime, Peek: true} },
 }
 
 // Label returns how tables name the agent called name: the oracle, which

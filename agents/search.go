@@ -86,10 +86,14 @@ type node struct {
 	mlen   int32
 }
 
-// Name returns "search", or "oracle" when it peeks.
+// Name returns "search", "oracle" when it peeks, or "search-hand" when it
+// is HandOnly.
 func (a *Search) Name() string {
-	if a.Peek {
+	switch {
+	case a.Peek:
 		return "oracle"
+	case a.HandOnly:
+		return "search-hand"
 	}
 	return "search"
 }

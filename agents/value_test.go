@@ -86,7 +86,15 @@ func TestSearchLearnedValue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, hand, oracle := &Search{}, &Search{HandOnly: true}, &Search{Peek: true}
+	a, oracle := &Search{}, &Search{Peek: true}
+	m, err := New("search-hand")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hand, ok := m().(*Search)
+	if !ok || !hand.HandOnly || hand.Name() != "search-hand" {
+		t.Fatalf("search-hand makes %#v", m())
+	}
 	if l := a.learned(&s, -1, 0); l == 0 || a.Evaluate(&s) != hand.Evaluate(&s)+l {
 		t.Fatalf("one suit: %d, hand-set %d, learned %d", a.Evaluate(&s), hand.Evaluate(&s), l)
 	}

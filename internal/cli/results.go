@@ -152,7 +152,7 @@ func resultsTable(rows []resultRow) string {
 	b.WriteString("| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |\n")
 	for _, r := range rows {
 		p, s := r.policy, r.suite
-		if strings.EqualFold(p.Spec, "search") || strings.EqualFold(p.Spec, "oracle") {
+		if strings.EqualFold(p.Spec, "search") || strings.EqualFold(p.Spec, "search-hand") || strings.EqualFold(p.Spec, "oracle") {
 			var budget []string
 			if r.report.Nodes != 0 {
 				budget = append(budget, fmt.Sprintf("%d nodes", r.report.Nodes))
