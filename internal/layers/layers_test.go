@@ -1,7 +1,8 @@
 // Package layers holds the test that keeps the packages' dependencies
 // pointing down: env at the bottom, then what reads only env (its
 // conformance checker, the pictures), then agents (with agents/nn), then
-// server, train and record, then the command line. The helpers under
+// server, train and record (and fitvalue, the dev command that refits
+// search's learned value), then the command line. The helpers under
 // internal/ sit below everything and import no package of the module.
 package layers
 
@@ -21,7 +22,7 @@ var tier = map[string]int{
 	"internal/rng": 0, "internal/stats": 0, "internal/atomicfile": 0, "internal/msgpackcheck": 0, "internal/alloccount": 0,
 	"env": 1, "env/envtest": 2, "picture": 2,
 	"agents/suites": 2, "agents/nn": 3, "agents": 4, "agents/remote": 5,
-	"server": 5, "train": 5, "record": 5,
+	"server": 5, "train": 5, "record": 5, "agents/internal/fitvalue": 5,
 	"internal/cli": 6,
 	"cmd/spider":   7,
 }
