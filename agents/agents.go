@@ -119,7 +119,7 @@ var makers = map[string]func(Options) Agent{
 	"greedy": func(Options) Agent { return &Greedy{} },
 	"search": func(o Options) Agent { return &Search{Nodes: o.Nodes, MoveTime: o.MoveTime} },
 	// search-hand is search before the learned one-suit value, kept to
-	// pair with it (they differ on classic one suit only).
+	// pair with it (they differ on one suit only).
 	"search-hand": func(o Options) Agent { return &Search{Nodes: o.Nodes, MoveTime: o.MoveTime, HandOnly: true} },
 	"oracle":      func(o Options) Agent { return &Search{Nodes: o.Nodes, MoveTime: o.MoveTime, Peek: true} },
 }

@@ -20,8 +20,8 @@ import (
 // these lines, which lifted two and four suits (docs/results.md). The moves
 // that would show something new are chance nodes: a turned card lies alone
 // on its column, where Evaluate's hand-set weights do not look at what it
-// is, so such a move is valued by Evaluate after it in any game (on classic
-// one suit, where Evaluate adds a learned value that counts where cards can
+// is, so such a move is valued by Evaluate after it in any game (on one
+// suit, where Evaluate adds a learned value that counts where cards can
 // go, by its mean over the ranks the card can have); a deal is valued by
 // the mean of Evaluate over Samples games dealt anew from what is visible
 // (View.Sample). The real hidden cards are never read. Search then plays the
@@ -130,7 +130,7 @@ const (
 
 // Evaluate rates a position from visible facts only: completed runs, then
 // face-down cards, empty columns, and order in the face-up cards, by
-// hand-set weights; on classic one suit (unless HandOnly, and not for the
+// hand-set weights; on one suit (unless HandOnly, and not for the
 // oracle) it adds the learned value of value.go, which won more tuning
 // deals (docs/results.md). A
 // position whose stock can never be dealt to its end (too few cards left

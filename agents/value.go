@@ -175,11 +175,11 @@ func (a *Search) learned(s *env.State, col int, r env.Rank) int {
 }
 
 // usesLearned reports whether Evaluate adds the learned value to positions
-// of s's game: classic rules with one suit (the games it was fitted on),
-// search (not the oracle) and not HandOnly.
+// of s's game: one suit, under either rule set (fitted on classic games,
+// it won cardems tuning deals too), search (not the oracle) and not
+// HandOnly.
 func (a *Search) usesLearned(s *env.State) bool {
-	r := s.Rules()
-	return r.Suits() == 1 && r.RuleSet() == env.Classic && !a.Peek && !a.HandOnly
+	return s.Rules().Suits() == 1 && !a.Peek && !a.HandOnly
 }
 
 // revealValue values next, reached from prev by a move that turned a

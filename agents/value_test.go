@@ -78,9 +78,9 @@ func TestValueSeesNoHiddenCard(t *testing.T) {
 	}
 }
 
-// TestSearchLearnedValue: search adds the learned value on classic one
-// suit only; HandOnly and the oracle keep the hand-set value, as do two
-// and four suits and cardems.
+// TestSearchLearnedValue: search adds the learned value on one suit
+// only (classic and cardems); HandOnly and the oracle keep the hand-set
+// value, as do two and four suits.
 func TestSearchLearnedValue(t *testing.T) {
 	s, err := env.ParseState(env.MustRules(env.Options{Suits: 1}), valuePos)
 	if err != nil {
@@ -101,7 +101,11 @@ func TestSearchLearnedValue(t *testing.T) {
 	if oracle.Evaluate(&s) != hand.Evaluate(&s) {
 		t.Fatalf("the oracle's value %d, not the hand-set %d", oracle.Evaluate(&s), hand.Evaluate(&s))
 	}
-	for _, o := range []env.Options{{Suits: 2}, {Suits: 4}, {RuleSet: env.Cardems}} {
+	card := env.NewGame(env.MustRules(env.Options{RuleSet: env.Cardems}), 3)
+	if a.Evaluate(&card) == hand.Evaluate(&card) {
+		t.Fatalf("cardems one suit: %d, the hand-set value's too", a.Evaluate(&card))
+	}
+	for _, o := range []env.Options{{Suits: 2}, {Suits: 4}, {RuleSet: env.Cardems, Suits: 2}} {
 		other := env.NewGame(env.MustRules(o), 3)
 		if a.Evaluate(&other) != hand.Evaluate(&other) {
 			t.Fatalf("%+v: %d, hand-set %d", o, a.Evaluate(&other), hand.Evaluate(&other))
