@@ -56,15 +56,18 @@ var valueWeights = [NumValueFeatures]float64{
 // run about even and wandered (docs/results.md).
 const valueMix = 100
 
+// rankCopies is how many cards of each rank the two decks hold, suits
+// together.
+const rankCopies = env.NumCards / env.NumRanks
+
 // ValueFeatures writes into f the visible facts of s that the learned
 // value weighs. When col >= 0, column col's top card is taken to be a
 // lone face-up card of rank r: a card just turned, whose rank is not
 // known yet. buf is scratch space of env.NumCards cards. It reads no
 // hidden card: what lies face down and the stock's order change nothing.
 func ValueFeatures(f *[NumValueFeatures]float64, s *env.State, col int, r env.Rank, buf []env.Card) {
-	const copies = env.NumCards / env.NumRanks // of each rank, suits together
-	var seen [env.NumRanks + 1]int             // visible cards of each rank
-	var top, base [env.NumColumns]env.Rank     // each column's top card, and the deepest of its movable run
+	var seen [env.NumRanks + 1]int         // visible cards of each rank
+	var top, base [env.NumColumns]env.Rank // each column's top card, and the deepest of its movable run
 	var runLen [env.NumColumns]int
 	var breaks, kings, empty, hidden, down, faceUp int
 	minDown := 0
@@ -132,7 +135,7 @@ func ValueFeatures(f *[NumValueFeatures]float64, s *env.State, col int, r env.Ra
 		if top[c] == env.Ace {
 			aces++
 		} else {
-			hope += float64(copies - seen[top[c]-1]) // unseen cards that could go on it
+			hope += float64(rankCopies - seen[top[c]-1]) // unseen cards that could go on it
 		}
 		for e := c + 1; e < env.NumColumns; e++ {
 			if s.Height(e) > 0 && top[e] == top[c] {
@@ -153,7 +156,7 @@ func ValueFeatures(f *[NumValueFeatures]float64, s *env.State, col int, r env.Ra
 	f[9] = float64(minDown)
 	f[10] = sqrtDown
 	f[11] = float64(kings)
-	f[12] = hope / copies
+	f[12] = hope / rankCopies
 	f[13] = deals * float64(down) / 10
 	f[14] = float64(faceUp) / 10
 	f[15] = runSq / 100
@@ -203,10 +206,9 @@ func (a *Search) revealValue(prev, next *env.State) int {
 	if col < 0 {
 		return v
 	}
-	const copies = env.NumCards / env.NumRanks
 	var unseen [env.NumRanks + 1]int
 	for k := env.Ace; k <= env.King; k++ {
-		unseen[k] = copies - next.Runs()
+		unseen[k] = rankCopies - next.Runs()
 	}
 	for c := range env.NumColumns {
 		for _, x := range next.AppendFaceUp(a.buf[:0], c) {
