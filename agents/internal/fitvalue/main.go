@@ -1,19 +1,28 @@
 // Command fitvalue fits the learned one-suit value of search
-// (agents/value.go): it plays search with its hand-set value alone
-// (agents.Search.HandOnly) on one-suit tuning deals, takes every n-th
-// position of each game with whether the game was won, and fits a
-// logistic regression of the outcome on agents.ValueFeatures by iteratively
-// reweighted least squares with an L2 penalty (not on the bias). It prints
-// the weights as the Go literal of valueWeights. Progress goes to stderr.
+// (agents/value.go): it plays search on one-suit tuning deals, takes every
+// n-th position of each game with whether the game was won, and fits a
+// logistic regression of the outcome on agents.ValueFeatures by
+// iteratively reweighted least squares with an L2 penalty (not on the
+// bias). It prints the weights as the Go literal of valueWeights.
+// Progress goes to stderr.
 //
-//	go run ./agents/internal/fitvalue -seeds 2001-2398,3001-3405 -every 2
+// -player search-hand plays search with its hand-set value alone
+// (agents.Search.HandOnly), the first fit's player; -player search plays
+// it with the learned value it has, a round of policy iteration (how
+// today's weights were made, see value.go). -csv also writes the
+// positions (seed, move, won, features), and -from fits on such files
+// instead of playing, to fit on the games of several players or rounds.
+//
+//	go run ./agents/internal/fitvalue -player search -seeds 2001-2398,3001-3405 -every 2
 //
 // Dev tool: the product does not run it.
 package main
 
 import (
+	"bufio"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"strconv"
@@ -29,22 +38,45 @@ func main() {
 	every := flag.Int("every", 2, "take every n-th position of a game")
 	l2 := flag.Float64("l2", 1.0, "L2 penalty on the weights (not the bias)")
 	workers := flag.Int("workers", runtime.NumCPU(), "games played at once")
+	player := flag.String("player", "search-hand", "whose games to fit on: search-hand (the hand-set value) or search (the learned value, a round of policy iteration)")
+	csvPath := flag.String("csv", "", "also write the positions to this CSV file: seed, move, won, then the features")
+	from := flag.String("from", "", "fit on the positions of these comma-separated CSV files (written by -csv) instead of playing games")
 	flag.Parse()
 	list, err := parseSeeds(*seeds)
 	if err == nil && (*every < 1 || *workers < 1 || *l2 < 0) {
 		err = fmt.Errorf("-every and -workers must be positive, -l2 not negative")
 	}
+	if err == nil && *player != "search-hand" && *player != "search" {
+		err = fmt.Errorf("-player must be search-hand or search, not %q", *player)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fitvalue:", err)
 		os.Exit(2)
 	}
-	x, y := play(list, *every, *workers)
+	var x [][agents.NumValueFeatures]float64
+	var y []float64
+	var at [][2]uint64
+	if *from != "" {
+		x, y, at, err = readCSVs(strings.Split(*from, ","))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "fitvalue:", err)
+			os.Exit(1)
+		}
+	} else {
+		x, y, at = play(list, *every, *workers, *player == "search-hand")
+	}
+	if *csvPath != "" {
+		if err := writeCSV(*csvPath, x, y, at); err != nil {
+			fmt.Fprintln(os.Stderr, "fitvalue:", err)
+			os.Exit(1)
+		}
+	}
 	w, err := fit(x, y, *l2)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fitvalue:", err)
 		os.Exit(1)
 	}
-	fmt.Fprintf(os.Stderr, "fitvalue: %d positions of %d games, mean log-loss %.4f\n", len(y), len(list), logLoss(x, y, w))
+	fmt.Fprintf(os.Stderr, "fitvalue: %d positions of %d games, mean log-loss %.4f\n", len(y), countGames(at), logLoss(x, y, w))
 	fmt.Println("var valueWeights = [NumValueFeatures]float64{")
 	for i, v := range w {
 		fmt.Printf("\t%.5f, // %s\n", v, agents.ValueFeatureNames[i])
@@ -72,16 +104,18 @@ func parseSeeds(s string) ([]uint64, error) {
 	return out, nil
 }
 
-// play plays search (hand-set value) on every seed and returns the
-// features of every n-th position and the games' outcomes, in seed order.
-func play(seeds []uint64, every, workers int) ([][agents.NumValueFeatures]float64, []float64) {
+// play plays search (with the hand-set value alone when handOnly) on every
+// seed and returns the features of every n-th position and the games'
+// outcomes, in seed order, with each position's seed and move number.
+func play(seeds []uint64, every, workers int, handOnly bool) ([][agents.NumValueFeatures]float64, []float64, [][2]uint64) {
 	r, err := env.NewRules(env.Options{Suits: 1})
 	if err != nil {
 		panic(err)
 	}
 	type game struct {
-		x [][agents.NumValueFeatures]float64
-		y []float64
+		x  [][agents.NumValueFeatures]float64
+		y  []float64
+		at [][2]uint64
 	}
 	games := make([]game, len(seeds))
 	var next, done int
@@ -100,7 +134,7 @@ func play(seeds []uint64, every, workers int) ([][agents.NumValueFeatures]float6
 				if i >= len(seeds) {
 					return
 				}
-				res := agents.Play(r, seeds[i], &agents.Search{HandOnly: true})
+				res := agents.Play(r, seeds[i], &agents.Search{HandOnly: handOnly})
 				won := 0.0
 				if res.Won {
 					won = 1
@@ -113,6 +147,7 @@ func play(seeds []uint64, every, workers int) ([][agents.NumValueFeatures]float6
 						agents.ValueFeatures(&f, &s, -1, 0, buf)
 						g.x = append(g.x, f)
 						g.y = append(g.y, won)
+						g.at = append(g.at, [2]uint64{seeds[i], uint64(j)})
 					}
 					s.Step(act)
 				}
@@ -126,9 +161,100 @@ func play(seeds []uint64, every, workers int) ([][agents.NumValueFeatures]float6
 	wg.Wait()
 	var x [][agents.NumValueFeatures]float64
 	var y []float64
+	var at [][2]uint64
 	for _, g := range games {
 		x = append(x, g.x...)
 		y = append(y, g.y...)
+		at = append(at, g.at...)
 	}
-	return x, y
+	return x, y, at
+}
+
+// writeCSV writes one line a position to a temporary file and renames it
+// to path, so an interrupted run leaves no half file.
+func writeCSV(path string, x [][agents.NumValueFeatures]float64, y []float64, at [][2]uint64) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	for i := range x {
+		fmt.Fprintf(w, "%d,%d,%g", at[i][0], at[i][1], y[i])
+		for _, v := range x[i] {
+			fmt.Fprintf(w, ",%g", v)
+		}
+		w.WriteByte('\n')
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// countGames counts the distinct seeds among the positions.
+func countGames(at [][2]uint64) int {
+	seen := map[uint64]bool{}
+	for _, a := range at {
+		seen[a[0]] = true
+	}
+	return len(seen)
+}
+
+// readCSVs reads positions written by writeCSV. A line that is not a
+// seed, a move, an outcome of 0 or 1 and NumValueFeatures finite numbers
+// is an error naming the file and line.
+func readCSVs(paths []string) ([][agents.NumValueFeatures]float64, []float64, [][2]uint64, error) {
+	var x [][agents.NumValueFeatures]float64
+	var y []float64
+	var at [][2]uint64
+	for _, path := range paths {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		sc := bufio.NewScanner(f)
+		for line := 1; sc.Scan(); line++ {
+			fields := strings.Split(sc.Text(), ",")
+			bad := func(why string) error {
+				return fmt.Errorf("%s:%d: %s", path, line, why)
+			}
+			if len(fields) != 3+agents.NumValueFeatures {
+				f.Close()
+				return nil, nil, nil, bad(fmt.Sprintf("%d fields, want %d", len(fields), 3+agents.NumValueFeatures))
+			}
+			seed, err1 := strconv.ParseUint(fields[0], 10, 64)
+			move, err2 := strconv.ParseUint(fields[1], 10, 64)
+			if err1 != nil || err2 != nil || (fields[2] != "0" && fields[2] != "1") {
+				f.Close()
+				return nil, nil, nil, bad("want a seed, a move and an outcome of 0 or 1 first")
+			}
+			var v [agents.NumValueFeatures]float64
+			for i := range v {
+				v[i], err = strconv.ParseFloat(fields[3+i], 64)
+				if err != nil || math.IsNaN(v[i]) || math.IsInf(v[i], 0) {
+					f.Close()
+					return nil, nil, nil, bad(fmt.Sprintf("feature %d is not a finite number", i))
+				}
+			}
+			won := 0.0
+			if fields[2] == "1" {
+				won = 1
+			}
+			x, y, at = append(x, v), append(y, won), append(at, [2]uint64{seed, move})
+		}
+		err = sc.Err()
+		f.Close()
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	if len(y) == 0 {
+		return nil, nil, nil, fmt.Errorf("no positions in %s", strings.Join(paths, ", "))
+	}
+	return x, y, at, nil
 }
