@@ -24,31 +24,29 @@ var ValueFeatureNames = [NumValueFeatures]string{
 
 // valueWeights are the learned value's coefficients, in ValueFeatures'
 // order: the log-odds of winning is their dot product with the features.
-// Printed by `go run ./agents/internal/fitvalue -player search` at commit
-// fac21f2: every second position of search's classic one-suit games on
-// tuning seeds 2001-2398 and 3001-3405, played with the learned value of
-// that commit, itself fitted on the games of search's hand-set value
-// (HandOnly) on the same seeds; L2 penalty 1.0. A second round of policy
-// iteration, on the value search has.
+// Printed by `go run ./agents/internal/fitvalue` (its defaults: every
+// second position of search's classic one-suit games on tuning seeds
+// 2001-2398 and 3001-3405, played with the value search had before it,
+// HandOnly; L2 penalty 1.0).
 var valueWeights = [NumValueFeatures]float64{
-	9.07939,  // bias
-	4.28606,  // deals_left
-	-2.10808, // face_down_10
-	-0.53408, // hidden_columns
-	0.73898,  // empty_columns
-	-0.87694, // runs
-	0.01252,  // breaks
-	0.42486,  // ways_on
-	0.20803,  // reveals_now
-	-0.14724, // min_face_down
-	0.51079,  // sqrt_face_down
-	-0.13549, // kings_on_face_down
-	-0.72796, // hope
-	-0.85713, // deals_x_face_down
-	-1.03796, // face_up_10
-	0.10739,  // top_runs_sq
-	-0.09057, // equal_tops
-	-0.45729, // ace_tops
+	5.44455,  // bias
+	3.45142,  // deals_left
+	-2.11546, // face_down_10
+	-0.26654, // hidden_columns
+	0.67789,  // empty_columns
+	-0.66632, // runs
+	-0.02617, // breaks
+	0.41443,  // ways_on
+	0.24247,  // reveals_now
+	-0.26069, // min_face_down
+	0.33713,  // sqrt_face_down
+	-0.06008, // kings_on_face_down
+	-0.47843, // hope
+	-0.59348, // deals_x_face_down
+	-0.46974, // face_up_10
+	0.27388,  // top_runs_sq
+	-0.12793, // equal_tops
+	-0.26953, // ace_tops
 }
 
 // valueMix is what one unit of the learned log-odds is worth in Evaluate's

@@ -8,12 +8,12 @@
 //
 // -player search-hand plays search with its hand-set value alone
 // (agents.Search.HandOnly), the first fit's player; -player search plays
-// it with the learned value it has, a round of policy iteration (how
-// today's weights were made, see value.go). -csv also writes the
+// it with the learned value it has, a round of policy iteration (tried,
+// not kept: docs/results.md "A second round"). -csv also writes the
 // positions (seed, move, won, features), and -from fits on such files
 // instead of playing, to fit on the games of several players or rounds.
 //
-//	go run ./agents/internal/fitvalue -player search -seeds 2001-2398,3001-3405 -every 2
+//	go run ./agents/internal/fitvalue -seeds 2001-2398,3001-3405 -every 2   # today's weights
 //
 // Dev tool: the product does not run it.
 package main
