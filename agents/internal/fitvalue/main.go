@@ -186,14 +186,17 @@ func writeCSV(path string, x [][agents.NumValueFeatures]float64, y []float64, at
 		}
 		w.WriteByte('\n')
 	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return err
+	err = w.Flush()
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	if err := f.Close(); err != nil {
-		return err
+	if err == nil {
+		err = os.Rename(tmp, path)
 	}
-	return os.Rename(tmp, path)
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
 }
 
 // countGames counts the distinct seeds among the positions.
@@ -205,56 +208,59 @@ func countGames(at [][2]uint64) int {
 	return len(seen)
 }
 
-// readCSVs reads positions written by writeCSV. A line that is not a
-// seed, a move, an outcome of 0 or 1 and NumValueFeatures finite numbers
-// is an error naming the file and line.
+// readCSVs reads positions written by writeCSV from every path in turn.
 func readCSVs(paths []string) ([][agents.NumValueFeatures]float64, []float64, [][2]uint64, error) {
 	var x [][agents.NumValueFeatures]float64
 	var y []float64
 	var at [][2]uint64
 	for _, path := range paths {
-		f, err := os.Open(path)
-		if err != nil {
+		var err error
+		if x, y, at, err = readCSV(path, x, y, at); err != nil {
 			return nil, nil, nil, err
-		}
-		sc := bufio.NewScanner(f)
-		for line := 1; sc.Scan(); line++ {
-			fields := strings.Split(sc.Text(), ",")
-			bad := func(why string) error {
-				return fmt.Errorf("%s:%d: %s", path, line, why)
-			}
-			if len(fields) != 3+agents.NumValueFeatures {
-				f.Close()
-				return nil, nil, nil, bad(fmt.Sprintf("%d fields, want %d", len(fields), 3+agents.NumValueFeatures))
-			}
-			seed, err1 := strconv.ParseUint(fields[0], 10, 64)
-			move, err2 := strconv.ParseUint(fields[1], 10, 64)
-			if err1 != nil || err2 != nil || (fields[2] != "0" && fields[2] != "1") {
-				f.Close()
-				return nil, nil, nil, bad("want a seed, a move and an outcome of 0 or 1 first")
-			}
-			var v [agents.NumValueFeatures]float64
-			for i := range v {
-				v[i], err = strconv.ParseFloat(fields[3+i], 64)
-				if err != nil || math.IsNaN(v[i]) || math.IsInf(v[i], 0) {
-					f.Close()
-					return nil, nil, nil, bad(fmt.Sprintf("feature %d is not a finite number", i))
-				}
-			}
-			won := 0.0
-			if fields[2] == "1" {
-				won = 1
-			}
-			x, y, at = append(x, v), append(y, won), append(at, [2]uint64{seed, move})
-		}
-		err = sc.Err()
-		f.Close()
-		if err != nil {
-			return nil, nil, nil, fmt.Errorf("%s: %w", path, err)
 		}
 	}
 	if len(y) == 0 {
 		return nil, nil, nil, fmt.Errorf("no positions in %s", strings.Join(paths, ", "))
+	}
+	return x, y, at, nil
+}
+
+// readCSV appends the positions of one file to x, y and at. A line that
+// is not a seed, a move, an outcome of 0 or 1 and NumValueFeatures finite
+// numbers is an error naming the file and line.
+func readCSV(path string, x [][agents.NumValueFeatures]float64, y []float64, at [][2]uint64) ([][agents.NumValueFeatures]float64, []float64, [][2]uint64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for line := 1; sc.Scan(); line++ {
+		bad := func(why string) error { return fmt.Errorf("%s:%d: %s", path, line, why) }
+		fields := strings.Split(sc.Text(), ",")
+		if len(fields) != 3+agents.NumValueFeatures {
+			return nil, nil, nil, bad(fmt.Sprintf("%d fields, want %d", len(fields), 3+agents.NumValueFeatures))
+		}
+		seed, err1 := strconv.ParseUint(fields[0], 10, 64)
+		move, err2 := strconv.ParseUint(fields[1], 10, 64)
+		if err1 != nil || err2 != nil || (fields[2] != "0" && fields[2] != "1") {
+			return nil, nil, nil, bad("want a seed, a move and an outcome of 0 or 1 first")
+		}
+		var v [agents.NumValueFeatures]float64
+		for i := range v {
+			v[i], err = strconv.ParseFloat(fields[3+i], 64)
+			if err != nil || math.IsNaN(v[i]) || math.IsInf(v[i], 0) {
+				return nil, nil, nil, bad(fmt.Sprintf("feature %d is not a finite number", i))
+			}
+		}
+		won := 0.0
+		if fields[2] == "1" {
+			won = 1
+		}
+		x, y, at = append(x, v), append(y, won), append(at, [2]uint64{seed, move})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return x, y, at, nil
 }
