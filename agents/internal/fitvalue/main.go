@@ -199,13 +199,19 @@ func writeCSV(path string, x [][agents.NumValueFeatures]float64, y []float64, at
 	return err
 }
 
-// countGames counts the distinct seeds among the positions.
+// countGames counts the games among the positions, which come a game at a
+// time with their moves in order: a new game starts where the seed changes
+// or the move number does not grow. Counting distinct seeds would count
+// once the games of two players (or rounds) on the same seed, which -from
+// fits on together.
 func countGames(at [][2]uint64) int {
-	seen := map[uint64]bool{}
-	for _, a := range at {
-		seen[a[0]] = true
+	n := 0
+	for i, a := range at {
+		if i == 0 || a[0] != at[i-1][0] || a[1] <= at[i-1][1] {
+			n++
+		}
 	}
-	return len(seen)
+	return n
 }
 
 // readCSVs reads positions written by writeCSV from every path in turn.

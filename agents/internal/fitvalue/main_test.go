@@ -41,6 +41,15 @@ func TestCSVRoundTrip(t *testing.T) {
 	}
 }
 
+// TestCountGamesTwoPlayers checks that the games of two players on the
+// same seed, as -from reads them from two files, count as two games.
+func TestCountGamesTwoPlayers(t *testing.T) {
+	at := [][2]uint64{{2001, 0}, {2001, 2}, {2001, 4}, {2001, 0}, {2001, 2}, {2002, 0}}
+	if n := countGames(at); n != 3 {
+		t.Errorf("countGames = %d, want 3", n)
+	}
+}
+
 // TestReadCSVsRejects checks that a malformed line is an error naming its
 // file and line.
 func TestReadCSVsRejects(t *testing.T) {
