@@ -110,6 +110,10 @@ type Options struct {
 	// MoveTime bounds the time the searches and the oracle may plan a move (0: no
 	// bound, the default, so results stay reproducible). Others ignore it.
 	MoveTime time.Duration
+	// Draw picks which draw of their samples search and search-hand play
+	// (Search.Draw; 0, the default, is the draw every table reports).
+	// Others ignore it.
+	Draw uint64
 }
 
 // makers are the agents by name.
@@ -117,11 +121,13 @@ var makers = map[string]func(Options) Agent{
 	"random": func(Options) Agent { return &Random{} },
 	"first":  func(Options) Agent { return First{} },
 	"greedy": func(Options) Agent { return &Greedy{} },
-	"search": func(o Options) Agent { return &Search{Nodes: o.Nodes, MoveTime: o.MoveTime} },
+	"search": func(o Options) Agent { return &Search{Nodes: o.Nodes, MoveTime: o.MoveTime, Draw: o.Draw} },
 	// search-hand is search before the learned one-suit value, kept to
 	// pair with it (they differ on one suit only).
-	"search-hand": func(o Options) Agent { return &Search{Nodes: o.Nodes, MoveTime: o.MoveTime, HandOnly: true} },
-	"oracle":      func(o Options) Agent { return &Search{Nodes: o.Nodes, MoveTime: o.MoveTime, Peek: true} },
+	"search-hand": func(o Options) Agent {
+		return &Search{Nodes: o.Nodes, MoveTime: o.MoveTime, Draw: o.Draw, HandOnly: true}
+	},
+	"oracle": func(o Options) Agent { return &Search{Nodes: o.Nodes, MoveTime: o.MoveTime, Peek: true} },
 }
 
 // Label returns how tables name the agent called name: the oracle, which

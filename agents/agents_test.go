@@ -602,3 +602,30 @@ func TestSearchMoveTime(t *testing.T) {
 		t.Fatal("a negative MoveTime was accepted")
 	}
 }
+
+// TestSearchDraw plays another draw of search's samples when Draw is set:
+// the same deal otherwise, each draw repeating itself, the oracle (which
+// samples nothing) unchanged, and Options carrying it through NewWith.
+func TestSearchDraw(t *testing.T) {
+	r := env.MustRules(env.Options{Suits: 1, MaxSteps: 200})
+	play := func(name string, draw uint64) []env.Action {
+		m, err := NewWith(name, Options{Nodes: testBudget.Nodes, Draw: draw})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Play(r, 5, m()).Actions
+	}
+	d0, d1 := play("search", 0), play("search", 1)
+	if slices.Equal(d0, d1) {
+		t.Error("search played seed 5 move for move the same in draws 0 and 1")
+	}
+	if !slices.Equal(d1, play("search", 1)) {
+		t.Error("search played draw 1 of seed 5 two different ways")
+	}
+	if !slices.Equal(d0, Play(r, 5, &Search{Nodes: testBudget.Nodes}).Actions) {
+		t.Error("draw 0 is not search's default draw")
+	}
+	if !slices.Equal(play("oracle", 0), play("oracle", 7)) {
+		t.Error("the oracle samples nothing, but Draw changed its game")
+	}
+}

@@ -36,6 +36,7 @@ type evalOptions struct {
 	workers  int
 	nodes    int
 	moveMs   int
+	draw     uint64
 	record   string
 	out      outputFlags
 	// suite names a benchmark suite (agents/suites): its deals, rules,
@@ -69,6 +70,7 @@ func evalCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, i
 	fs.IntVar(&o.workers, "workers", 0, "games played in parallel (0: GOMAXPROCS)")
 	fs.IntVar(&o.nodes, "nodes", 0, "per-move search budget of search and oracle: positions explored per plan (0: 20000)")
 	fs.IntVar(&o.moveMs, "move-ms", 0, "milliseconds search and oracle may plan a move, next to --nodes (0: no limit, so results are reproducible; with a limit they depend on the machine's speed and load)")
+	fs.Uint64Var(&o.draw, "draw", 0, "which draw of their sampled hidden cards search and search-hand play (0: the default draw the reported results use); another draw plays the same search with other luck")
 	fs.StringVar(&o.record, "record", "", "save every game into this folder as POLICY-SEED.spider (see spider replay)")
 	o.out.register(fs)
 	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
@@ -230,7 +232,10 @@ type evalReport struct {
 	Nodes int `json:"nodes"`
 	// MoveMs is --move-ms, the time search and oracle may plan a move
 	// (0: no limit), since with it their moves depend on the machine.
-	MoveMs      int             `json:"move_ms"`
+	MoveMs int `json:"move_ms"`
+	// Draw is --draw, the draw of hidden cards search and search-hand
+	// sample (0: the default), since another draw plays other games.
+	Draw        uint64          `json:"draw"`
 	Policies    []policySummary `json:"policies"`
 	Comparisons []comparison    `json:"comparisons"`
 	Failures    []gameFailure   `json:"failures"`
@@ -304,7 +309,7 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	if err := checkMoveMs(o.moveMs); err != nil {
 		return err
 	}
-	aopts := agents.Options{Nodes: o.nodes, MoveTime: moveTime(o.moveMs)}
+	aopts := agents.Options{Nodes: o.nodes, MoveTime: moveTime(o.moveMs), Draw: o.draw}
 	var suite *suites.Suite
 	var seeds []uint64
 	var err error
@@ -426,7 +431,7 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		}
 	}
 	rep := summarize(ev, labels)
-	rep.Nodes, rep.MoveMs = o.nodes, o.moveMs
+	rep.Nodes, rep.MoveMs, rep.Draw = o.nodes, o.moveMs, o.draw
 	rep.Suite = suite
 	rep.Stopped = stopped != nil
 	if o.perGame {

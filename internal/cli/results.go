@@ -160,6 +160,9 @@ func resultsTable(rows []resultRow) string {
 			if r.report.MoveMs != 0 {
 				budget = append(budget, fmt.Sprintf("at most %d ms a move", r.report.MoveMs))
 			}
+			if r.report.Draw != 0 && !strings.EqualFold(p.Spec, "oracle") {
+				budget = append(budget, fmt.Sprintf("draw %d", r.report.Draw))
+			}
 			if len(budget) > 0 {
 				p.Policy += " (" + strings.Join(budget, ", ") + ")"
 			}

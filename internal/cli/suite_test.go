@@ -106,8 +106,8 @@ func TestResultsTable(t *testing.T) {
 	for name, args := range map[string][]string{
 		"dev-a.json": {"--suite", "classic-1suit-dev", "--policies", "first,random"},
 		"dev-b.json": {"--suite", "classic-2suit-dev", "--policies", "first"},
-		"dev-c.json": {"--suite", "classic-1suit-dev", "--policies", "search", "--nodes", "2"},
-		"dev-d.json": {"--suite", "classic-2suit-dev", "--policies", "oracle", "--nodes", "2", "--move-ms", "500"},
+		"dev-c.json": {"--suite", "classic-1suit-dev", "--policies", "search", "--nodes", "2", "--draw", "3"},
+		"dev-d.json": {"--suite", "classic-2suit-dev", "--policies", "oracle", "--nodes", "2", "--move-ms", "500", "--draw", "4"},
 		"seeds.json": {"--seeds", "1-2", "--policies", "first"},
 	} {
 		code, out, errs := runMain(append([]string{"eval", "--json"}, args...)...)
@@ -137,13 +137,14 @@ func TestResultsTable(t *testing.T) {
 	if i1 < 0 || i2 < 0 || i2 < i1 || strings.Count(got, "\n| classic-") != 5 {
 		t.Fatalf("table rows:\n%s", got)
 	}
-	// A search budget other than the default is part of the policy's name.
-	if !strings.Contains(got, "| search (2 nodes) | 200 |") || !strings.Contains(got, "| oracle (sees hidden cards) (2 nodes, at most 500 ms a move) | 200 |") {
+	// A search budget or draw other than the default is part of the
+	// policy's name (the oracle samples nothing, so no draw in its name).
+	if !strings.Contains(got, "| search (2 nodes, draw 3) | 200 |") || !strings.Contains(got, "| oracle (sees hidden cards) (2 nodes, at most 500 ms a move) | 200 |") {
 		t.Fatalf("table rows:\n%s", got)
 	}
 	var timed map[string]any
-	if b, err := os.ReadFile(filepath.Join(dir, "dev-d.json")); err != nil || json.Unmarshal(b, &timed) != nil || timed["move_ms"] != 500.0 || timed["nodes"] != 2.0 {
-		t.Fatalf("dev-d.json: move_ms %v, nodes %v (%v)", timed["move_ms"], timed["nodes"], err)
+	if b, err := os.ReadFile(filepath.Join(dir, "dev-d.json")); err != nil || json.Unmarshal(b, &timed) != nil || timed["move_ms"] != 500.0 || timed["nodes"] != 2.0 || timed["draw"] != 4.0 {
+		t.Fatalf("dev-d.json: move_ms %v, nodes %v, draw %v (%v)", timed["move_ms"], timed["nodes"], timed["draw"], err)
 	}
 	// A stopped evaluation holds part of its suite: never a table row.
 	var stopped map[string]any
