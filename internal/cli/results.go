@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/spiderenv/spider/agents"
 	"github.com/spiderenv/spider/agents/suites"
 	"github.com/spiderenv/spider/internal/atomicfile"
+	"github.com/spiderenv/spider/internal/stats"
 )
 
 // resultsOptions are the results command's flags.
@@ -28,7 +30,7 @@ type resultsOptions struct {
 func resultsCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, io.Writer, io.Writer) error {
 	var o resultsOptions
 	fs.StringVar(&o.update, "update", "", "rewrite the generated section of this Markdown file (between "+resultsBegin+" and "+resultsEnd+") instead of printing the table")
-	fs.BoolVar(&o.pair, "pair", false, "compare two eval --json --per-game reports deal by deal instead (every policy of the first against every policy of the second, on the seeds both played): McNemar's exact test on wins, paired t-tests on score and runs")
+	fs.BoolVar(&o.pair, "pair", false, "compare two eval --json --per-game reports deal by deal instead (every policy of the first against every policy of the second, on the seeds both played): McNemar's exact test on wins, paired t-tests on score and runs; either side may be a comma-separated list of reports (parts of a seed range, or --draw runs of the same deals, whose plays of a deal are pooled and compared by each deal's share of wins with a sign test)")
 	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		o.files = args
 		return runResults(ctx, o, stdout, stderr)
@@ -175,62 +177,148 @@ func resultsTable(rows []resultRow) string {
 }
 
 // runPair compares the policies of two reports deal by deal: the games of
-// two builds or two runs, which one eval cannot pair.
+// two builds or two runs, which one eval cannot pair. Each side may list
+// several reports, comma-separated: parts of a seed range, or draws of
+// the same deals (eval --draw), whose plays of a deal are pooled.
 func runPair(o resultsOptions, stdout io.Writer) error {
 	if len(o.files) != 2 || o.update != "" {
-		return usageError{fmt.Errorf("--pair wants two eval JSON files (spider eval --json --per-game) and no --update")}
+		return usageError{fmt.Errorf("--pair wants two eval JSON files, or two comma-separated lists of them (spider eval --json --per-game), and no --update")}
 	}
-	var reps [2]evalReport
-	for i, name := range o.files {
-		rep, err := readEvalReport(name)
-		if err != nil {
-			return err
+	var sides [2][]evalReport
+	var first *evalReport
+	for i, list := range o.files {
+		for _, name := range strings.Split(list, ",") {
+			rep, err := readEvalReport(name)
+			if err != nil {
+				return err
+			}
+			if len(rep.Games) == 0 {
+				return fmt.Errorf("%s: no games: pairing needs spider eval --per-game", name)
+			}
+			if first == nil {
+				first = &rep
+			}
+			a, b := first.Options, rep.Options
+			if a.RuleSet != b.RuleSet || a.Suits != b.Suits || a.MaxSteps != b.MaxSteps || a.TimePerActionMs != b.TimePerActionMs {
+				return fmt.Errorf("%s and %s played different games (rules, suits, step limit or clock differ): nothing to pair", strings.Split(o.files[0], ",")[0], name)
+			}
+			sides[i] = append(sides[i], rep)
 		}
-		if len(rep.Games) == 0 {
-			return fmt.Errorf("%s: no games: pairing needs spider eval --per-game", name)
-		}
-		reps[i] = rep
 	}
-	a, b := reps[0].Options, reps[1].Options
-	if a.RuleSet != b.RuleSet || a.Suits != b.Suits || a.MaxSteps != b.MaxSteps || a.TimePerActionMs != b.TimePerActionMs {
-		return fmt.Errorf("%s and %s played different games (rules, suits, step limit or clock differ): nothing to pair", o.files[0], o.files[1])
+	// plays returns, for each policy of a side, its games by seed.
+	plays := func(reps []evalReport) (names []string, games map[string]map[uint64][]gameRow) {
+		games = map[string]map[uint64][]gameRow{}
+		for _, rep := range reps {
+			for _, p := range rep.Policies {
+				if games[p.Policy] == nil {
+					names = append(names, p.Policy)
+					games[p.Policy] = map[uint64][]gameRow{}
+				}
+			}
+			for _, g := range rep.Games {
+				games[g.Policy][g.Seed] = append(games[g.Policy][g.Seed], g)
+			}
+		}
+		return names, games
+	}
+	namesA, gamesA := plays(sides[0])
+	namesB, gamesB := plays(sides[1])
+	// One play a deal on each side pairs game with game (McNemar);
+	// several (draws) pair each deal's share of wins (a sign test).
+	single := true
+	for _, byPolicy := range []map[string]map[uint64][]gameRow{gamesA, gamesB} {
+		for _, bySeed := range byPolicy {
+			for _, g := range bySeed {
+				single = single && len(g) == 1
+			}
+		}
 	}
 	var out strings.Builder
-	out.WriteString("| A | B | pairs | A won | B won | only A won | only B won | wins p | score A-B (p) | runs A-B (p) |\n")
-	out.WriteString("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
-	for _, pa := range reps[0].Policies {
-		byA := map[uint64]gameRow{}
-		for _, g := range reps[0].Games {
-			if g.Policy == pa.Policy {
-				byA[g.Seed] = g
-			}
-		}
-		for _, pb := range reps[1].Policies {
-			var x, y []agents.Result
-			wa, wb := 0, 0
-			for _, g := range reps[1].Games {
-				ga, ok := byA[g.Seed]
-				if g.Policy != pb.Policy || !ok {
-					continue
-				}
-				x = append(x, agents.Result{Won: ga.Won, Score: ga.Score, Runs: ga.Runs})
-				y = append(y, agents.Result{Won: g.Won, Score: g.Score, Runs: g.Runs})
-				if ga.Won {
-					wa++
-				}
-				if g.Won {
-					wb++
+	if single {
+		out.WriteString("| A | B | pairs | A won | B won | only A won | only B won | wins p | score A-B (p) | runs A-B (p) |\n")
+		out.WriteString("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	} else {
+		out.WriteString("| A | B | deals | A plays | B plays | A won | B won | deals A won more often | deals B won more often | sign p | score A-B (p) | runs A-B (p) |\n")
+		out.WriteString("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	}
+	for _, pa := range namesA {
+		for _, pb := range namesB {
+			var seeds []uint64
+			for seed := range gamesA[pa] {
+				if _, ok := gamesB[pb][seed]; ok {
+					seeds = append(seeds, seed)
 				}
 			}
-			if len(x) == 0 {
-				return fmt.Errorf("%s (%s) and %s (%s) share no seed: nothing to pair", pa.Policy, o.files[0], pb.Policy, o.files[1])
+			if len(seeds) == 0 {
+				return fmt.Errorf("%s (%s) and %s (%s) share no seed: nothing to pair", pa, o.files[0], pb, o.files[1])
 			}
-			c := compare(pa.Policy, pb.Policy, x, y)
-			fmt.Fprintf(&out, "| %s (%s) | %s (%s) | %d | %d | %d | %d | %d | %.2g | %+.1f (%.2g) | %+.2f (%.2g) |\n",
-				strings.ReplaceAll(c.A, "|", `\|`), o.files[0], strings.ReplaceAll(c.B, "|", `\|`), o.files[1],
-				c.GamesPairs, wa, wb, c.OnlyAWon, c.OnlyBWon, c.WinsP, c.ScoreDiff, c.ScoreP, c.RunsDiff, c.RunsP)
+			slices.Sort(seeds)
+			nameA, nameB := strings.ReplaceAll(pa, "|", `\|`), strings.ReplaceAll(pb, "|", `\|`)
+			if single {
+				var x, y []agents.Result
+				wa, wb := 0, 0
+				for _, seed := range seeds {
+					ga, gb := gamesA[pa][seed][0], gamesB[pb][seed][0]
+					x = append(x, agents.Result{Won: ga.Won, Score: ga.Score, Runs: ga.Runs})
+					y = append(y, agents.Result{Won: gb.Won, Score: gb.Score, Runs: gb.Runs})
+					if ga.Won {
+						wa++
+					}
+					if gb.Won {
+						wb++
+					}
+				}
+				c := compare(pa, pb, x, y)
+				fmt.Fprintf(&out, "| %s (%s) | %s (%s) | %d | %d | %d | %d | %d | %.2g | %+.1f (%.2g) | %+.2f (%.2g) |\n",
+					nameA, o.files[0], nameB, o.files[1],
+					c.GamesPairs, wa, wb, c.OnlyAWon, c.OnlyBWon, c.WinsP, c.ScoreDiff, c.ScoreP, c.RunsDiff, c.RunsP)
+				continue
+			}
+			var d [2]pooled
+			var score, runs [2][]float64
+			moreA, moreB := 0, 0
+			for _, seed := range seeds {
+				for i, g := range [2][]gameRow{gamesA[pa][seed], gamesB[pb][seed]} {
+					d[i].add(g)
+					score[i] = append(score[i], d[i].lastScore)
+					runs[i] = append(runs[i], d[i].lastRuns)
+				}
+				switch sa, sb := d[0].lastShare, d[1].lastShare; {
+				case sa > sb:
+					moreA++
+				case sb > sa:
+					moreB++
+				}
+			}
+			scoreDiff, scoreP := stats.PairedT(score[0], score[1])
+			runsDiff, runsP := stats.PairedT(runs[0], runs[1])
+			fmt.Fprintf(&out, "| %s (%s) | %s (%s) | %d | %d | %d | %d | %d | %d | %d | %.2g | %+.1f (%.2g) | %+.2f (%.2g) |\n",
+				nameA, o.files[0], nameB, o.files[1], len(seeds), d[0].plays, d[1].plays, d[0].wins, d[1].wins,
+				moreA, moreB, stats.McNemar(moreA, moreB), scoreDiff, scoreP, runsDiff, runsP)
 		}
 	}
 	_, err := io.WriteString(stdout, out.String())
 	return err
+}
+
+// pooled counts one side's plays of the deals a pairing walks through,
+// and holds the last deal's share of wins and mean score and runs.
+type pooled struct {
+	plays, wins                    int
+	lastShare, lastScore, lastRuns float64
+}
+
+func (p *pooled) add(games []gameRow) {
+	won, score, runs := 0, 0, 0
+	for _, g := range games {
+		if g.Won {
+			won++
+		}
+		score += g.Score
+		runs += g.Runs
+	}
+	n := float64(len(games))
+	p.plays += len(games)
+	p.wins += won
+	p.lastShare, p.lastScore, p.lastRuns = float64(won)/n, float64(score)/n, float64(runs)/n
 }

@@ -243,3 +243,71 @@ func TestResultsPair(t *testing.T) {
 		}
 	}
 }
+
+// TestResultsPairLists pairs comma-separated lists of reports: parts of a
+// seed range pair game with game as one report would, and several plays
+// of a deal (draws) are pooled and compared by each deal's share of wins.
+func TestResultsPairLists(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errs := runMain("eval", "--json", "--seeds", "1-4", "--policies", "first", "--per-game")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	// withWins writes the report with its games won as the pattern says,
+	// so that the shares below are known.
+	withWins := func(name string, won ...bool) string {
+		t.Helper()
+		var rep map[string]any
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatal(err)
+		}
+		games := rep["games"].([]any)
+		if len(games) != len(won) {
+			t.Fatalf("%d games", len(games))
+		}
+		for i, g := range games {
+			g.(map[string]any)["won"] = won[i]
+		}
+		b, err := json.Marshal(rep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	a1 := withWins("a1.json", true, true, false, false)
+	a2 := withWins("a2.json", true, false, false, false)
+	b1 := withWins("b1.json", false, true, true, false)
+	// Deal shares: A 1, 1/2, 0, 0; B 0, 1, 1, 0. A more often on deal 1, B
+	// on deals 2 and 3 (sign test of 1 against 2: p = 1).
+	code, got, errs := runMain("results", "--pair", a1+","+a2, b1)
+	want := fmt.Sprintf("| first (%s,%s) | first (%s) | 4 | 8 | 4 | 3 | 2 | 1 | 2 | 1 |", a1, a2, b1)
+	if code != 0 || !strings.Contains(got, "| deals A won more often |") || !strings.Contains(got, want) {
+		t.Fatalf("exit %d (%s); want a row starting %q, got\n%s", code, errs, want, got)
+	}
+	// Two halves of a seed range pair as one report: game with game.
+	half := func(name, seeds string) string {
+		t.Helper()
+		code, o, errs := runMain("eval", "--json", "--seeds", seeds, "--policies", "first", "--per-game")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(o), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	h1, h2 := half("h1.json", "1-2"), half("h2.json", "3-4")
+	code, got, errs = runMain("results", "--pair", h1+","+h2, b1)
+	want = fmt.Sprintf("| first (%s,%s) | first (%s) | 4 | 0 | 2 | 0 | 2 | 0.5 |", h1, h2, b1)
+	if code != 0 || !strings.Contains(got, want) {
+		t.Fatalf("exit %d (%s); want a row starting %q, got\n%s", code, errs, want, got)
+	}
+	if code, _, errs := runMain("results", "--pair", a1+","+filepath.Join(dir, "missing.json"), b1); code != 1 || !strings.Contains(errs, "missing.json") {
+		t.Errorf("a missing file in a list: exit %d, %q", code, errs)
+	}
+}
