@@ -187,7 +187,13 @@ func runPair(o resultsOptions, stdout io.Writer) error {
 	var sides [2][]evalReport
 	var first *evalReport
 	for i, list := range o.files {
+		seen := map[string]bool{}
 		for _, name := range strings.Split(list, ",") {
+			if seen[name] {
+				// Pooled twice, its games would count as two draws.
+				return fmt.Errorf("%s is listed twice: each report may be pooled once", name)
+			}
+			seen[name] = true
 			rep, err := readEvalReport(name)
 			if err != nil {
 				return err

@@ -310,4 +310,7 @@ func TestResultsPairLists(t *testing.T) {
 	if code, _, errs := runMain("results", "--pair", a1+","+filepath.Join(dir, "missing.json"), b1); code != 1 || !strings.Contains(errs, "missing.json") {
 		t.Errorf("a missing file in a list: exit %d, %q", code, errs)
 	}
+	if code, _, errs := runMain("results", "--pair", a1+","+a1, b1); code != 1 || !strings.Contains(errs, "listed twice") {
+		t.Errorf("a report listed twice: exit %d, %q", code, errs)
+	}
 }
