@@ -280,26 +280,29 @@ func runPair(o resultsOptions, stdout io.Writer) error {
 					c.GamesPairs, wa, wb, c.OnlyAWon, c.OnlyBWon, c.WinsP, c.ScoreDiff, c.ScoreP, c.RunsDiff, c.RunsP)
 				continue
 			}
-			var d [2]pooled
-			var score, runs [2][]float64
+			var plays, wins [2]int
+			var share, score, runs [2][]float64
 			moreA, moreB := 0, 0
-			for _, seed := range seeds {
+			for j, seed := range seeds {
 				for i, g := range [2][]gameRow{gamesA[pa][seed], gamesB[pb][seed]} {
-					d[i].add(g)
-					score[i] = append(score[i], d[i].lastScore)
-					runs[i] = append(runs[i], d[i].lastRuns)
+					won, sc, ru := pool(g)
+					plays[i] += len(g)
+					wins[i] += won
+					n := float64(len(g))
+					share[i] = append(share[i], float64(won)/n)
+					score[i] = append(score[i], sc/n)
+					runs[i] = append(runs[i], ru/n)
 				}
-				switch sa, sb := d[0].lastShare, d[1].lastShare; {
-				case sa > sb:
+				if share[0][j] > share[1][j] {
 					moreA++
-				case sb > sa:
+				} else if share[1][j] > share[0][j] {
 					moreB++
 				}
 			}
 			scoreDiff, scoreP := stats.PairedT(score[0], score[1])
 			runsDiff, runsP := stats.PairedT(runs[0], runs[1])
 			fmt.Fprintf(&out, "| %s (%s) | %s (%s) | %d | %d | %d | %d | %d | %d | %d | %.2g | %+.1f (%.2g) | %+.2f (%.2g) |\n",
-				nameA, o.files[0], nameB, o.files[1], len(seeds), d[0].plays, d[1].plays, d[0].wins, d[1].wins,
+				nameA, o.files[0], nameB, o.files[1], len(seeds), plays[0], plays[1], wins[0], wins[1],
 				moreA, moreB, stats.McNemar(moreA, moreB), scoreDiff, scoreP, runsDiff, runsP)
 		}
 	}
@@ -307,24 +310,14 @@ func runPair(o resultsOptions, stdout io.Writer) error {
 	return err
 }
 
-// pooled counts one side's plays of the deals a pairing walks through,
-// and holds the last deal's share of wins and mean score and runs.
-type pooled struct {
-	plays, wins                    int
-	lastShare, lastScore, lastRuns float64
-}
-
-func (p *pooled) add(games []gameRow) {
-	won, score, runs := 0, 0, 0
+// pool sums one side's plays of a deal: games won, score and runs.
+func pool(games []gameRow) (won int, score, runs float64) {
 	for _, g := range games {
 		if g.Won {
 			won++
 		}
-		score += g.Score
-		runs += g.Runs
+		score += float64(g.Score)
+		runs += float64(g.Runs)
 	}
-	n := float64(len(games))
-	p.plays += len(games)
-	p.wins += won
-	p.lastShare, p.lastScore, p.lastRuns = float64(won)/n, float64(score)/n, float64(runs)/n
+	return won, score, runs
 }
