@@ -120,9 +120,17 @@ func Resume(path string, want *Config) (*Trainer, error) {
 		default:
 			return nil, fmt.Errorf("%s: line %d of the history has the unknown phase %q", path, i+1, m.Phase)
 		}
+		// The history is plotted and written out at every save: a value
+		// no run produces would stop the run at its first.
+		if !m.finite() {
+			return nil, fmt.Errorf("%s: line %d of the history holds a value that is not a finite number", path, i+1)
+		}
 	}
 	r, _ := c.Rules()
 	c.Game = r.Options()
+	if err := checkImitation(st.Imitation, r, c, st.Rounds); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
 	if got, err := c.Spec(); err != nil || !specEqual(got, net.Spec) {
 		return nil, fmt.Errorf("%s: the network's specification does not match its training configuration", path)
 	}
@@ -226,4 +234,33 @@ func printable(s string) bool {
 		}
 	}
 	return true
+}
+
+// checkImitation checks the imitation games of a checkpoint, before
+// anything is built from them: no more games than the run's warm start
+// and DAgger rounds so far play, each within the step limit, with a label
+// for each move, and every move and label legal where it was made.
+func checkImitation(games []labelled, r env.Rules, c Config, rounds int) error {
+	if len(games) > c.CloneGames && len(games)-c.CloneGames > rounds*c.DaggerGames {
+		return fmt.Errorf("%d imitation games, more than the %d of the warm start and %d DAgger rounds of %d",
+			len(games), c.CloneGames, rounds, c.DaggerGames)
+	}
+	for k, g := range games {
+		switch {
+		case len(g.Labels) != len(g.Played):
+			return fmt.Errorf("imitation game %d has %d labels for %d moves", k+1, len(g.Labels), len(g.Played))
+		case r.MaxSteps() >= 0 && len(g.Played) > r.MaxSteps():
+			return fmt.Errorf("imitation game %d has %d moves, over the step limit of %d", k+1, len(g.Played), r.MaxSteps())
+		}
+		s := env.NewGame(r, g.Seed)
+		for i, a := range g.Played {
+			if !s.Legal(g.Labels[i]) {
+				return fmt.Errorf("imitation game %d: the label of move %d is illegal", k+1, i+1)
+			}
+			if _, err := s.Step(a); err != nil {
+				return fmt.Errorf("imitation game %d, move %d: %v", k+1, i+1, err)
+			}
+		}
+	}
+	return nil
 }

@@ -3,6 +3,8 @@ package train
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/spiderenv/spider/agents/nn"
+	"github.com/spiderenv/spider/env"
 	"github.com/spiderenv/spider/internal/alloccount"
 )
 
@@ -172,5 +175,54 @@ func TestResumeRefusesDamagedState(t *testing.T) {
 	}
 	if _, err := Resume(p, nil); err == nil || !strings.HasPrefix(err.Error(), p+": damaged checkpoint: checksum mismatch") {
 		t.Fatalf("a flipped bit in Adam's moments: %v", err)
+	}
+}
+
+// TestResumeRefusesBadHistoryAndImitation: numbers no run writes (a NaN
+// in the history, which the curve cannot plot) and imitation games that
+// do not fit the run or do not replay are refused when the checkpoint is
+// read, not when a save or the next DAgger round trips on them.
+func TestResumeRefusesBadHistoryAndImitation(t *testing.T) {
+	dir := t.TempDir()
+	net, st := savedState(t, dir)
+	r, err := tinyConfig().Rules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	deal := env.NewGame(r, 1)
+	illegal := env.Action(0)
+	for deal.Legal(illegal) {
+		illegal++
+	}
+	game := func(played, labels []env.Action) map[string]any {
+		return map[string]any{"seed": 1, "played": played, "labels": labels}
+	}
+	long := make([]env.Action, r.MaxSteps()+1)
+	for i := range long {
+		long[i] = env.Deal
+	}
+	d := []env.Action{env.Deal}
+	for name, tc := range map[string]struct {
+		key  string
+		val  any
+		want string
+	}{
+		"nan":      {"history", []any{map[string]any{"phase": "ppo", "mean_runs": math.NaN()}}, "line 1 of the history holds a value that is not a finite number"},
+		"inf":      {"history", []any{map[string]any{"phase": "clone"}, map[string]any{"phase": "ppo", "val_runs": math.Inf(1)}}, "line 2 of the history"},
+		"games":    {"imitation", []any{game(d, d), game(d, d), game(d, d)}, "3 imitation games, more than the 2 of the warm start and 0 DAgger rounds of 0"},
+		"labels":   {"imitation", []any{game([]env.Action{env.Deal, env.Deal}, d)}, "imitation game 1 has 1 labels for 2 moves"},
+		"label":    {"imitation", []any{game(d, []env.Action{illegal})}, "imitation game 1: the label of move 1 is illegal"},
+		"move":     {"imitation", []any{game(d, d), game([]env.Action{illegal}, d)}, "imitation game 2, move 1: "},
+		"too long": {"imitation", []any{game(long, long)}, fmt.Sprintf("imitation game 1 has %d moves, over the step limit of %d", len(long), r.MaxSteps())},
+	} {
+		changed := map[string]any{}
+		for k, v := range st {
+			changed[k] = v
+		}
+		changed[tc.key] = tc.val
+		p := saveState(t, dir, name+".spider", net, changed)
+		if _, err := Resume(p, nil); err == nil || !strings.HasPrefix(err.Error(), p+": ") || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v; want an error naming the file and saying %q", name, err, tc.want)
+		}
 	}
 }

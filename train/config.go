@@ -133,6 +133,10 @@ func DefaultConfig() Config {
 	}
 }
 
+// Validate reports why New would refuse c, or nil: a command checks it
+// before it creates anything for the run.
+func (c Config) Validate() error { return c.validate() }
+
 // Rules returns the game configuration the run trains on. It refuses an
 // observation encoding other than float32.
 func (c Config) Rules() (env.Rules, error) {

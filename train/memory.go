@@ -1,6 +1,8 @@
 package train
 
 import (
+	"unsafe"
+
 	"github.com/spiderenv/spider/agents/nn"
 	"github.com/spiderenv/spider/env"
 )
@@ -76,3 +78,16 @@ func GraphRowBytes(spec nn.Spec) int64 {
 // gradient per graph (two graphs share a minibatch) and the transposed
 // copies a multiply makes.
 const GraphParamBytes = 4 * 4
+
+// ImitationBytes returns the memory the imitation data a resumed run holds
+// (DAgger rounds remain) takes once a phase learns from it: a position, its
+// label and its return for each move, about 1.2 KB each. A checkpoint's few
+// bytes a move can claim gigabytes here, so a command checks it against the
+// memory there is before the run goes on.
+func (t *Trainer) ImitationBytes() int64 {
+	moves := int64(0)
+	for _, g := range t.imitation {
+		moves += int64(len(g.Played))
+	}
+	return moves * int64(unsafe.Sizeof(sample{}))
+}

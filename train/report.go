@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"image/color"
 	"io"
+	"math"
 	"strconv"
 
 	"gonum.org/v1/plot"
@@ -52,6 +53,19 @@ type Metrics struct {
 	Labels       int     `msgpack:"labels" json:"labels"`
 	Agreement    float64 `msgpack:"agreement" json:"agreement"`
 	LabelSeconds float64 `msgpack:"label_s" json:"label_s"`
+}
+
+// finite reports whether every number of m is finite: what a run
+// measures always is.
+func (m Metrics) finite() bool {
+	for _, v := range []float64{m.MeanReturn, m.WinRate, m.MeanRuns, m.PolicyLoss, m.ValueLoss, m.Entropy, m.EnvStepsPerS,
+		m.UpdatesPerS, m.EnvSeconds, m.ActSeconds, m.LearnSeconds, m.ElapsedSecond, m.ValWinRate, m.ValRuns, m.ValSeconds,
+		m.Agreement, m.LabelSeconds} {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // BetterValidation reports whether a's validation beats b's: a was

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -472,6 +473,14 @@ func TestDaggerRoundsResumeExactly(t *testing.T) {
 	defer resumed.Close()
 	if resumed.rounds != 1 || len(resumed.imitation) != c.CloneGames+c.DaggerGames {
 		t.Fatalf("resumed after %d rounds with %d labelled games", resumed.rounds, len(resumed.imitation))
+	}
+	// What the command checks against the memory there is: a sample a move.
+	moves := 0
+	for _, g := range resumed.imitation {
+		moves += len(g.Played)
+	}
+	if got, want := resumed.ImitationBytes(), int64(moves)*int64(unsafe.Sizeof(sample{})); moves == 0 || got != want || got < int64(moves)*1000 {
+		t.Fatalf("ImitationBytes %d for %d moves, want %d", got, moves, want)
 	}
 	if err := resumed.Run(ctx, until(2), nil); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -33,6 +36,9 @@ type trainOptions struct {
 	maxMemory  byteSize
 	export     string // write the network of from (or out's checkpoint) here, and stop
 	from       string
+	// set holds the game and network flags given on the command line: a
+	// resumed run takes the others from its checkpoint.
+	set map[string]bool
 }
 
 func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, io.Writer, io.Writer) error {
@@ -79,9 +85,16 @@ func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 	fs.BoolVar(&o.jsonl, "jsonl", false, "write metrics.jsonl instead of metrics.csv")
 	fs.StringVar(&o.export, "export", "", "instead of training, write the network of --from (default: --out's checkpoint.spider) to this file, without the trainer's state: the file to ship as nn:FILE")
 	fs.StringVar(&o.from, "from", "", "with --export: the checkpoint to read (best.spider, warmstart.spider, ...)")
-	fs.Var(&o.maxMemory, "max-memory", "refuse a run whose batch, rollout and learner need more memory than this (default: what the machine has available)")
+	fs.Var(&o.maxMemory, "max-memory", "refuse a run whose batch, rollout and learner need more memory than this (default: what the machine has available); when given, the process stays within it plus "+formatBytes(server.Overhead)+" (a warm start's and DAgger rounds' imitation data not counted)")
 	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		o := o
+		o.set = map[string]bool{}
+		for _, f := range env.OptionFields() {
+			o.set[f.Flag] = fs.Changed(f.Flag)
+		}
+		for _, name := range []string{"hidden", "arch", "column", "pair"} {
+			o.set[name] = fs.Changed(name)
+		}
 		switch o.cfg.Arch {
 		case nn.MLP:
 			o.cfg.Arch = "" // as runs before the flag recorded it
@@ -123,11 +136,22 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 	case o.every < 1:
 		return usageError{errors.New("--checkpoint-every must be at least 1")}
 	}
-	if !o.resume {
-		// A resumed run's settings are in its checkpoint, which fitted the
-		// machine that wrote it; a new run is checked before New
-		// allocates it all.
-		if err := checkTrainMemory(c, o.maxMemory); err != nil {
+	ckpt := filepath.Join(o.out, "checkpoint.spider")
+	best := filepath.Join(o.out, "best.spider")      // the best validation so far
+	warm := filepath.Join(o.out, "warmstart.spider") // right after the warm start
+	// Everything that can refuse the run is checked before --out is
+	// created: a refused run leaves nothing behind.
+	if o.resume {
+		if _, err := os.Stat(ckpt); err != nil {
+			return usageError{fmt.Errorf("--resume: %v", err)}
+		}
+	} else {
+		if err := c.Validate(); err != nil {
+			return usageError{err}
+		}
+		// A resumed run's settings are in its checkpoint, checked once it
+		// is read; a new run is checked before New allocates it all.
+		if err := checkTrainMemory(c, o.maxMemory, 0); err != nil {
 			return err
 		}
 	}
@@ -139,12 +163,30 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 	if err := probeWritable(o.out); err != nil {
 		return usageError{fmt.Errorf("--out %s: %v", o.out, err)}
 	}
-	ckpt := filepath.Join(o.out, "checkpoint.spider")
-	best := filepath.Join(o.out, "best.spider")      // the best validation so far
-	warm := filepath.Join(o.out, "warmstart.spider") // right after the warm start
 	var t *train.Trainer
 	if o.resume {
-		t, err = train.Resume(ckpt, &c)
+		// The checkpoint's settings hold, and a game or network flag given
+		// here must agree with them.
+		if t, err = train.Resume(ckpt, nil); err == nil {
+			if d := resumeDiff(o, c, t.Config); d != "" {
+				t.Close()
+				return usageError{fmt.Errorf("%s: the checkpoint does not match the requested run: %s", ckpt, d)}
+			}
+			// Its imitation data is counted too: a resumed DAgger run
+			// learns from all of it at once. Without --max-memory only that
+			// is checked, against the memory left once the run's buffers
+			// are made.
+			need := func() error {
+				if o.maxMemory != 0 {
+					return checkTrainMemory(t.Config, o.maxMemory, t.ImitationBytes())
+				}
+				return checkMemory(t.ImitationBytes(), 0, "the checkpoint's imitation data", "resume it where there is more memory")
+			}
+			if err := need(); err != nil {
+				t.Close()
+				return err
+			}
+		}
 	} else {
 		// The best and warm-start checkpoints of another run would pass for
 		// this run's.
@@ -162,6 +204,14 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 		return usageError{err}
 	}
 	defer t.Close()
+	if o.maxMemory != 0 {
+		// The collector runs before garbage takes the process past the
+		// limit, as in serve. A quarter of the overhead goes to the heap:
+		// the rest is what the process holds outside the Go limit (its
+		// code, libraries and their data), 15-30 MiB (TestTrainRSS).
+		// The old limit comes back for a caller (a test) that goes on.
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(int64(o.maxMemory) + server.Overhead/4))
+	}
 	// A search teacher's warm start, and each DAgger round, take minutes
 	// before their line.
 	var prog *progress
@@ -278,9 +328,9 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 }
 
 // checkTrainMemory refuses a run of c that needs more memory than limit
-// (or the machine has available): its batch, and its rollout, acting and
-// learning buffers.
-func checkTrainMemory(c train.Config, limit byteSize) error {
+// (or the machine has available): its batch, its rollout, acting and
+// learning buffers, and imitation bytes of a resumed run's imitation data.
+func checkTrainMemory(c train.Config, limit byteSize, imitation int64) error {
 	r, err := c.Rules()
 	if err != nil {
 		return usageError{err}
@@ -290,7 +340,7 @@ func checkTrainMemory(c train.Config, limit byteSize) error {
 		return usageError{err}
 	}
 	spec, _ := c.Spec()
-	need := server.BatchBytes(r, env.BatchOptions{N: c.Games, Autoreset: env.SameStep}) + own
+	need := server.BatchBytes(r, env.BatchOptions{N: c.Games, Autoreset: env.SameStep}) + own + imitation
 	what := fmt.Sprintf("training %d games x %d rollout steps (%s, %s, minibatch %d)", c.Games, c.Rollout, r, netName(spec), c.Minibatch)
 	return checkMemory(need, limit, what, "lower --games, --rollout, --minibatch or --face-up-slots")
 }
@@ -389,4 +439,34 @@ func netName(s nn.Spec) string {
 		return fmt.Sprintf("columns network: column %d, mixing %d, pair %d", s.Column, s.Hidden[0], s.Pair)
 	}
 	return fmt.Sprintf("hidden %v", s.Hidden)
+}
+
+// resumeDiff lists how the game and network flags given with --resume
+// differ from the checkpoint's settings got ("" if they agree); flags not
+// given are the checkpoint's. want is the configuration of the flags.
+func resumeDiff(o trainOptions, want, got train.Config) string {
+	var d []string
+	wg := want.Game
+	if r, err := env.NewRules(wg); err == nil {
+		wg = r.Options()
+	}
+	for _, f := range env.OptionFields() {
+		if w, g := f.Text(wg), f.Text(got.Game); o.set[f.Flag] && w != g {
+			d = append(d, fmt.Sprintf("--%s is %s, the checkpoint's %s", f.Flag, w, g))
+		}
+	}
+	arch := func(s string) string { return cmp.Or(s, nn.MLP) }
+	if o.set["hidden"] && !slices.Equal(o.hidden, got.Hidden) {
+		d = append(d, fmt.Sprintf("--hidden is %v, the checkpoint's %v", o.hidden, got.Hidden))
+	}
+	if o.set["arch"] && arch(want.Arch) != arch(got.Arch) {
+		d = append(d, fmt.Sprintf("--arch is %s, the checkpoint's %s", arch(want.Arch), arch(got.Arch)))
+	}
+	if o.set["column"] && want.Column != got.Column {
+		d = append(d, fmt.Sprintf("--column is %d, the checkpoint's %d", want.Column, got.Column))
+	}
+	if o.set["pair"] && want.Pair != got.Pair {
+		d = append(d, fmt.Sprintf("--pair is %d, the checkpoint's %d", want.Pair, got.Pair))
+	}
+	return strings.Join(d, "; ")
 }

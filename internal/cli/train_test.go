@@ -96,7 +96,13 @@ func TestTrainInterruptedAndResumed(t *testing.T) {
 		t.Fatalf("metrics of %d and %d lines; want 6 (header, warm start, 4 iterations)", lines, strings.Count(string(b), "\n"))
 	}
 	o.cfg.Game.Suits = 2
-	if err := runTrain(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "suits is 2, the checkpoint's 1") {
+	o.iterations = 5
+	if err := runTrain(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
+		t.Fatalf("resuming with --suits not given (the checkpoint's settings hold): %v", err)
+	}
+	o.set = map[string]bool{"suits": true}
+	o.iterations = 6
+	if err := runTrain(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "--suits is 2, the checkpoint's 1") {
 		t.Fatalf("resuming with other suits: %v", err)
 	}
 	o = tinyTrain(filepath.Join(dir, "none"), 0)
@@ -350,10 +356,14 @@ func TestTrainColumnsNetwork(t *testing.T) {
 	if code := Main(resume, nil, &stdout, &stderr); code != 0 {
 		t.Fatalf("resume: exit %d:\n%s", code, stderr.String())
 	}
+	// --resume alone: every setting, the game's and the network's, comes
+	// from the checkpoint, as its help says.
+	if code := Main([]string{"train", "--iterations", "3", "--resume", "--out", out}, nil, &stdout, &stderr); code != 0 {
+		t.Fatalf("resume with no other flag: exit %d:\n%s", code, stderr.String())
+	}
 	stderr.Reset()
-	mlp := []string{"train", "--hidden", "8", "--face-up-slots", "2", "--games", "4", "--rollout", "16", "--minibatch", "32",
-		"--iterations", "3", "--resume", "--out", out}
-	if code := Main(mlp, nil, &stdout, &stderr); code == 0 || !strings.Contains(stderr.String(), "the network is mlp (column 0, pair 0), the checkpoint's columns (column 6, pair 3)") {
+	mlp := []string{"train", "--arch", "mlp", "--hidden", "8", "--face-up-slots", "3", "--iterations", "4", "--resume", "--out", out}
+	if code := Main(mlp, nil, &stdout, &stderr); code == 0 || !strings.Contains(stderr.String(), "--face-up-slots is 3, the checkpoint's 2; --arch is mlp, the checkpoint's columns") {
 		t.Fatalf("resume as an MLP: exit %d:\n%s", code, stderr.String())
 	}
 	stdout.Reset()
@@ -365,5 +375,15 @@ func TestTrainColumnsNetwork(t *testing.T) {
 	bad := []string{"train", "--arch", "columns", "--hidden", "8,8", "--iterations", "1", "--out", filepath.Join(dir, "b")}
 	if code := Main(bad, nil, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "one hidden (mixing) layer") {
 		t.Fatalf("two hidden layers: exit %d:\n%s", code, stderr.String())
+	}
+	// A refused run leaves nothing behind, not even its folder.
+	for _, args := range [][]string{bad, {"train", "--lr", "-1", "--iterations", "1", "--out", filepath.Join(dir, "b")},
+		{"train", "--iterations", "1", "--resume", "--out", filepath.Join(dir, "b")}} {
+		if code := Main(args, nil, &stdout, &stderr); code != 2 {
+			t.Fatalf("%v: exit %d", args, code)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "b")); !os.IsNotExist(err) {
+			t.Fatalf("%v: --out was created (%v)", args, err)
+		}
 	}
 }
