@@ -89,6 +89,8 @@ func (s Spec) validateColumns() error {
 	switch {
 	case len(s.Hidden) != 1:
 		return fmt.Errorf("nn: a columns network has one mixing layer, got hidden %v", s.Hidden)
+	case s.Hidden[0] < 1 || s.Hidden[0] > 1<<14:
+		return fmt.Errorf("nn: mixing width %d outside 1 to 16384", s.Hidden[0])
 	case s.Column < 1 || s.Column > 1<<12:
 		return fmt.Errorf("nn: column width %d outside 1 to 4096", s.Column)
 	case s.Pair < 1 || s.Pair > 1<<10:

@@ -69,6 +69,14 @@ func TestLoadRefusesInconsistentColumns(t *testing.T) {
 	bad("mlp", func(c *checkpoint) { c.Spec.Arch = MLP }, "column and pair widths belong to a columns network")
 	bad("two-hidden", func(c *checkpoint) { c.Spec.Hidden = []int{5, 5} }, "one mixing layer")
 	bad("column", func(c *checkpoint) { c.Spec.Column = 0 }, "column width 0")
+	// A mixing layer of width 0 with weights sized to match: every size
+	// agrees, and only the width's own bound stops it.
+	bad("mixing", func(c *checkpoint) {
+		c.Spec.Hidden = []int{0}
+		for i, d := range c.Spec.Dims() {
+			c.W[i], c.B[i] = make(Floats, d[0]*d[1]), make(Floats, d[1])
+		}
+	}, "mixing width 0")
 	bad("pair", func(c *checkpoint) { c.Spec.Pair = 1 << 20 }, fmt.Sprintf("pair width %d", 1<<20))
 	bad("pair-layer", func(c *checkpoint) { c.Spec.Pair = 3 }, "layer 4 has")
 	bad("layers", func(c *checkpoint) { c.W, c.B = c.W[:7], c.B[:7] }, "7 weight layers, the specification has 8")
