@@ -512,10 +512,9 @@ class Client:
         try:
             sock.sendall(_HDR.pack(len(payload)) + payload)
         except TimeoutError as e:
+            waited = sock.gettimeout()  # before close, which sets its own
             self.close()
-            raise SpiderError(
-                "timeout", f"the spider server did not take {req.get('op')!r} within {sock.gettimeout():g} s"
-            ) from e
+            raise SpiderError("timeout", f"the spider server did not take {req.get('op')!r} within {waited:g} s") from e
         except OSError as e:
             self.close()
             raise SpiderError("connection", f"the connection to the spider server broke: {e}") from e
@@ -543,10 +542,11 @@ class Client:
             reply = self._read_reply(sock, self._want_fds)
         except TimeoutError as e:
             # The reply may still come: the stream cannot be trusted any more.
+            waited = sock.gettimeout()  # before close, which sets its own
             self.close()
             raise SpiderError(
                 "timeout",
-                f"the spider server did not answer {self._pending_op!r} within {sock.gettimeout():g} s "
+                f"the spider server did not answer {self._pending_op!r} within {waited:g} s "
                 "(the client's timeout; the connection is closed)",
             ) from e
         except OSError as e:

@@ -683,7 +683,8 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
             }
         else:
             sub = {k: np.ascontiguousarray(v[ids]) for k, v in by_key.items()}
-        self._last = full
+        # The batch's state for action_masks: owned, like step's, unless copy=False.
+        self._last = {**full, "masks": full["masks"].copy()} if self.copy and self.client.shared else full
         r: StepReply = sub  # type: ignore[assignment]
         infos = self._infos(r, with_episode=True)
         infos["env_id"] = ids.copy()
@@ -728,6 +729,9 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
             infos["_" + self.episode_key] = done
         if self.autoreset_mode == AutoresetMode.SAME_STEP:
             has_final = r["has_final"]
+            # A game that restarted shows its new episode, as score, runs and
+            # moves do; the ended step's flag is in final_info.
+            infos["illegal"] = r["illegal"] & ~has_final
             if has_final.any():
                 final_obs = np.full(n, None, dtype=object)
                 rows = r["final_obs"]

@@ -392,3 +392,43 @@ def test_legal_actions_info(server):
             _, _, _, _, info = env.step(pick)
     finally:
         env.close()
+
+
+def test_same_step_illegal_flag_belongs_to_the_ended_episode(server):
+    """Under same-step autoreset the top-level infos describe the new
+    episode, as gymnasium's SyncVectorEnv does: a game ended by an illegal
+    action (illegal="lose") shows it in final_info only."""
+    venv = SpiderVectorEnv(2, autoreset_mode="same-step", illegal="lose", address=server)
+    try:
+        _, infos = venv.reset(seed=5)
+        masks = infos["action_mask"]
+        actions = np.array([int(np.argmin(masks[0])), int(np.argmax(masks[1]))])
+        assert masks[0][actions[0]] == 0 and masks[1][actions[1]] == 1
+        _, _, term, _, infos = venv.step(actions)
+        assert term[0] and not term[1]
+        assert infos["final_info"]["illegal"][0] and infos["final_info"]["_illegal"][0]
+        assert not infos["illegal"].any()
+        assert infos["moves"][0] == 0 and infos["score"][0] == START  # the new game
+    finally:
+        venv.close()
+
+
+def test_recv_action_masks_are_owned():
+    """With copy=True (the default) and shared memory, the masks
+    action_masks returns after recv are the env's own, as after step: a
+    later step does not overwrite them."""
+    venv = SpiderVectorEnv(4)
+    try:
+        assert venv.client.shared and venv.copy
+        _, infos = venv.reset(seed=0)
+        rng = np.random.default_rng(1)
+        venv.send(masked_random(rng, infos["action_mask"][:2]), np.arange(2))
+        venv.recv()
+        masks = venv.action_masks()
+        before = masks.copy()
+        for _ in range(5):
+            venv.step(masked_random(rng, venv.action_masks().view(np.int8)))
+        assert not np.array_equal(venv.action_masks(), before)  # the games moved on
+        assert np.array_equal(masks, before)
+    finally:
+        venv.close()
