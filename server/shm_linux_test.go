@@ -300,6 +300,14 @@ func TestShmChecksActions(t *testing.T) {
 	cl.failed(map[string]any{"op": "step", "env_ids": int32Bin([]int32{1, 1})}, codeBadRequest, "env_ids must be strictly increasing: item 1 is 1 after 1")
 	cl.failed(map[string]any{"op": "step", "env_ids": []byte{1, 0, 0}}, codeBadRequest, "env_ids bin has 3 bytes; want 4 per game (int32 little-endian), 3 games at most")
 	cl.failed(map[string]any{"op": "step", "env_ids": int32Bin([]int32{3})}, codeBadRequest, "env_ids item 0 is 3, outside 0 to 2")
+	// An empty list is a step of no game (PROTOCOL.md: k is 0 to n): it
+	// changes nothing.
+	if r := cl.call(map[string]any{"op": "step", "seq": 2, "env_ids": []byte{}}); r["ok"] != true {
+		t.Fatalf("a step of no game: %v", r)
+	}
+	if !bytes.Equal(before, sc.buffers) {
+		t.Fatalf("a step of no game changed the shared buffers")
+	}
 }
 
 // TestLegalListsCountOnlyWhenShared sets --max-batch-bytes between a
