@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/spf13/pflag"
 )
@@ -81,7 +82,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	ctx, stop := interruptible(context.Background(), "spider "+args[0], sigs, stderr, os.Exit)
+	ctx, stop := interruptible(context.Background(), "spider "+args[0], sigs, repeatedSignal, stderr, os.Exit)
 	defer stop()
 	if err := run(ctx, fs.Args(), stdin, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "spider %s: %v\n", args[0], err)
@@ -94,26 +95,38 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// repeatedSignal is how soon after the first a signal counts as the same
+// one delivered twice rather than a second Ctrl-C: coreutils' timeout sends
+// its signal to the command and then to the command's process group, a
+// few microseconds apart, and a person cannot press twice that fast.
+const repeatedSignal = 100 * time.Millisecond
+
 // interruptible returns a context that the first signal on sigs cancels,
 // after saying on stderr that the command (name) is stopping and that a
 // second signal exits at once; the second calls exit with the shell's
 // code for the signal (130 for SIGINT). The command then has the time it
 // needs to stop cleanly (a trainer keeps its last checkpoint), and a
-// user who will not wait does not have to. stop releases it.
-func interruptible(parent context.Context, name string, sigs <-chan os.Signal, stderr io.Writer, exit func(code int)) (ctx context.Context, stop func()) {
+// user who will not wait does not have to. A signal within repeat of the
+// first is taken for the first delivered again and ignored. stop releases
+// it.
+func interruptible(parent context.Context, name string, sigs <-chan os.Signal, repeat time.Duration, stderr io.Writer, exit func(code int)) (ctx context.Context, stop func()) {
 	ctx, cancel := context.WithCancel(parent)
 	done := make(chan struct{})
 	go func() {
 		var first os.Signal
+		var at time.Time
 		for {
 			select {
 			case <-done:
 				return
 			case sig := <-sigs:
 				if first == nil {
-					first = sig
+					first, at = sig, time.Now()
 					fmt.Fprintf(stderr, "\n%s: stopping (%v): finishing cleanly; press Ctrl-C again to exit at once\n", name, sig)
 					cancel()
+					continue
+				}
+				if time.Since(at) < repeat {
 					continue
 				}
 				fmt.Fprintf(stderr, "%s: exiting at once (%v)\n", name, sig)

@@ -27,6 +27,9 @@ func demoCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, i
 	fs.Uint64Var(&o.policy, "policy-seed", 1, "seed of the random policy")
 	fs.IntVar(&o.show, "show", 20, "boards to show after the first (the rest of the game is played, then the final board)")
 	return func(ctx context.Context, args []string, _ io.Reader, stdout, _ io.Writer) error {
+		if o.show < 0 {
+			return usageError{fmt.Errorf("--show %d is negative", o.show)}
+		}
 		return runDemo(ctx, o, stdout)
 	}
 }

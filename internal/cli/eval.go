@@ -1,16 +1,19 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -61,10 +64,10 @@ func evalCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, i
 	fs.StringVar(&o.policies, "policies", "random,greedy", "comma-separated policies to compare: "+strings.Join(agents.Names(), ", ")+", nn:CHECKPOINT, remote:ADDRESS (an agent on unix:/path or a loopback host:port; PROTOCOL.md)")
 	fs.StringVar(&o.suite, "suite", "", "play a benchmark suite's deals under its rules, suits and step limit: "+strings.Join(suites.Names(), ", "))
 	fs.BoolVar(&o.listSuites, "list-suites", false, "list the benchmark suites and exit")
-	fs.DurationVar(&o.remoteTimeout, "remote-timeout", remote.DefaultTimeout, "how long a remote agent may take to answer one request; past it the request's games fail")
+	fs.DurationVar(&o.remoteTimeout, "remote-timeout", remote.DefaultTimeout, "how long a remote agent may take to answer one request; past it the request's games fail (0: the default)")
 	fs.BoolVar(&o.perGame, "per-game", false, "with --json, also list every game's result (seed, score, moves, a hash of its actions)")
-	fs.IntVar(&o.remoteWidth, "remote-batch", remote.DefaultWidth, "games a remote agent is sent per request (1 to 4096)")
-	fs.StringVar(&o.seeds, "seeds", "", "deals to play: a list and ranges, e.g. 1,5,10-19 (overrides --games)")
+	fs.IntVar(&o.remoteWidth, "remote-batch", remote.DefaultWidth, "games a remote agent is sent per request (1 to 4096; 0: the default)")
+	fs.StringVar(&o.seeds, "seeds", "", "deals to play: a list and ranges, e.g. 1,5,10-19, each deal once (overrides --games)")
 	fs.IntVar(&o.games, "games", 100, "deals to play: seeds --start to --start+games-1")
 	fs.Uint64Var(&o.start, "start", 1, "first seed with --games")
 	fs.IntVar(&o.workers, "workers", 0, "games played in parallel (0: GOMAXPROCS)")
@@ -149,6 +152,7 @@ func listSuites(w io.Writer, o evalOptions) error {
 // parseSeeds reads "1,5,10-19".
 func parseSeeds(s string) ([]uint64, error) {
 	var out []uint64
+	var ranges [][2]uint64 // to find a deal named twice
 	for _, part := range strings.Split(s, ",") {
 		part = strings.TrimSpace(part)
 		lo, hi, isRange := strings.Cut(part, "-")
@@ -170,6 +174,15 @@ func parseSeeds(s string) ([]uint64, error) {
 			if v == b {
 				break
 			}
+		}
+		ranges = append(ranges, [2]uint64{a, b})
+	}
+	// A deal played twice would count twice in every mean, interval and
+	// paired test as if it were two deals.
+	slices.SortFunc(ranges, func(x, y [2]uint64) int { return cmp.Compare(x[0], y[0]) })
+	for i := 1; i < len(ranges); i++ {
+		if ranges[i][0] <= ranges[i-1][1] {
+			return nil, fmt.Errorf("seed %d is listed twice: each deal is played once", ranges[i][0])
 		}
 	}
 	return out, nil
@@ -360,11 +373,17 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	if o.workers < 0 {
 		return usageError{fmt.Errorf("--workers %d is negative (0: GOMAXPROCS)", o.workers)}
 	}
-	if o.remoteTimeout <= 0 {
+	switch {
+	case o.remoteTimeout < 0:
+		return usageError{fmt.Errorf("--remote-timeout %v is negative", o.remoteTimeout)}
+	case o.remoteTimeout == 0:
 		o.remoteTimeout = remote.DefaultTimeout
 	}
 	if o.remoteWidth == 0 {
 		o.remoteWidth = remote.DefaultWidth
+	}
+	if o.perGame && !o.out.json {
+		return usageError{errors.New("--per-game lists the games in the JSON report: add --json")}
 	}
 	if o.remoteWidth < 1 || o.remoteWidth > remote.MaxWidth {
 		return usageError{fmt.Errorf("--remote-batch %d: want 1 to %d", o.remoteWidth, remote.MaxWidth)}
@@ -372,10 +391,9 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	if o.record != "" {
 		// The games are saved after the last one is played: a folder that
 		// cannot take them must fail now, not after the whole evaluation.
-		if err := os.MkdirAll(o.record, 0o755); err != nil {
-			return usageError{fmt.Errorf("--record %s: %v", o.record, err)}
-		}
-		if err := probeWritable(o.record); err != nil {
+		// It is made only then (saveRecords), so that a refused run leaves
+		// none behind.
+		if err := checkCreatable(o.record); err != nil {
 			return usageError{fmt.Errorf("--record %s: %v", o.record, err)}
 		}
 	}

@@ -27,6 +27,9 @@ func TestParseSeeds(t *testing.T) {
 		"1-":                  `seed range "1-": want LOW-HIGH with LOW <= HIGH`,
 		"1-100000000":         `seed range "1-100000000" is too long`,
 		"0-9999990,0-9999990": `seed range "0-9999990" is too long`,
+		"1,1":                 `seed 1 is listed twice: each deal is played once`,
+		"10-20,1-5,15":        `seed 15 is listed twice: each deal is played once`,
+		"3-8,1-3":             `seed 3 is listed twice: each deal is played once`,
 	} {
 		if _, err := parseSeeds(bad); err == nil || err.Error() != want {
 			t.Errorf("parseSeeds(%q): %v; want %q", bad, err, want)

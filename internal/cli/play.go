@@ -3,8 +3,10 @@ package cli
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -51,17 +53,42 @@ const playHelp = `commands:
   q, quit   leave
 `
 
-// checkRecordPath reports whether a record file can be written at path:
-// it is not a folder, and its folder exists and takes new files.
-func checkRecordPath(path string) error {
+// checkFilePath reports whether a file can be written at path: it is
+// not a folder, and its folder exists and takes new files. example is a
+// file name to suggest when path is a folder.
+func checkFilePath(path, example string) error {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return fmt.Errorf("is a folder; give a file name, e.g. %s", filepath.Join(path, "game.spider"))
+		return fmt.Errorf("is a folder; give a file name, e.g. %s", filepath.Join(path, example))
 	}
 	dir := filepath.Dir(path)
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return fmt.Errorf("its folder %s does not exist", dir)
 	}
 	return probeWritable(dir)
+}
+
+// checkCreatable reports whether the folder dir exists or could be made,
+// and would take new files, without making it: its nearest existing
+// ancestor must be a folder that takes new files. A command that will
+// write into dir later checks it first, and a refused run leaves no empty
+// folder behind.
+func checkCreatable(dir string) error {
+	for p := dir; ; {
+		fi, err := os.Stat(p)
+		switch {
+		case err == nil && !fi.IsDir():
+			return fmt.Errorf("%s is not a folder", p)
+		case err == nil:
+			return probeWritable(p)
+		case !errors.Is(err, fs.ErrNotExist):
+			return err
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return err
+		}
+		p = parent
+	}
 }
 
 // runPlay is an interactive game on stdin/stdout.
@@ -81,7 +108,7 @@ func runPlay(ctx context.Context, o playOptions, stdin io.Reader, stdout io.Writ
 	if o.record != "" {
 		// The game is saved when it ends: a path that cannot take it must
 		// fail now, not after the game.
-		if err := checkRecordPath(o.record); err != nil {
+		if err := checkFilePath(o.record, "game.spider"); err != nil {
 			return usageError{fmt.Errorf("--record %s: %v", o.record, err)}
 		}
 	}

@@ -121,6 +121,21 @@ func TestEvalRefusesBadWorkersAndSeeds(t *testing.T) {
 	o = smallEval()
 	o.record = "/proc/records"
 	wantUsage(t, "eval --record /proc/records", runEval(withTimeout(t, 10*time.Second), o, &bytes.Buffer{}, &bytes.Buffer{}), "--record /proc/records")
+	// A run refused after its flags were read leaves no --record folder.
+	dir := filepath.Join(t.TempDir(), "a", "records")
+	o = smallEval()
+	o.record, o.out.json, o.out.csv = dir, true, true
+	wantUsage(t, "eval --record --json --csv", runEval(withTimeout(t, 10*time.Second), o, &bytes.Buffer{}, &bytes.Buffer{}), "--json")
+	if _, err := os.Stat(filepath.Dir(dir)); !os.IsNotExist(err) {
+		t.Errorf("a refused eval made its --record folder (%v)", err)
+	}
+	o.out.csv, o.policies, o.seeds = false, "random", "1-2"
+	if err := runEval(withTimeout(t, 10*time.Second), o, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	if names, err := os.ReadDir(dir); err != nil || len(names) != 2 {
+		t.Errorf("eval --record made %d records: %v", len(names), err)
+	}
 }
 
 // TestPlayRecordNotWritable fails at once, before the game, when the

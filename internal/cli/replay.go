@@ -126,6 +126,9 @@ func replayCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader,
 		if o.nodes < 0 {
 			return usageError{fmt.Errorf("--nodes %d: want 0 or more", o.nodes)}
 		}
+		if o.every < 0 {
+			return usageError{fmt.Errorf("--every %d: want 0 or more", o.every)}
+		}
 		return runReplay(ctx, o, args[0], stdout, stderr)
 	}
 }
@@ -161,10 +164,6 @@ func runReplay(ctx context.Context, o replayOptions, path string, stdout, stderr
 	r, _ := g.RulesOf()
 	first := env.NewGame(r, g.Seed)
 	var rows []replayRow
-	var positions []env.State // every position, for --turning-point
-	if o.turning {
-		positions = append(make([]env.State, 0, len(g.Actions)+1), first)
-	}
 	if table {
 		rows = append(make([]replayRow, 0, len(g.Actions)+1), newReplayRow(0, "", &first))
 	} else {
@@ -174,9 +173,6 @@ func runReplay(ctx context.Context, o replayOptions, path string, stdout, stderr
 	final, err := record.Replay(g, func(i int, a env.Action, s *env.State) {
 		if ctx.Err() != nil {
 			return
-		}
-		if o.turning {
-			positions = append(positions, *s)
 		}
 		switch {
 		case table:
@@ -194,7 +190,7 @@ func runReplay(ctx context.Context, o replayOptions, path string, stdout, stderr
 	}
 	var tp *turningPoint
 	if o.turning && final.Status() != env.Won {
-		if tp, err = findTurningPoint(ctx, g, positions, o.nodes, stderr); err != nil {
+		if tp, err = findTurningPoint(ctx, g, o.nodes, stderr); err != nil {
 			return err
 		}
 	}
@@ -227,20 +223,35 @@ func runReplay(ctx context.Context, o replayOptions, path string, stdout, stderr
 	return err
 }
 
-// findTurningPoint bisects the positions of a game that was not won for
-// the last one from which the oracle, playing on (within what is left of
-// the step limit), still wins. positions[0] is the deal and the last is
-// the final position, which is not won.
-func findTurningPoint(ctx context.Context, g record.Game, positions []env.State, nodes int, stderr io.Writer) (*turningPoint, error) {
+// findTurningPoint bisects the positions of a game that was not won, and
+// whose record replays, for the last one from which the oracle, playing on
+// (within what is left of the step limit), still wins. Position 0 is the
+// deal and position len(g.Actions) the final one, which is not won.
+func findTurningPoint(ctx context.Context, g record.Game, nodes int, stderr io.Writer) (*turningPoint, error) {
 	tp := &turningPoint{}
+	r, err := g.RulesOf()
+	if err != nil {
+		return nil, err
+	}
+	n := len(g.Actions)
+	// position replays the first i actions from the deal: the bisection
+	// needs a few dozen positions, and keeping every one (1.2 KB each)
+	// would let a long record claim gigabytes.
+	position := func(i int) env.State {
+		s := env.NewGame(r, g.Seed)
+		for _, a := range g.Actions[:i] {
+			s.Step(env.Action(a)) // legal: the record replayed whole before
+		}
+		return s
+	}
 	wins := func(i int) (agents.Result, error) {
 		// PlayFrom stops at once on a stopped ctx; its game then counts for nothing.
-		res := agents.PlayFrom(ctx, positions[i], g.Seed, &agents.Search{Nodes: nodes, Peek: true})
+		res := agents.PlayFrom(ctx, position(i), g.Seed, &agents.Search{Nodes: nodes, Peek: true})
 		if err := ctx.Err(); err != nil {
 			return agents.Result{}, err
 		}
 		tp.Games++
-		fmt.Fprintf(stderr, "turning point: the oracle from move %d of %d %s\n", i, len(positions)-1, map[bool]string{true: "wins", false: "does not win"}[res.Won])
+		fmt.Fprintf(stderr, "turning point: the oracle from move %d of %d %s\n", i, n, map[bool]string{true: "wins", false: "does not win"}[res.Won])
 		return res, nil
 	}
 	res, err := wins(0)
@@ -248,7 +259,7 @@ func findTurningPoint(ctx context.Context, g record.Game, positions []env.State,
 		return tp, err
 	}
 	tp.OracleWinsDeal = true
-	lo, hi, loMoves := 0, len(positions)-1, res.Moves // the oracle wins from lo, not from hi
+	lo, hi, loMoves := 0, n, res.Moves // the oracle wins from lo, not from hi
 	for hi-lo > 1 {
 		mid := (lo + hi) / 2
 		res, err := wins(mid)
@@ -262,7 +273,8 @@ func findTurningPoint(ctx context.Context, g record.Game, positions []env.State,
 		}
 	}
 	tp.Move, tp.Action, tp.OracleMoves = hi, env.Action(g.Actions[lo]).String(), loMoves
-	tp.Before = newReplayRow(lo, "", &positions[lo])
+	before := position(lo)
+	tp.Before = newReplayRow(lo, "", &before)
 	if lo > 0 {
 		tp.Before.Action = env.Action(g.Actions[lo-1]).String()
 	}
@@ -297,14 +309,24 @@ func newPictures(o replayOptions, actions int) (*pictures, error) {
 	if o.gif == "" && o.frames == "" {
 		return p, nil
 	}
+	// The GIF is written once every frame is drawn: a place that cannot
+	// take it fails now, before any frame is written.
+	if o.gif != "" {
+		if err := checkFilePath(o.gif, "game.gif"); err != nil {
+			return nil, usageError{fmt.Errorf("--gif %s: %v", o.gif, err)}
+		}
+	}
+	if o.frames != "" {
+		if err := checkCreatable(o.frames); err != nil {
+			return nil, usageError{fmt.Errorf("--frames %s: %v", o.frames, err)}
+		}
+		if err := os.MkdirAll(o.frames, 0o755); err != nil {
+			return nil, fmt.Errorf("--frames %s: %v", o.frames, err)
+		}
+	}
 	p.pix = make([]uint8, picture.Size)
 	if o.gif != "" {
 		p.anim = picture.NewAnimation()
-	}
-	if o.frames != "" {
-		if err := os.MkdirAll(o.frames, 0o755); err != nil {
-			return nil, err
-		}
 	}
 	return p, nil
 }

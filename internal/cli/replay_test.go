@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -156,6 +157,16 @@ func TestReplayPicturesRefuseBadInput(t *testing.T) {
 		if _, err := os.Stat(p); !os.IsNotExist(err) {
 			t.Errorf("%s exists after a refused replay", p)
 		}
+	}
+	// A GIF that cannot be written is refused before any frame is.
+	good, _ := saveRandomGame(t, t.TempDir(), env.Options{Suits: 1, MaxSteps: 10}, 2)
+	o = replayOptions{gif: filepath.Join(dir, "missing", "a.gif"), frames: filepath.Join(dir, "frames"), delay: time.Second}
+	err = runReplay(context.Background(), o, good, &bytes.Buffer{}, io.Discard)
+	if _, ok := err.(usageError); !ok || !strings.Contains(err.Error(), "--gif "+o.gif+": its folder") {
+		t.Fatalf("a GIF in a missing folder: %v", err)
+	}
+	if _, err := os.Stat(o.frames); !os.IsNotExist(err) {
+		t.Errorf("frames were written for a replay whose GIF cannot be (%v)", err)
 	}
 }
 
@@ -313,5 +324,39 @@ func TestReplayTurningPoint(t *testing.T) {
 	}
 	if code := Main([]string{"replay", path, "--turning-point", "--csv"}, strings.NewReader(""), &stdout, &stderr); code != 2 {
 		t.Errorf("--turning-point --csv: exit %d", code)
+	}
+}
+
+// TestReplayTurningPointChecksFirst replays, with --turning-point, a
+// record of a million actions whose first is illegal: it must be refused
+// as such before anything is kept per action (1.2 KB a position would be
+// over a gigabyte).
+func TestReplayTurningPointChecksFirst(t *testing.T) {
+	r := env.MustRules(env.Options{MaxSteps: -1})
+	s := env.NewGame(r, 1)
+	g := record.New(r, 1, "long", nil, &s)
+	g.Actions = make([]uint16, 1<<20)
+	for i := range g.Actions {
+		g.Actions[i] = uint16(env.Deal)
+	}
+	g.Actions[0] = uint16(env.Action(0)) // not legal at this deal (checked below)
+	if s.Legal(env.Action(0)) {
+		t.Fatal("action 0 is legal at the deal; pick another")
+	}
+	path := filepath.Join(t.TempDir(), "long.spider")
+	if err := record.Save(path, g); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	err := runReplay(context.Background(), replayOptions{turning: true}, path, io.Discard, io.Discard)
+	runtime.ReadMemStats(&after)
+	if err == nil || !strings.Contains(err.Error(), "action 1:") {
+		t.Fatalf("got %v, want the first action refused", err)
+	}
+	// The record itself is 2 MB in memory; a position per action would be 1.2 GB.
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
+		t.Fatalf("allocated %d MB before refusing the record", grew>>20)
 	}
 }

@@ -144,6 +144,23 @@ func readEvalReport(name string) (evalReport, error) {
 	case len(rep.Policies) == 0:
 		return rep, fmt.Errorf("%s: no policy", name)
 	}
+	// The per-game rows must belong to the policies listed, once a deal:
+	// --pair looks each game up by its policy and pools a deal's games as
+	// draws.
+	played := make(map[string]map[uint64]bool, len(rep.Policies))
+	for _, p := range rep.Policies {
+		played[p.Policy] = map[uint64]bool{}
+	}
+	for i, g := range rep.Games {
+		seeds, ok := played[g.Policy]
+		switch {
+		case !ok:
+			return rep, fmt.Errorf("%s: game %d is played by %q, which is not among its policies", name, i+1, g.Policy)
+		case seeds[g.Seed]:
+			return rep, fmt.Errorf("%s: game %d: %q plays seed %d twice", name, i+1, g.Policy, g.Seed)
+		}
+		seeds[g.Seed] = true
+	}
 	return rep, nil
 }
 

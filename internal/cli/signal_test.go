@@ -35,7 +35,7 @@ func TestInterruptible(t *testing.T) {
 	sigs := make(chan os.Signal, 2)
 	var stderr lockedBuffer
 	codes := make(chan int, 1)
-	ctx, stop := interruptible(context.Background(), "spider train", sigs, &stderr, func(code int) { codes <- code })
+	ctx, stop := interruptible(context.Background(), "spider train", sigs, 0, &stderr, func(code int) { codes <- code })
 	defer stop()
 	sigs <- os.Interrupt
 	select {
@@ -59,6 +59,37 @@ func TestInterruptible(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the second signal did not exit")
+	}
+}
+
+// TestInterruptibleRepeatedSignal: a signal delivered twice at once (as
+// coreutils' timeout delivers it, to the command and to its process
+// group) stops the command cleanly, as one does; a later one still exits.
+func TestInterruptibleRepeatedSignal(t *testing.T) {
+	sigs := make(chan os.Signal, 2)
+	var stderr lockedBuffer
+	codes := make(chan int, 1)
+	ctx, stop := interruptible(context.Background(), "spider eval", sigs, repeatedSignal, &stderr, func(code int) { codes <- code })
+	defer stop()
+	sigs <- os.Interrupt
+	sigs <- os.Interrupt
+	<-ctx.Done()
+	select {
+	case code := <-codes:
+		t.Fatalf("exited with %d on a signal delivered twice at once", code)
+	case <-time.After(2 * repeatedSignal):
+	}
+	if strings.Contains(stderr.String(), "exiting at once") {
+		t.Fatalf("stderr %q", stderr.String())
+	}
+	sigs <- os.Interrupt
+	select {
+	case code := <-codes:
+		if code != 128+int(syscall.SIGINT) {
+			t.Errorf("exit code %d, want %d", code, 128+int(syscall.SIGINT))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a second Ctrl-C after the first did not exit")
 	}
 }
 

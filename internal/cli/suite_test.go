@@ -228,12 +228,35 @@ func TestResultsPair(t *testing.T) {
 	if strings.Count(out, "\n") != 6 || !strings.Contains(out, same) || !strings.Contains(out, against) {
 		t.Fatalf("want rows %q and %q...; got\n%s", same, against, out)
 	}
+	// crafted writes a's report with its first game changed by edit: a
+	// report is input like any other file.
+	crafted := func(name string, edit func(g map[string]any)) string {
+		t.Helper()
+		var rep map[string]any
+		if b, err := os.ReadFile(a); err != nil || json.Unmarshal(b, &rep) != nil {
+			t.Fatalf("%s: %v", a, err)
+		}
+		edit(rep["games"].([]any)[0].(map[string]any))
+		out, err := json.Marshal(rep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, out, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	ghost := crafted("ghost.json", func(g map[string]any) { g["policy"] = "ghost" })
+	twice := crafted("twice.json", func(g map[string]any) { g["seed"] = 2 })
 	for _, tc := range []struct {
 		args []string
 		code int
 		want string
 	}{
 		{[]string{a}, 2, "--pair wants two eval JSON files"},
+		{[]string{ghost, b}, 1, `game 1 is played by "ghost", which is not among its policies`},
+		{[]string{a, twice}, 1, `"first" plays seed 2 twice`},
 		{[]string{a, noGames}, 1, "no games: pairing needs spider eval --per-game"},
 		{[]string{a, twoSuits}, 1, "played different games"},
 		{[]string{a, write("e.json", "--seeds", "50-52", "--policies", "first", "--per-game")}, 1, "share no seed"},
