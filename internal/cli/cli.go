@@ -61,7 +61,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("spider "+args[0], pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	name := args[0]
-	fs.Usage = func() { commandUsage(stderr, name, cmd, fs) }
+	// Asked for (--help, -h: the only way a ContinueOnError set shows it),
+	// the usage is the command's output, as `spider --help` is.
+	fs.Usage = func() { commandUsage(stdout, name, cmd, fs) }
 	run := cmd.setup(fs)
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {

@@ -83,7 +83,7 @@ func TestGameFlagsComeFromOptions(t *testing.T) {
 			t.Fatalf("%s --help: exit %d", cmd, code)
 		}
 		for _, f := range env.OptionFields() {
-			if !strings.Contains(stderr.String(), "--"+f.Flag) {
+			if !strings.Contains(stdout.String(), "--"+f.Flag) {
 				t.Errorf("spider %s has no --%s flag", cmd, f.Flag)
 			}
 		}
@@ -146,8 +146,8 @@ func TestCommandHelpNamesArguments(t *testing.T) {
 		"demo":   "usage: spider demo [flags]\n",
 	} {
 		var out, errb bytes.Buffer
-		if code := Main([]string{cmd, "--help"}, nil, &out, &errb); code != 0 || !strings.HasPrefix(errb.String(), want) || !strings.Contains(errb.String(), commands[cmd].summary) {
-			t.Errorf("%s --help: exit %d, %q; want it to start %q and give the summary", cmd, code, errb.String(), want)
+		if code := Main([]string{cmd, "--help"}, nil, &out, &errb); code != 0 || !strings.HasPrefix(out.String(), want) || !strings.Contains(out.String(), commands[cmd].summary) || errb.Len() != 0 {
+			t.Errorf("%s --help: exit %d, %q (stderr %q); want it on stdout, starting %q and giving the summary", cmd, code, out.String(), errb.String(), want)
 		}
 	}
 }
