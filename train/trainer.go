@@ -121,6 +121,13 @@ func (t *Trainer) Close() {
 // cancelled context during the warm start or the learning).
 func (t *Trainer) Consistent() bool { return !t.dirty }
 
+// Imitating reports whether imitation phases remain: the warm start or
+// DAgger rounds, whose labelled positions (about 1.2 KB a move) no memory
+// estimate of the run counts.
+func (t *Trainer) Imitating() bool {
+	return !t.cloned && t.Config.CloneGames > 0 || t.rounds < t.Config.DaggerRounds
+}
+
 // Iterations returns the number of PPO iterations done.
 func (t *Trainer) Iterations() int { return t.iter }
 

@@ -365,6 +365,10 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		} else if _, err := agents.NewWith(p, aopts); err != nil {
 			return usageError{err}
 		}
+		if slices.Contains(specs, p) {
+			// Its games would be written twice under one name.
+			return usageError{fmt.Errorf("policy %q is listed twice", p)}
+		}
 		specs = append(specs, p)
 	}
 	if len(specs) == 0 {

@@ -121,6 +121,9 @@ func TestEvalRefusesBadWorkersAndSeeds(t *testing.T) {
 	o = smallEval()
 	o.record = "/proc/records"
 	wantUsage(t, "eval --record /proc/records", runEval(withTimeout(t, 10*time.Second), o, &bytes.Buffer{}, &bytes.Buffer{}), "--record /proc/records")
+	o = smallEval()
+	o.policies = "random,greedy,random"
+	wantUsage(t, "eval --policies random,greedy,random", runEval(withTimeout(t, 10*time.Second), o, &bytes.Buffer{}, &bytes.Buffer{}), `policy "random" is listed twice`)
 	// A run refused after its flags were read leaves no --record folder.
 	dir := filepath.Join(t.TempDir(), "a", "records")
 	o = smallEval()
@@ -175,5 +178,35 @@ func TestByteSize(t *testing.T) {
 		if got := formatBytes(n); got != want {
 			t.Errorf("formatBytes(%d) = %s, want %s", n, got, want)
 		}
+	}
+}
+
+// TestTrainResumeChecksImitationMemory resumes a run between its DAgger
+// rounds on a machine with almost no memory available: the checkpoint's
+// imitation data, which the next round learns from, is refused by name,
+// and a machine with room resumes it.
+func TestTrainResumeChecksImitationMemory(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "run")
+	o := tinyTrain(out, 2)
+	o.cfg.DaggerRounds, o.cfg.DaggerGames = 2, 2
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	err := runTrain(ctx, o, &bytes.Buffer{}, &cancelOn{text: "DAgger round 1:", cancel: cancel})
+	if err == nil || !strings.Contains(err.Error(), "the checkpoint is saved") {
+		t.Fatalf("stopping after the first DAgger round: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "meminfo")
+	if err := os.WriteFile(path, []byte("MemTotal:       33554432 kB\nMemFree:         1 kB\nMemAvailable:   1 kB\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := meminfo
+	meminfo = path
+	t.Cleanup(func() { meminfo = old }) // after fakeMachine's, below
+	o.resume = true
+	wantUsage(t, "resume with 1 kB available", runTrain(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{}),
+		"the checkpoint's imitation data (the DAgger rounds to come learn from it) needs")
+	fakeMachine(t)
+	if err := runTrain(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
+		t.Fatalf("resume with 16 GiB available: %v", err)
 	}
 }

@@ -144,24 +144,36 @@ func readEvalReport(name string) (evalReport, error) {
 	case len(rep.Policies) == 0:
 		return rep, fmt.Errorf("%s: no policy", name)
 	}
-	// The per-game rows must belong to the policies listed, once a deal:
-	// --pair looks each game up by its policy and pools a deal's games as
-	// draws.
-	played := make(map[string]map[uint64]bool, len(rep.Policies))
+	// The per-game rows must belong to the policies listed: --pair looks
+	// each game up by its policy.
+	listed := make(map[string]bool, len(rep.Policies))
 	for _, p := range rep.Policies {
-		played[p.Policy] = map[uint64]bool{}
+		listed[p.Policy] = true
 	}
 	for i, g := range rep.Games {
-		seeds, ok := played[g.Policy]
-		switch {
-		case !ok:
+		if !listed[g.Policy] {
 			return rep, fmt.Errorf("%s: game %d is played by %q, which is not among its policies", name, i+1, g.Policy)
-		case seeds[g.Seed]:
-			return rep, fmt.Errorf("%s: game %d: %q plays seed %d twice", name, i+1, g.Policy, g.Seed)
 		}
-		seeds[g.Seed] = true
 	}
 	return rep, nil
+}
+
+// onePlayPerDeal refuses a report in which a policy plays a deal twice:
+// --pair pools a deal's plays across the reports of a side as draws, and
+// two plays within one report are not (eval once took a policy listed
+// twice, and wrote both under one name).
+func onePlayPerDeal(name string, rep evalReport) error {
+	played := map[string]map[uint64]bool{}
+	for i, g := range rep.Games {
+		if played[g.Policy] == nil {
+			played[g.Policy] = map[uint64]bool{}
+		}
+		if played[g.Policy][g.Seed] {
+			return fmt.Errorf("%s: game %d: %q plays seed %d twice (a policy listed twice?): nothing to pair", name, i+1, g.Policy, g.Seed)
+		}
+		played[g.Policy][g.Seed] = true
+	}
+	return nil
 }
 
 // resultsTable is the Markdown table of rows.
@@ -217,6 +229,9 @@ func runPair(o resultsOptions, stdout io.Writer) error {
 			}
 			if len(rep.Games) == 0 {
 				return fmt.Errorf("%s: no games: pairing needs spider eval --per-game", name)
+			}
+			if err := onePlayPerDeal(name, rep); err != nil {
+				return err
 			}
 			if first == nil {
 				first = &rep

@@ -85,7 +85,7 @@ func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 	fs.BoolVar(&o.jsonl, "jsonl", false, "write metrics.jsonl instead of metrics.csv")
 	fs.StringVar(&o.export, "export", "", "instead of training, write the network of --from (default: --out's checkpoint.spider) to this file, without the trainer's state: the file to ship as nn:FILE")
 	fs.StringVar(&o.from, "from", "", "with --export: the checkpoint to read (best.spider, warmstart.spider, ...)")
-	fs.Var(&o.maxMemory, "max-memory", "refuse a run whose batch, rollout and learner need more memory than this (default: what the machine has available); when given, the process stays within it plus "+formatBytes(server.Overhead)+" (a warm start's and DAgger rounds' imitation data not counted)")
+	fs.Var(&o.maxMemory, "max-memory", "refuse a run whose batch, rollout and learner need more memory than this (default: what the machine has available); when given, the process stays within it plus "+formatBytes(server.Overhead)+" once the warm start and DAgger rounds, whose imitation data is not counted, are over")
 	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		o := o
 		o.set = map[string]bool{}
@@ -151,7 +151,7 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 		}
 		// A resumed run's settings are in its checkpoint, checked once it
 		// is read; a new run is checked before New allocates it all.
-		if err := checkTrainMemory(c, o.maxMemory, 0); err != nil {
+		if err := checkTrainMemory(c, o.maxMemory); err != nil {
 			return err
 		}
 	}
@@ -172,19 +172,17 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 				t.Close()
 				return usageError{fmt.Errorf("%s: the checkpoint does not match the requested run: %s", ckpt, d)}
 			}
-			// Its imitation data is counted too: a resumed DAgger run
-			// learns from all of it at once. Without --max-memory only that
-			// is checked, against the memory left once the run's buffers
-			// are made.
-			need := func() error {
-				if o.maxMemory != 0 {
-					return checkTrainMemory(t.Config, o.maxMemory, t.ImitationBytes())
-				}
-				return checkMemory(t.ImitationBytes(), 0, "the checkpoint's imitation data", "resume it where there is more memory")
+			// Its buffers are checked against --max-memory as a new run's
+			// are. Its imitation data, which a new run's check does not
+			// count either, must fit in the memory left once they are
+			// made: a resumed DAgger run learns from all of it at once.
+			need := checkMemory(t.ImitationBytes(), 0, "the checkpoint's imitation data (the DAgger rounds to come learn from it)", "resume it where there is more memory")
+			if need == nil && o.maxMemory != 0 {
+				need = checkTrainMemory(t.Config, o.maxMemory)
 			}
-			if err := need(); err != nil {
+			if need != nil {
 				t.Close()
-				return err
+				return need
 			}
 		}
 	} else {
@@ -204,14 +202,26 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 		return usageError{err}
 	}
 	defer t.Close()
-	if o.maxMemory != 0 {
-		// The collector runs before garbage takes the process past the
-		// limit, as in serve. A quarter of the overhead goes to the heap:
-		// the rest is what the process holds outside the Go limit (its
-		// code, libraries and their data), 15-30 MiB (TestTrainRSS).
-		// The old limit comes back for a caller (a test) that goes on.
-		defer debug.SetMemoryLimit(debug.SetMemoryLimit(int64(o.maxMemory) + server.Overhead/4))
+	// With --max-memory the collector runs before garbage takes the
+	// process past the limit, as in serve, once no imitation phase
+	// remains: their labelled positions are not in the estimate, and a
+	// limit below them would make the collector run without end. A
+	// quarter of the overhead goes to the heap: the rest is what the
+	// process holds outside the Go limit (its code, libraries and their
+	// data), 15-30 MiB (TestTrainRSS). The old limit comes back for a
+	// caller (a test) that goes on.
+	bounded, old := false, int64(0)
+	bound := func() {
+		if o.maxMemory != 0 && !bounded && !t.Imitating() {
+			old, bounded = debug.SetMemoryLimit(int64(o.maxMemory)+server.Overhead/4), true
+		}
 	}
+	bound()
+	defer func() {
+		if bounded {
+			debug.SetMemoryLimit(old)
+		}
+	}()
 	// A search teacher's warm start, and each DAgger round, take minutes
 	// before their line.
 	var prog *progress
@@ -261,6 +271,7 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 	}
 	since := 0
 	err = t.Run(ctx, stop, func(m train.Metrics) error {
+		bound() // after the last imitation phase
 		if m.Phase != "ppo" {
 			if m.Phase == "clone" {
 				fmt.Fprintf(stderr, "train: warm start on %d %s games (teacher: %.2f runs, %.0f%% won; %.0f s): cross-entropy %.3f, %.1f updates/s\n",
@@ -328,9 +339,9 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 }
 
 // checkTrainMemory refuses a run of c that needs more memory than limit
-// (or the machine has available): its batch, its rollout, acting and
-// learning buffers, and imitation bytes of a resumed run's imitation data.
-func checkTrainMemory(c train.Config, limit byteSize, imitation int64) error {
+// (or the machine has available): its batch, and its rollout, acting and
+// learning buffers.
+func checkTrainMemory(c train.Config, limit byteSize) error {
 	r, err := c.Rules()
 	if err != nil {
 		return usageError{err}
@@ -340,7 +351,7 @@ func checkTrainMemory(c train.Config, limit byteSize, imitation int64) error {
 		return usageError{err}
 	}
 	spec, _ := c.Spec()
-	need := server.BatchBytes(r, env.BatchOptions{N: c.Games, Autoreset: env.SameStep}) + own + imitation
+	need := server.BatchBytes(r, env.BatchOptions{N: c.Games, Autoreset: env.SameStep}) + own
 	what := fmt.Sprintf("training %d games x %d rollout steps (%s, %s, minibatch %d)", c.Games, c.Rollout, r, netName(spec), c.Minibatch)
 	return checkMemory(need, limit, what, "lower --games, --rollout, --minibatch or --face-up-slots")
 }

@@ -2,13 +2,16 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/spiderenv/spider/server"
@@ -65,4 +68,55 @@ func TestTrainRSS(t *testing.T) {
 		t.Fatalf("peak RSS %d MiB, over --max-memory 150MiB plus %d MiB", peak>>20, server.Overhead>>20)
 	}
 	t.Logf("peak RSS %d MiB", peak>>20)
+}
+
+// limitSpy records the Go memory limit in force as each stderr line of a
+// run is written.
+type limitSpy struct {
+	mu     sync.Mutex
+	limits map[string][]int64
+}
+
+func (s *limitSpy) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	limit := debug.SetMemoryLimit(-1)
+	for _, what := range []string{"warm start", "iter "} {
+		if bytes.Contains(p, []byte(what)) {
+			s.limits[what] = append(s.limits[what], limit)
+		}
+	}
+	return len(p), nil
+}
+
+// TestTrainMemoryLimitAfterImitation: --max-memory sets the Go memory
+// limit only once the imitation phases are over (their labelled positions
+// are not in its estimate, and a limit below them would keep the collector
+// running), and the old limit is back when the run ends.
+func TestTrainMemoryLimitAfterImitation(t *testing.T) {
+	o := tinyTrain(filepath.Join(t.TempDir(), "run"), 2)
+	o.maxMemory = 64 << 20
+	before := debug.SetMemoryLimit(-1)
+	spy := &limitSpy{limits: map[string][]int64{}}
+	if err := runTrain(context.Background(), o, io.Discard, spy); err != nil {
+		t.Fatal(err)
+	}
+	want := int64(o.maxMemory) + server.Overhead/4
+	warm, iters := spy.limits["warm start"], spy.limits["iter "]
+	if len(warm) < 2 || len(iters) != 2 {
+		t.Fatalf("%d warm-start lines and %d iteration lines", len(warm), len(iters))
+	}
+	for _, l := range warm[:len(warm)-1] { // the last is printed after the phase
+		if l != before {
+			t.Errorf("limit %d during the warm start, want the process's %d", l, before)
+		}
+	}
+	for _, l := range iters {
+		if l != want {
+			t.Errorf("limit %d during PPO, want %d", l, want)
+		}
+	}
+	if after := debug.SetMemoryLimit(-1); after != before {
+		t.Errorf("limit %d after the run, want %d back", after, before)
+	}
 }
