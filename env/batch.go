@@ -38,6 +38,7 @@ type Batch struct {
 	resetM  []bool   // the current ResetGames mask
 	phase   phase
 	errs    []error // per worker: first refusal found in its shard
+	panics  []any   // per worker: what its last phase panicked with (run re-panics)
 
 	work []chan phase
 	wg   sync.WaitGroup
@@ -100,6 +101,7 @@ func newBatch(r Rules, o BatchOptions, mem []byte) (*Batch, error) {
 		b.next = make([]Action, n)
 	}
 	b.errs = make([]error, o.Workers)
+	b.panics = make([]any, o.Workers)
 	b.work = make([]chan phase, o.Workers)
 	for w := range b.work {
 		b.work[w] = make(chan phase)

@@ -1,5 +1,10 @@
 package env
 
+import (
+	"fmt"
+	"runtime/debug"
+)
+
 // phase is the job run hands every worker: one pass over its shard.
 type phase uint8
 
@@ -13,7 +18,11 @@ const (
 
 // run has every worker do p on its shard and waits for all of them. A
 // single worker's shard runs on the calling goroutine instead, which saves
-// the hand-off for small batches.
+// the hand-off for small batches. A panic in a worker's shard is raised
+// again here, on the caller's goroutine, as if the caller had stepped the
+// game itself: a server recovers it there and closes that connection
+// alone, where a panic left on the worker's goroutine would end the
+// process and every other connection with it.
 func (b *Batch) run(p phase) {
 	b.phase = p
 	if len(b.work) == 1 {
@@ -26,7 +35,17 @@ func (b *Batch) run(p phase) {
 		c <- p
 	}
 	b.wg.Wait()
+	for w, v := range b.panics {
+		if v != nil {
+			b.panics[w] = nil
+			panic(fmt.Sprintf("env: batch worker %d: %v", w, v))
+		}
+	}
 }
+
+// testPhase, when set by a test, runs at the start of each worker's phase:
+// a way to make one panic.
+var testPhase func(w int, p phase)
 
 // shard returns worker w's contiguous range of games, or of the ids
 // StepSome steps.
@@ -39,15 +58,31 @@ func (b *Batch) shard(w int) (lo, hi int) {
 }
 
 // worker is worker w's goroutine: it does each phase it receives on its
-// shard until the batch closes its channel.
+// shard until the batch closes its channel. A phase that panics is marked
+// done with the panic kept for run, and the worker waits for the next.
 func (b *Batch) worker(w int, work <-chan phase) {
 	for p := range work {
-		b.do(w, p)
+		b.guarded(w, p)
 	}
+}
+
+// guarded runs do(w, p), keeping a panic in b.panics[w] and marking the
+// phase done, which do would not reach.
+func (b *Batch) guarded(w int, p phase) {
+	defer func() {
+		if v := recover(); v != nil {
+			b.panics[w] = fmt.Sprintf("%v\n%s", v, debug.Stack())
+			b.wg.Done()
+		}
+	}()
+	b.do(w, p)
 }
 
 // do runs phase p over worker w's shard and marks it done.
 func (b *Batch) do(w int, p phase) {
+	if testPhase != nil {
+		testPhase(w, p)
+	}
 	lo, hi := b.shard(w)
 	switch p {
 	case phaseCheck:
