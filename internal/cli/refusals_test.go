@@ -210,3 +210,22 @@ func TestTrainResumeChecksImitationMemory(t *testing.T) {
 		t.Fatalf("resume with 16 GiB available: %v", err)
 	}
 }
+
+// TestFlagsOutOfRangeRefused: values a flag's help rules out are usage
+// errors, not quietly replaced or ignored.
+func TestFlagsOutOfRangeRefused(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"replay", "x.spider", "--every", "-3"}, "--every -3: want 0 or more"},
+		{[]string{"demo", "--show", "-5"}, "--show -5 is negative"},
+		{[]string{"eval", "--games", "1", "--remote-timeout", "-5s"}, "--remote-timeout -5s is negative"},
+		{[]string{"eval", "--games", "1", "--per-game"}, "--per-game lists the games in the JSON report: add --json"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := Main(tc.args, strings.NewReader(""), &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), tc.want) || stdout.Len() != 0 {
+			t.Errorf("%v: exit %d, stderr %q, stdout %q; want exit 2 saying %q", tc.args, code, stderr.String(), stdout.String(), tc.want)
+		}
+	}
+}
