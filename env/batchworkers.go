@@ -37,7 +37,9 @@ func (b *Batch) run(p phase) {
 	b.wg.Wait()
 	for w, v := range b.panics {
 		if v != nil {
-			b.panics[w] = nil
+			// The first is raised; the others are dropped with it, so that
+			// a caller that recovers finds the batch usable again.
+			clear(b.panics)
 			panic(fmt.Sprintf("env: batch worker %d: %v", w, v))
 		}
 	}

@@ -919,3 +919,48 @@ func TestCloneAverageIsTheLastPassMean(t *testing.T) {
 		t.Fatalf("averaging changed %d of the %d weights the last pass moved (of %d)", changed, moved, len(last))
 	}
 }
+
+// TestWarmStartDoneBeforeItsCallback: when the warm start's metrics reach
+// the callback, the warm start counts as done (no imitation phase remains
+// without DAgger rounds), and a checkpoint saved there resumes without
+// playing it again.
+func TestWarmStartDoneBeforeItsCallback(t *testing.T) {
+	c := tinyConfig()
+	tr, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	path := filepath.Join(t.TempDir(), "warm.ckpt")
+	stop := errors.New("stop")
+	err = tr.Run(context.Background(), until(1), func(m Metrics) error {
+		if m.Phase != "clone" {
+			return fmt.Errorf("phase %s before the warm start's", m.Phase)
+		}
+		if tr.Imitating() {
+			return errors.New("still imitating in the warm start's callback")
+		}
+		if err := tr.Save(path); err != nil {
+			return err
+		}
+		return stop
+	})
+	if !errors.Is(err, stop) {
+		t.Fatal(err)
+	}
+	resumed, err := Resume(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resumed.Close()
+	var phases []string
+	if err := resumed.Run(context.Background(), until(1), func(m Metrics) error {
+		phases = append(phases, m.Phase)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(phases, []string{"ppo"}) {
+		t.Fatalf("the resumed run played %v; want one PPO iteration and no second warm start", phases)
+	}
+}

@@ -175,7 +175,14 @@ func (t *Trainer) Run(ctx context.Context, stop func(iter int, steps int64) bool
 		return nil
 	}
 	if !t.cloned && t.Config.CloneGames > 0 {
-		if err := phase(func() (Metrics, error) { return t.clone(ctx) }); err != nil {
+		// Done once the warm start has learned, before its metrics reach
+		// after: a checkpoint saved there must not start it again, and
+		// Imitating must say it is over.
+		if err := phase(func() (Metrics, error) {
+			m, err := t.clone(ctx)
+			t.cloned = err == nil
+			return m, err
+		}); err != nil {
 			return err
 		}
 	}
