@@ -459,6 +459,20 @@ func TestRuleTruncatedAtStepLimit(t *testing.T) {
 	}
 }
 
+// TestRuleLostAtTheStepLimit: an action that reaches the step limit and
+// also leaves nothing legal ends the game lost, not truncated: the rules'
+// outcome comes before the environment's limit (RULES.md, decision 9).
+func TestRuleLostAtTheStepLimit(t *testing.T) {
+	o := env.Options{RuleSet: env.Classic, Suits: 1, MaxSteps: 1}
+	s := posWith(t, o, "1: | 9s\n2: 3s | 8s\n3: | Ks\n4: | Ks\n5: | Ks\n6: | Ks\n7: | Ks\n8: | Ks\n9: | Ks\n10: | Ks\n")
+	if _, err := s.Step(act(t, "2>1x1")); err != nil {
+		t.Fatal(err)
+	}
+	if s.Status() != env.Lost || s.Truncated() || !s.Terminated() {
+		t.Fatalf("status %v, truncated %v, terminated %v; want lost", s.Status(), s.Truncated(), s.Terminated())
+	}
+}
+
 func TestRuleUndoRestoresExactly(t *testing.T) {
 	cases := []struct {
 		rs   env.RuleSet
