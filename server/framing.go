@@ -30,7 +30,7 @@ func readFrame(r io.Reader, buf []byte, limit int, grow func(size int) *replyErr
 	case n == 0:
 		return nil, buf, fail(codeBadFrame, "empty frame")
 	case n > limit:
-		return nil, buf, fail(codeBadFrame, "frame of %d bytes is over the limit of %d", n, limit)
+		return nil, buf, fail(codeBadFrame, "frame of %d bytes is over the limit of %d (--max-frame)", n, limit)
 	}
 	// The buffer grows with the bytes that arrive, not with the length the
 	// peer declared: a peer that announces a frame of limit bytes and sends

@@ -228,8 +228,8 @@ func (cn *conn) opMake(q *request) *replyError {
 		width += 2 * env.NumActions // the legal lists (int16), a shared batch's only
 	}
 	if size := int64(bo.N) * int64(width+env.NumActions); size > int64(cfg.MaxBytes) {
-		return fail(codeLimit, "a batch of %d games of this configuration needs %d MiB of buffers, over the server's limit of %d MiB",
-			bo.N, size>>20, cfg.MaxBytes>>20)
+		return fail(codeLimit, "a batch of %d games of this configuration needs %s of buffers, over the server's --max-batch-bytes %s",
+			bo.N, sizeText(size), sizeText(int64(cfg.MaxBytes)))
 	}
 	askedBits := bits
 	if shm {
@@ -242,7 +242,7 @@ func (cn *conn) opMake(q *request) *replyError {
 	delta := int64(bo.N) - cn.games
 	if total := cn.s.games.Add(delta); total > int64(cfg.MaxTotal) {
 		cn.s.games.Add(-delta)
-		return fail(codeLimit, "the server holds its limit of %d games across connections", cfg.MaxTotal)
+		return fail(codeLimit, "the server holds its limit of %d games across connections (--max-total)", cfg.MaxTotal)
 	}
 	// And the memory: the batch, the per-game request state and a reply
 	// buffer sized once for the largest reply. The old batch's stays held
@@ -269,8 +269,8 @@ func (cn *conn) opMake(q *request) *replyError {
 	need, reply := plan(shm)
 	if !cn.s.reserve(need + reply) {
 		cn.s.games.Add(-delta)
-		return fail(codeLimit, "a batch of %d games of this configuration needs %d MiB of memory (buffers, game states and replies), over what the server has free of its --max-memory %d MiB",
-			bo.N, (need+reply+1<<20-1)>>20, cfg.MaxMemory>>20)
+		return fail(codeLimit, "a batch of %d games of this configuration needs %s of memory (buffers, game states and replies), over what the server has free of its --max-memory %s",
+			bo.N, sizeText(need+reply), sizeText(int64(cfg.MaxMemory)))
 	}
 	var seg *segment
 	if shm {
@@ -281,8 +281,8 @@ func (cn *conn) opMake(q *request) *replyError {
 			need, reply = plan(false)
 			if !cn.s.reserve(need + reply) {
 				cn.s.games.Add(-delta)
-				return fail(codeLimit, "a batch of %d games of this configuration needs %d MiB of memory (buffers, game states and replies), over what the server has free of its --max-memory %d MiB",
-					bo.N, (need+reply+1<<20-1)>>20, cfg.MaxMemory>>20)
+				return fail(codeLimit, "a batch of %d games of this configuration needs %s of memory (buffers, game states and replies), over what the server has free of its --max-memory %s",
+					bo.N, sizeText(need+reply), sizeText(int64(cfg.MaxMemory)))
 			}
 		}
 	}
@@ -633,13 +633,13 @@ func (cn *conn) opRender(q *request) *replyError {
 		// buffer large enough for it.
 		if cn.picture == nil {
 			if !cn.s.reserve(picture.Size) {
-				return fail(codeLimit, "a picture does not fit the server's memory (--max-memory %d MiB) now", cn.s.cfg.MaxMemory>>20)
+				return fail(codeLimit, "a picture does not fit the server's memory (--max-memory %s) now", sizeText(int64(cn.s.cfg.MaxMemory)))
 			}
 			cn.held.extra += picture.Size
 			cn.picture = make([]uint8, picture.Size)
 		}
 		if cn.held.reply < rgbReplyBytes && !cn.setReply(rgbReplyBytes) {
-			return fail(codeLimit, "a picture does not fit the server's memory (--max-memory %d MiB) now", cn.s.cfg.MaxMemory>>20)
+			return fail(codeLimit, "a picture does not fit the server's memory (--max-memory %s) now", sizeText(int64(cn.s.cfg.MaxMemory)))
 		}
 	}
 	s := cn.batch.State(i)
@@ -666,7 +666,7 @@ func (cn *conn) opHint(q *request) *replyError {
 	}
 	if cn.hint == nil {
 		if !cn.s.reserve(int64(cn.s.cfg.HintBytes)) {
-			return fail(codeLimit, "the hint policy does not fit the server's memory (--max-memory %d MiB) now", cn.s.cfg.MaxMemory>>20)
+			return fail(codeLimit, "the hint policy does not fit the server's memory (--max-memory %s) now", sizeText(int64(cn.s.cfg.MaxMemory)))
 		}
 		cn.held.extra += int64(cn.s.cfg.HintBytes)
 		cn.hint = cn.s.cfg.Hint()

@@ -226,7 +226,7 @@ func (s *Server) admit(c net.Conn, peer string) *replyError {
 	}
 	if !s.reserve(connBytes) {
 		s.conns.Add(-1)
-		return fail(codeLimit, "the server's memory (--max-memory %d MiB) is all in use", s.cfg.MaxMemory>>20)
+		return fail(codeLimit, "the server's memory (--max-memory %s) is all in use", sizeText(int64(s.cfg.MaxMemory)))
 	}
 	s.peers[peer]++
 	s.open[c] = struct{}{}
@@ -394,7 +394,7 @@ func (cn *conn) flush() error {
 // bytes, or refuses the frame.
 func (cn *conn) growFrame(size int) *replyError {
 	if !cn.s.reserve(int64(size) - cn.held.frame) {
-		return fail(codeLimit, "a frame of %d bytes does not fit the server's memory (--max-memory %d MiB) now", size, cn.s.cfg.MaxMemory>>20)
+		return fail(codeLimit, "a frame of %d bytes does not fit the server's memory (--max-memory %s) now", size, sizeText(int64(cn.s.cfg.MaxMemory)))
 	}
 	cn.held.frame = int64(size)
 	return nil

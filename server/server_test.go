@@ -410,7 +410,7 @@ func TestBadInput(t *testing.T) {
 		{name: "BadMask", setup: [][]byte{helloB}, raw: frame(marshal(map[string]any{"op": "make", "mask": "nibbles"})), code: "bad_config", msg: `mask "nibbles": want bytes or bits`},
 		{name: "BadAutoreset", setup: [][]byte{helloB}, raw: frame(marshal(map[string]any{"op": "make", "autoreset": "never"})), code: "bad_config", msg: errText(env.ParseAutoreset("never"))},
 		{name: "TooManyGames", setup: [][]byte{helloB}, raw: frame(marshal(map[string]any{"op": "make", "n": 65})), code: "limit", msg: "n must be 1 to 64 (the server's --max-games)"},
-		{name: "TooManyBytes", setup: [][]byte{helloB}, raw: frame(marshal(map[string]any{"op": "make", "n": 64, "suits": 4, "obs": "float32"})), code: "limit", msg: "MiB of buffers, over the server's limit of 2 MiB", part: true},
+		{name: "TooManyBytes", setup: [][]byte{helloB}, raw: frame(marshal(map[string]any{"op": "make", "n": 64, "suits": 4, "obs": "float32"})), code: "limit", msg: "MiB of buffers, over the server's --max-batch-bytes 2.0 MiB", part: true},
 		{name: "StepBeforeMake", setup: [][]byte{helloB}, raw: frame(marshal(map[string]any{"op": "step", "actions": []int{1}})), code: "bad_order", msg: "step before make: make a batch first"},
 		{name: "StepBeforeReset", setup: [][]byte{helloB, makeB}, raw: frame(marshal(map[string]any{"op": "step", "actions": []int{1, 1, 1}})), code: "bad_order", msg: "step before reset: reset the batch first"},
 		{name: "RenderBeforeReset", setup: [][]byte{helloB, makeB}, raw: frame(marshal(map[string]any{"op": "render", "game": 0})), code: "bad_order", msg: "render before reset: reset the batch first"},
@@ -442,7 +442,7 @@ func TestBadInput(t *testing.T) {
 		{name: "UnknownFieldNotMsgpack", raw: frame(raw(2, str("op"), str("hello"), str("x"), []byte{0xc1})), code: "bad_request", msg: `field "x" has the wrong type or value: byte 0xc1 is not msgpack`},
 		{name: "TooManyFields", raw: frame(append([]byte{0xde, 0x03, 0xe8}, bytes.Repeat([]byte{0xa1, 'k', 0x01}, 1000)...)), code: "bad_request", msg: "a request of 1000 fields is over the limit of 64"},
 		{name: "HugeString", raw: frame(append([]byte{0x81, 0xa2, 'o', 'p', 0xdb}, 0x7f, 0xff, 0xff, 0xff)), code: "bad_request", msg: `field "op" has the wrong type or value: a string of 2147483647 bytes is over the limit of 256`},
-		{name: "OversizeFrame", raw: []byte{0, 2, 0, 0, 1, 2}, code: "bad_frame", msg: "frame of 131072 bytes is over the limit of 65536", closes: true},
+		{name: "OversizeFrame", raw: []byte{0, 2, 0, 0, 1, 2}, code: "bad_frame", msg: "frame of 131072 bytes is over the limit of 65536 (--max-frame)", closes: true},
 		{name: "EmptyFrame", raw: []byte{0, 0, 0, 0}, code: "bad_frame", msg: "empty frame", closes: true},
 		{name: "DisconnectMidFrame", setup: [][]byte{helloB}, raw: []byte{0, 0, 0, 50, 0x81}, closes: true, noReply: true},
 	}
@@ -672,7 +672,7 @@ func TestLimits(t *testing.T) {
 	hello(a)
 	hello(b)
 	a.ok(map[string]any{"op": "make", "n": 6})
-	b.failed(map[string]any{"op": "make", "n": 6}, "limit", "the server holds its limit of 10 games across connections")
+	b.failed(map[string]any{"op": "make", "n": 6}, "limit", "the server holds its limit of 10 games across connections (--max-total)")
 	b.ok(map[string]any{"op": "make", "n": 4})
 	third := dial(t, addr)
 	if r := third.recv(); r == nil || r["code"] != "limit" || r["error"] != "the server already serves 2 connections, its limit (--max-conns)" || !third.closed() {
