@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"runtime"
 	"runtime/debug"
 	"time"
@@ -243,19 +242,4 @@ func (s *Server) returnMemoryLoop(ctx context.Context) {
 		}
 		debug.FreeOSMemory()
 	}
-}
-
-// sizeText writes n bytes for a limit reply: in the largest unit of B,
-// KiB, MiB and GiB that leaves at least 1, with one decimal, so that a
-// batch of a few KiB does not read as 0 MiB.
-func sizeText(n int64) string {
-	units := []string{"B", "KiB", "MiB", "GiB"}
-	v, u := float64(n), 0
-	for v >= 1024 && u < len(units)-1 {
-		v, u = v/1024, u+1
-	}
-	if u == 0 {
-		return fmt.Sprintf("%d B", n)
-	}
-	return fmt.Sprintf("%.1f %s", v, units[u])
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spiderenv/spider/agents"
 	"github.com/spiderenv/spider/env"
+	"github.com/spiderenv/spider/internal/bytesize"
 	"github.com/spiderenv/spider/picture"
 )
 
@@ -229,7 +230,7 @@ func (cn *conn) opMake(q *request) *replyError {
 	}
 	if size := int64(bo.N) * int64(width+env.NumActions); size > int64(cfg.MaxBytes) {
 		return fail(codeLimit, "a batch of %d games of this configuration needs %s of buffers, over the server's --max-batch-bytes %s",
-			bo.N, sizeText(size), sizeText(int64(cfg.MaxBytes)))
+			bo.N, bytesize.Format(size), bytesize.Format(int64(cfg.MaxBytes)))
 	}
 	askedBits := bits
 	if shm {
@@ -270,7 +271,7 @@ func (cn *conn) opMake(q *request) *replyError {
 	if !cn.s.reserve(need + reply) {
 		cn.s.games.Add(-delta)
 		return fail(codeLimit, "a batch of %d games of this configuration needs %s of memory (buffers, game states and replies), over what the server has free of its --max-memory %s",
-			bo.N, sizeText(need+reply), sizeText(int64(cfg.MaxMemory)))
+			bo.N, bytesize.Format(need+reply), bytesize.Format(int64(cfg.MaxMemory)))
 	}
 	var seg *segment
 	if shm {
@@ -282,7 +283,7 @@ func (cn *conn) opMake(q *request) *replyError {
 			if !cn.s.reserve(need + reply) {
 				cn.s.games.Add(-delta)
 				return fail(codeLimit, "a batch of %d games of this configuration needs %s of memory (buffers, game states and replies), over what the server has free of its --max-memory %s",
-					bo.N, sizeText(need+reply), sizeText(int64(cfg.MaxMemory)))
+					bo.N, bytesize.Format(need+reply), bytesize.Format(int64(cfg.MaxMemory)))
 			}
 		}
 	}
@@ -633,13 +634,13 @@ func (cn *conn) opRender(q *request) *replyError {
 		// buffer large enough for it.
 		if cn.picture == nil {
 			if !cn.s.reserve(picture.Size) {
-				return fail(codeLimit, "a picture does not fit the server's memory (--max-memory %s) now", sizeText(int64(cn.s.cfg.MaxMemory)))
+				return fail(codeLimit, "a picture does not fit the server's memory (--max-memory %s) now", bytesize.Format(int64(cn.s.cfg.MaxMemory)))
 			}
 			cn.held.extra += picture.Size
 			cn.picture = make([]uint8, picture.Size)
 		}
 		if cn.held.reply < rgbReplyBytes && !cn.setReply(rgbReplyBytes) {
-			return fail(codeLimit, "a picture does not fit the server's memory (--max-memory %s) now", sizeText(int64(cn.s.cfg.MaxMemory)))
+			return fail(codeLimit, "a picture does not fit the server's memory (--max-memory %s) now", bytesize.Format(int64(cn.s.cfg.MaxMemory)))
 		}
 	}
 	s := cn.batch.State(i)
@@ -666,7 +667,7 @@ func (cn *conn) opHint(q *request) *replyError {
 	}
 	if cn.hint == nil {
 		if !cn.s.reserve(int64(cn.s.cfg.HintBytes)) {
-			return fail(codeLimit, "the hint policy does not fit the server's memory (--max-memory %s) now", sizeText(int64(cn.s.cfg.MaxMemory)))
+			return fail(codeLimit, "the hint policy does not fit the server's memory (--max-memory %s) now", bytesize.Format(int64(cn.s.cfg.MaxMemory)))
 		}
 		cn.held.extra += int64(cn.s.cfg.HintBytes)
 		cn.hint = cn.s.cfg.Hint()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spiderenv/spider/agents"
 	"github.com/spiderenv/spider/env"
+	"github.com/spiderenv/spider/internal/bytesize"
 )
 
 // Version is the protocol version this server speaks.
@@ -226,7 +227,7 @@ func (s *Server) admit(c net.Conn, peer string) *replyError {
 	}
 	if !s.reserve(connBytes) {
 		s.conns.Add(-1)
-		return fail(codeLimit, "the server's memory (--max-memory %s) is all in use", sizeText(int64(s.cfg.MaxMemory)))
+		return fail(codeLimit, "the server's memory (--max-memory %s) is all in use", bytesize.Format(int64(s.cfg.MaxMemory)))
 	}
 	s.peers[peer]++
 	s.open[c] = struct{}{}
@@ -394,7 +395,7 @@ func (cn *conn) flush() error {
 // bytes, or refuses the frame.
 func (cn *conn) growFrame(size int) *replyError {
 	if !cn.s.reserve(int64(size) - cn.held.frame) {
-		return fail(codeLimit, "a frame of %d bytes does not fit the server's memory (--max-memory %s) now", size, sizeText(int64(cn.s.cfg.MaxMemory)))
+		return fail(codeLimit, "a frame of %d bytes does not fit the server's memory (--max-memory %s) now", size, bytesize.Format(int64(cn.s.cfg.MaxMemory)))
 	}
 	cn.held.frame = int64(size)
 	return nil

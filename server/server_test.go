@@ -410,7 +410,7 @@ func TestBadInput(t *testing.T) {
 		{name: "BadMask", setup: [][]byte{helloB}, raw: frame(marshal(map[string]any{"op": "make", "mask": "nibbles"})), code: "bad_config", msg: `mask "nibbles": want bytes or bits`},
 		{name: "BadAutoreset", setup: [][]byte{helloB}, raw: frame(marshal(map[string]any{"op": "make", "autoreset": "never"})), code: "bad_config", msg: errText(env.ParseAutoreset("never"))},
 		{name: "TooManyGames", setup: [][]byte{helloB}, raw: frame(marshal(map[string]any{"op": "make", "n": 65})), code: "limit", msg: "n must be 1 to 64 (the server's --max-games)"},
-		{name: "TooManyBytes", setup: [][]byte{helloB}, raw: frame(marshal(map[string]any{"op": "make", "n": 64, "suits": 4, "obs": "float32"})), code: "limit", msg: "MiB of buffers, over the server's --max-batch-bytes 2.0 MiB", part: true},
+		{name: "TooManyBytes", setup: [][]byte{helloB}, raw: frame(marshal(map[string]any{"op": "make", "n": 64, "suits": 4, "obs": "float32"})), code: "limit", msg: "of buffers, over the server's --max-batch-bytes 2MiB", part: true},
 		{name: "StepBeforeMake", setup: [][]byte{helloB}, raw: frame(marshal(map[string]any{"op": "step", "actions": []int{1}})), code: "bad_order", msg: "step before make: make a batch first"},
 		{name: "StepBeforeReset", setup: [][]byte{helloB, makeB}, raw: frame(marshal(map[string]any{"op": "step", "actions": []int{1, 1, 1}})), code: "bad_order", msg: "step before reset: reset the batch first"},
 		{name: "RenderBeforeReset", setup: [][]byte{helloB, makeB}, raw: frame(marshal(map[string]any{"op": "render", "game": 0})), code: "bad_order", msg: "render before reset: reset the batch first"},

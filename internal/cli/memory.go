@@ -7,6 +7,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/spiderenv/spider/internal/bytesize"
 )
 
 // byteSize is a flag of bytes that takes a unit: 4GiB, 512MiB, 2G (GiB),
@@ -40,25 +42,9 @@ func (b *byteSize) Set(s string) error {
 	return nil
 }
 
-func (b byteSize) String() string { return formatBytes(int64(b)) }
+func (b byteSize) String() string { return bytesize.Format(int64(b)) }
 
 func (*byteSize) Type() string { return "size" }
-
-// formatBytes writes n in the largest binary unit it fills, e.g. 51.9GiB.
-func formatBytes(n int64) string {
-	for _, u := range []struct {
-		name string
-		size int64
-	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if n >= u.size {
-			if n%u.size == 0 {
-				return fmt.Sprintf("%d%s", n/u.size, u.name)
-			}
-			return fmt.Sprintf("%.1f%s", float64(n)/float64(u.size), u.name)
-		}
-	}
-	return fmt.Sprintf("%dB", n)
-}
 
 // meminfo is where the machine's memory is read; a variable so tests can
 // point it elsewhere.
@@ -111,5 +97,5 @@ func checkMemory(need int64, limit byteSize, what, lower string) error {
 		return nil
 	}
 	return usageError{fmt.Errorf("%s needs %s of memory, over the %s %s: %s",
-		what, formatBytes(need), formatBytes(have), from, lower)}
+		what, bytesize.Format(need), bytesize.Format(have), from, lower)}
 }

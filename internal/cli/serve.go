@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/spiderenv/spider/agents"
+	"github.com/spiderenv/spider/internal/bytesize"
 	"github.com/spiderenv/spider/server"
 )
 
@@ -59,7 +60,7 @@ func serveCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 	fs.IntVar(&o.cfg.MaxTotal, "max-total", d.MaxTotal, "games across all connections")
 	fs.IntVar(&o.cfg.MaxFrame, "max-frame", d.MaxFrame, "largest request frame in bytes")
 	fs.IntVar(&o.cfg.MaxBytes, "max-batch-bytes", d.MaxBytes, "largest observation and mask buffers of one batch, in bytes")
-	fs.Var(&o.maxMemory, "max-memory", "memory all connections may hold together, every buffer counted (batches, game states, frames, replies); the process stays within it plus "+formatBytes(server.Overhead))
+	fs.Var(&o.maxMemory, "max-memory", "memory all connections may hold together, every buffer counted (batches, game states, frames, replies); the process stays within it plus "+bytesize.Format(server.Overhead))
 	fs.DurationVar(&o.cfg.IdleTimeout, "idle-timeout", d.IdleTimeout, "close a connection silent for this long")
 	fs.DurationVar(&o.cfg.SetupTimeout, "setup-timeout", d.SetupTimeout, "close a connection that has not made a batch this long after connecting")
 	fs.IntVar(&o.cfg.Workers, "workers", d.Workers, "default worker goroutines per batch (0: GOMAXPROCS)")
@@ -96,11 +97,11 @@ func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) err
 		return usageError{fmt.Errorf("max-batch-bytes %d is over %d: a step reply must fit one frame", cfg.MaxBytes, server.MaxBatchBytes)}
 	}
 	if o.maxMemory < minMemory {
-		return usageError{fmt.Errorf("--max-memory %s is under %s", o.maxMemory, formatBytes(minMemory))}
+		return usageError{fmt.Errorf("--max-memory %s is under %s", o.maxMemory, bytesize.Format(minMemory))}
 	}
 	if _, total, ok := machineMemory(); ok && int64(o.maxMemory) > total {
 		if o.memorySet {
-			return usageError{fmt.Errorf("--max-memory %s is more than this machine's %s", o.maxMemory, formatBytes(total))}
+			return usageError{fmt.Errorf("--max-memory %s is more than this machine's %s", o.maxMemory, bytesize.Format(total))}
 		}
 		// The default is more than this machine has: take half of it.
 		o.maxMemory = byteSize(max(total/2, minMemory))

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/spiderenv/spider/internal/bytesize"
 	"github.com/spiderenv/spider/server"
 )
 
@@ -314,7 +315,7 @@ func TestServeFlagDefaultsComeFromServer(t *testing.T) {
 	for flag, want := range map[string]any{
 		"max-conns": d.MaxConns, "max-games": d.MaxGames, "max-total": d.MaxTotal, "max-frame": d.MaxFrame,
 		"max-batch-bytes": d.MaxBytes, "idle-timeout": d.IdleTimeout, "workers": d.Workers,
-		"max-conns-per-peer": d.MaxPeerConns, "setup-timeout": d.SetupTimeout, "max-memory": formatBytes(int64(d.MaxMemory)),
+		"max-conns-per-peer": d.MaxPeerConns, "setup-timeout": d.SetupTimeout, "max-memory": bytesize.Format(int64(d.MaxMemory)),
 	} {
 		f := fs.Lookup(flag)
 		if f == nil || f.DefValue != fmt.Sprint(want) {

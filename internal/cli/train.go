@@ -18,6 +18,7 @@ import (
 
 	"github.com/spiderenv/spider/agents/nn"
 	"github.com/spiderenv/spider/env"
+	"github.com/spiderenv/spider/internal/bytesize"
 	"github.com/spiderenv/spider/server"
 	"github.com/spiderenv/spider/train"
 )
@@ -85,7 +86,7 @@ func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 	fs.BoolVar(&o.jsonl, "jsonl", false, "write metrics.jsonl instead of metrics.csv")
 	fs.StringVar(&o.export, "export", "", "instead of training, write the network of --from (default: --out's checkpoint.spider) to this file, without the trainer's state: the file to ship as nn:FILE")
 	fs.StringVar(&o.from, "from", "", "with --export: the checkpoint to read (best.spider, warmstart.spider, ...)")
-	fs.Var(&o.maxMemory, "max-memory", "refuse a run whose batch, rollout and learner need more memory than this (default: what the machine has available); when given, the process stays within it plus "+formatBytes(server.Overhead)+" once the warm start and DAgger rounds, whose imitation data is not counted, are over")
+	fs.Var(&o.maxMemory, "max-memory", "refuse a run whose batch, rollout and learner need more memory than this (default: what the machine has available); when given, the process stays within it plus "+bytesize.Format(server.Overhead)+" once the warm start and DAgger rounds, whose imitation data is not counted, are over")
 	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		o := o
 		o.set = map[string]bool{}
