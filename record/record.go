@@ -107,9 +107,9 @@ func parse(path string, b []byte) (Game, error) {
 	var h struct {
 		Version int `msgpack:"version"`
 	}
-	end, err := msgpackcheck.Size(b)
+	head, err := msgpackcheck.Pick(b, "version")
 	if err == nil {
-		err = msgpackcheck.Decode(b[:end], &h)
+		err = msgpackcheck.Decode(head, &h)
 	}
 	if err != nil {
 		if derr := msgpackcheck.Damaged(b); derr != nil {

@@ -265,6 +265,29 @@ func TestMemoryLimitRefusesMake(t *testing.T) {
 	}
 }
 
+// TestHintSharedIsTakenFirst: what the hint agents share (a network's
+// weights) comes off MaxMemory before any connection, so a batch that
+// fits 64 MiB is refused when 40 MiB of it are the hint's, and fits again
+// without them.
+func TestHintSharedIsTakenFirst(t *testing.T) {
+	big := map[string]any{"op": "make", "n": 230, "suits": 4, "obs": "float32", "autoreset": "same-step"} // 20-31 MiB (TestMemoryLimitRefusesMake)
+	for _, tc := range []struct {
+		shared int
+		ok     bool
+	}{{0, true}, {40 << 20, false}} {
+		_, addr := start(t, Config{MaxMemory: 64 << 20, HintShared: tc.shared})
+		c := dial(t, addr)
+		hello(c)
+		rep := c.call(big)
+		if rep["ok"] != tc.ok {
+			t.Fatalf("a batch of 20-31 MiB with %d MiB of 64 shared by the hints: %v", tc.shared>>20, rep)
+		}
+		if !tc.ok && (rep["code"] != "limit" || !strings.Contains(fmt.Sprint(rep["error"]), "--max-memory 64MiB")) {
+			t.Fatalf("refused without naming the limit: %v", rep)
+		}
+	}
+}
+
 // TestLargeFramesAreNotKept sends garbage frames of 16 MiB on six
 // connections that stay open (a frame that is not a request gets an error
 // and keeps the connection): the server must not keep 96 MiB of frame

@@ -175,14 +175,15 @@ func makeReplyBytes(r env.Rules) int64 {
 const rgbReplyBytes = picture.Size + 256
 
 // reserve takes n bytes of the memory limit, or reports false, taking
-// nothing, if they do not fit.
+// nothing, if they do not fit beside what the connections hold and what
+// the hint agents share.
 func (s *Server) reserve(n int64) bool {
 	if n <= 0 {
 		return true
 	}
 	for {
 		used := s.mem.Load()
-		if used+n > int64(s.cfg.MaxMemory) {
+		if used+n > int64(s.cfg.MaxMemory)-int64(s.cfg.HintShared) {
 			return false
 		}
 		if s.mem.CompareAndSwap(used, used+n) {
@@ -205,7 +206,12 @@ func (s *Server) Memory() int64 { return s.mem.Load() }
 // process that runs this server: MaxMemory and half the Overhead, so that
 // the garbage collector runs before the garbage of closed connections and
 // replaced buffers takes the process past MaxMemory + Overhead.
-func (s *Server) MemoryLimit() int64 { return int64(s.cfg.MaxMemory) + Overhead/2 }
+func (s *Server) MemoryLimit() int64 { return MemoryLimitFor(s.cfg.MaxMemory) }
+
+// MemoryLimitFor is MemoryLimit for a server of the given MaxMemory, for a
+// program that sets it before it makes the server (while it loads a hint
+// network, say).
+func MemoryLimitFor(maxMemory int) int64 { return int64(maxMemory) + Overhead/2 }
 
 // gaveBack counts n bytes given back, and once they add up to freeOSAt
 // (or an eighth of MaxMemory, if less) asks for the memory to be returned

@@ -56,6 +56,10 @@ type Config struct {
 	// HintBytes is the memory one hint agent may hold, reserved from
 	// MaxMemory when a connection asks its first hint.
 	HintBytes int
+	// HintShared is the memory the hint agents share for the server's
+	// whole life, such as a trained network's weights: it is taken from
+	// MaxMemory before any connection, which gets only the rest.
+	HintShared int
 }
 
 // DefaultConfig returns the default limits, the values New gives the zero

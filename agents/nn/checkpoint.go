@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -48,9 +47,11 @@ func (f Floats) EncodeMsgpack(e *msgpack.Encoder) error {
 }
 
 // DecodeMsgpack reads a bin written by EncodeMsgpack. It reads the bytes
-// through a small buffer straight into the floats, so decoding allocates
-// the floats once, and a declared length the data does not back costs no
-// more than the data read (the slice grows as it fills).
+// through a small buffer straight into the floats. When the decoder reads
+// from memory (msgpack.Unmarshal) and holds the bytes declared, the floats
+// are allocated once, at their size; otherwise the slice grows as it
+// fills, so a declared length the data does not back costs no more than
+// the data read.
 func (f *Floats) DecodeMsgpack(d *msgpack.Decoder) error {
 	n, err := d.DecodeBytesLen()
 	if err != nil {
@@ -63,7 +64,13 @@ func (f *Floats) DecodeMsgpack(d *msgpack.Decoder) error {
 	if n%4 != 0 {
 		return fmt.Errorf("a float32 array of %d bytes", n)
 	}
-	out := make([]float32, 0, min(n/4, 1<<20))
+	size := min(n/4, 1<<20)
+	if r, ok := d.Buffered().(interface{ Len() int }); ok && n <= r.Len() {
+		// Growing would hold the old and the new slice at once, and a
+		// large layer's garbage until the collector runs.
+		size = n / 4
+	}
+	out := make([]float32, 0, size)
 	buf := make([]byte, min(n, 64<<10))
 	for n > 0 {
 		k := min(n, len(buf))
@@ -151,9 +158,9 @@ func parse(path string, b []byte) (*Net, msgpack.RawMessage, error) {
 	// file of another version is refused by its number, not as damaged;
 	// if they cannot be read, a checksum that does not match says why.
 	var h header
-	end, err := msgpackcheck.Size(b)
+	head, err := msgpackcheck.Pick(b, "kind", "format")
 	if err == nil {
-		err = msgpackcheck.Decode(b[:end], &h)
+		err = msgpackcheck.Decode(head, &h)
 	}
 	if err != nil {
 		if derr := msgpackcheck.Damaged(b); derr != nil {
@@ -193,15 +200,23 @@ func parse(path string, b []byte) (*Net, msgpack.RawMessage, error) {
 		if len(c.W[i]) != d[0]*d[1] || len(c.B[i]) != d[1] {
 			return nil, nil, fmt.Errorf("%s: layer %d has %d weights and %d biases, want %d and %d", path, i, len(c.W[i]), len(c.B[i]), d[0]*d[1], d[1])
 		}
-		for _, v := range slices.Concat(c.W[i], c.B[i]) {
-			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-				return nil, nil, fmt.Errorf("%s: layer %d holds a weight or bias that is not finite", path, i)
-			}
+		if !finite(c.W[i]) || !finite(c.B[i]) {
+			return nil, nil, fmt.Errorf("%s: layer %d holds a weight or bias that is not finite", path, i)
 		}
 		n.W = append(n.W, c.W[i])
 		n.B = append(n.B, c.B[i])
 	}
 	return n, c.Train, nil
+}
+
+// finite reports whether every value of f is a number and not infinite.
+func finite(f []float32) bool {
+	for _, v := range f {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			return false
+		}
+	}
+	return true
 }
 
 func mustRules(s Spec) (r env.Rules) {

@@ -112,7 +112,8 @@ const repeatedSignal = 100 * time.Millisecond
 // first is taken for the first delivered again and ignored. stop releases
 // it.
 func interruptible(parent context.Context, name string, sigs <-chan os.Signal, repeat time.Duration, stderr io.Writer, exit func(code int)) (ctx context.Context, stop func()) {
-	ctx, cancel := context.WithCancel(parent)
+	hooks := &exitHooks{}
+	ctx, cancel := context.WithCancel(context.WithValue(parent, exitHooksKey{}, hooks))
 	done := make(chan struct{})
 	go func() {
 		var first os.Signal
@@ -136,6 +137,7 @@ func interruptible(parent context.Context, name string, sigs <-chan os.Signal, r
 				if s, ok := sig.(syscall.Signal); ok {
 					code = 128 + int(s)
 				}
+				hooks.run()
 				exit(code)
 				return
 			}
@@ -145,6 +147,48 @@ func interruptible(parent context.Context, name string, sigs <-chan os.Signal, r
 	return ctx, func() {
 		once.Do(func() { close(done) })
 		cancel()
+	}
+}
+
+// exitHooks are what must be undone even when a second signal exits at
+// once, skipping the command's deferred calls: a Unix socket's file, say.
+type exitHooks struct {
+	mu    sync.Mutex
+	next  int
+	hooks map[int]func()
+}
+
+type exitHooksKey struct{}
+
+// atExit has f run if a second signal exits at once while the command
+// runs with ctx (a context of interruptible), and returns what removes it
+// again: the command calls that once it has undone the thing itself.
+func atExit(ctx context.Context, f func()) (remove func()) {
+	h, ok := ctx.Value(exitHooksKey{}).(*exitHooks)
+	if !ok {
+		return func() {}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.hooks == nil {
+		h.hooks = map[int]func(){}
+	}
+	id := h.next
+	h.next++
+	h.hooks[id] = f
+	return func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		delete(h.hooks, id)
+	}
+}
+
+// run runs the hooks still registered. It keeps the lock, so nothing is
+// added or removed while the process exits.
+func (h *exitHooks) run() {
+	h.mu.Lock()
+	for _, f := range h.hooks {
+		f()
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/spiderenv/spider/agents"
+	"github.com/spiderenv/spider/agents/nn"
 	"github.com/spiderenv/spider/internal/bytesize"
 	"github.com/spiderenv/spider/server"
 )
@@ -111,7 +112,12 @@ func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) err
 	if o.unix != "" && o.addrSet {
 		return usageError{fmt.Errorf("give --addr or --unix, not both: the server listens on one")}
 	}
-	hint, err := hintMaker(o.hint, o.moveMs)
+	// The memory limit makes the collector run before garbage takes the
+	// process past --max-memory and the server's overhead, from before a
+	// hint network is loaded; the old limit comes back for a caller (a
+	// test) that goes on.
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(server.MemoryLimitFor(cfg.MaxMemory)))
+	hint, shared, err := serveHint(o.hint, o.moveMs, int64(cfg.MaxMemory))
 	if err != nil {
 		return err
 	}
@@ -120,6 +126,7 @@ func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) err
 		if ln, err = listenUnix(o.unix); err != nil {
 			return err
 		}
+		defer atExit(ctx, func() { os.Remove(o.unix) })() // a second Ctrl-C exits before the deferred calls
 		defer os.Remove(o.unix)
 	} else {
 		if err := checkLoopback(o.addr, o.anyAddr); err != nil {
@@ -137,12 +144,8 @@ func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) err
 	if o.quiet {
 		cfg.Log = log.New(io.Discard, "", 0)
 	}
-	cfg.Hint, cfg.HintBytes = hint, hintBytes(o.hint)
+	cfg.Hint, cfg.HintBytes, cfg.HintShared = hint, hintBytes(o.hint), int(shared)
 	srv := server.New(cfg)
-	// The memory limit makes the collector run before garbage takes the
-	// process past --max-memory and the server's overhead; the old limit
-	// comes back for a caller (a test) that goes on.
-	defer debug.SetMemoryLimit(debug.SetMemoryLimit(srv.MemoryLimit()))
 	fmt.Fprintf(stderr, "spider serve: listening on %s %s (protocol %d; at most %s of memory)\n", ln.Addr().Network(), ln.Addr(), server.Version, o.maxMemory)
 	if o.ready != nil {
 		o.ready(ln.Addr())
@@ -256,6 +259,42 @@ type publicListener struct {
 }
 
 func (l publicListener) Addr() net.Addr { return l.addr }
+
+// serveHint is hintMaker for a server of maxMemory bytes (--max-memory),
+// which also returns the bytes its agents share for the server's life: a
+// network's weights (--hint nn:PATH), which count against --max-memory
+// like every connection's buffers. A checkpoint that could not be loaded
+// within maxMemory, keeping minMemory for the connections (loading holds
+// its file and the weights read from it, at most as large again), is
+// refused before it is read.
+func serveHint(name string, moveMs int, maxMemory int64) (agents.Maker, int64, error) {
+	path, ok := strings.CutPrefix(name, "nn:")
+	if !ok {
+		m, err := hintMaker(name, moveMs)
+		return m, 0, err
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	if need := 2 * fi.Size(); need > maxMemory-minMemory {
+		return nil, 0, usageError{fmt.Errorf("--hint %s: loading its %s checkpoint takes up to %s, and the server must keep %s of --max-memory %s for its connections",
+			name, bytesize.Format(fi.Size()), bytesize.Format(need), bytesize.Format(minMemory), bytesize.Format(maxMemory))}
+	}
+	net, _, err := nn.Load(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	var shared int64
+	for _, p := range net.Params() {
+		shared += 4 * int64(len(p))
+	}
+	m, err := agents.NeuralMaker(net)
+	if err != nil {
+		return nil, 0, usageError{fmt.Errorf("--hint %s: %v", name, err)}
+	}
+	return m, shared, nil
+}
 
 // hintMaker returns the maker of the agent that answers hints (--hint):
 // greedy when name is empty, never the oracle, whose hints would give the

@@ -18,6 +18,8 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/spiderenv/spider/agents/nn"
+	"github.com/spiderenv/spider/env"
 	"github.com/spiderenv/spider/internal/bytesize"
 	"github.com/spiderenv/spider/server"
 )
@@ -330,5 +332,48 @@ func TestServeFlagDefaultsComeFromServer(t *testing.T) {
 	}
 	if err := run(context.Background(), nil, nil, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "max-frame at least 64 bytes") {
 		t.Fatalf("--max-frame 10: %v", err)
+	}
+}
+
+// TestServeHintNetworkCountsAgainstMaxMemory: a hint network's weights are
+// taken from --max-memory for the server's life, and one whose checkpoint
+// could not be loaded within it (file and weights, keeping 16 MiB for the
+// connections) is refused before it is read.
+func TestServeHintNetworkCountsAgainstMaxMemory(t *testing.T) {
+	r := env.MustRules(env.Options{Suits: 1})
+	net, err := nn.New(nn.SpecFor(r, []int{64}), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "net.spider")
+	if err := nn.Save(path, net, nil); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	weights := int64(0)
+	for _, p := range net.Params() {
+		weights += 4 * int64(len(p))
+	}
+	enough := minMemory + 2*fi.Size()
+	m, shared, err := serveHint("nn:"+path, 0, enough)
+	if err != nil || m == nil || shared != weights {
+		t.Fatalf("--max-memory %d for a %d-byte checkpoint: shared %d (want the weights' %d), %v", enough, fi.Size(), shared, weights, err)
+	}
+	if _, _, err := serveHint("nn:"+path, 0, enough-1); !isUsage(err) || !strings.Contains(err.Error(), "--max-memory") {
+		t.Fatalf("a byte less: %v", err)
+	}
+	if _, shared, err := serveHint("search", 0, minMemory); err != nil || shared != 0 {
+		t.Fatalf("search shares nothing: %d, %v", shared, err)
+	}
+	if _, _, err := serveHint("nn:"+path+".missing", 0, enough); err == nil {
+		t.Fatal("a missing checkpoint was accepted")
+	}
+	o := serveOpts()
+	o.hint, o.maxMemory, o.memorySet = "nn:"+path, byteSize(enough-1), true
+	if err := runServe(context.Background(), o, io.Discard, io.Discard); !isUsage(err) || !strings.Contains(err.Error(), "for its connections") {
+		t.Fatalf("serve with the network over --max-memory: %v", err)
 	}
 }

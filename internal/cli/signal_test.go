@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -37,6 +38,9 @@ func TestInterruptible(t *testing.T) {
 	codes := make(chan int, 1)
 	ctx, stop := interruptible(context.Background(), "spider train", sigs, 0, &stderr, func(code int) { codes <- code })
 	defer stop()
+	var ran, removed atomic.Bool
+	atExit(ctx, func() { ran.Store(true) })
+	atExit(ctx, func() { removed.Store(true) })()
 	sigs <- os.Interrupt
 	select {
 	case <-ctx.Done():
@@ -56,6 +60,9 @@ func TestInterruptible(t *testing.T) {
 	case code := <-codes:
 		if code != 128+int(syscall.SIGTERM) {
 			t.Errorf("exit code %d after SIGTERM, want %d", code, 128+int(syscall.SIGTERM))
+		}
+		if !ran.Load() || removed.Load() {
+			t.Errorf("before exiting: the hook ran %v (want true), the removed one %v (want false)", ran.Load(), removed.Load())
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the second signal did not exit")

@@ -40,6 +40,13 @@ func Unseal(b []byte) ([]byte, error) {
 		return nil, err
 	}
 	rest := b[n:]
+	if len(rest) != TrailerSize || rest[0] != 0xce {
+		// A flipped bit can change where the value seems to end; a
+		// checksum at the file's end that does not match says so better.
+		if err := Damaged(b); err != nil {
+			return nil, err
+		}
+	}
 	switch {
 	case len(rest) == 0:
 		return nil, errors.New("no checksum after the data")

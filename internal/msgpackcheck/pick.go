@@ -1,0 +1,54 @@
+package msgpackcheck
+
+import "fmt"
+
+// Pick returns a msgpack map of the entries of the map at the start of b
+// (checked as Size does) whose keys are among keys, the last of each when
+// a key repeats, in the order of keys. Decoding a few fields of a large
+// value through it costs only those fields: msgpack skips another field by
+// reading it into a buffer, so decoding a file's header from the whole
+// file would allocate as much as its largest field.
+func Pick(b []byte, keys ...string) ([]byte, error) {
+	if len(keys) > 15 {
+		return nil, fmt.Errorf("msgpackcheck: Pick takes at most 15 keys, not %d", len(keys))
+	}
+	n, err := Size(b)
+	if err != nil {
+		return nil, err
+	}
+	w := walker{b: b[:n]}
+	c, pairs, hdr := w.header()
+	if !isMap(c) {
+		return nil, fmt.Errorf("not a map (code %#x)", c)
+	}
+	w.pos += hdr
+	var at [15][2]int // the last entry of each key: where it starts and ends
+	found := 0
+	for range pairs {
+		start := w.pos
+		kc, kn, khdr := w.header()
+		key := w.b[w.pos+khdr : w.pos+khdr+kn]
+		isKey := isString(kc)
+		w.skip()
+		w.skip()
+		if !isKey {
+			continue
+		}
+		for i, k := range keys {
+			if string(key) == k {
+				if at[i][1] == 0 {
+					found++
+				}
+				at[i] = [2]int{start, w.pos}
+				break
+			}
+		}
+	}
+	out := []byte{0x80 | byte(found)}
+	for i := range keys {
+		if at[i][1] != 0 {
+			out = append(out, w.b[at[i][0]:at[i][1]]...)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,90 @@
+package msgpackcheck
+
+import (
+	"bytes"
+	"runtime"
+	"testing"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+func TestPick(t *testing.T) {
+	type header struct {
+		Kind   string `msgpack:"kind"`
+		Format int    `msgpack:"format"`
+	}
+	big := bytes.Repeat([]byte{7}, 1<<20)
+	b, err := msgpack.Marshal(map[string]any{"format": 3, "w": big, "kind": "spider-policy", "x": []int{1, 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Pick(b, "kind", "format", "absent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p) > 64 {
+		t.Fatalf("Pick kept %d bytes, want only the two small fields", len(p))
+	}
+	var h header
+	if err := Decode(p, &h); err != nil {
+		t.Fatal(err)
+	}
+	if h != (header{"spider-policy", 3}) {
+		t.Fatalf("got %+v", h)
+	}
+	// The last of a repeated key wins, as when msgpack decodes the whole.
+	rep := []byte{0x82, 0xa1, 'a', 0x01, 0xa1, 'a', 0x02}
+	p, err = Pick(rep, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]int
+	if err := msgpack.Unmarshal(p, &m); err != nil || len(m) != 1 || m["a"] != 2 {
+		t.Fatalf("repeated key: %v %v", m, err)
+	}
+	// Not a map, and a map that declares more than it holds, are refused.
+	if _, err := Pick([]byte{0x93, 1, 2, 3}, "a"); err == nil {
+		t.Fatal("an array was picked from")
+	}
+	if _, err := Pick([]byte{0x82, 0xa1, 'a', 0x01}, "a"); err == nil {
+		t.Fatal("a truncated map was picked from")
+	}
+}
+
+func TestPickAllocatesOnlyWhatItKeeps(t *testing.T) {
+	b, err := msgpack.Marshal(map[string]any{"kind": "k", "w": bytes.Repeat([]byte{1}, 8<<20)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h struct {
+		Kind string `msgpack:"kind"`
+	}
+	var before, after runtimeMem
+	before.read()
+	p, err := Pick(b, "kind")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := msgpack.Unmarshal(p, &h); err != nil || h.Kind != "k" {
+		t.Fatalf("%+v %v", h, err)
+	}
+	after.read()
+	if got := after.total - before.total; got > 1<<20 {
+		t.Fatalf("decoding one field through Pick allocated %d bytes of a file with an 8 MiB field", got)
+	}
+	before.read()
+	_ = msgpack.Unmarshal(b, &h)
+	after.read()
+	if got := after.total - before.total; got < 8<<20 {
+		t.Fatalf("decoding the whole allocated only %d bytes: msgpack no longer copies a skipped field, and Pick is not needed", got)
+	}
+}
+
+// runtimeMem reads the bytes allocated so far.
+type runtimeMem struct{ total uint64 }
+
+func (m *runtimeMem) read() {
+	var s runtime.MemStats
+	runtime.ReadMemStats(&s)
+	m.total = s.TotalAlloc
+}
