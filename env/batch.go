@@ -1,6 +1,7 @@
 package env
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -13,8 +14,8 @@ import (
 // Batch steps N independent games of one configuration together, on a
 // fixed pool of worker goroutines that each own a contiguous shard, into
 // BatchBuffers. Results do not depend on the number of workers: game i's
-// first deal comes from seed+i (see EpisodeSeed) and each later deal from its
-// episode number. Step and Reset allocate nothing in steady state. A Batch is not
+// deals come from the seed stream of seed+i and its episode number (see
+// EpisodeSeed). Step and Reset allocate nothing in steady state. A Batch is not
 // safe for concurrent use; Close stops its workers.
 type Batch struct {
 	BatchBuffers
@@ -128,10 +129,13 @@ func (b *Batch) State(i int) State { return b.states[i] }
 
 // EpisodeSeed returns the deal seed of episode k of game i in a batch reset
 // with seed: the same whatever the number of workers, so a whole run is
-// reproducible from one seed, and a single Env reset with it replays the
-// game. Game i plays the episodes of a batch of one reset with seed+i
-// (wrapping at 2^64), the convention of Gymnasium's vector envs, which seed
-// env i with seed+i: a batch and N single games seeded that way deal alike.
+// reproducible from one seed, and Env.Reset(EpisodeSeed(seed, i, k))
+// replays the game. Game i plays the episodes of a batch of one reset with
+// seed+i (wrapping at 2^64), the convention of Gymnasium's vector envs,
+// which seed env i with seed+i: a batch of N and N batches of one seeded
+// that way deal alike. A batch's seed is not a deal seed: Env.Reset(seed)
+// and NewGame deal the game of seed itself (the deal `spider eval --seeds`
+// plays), which is not game 0's first deal of a batch reset with seed.
 func EpisodeSeed(seed uint64, i, k int) uint64 {
 	return rng.Mix(stream(seed+uint64(i)), uint64(k))
 }
@@ -146,7 +150,10 @@ func (b *Batch) seedGame(i int, seed uint64) {
 	b.policy[i] = rng.New(rng.Mix(^seed, 0))
 }
 
-// Close stops the workers. The Batch must not be used afterwards.
+// Close stops the workers. The Batch must not be used afterwards: Step,
+// StepSome, ResetGames and ResetSeeds return ErrClosed, and Reset and
+// SampleLegal panic, rather than leave the buffers as they were without a
+// word.
 func (b *Batch) Close() {
 	for _, c := range b.work {
 		close(c)
@@ -154,8 +161,12 @@ func (b *Batch) Close() {
 	b.work = nil
 }
 
+// ErrClosed is returned by a Batch used after Close.
+var ErrClosed = errors.New("env: the batch is closed")
+
 // Reset starts episode 0 of every game, game i dealt from
-// EpisodeSeed(seed, i, 0), and fills every buffer.
+// EpisodeSeed(seed, i, 0), and fills every buffer. It panics on a closed
+// Batch.
 func (b *Batch) Reset(seed uint64) {
 	for i := range b.base {
 		b.seedGame(i, seed+uint64(i))
@@ -171,6 +182,9 @@ func (b *Batch) Reset(seed uint64) {
 // game has no seed and the batch was never Reset (it has no stream yet).
 func (b *Batch) ResetSeeds(seeds []uint64, seeded []bool) error {
 	n := b.opts.N
+	if b.work == nil {
+		return ErrClosed
+	}
 	if len(seeds) != n || len(seeded) != n {
 		return fmt.Errorf("env: %d seeds and %d seeded flags for %d games", len(seeds), len(seeded), n)
 	}
@@ -204,6 +218,9 @@ func (b *Batch) ResetSeeds(seeds []uint64, seeded []bool) error {
 // It returns an error, and changes nothing, if mask is not N long or the
 // batch was never Reset.
 func (b *Batch) ResetGames(mask []bool) error {
+	if b.work == nil {
+		return ErrClosed
+	}
 	if len(mask) != b.opts.N {
 		return fmt.Errorf("env: reset mask of %d entries for %d games", len(mask), b.opts.N)
 	}
@@ -233,6 +250,9 @@ func (b *Batch) clearStepFlags() {
 // first such game, and nothing changes. A Step with the wrong number of
 // actions or before Reset is refused the same way.
 func (b *Batch) Step(actions []Action) error {
+	if b.work == nil {
+		return ErrClosed
+	}
 	if len(actions) != b.opts.N {
 		return fmt.Errorf("env: %d actions for %d games", len(actions), b.opts.N)
 	}
@@ -263,6 +283,9 @@ func (b *Batch) Step(actions []Action) error {
 // busy. Refusals are Step's, and nothing changes after one, nor after a
 // bad ids list.
 func (b *Batch) StepSome(actions []Action, ids []int32) error {
+	if b.work == nil {
+		return ErrClosed
+	}
 	if len(actions) != b.opts.N {
 		return fmt.Errorf("env: %d actions for %d games", len(actions), b.opts.N)
 	}
@@ -293,7 +316,7 @@ func (b *Batch) StepSome(actions []Action, ids []int32) error {
 // the same actions whatever the number of workers. A game with no legal
 // action (ended, under Disabled autoreset) gets Deal, which Step refuses
 // until the game is reset. It panics if dst is not N long, which is a
-// programming error.
+// programming error, or on a closed Batch.
 func (b *Batch) SampleLegal(dst []Action) {
 	if len(dst) != b.opts.N {
 		panic(fmt.Sprintf("env: SampleLegal into %d actions for %d games", len(dst), b.opts.N))

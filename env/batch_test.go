@@ -603,3 +603,38 @@ func TestBatchSeedsAsGymnasium(t *testing.T) {
 		t.Fatalf("a never-reset batch seeded by list deals\n%s\nwant\n%s", got, want)
 	}
 }
+
+// TestClosedBatchRefuses: a batch used after Close says so, rather than
+// leave its buffers as they were without a word.
+func TestClosedBatchRefuses(t *testing.T) {
+	for _, workers := range []int{1, 2} {
+		b, err := env.NewBatch(env.MustRules(env.Options{Suits: 1}), env.BatchOptions{N: 4, Workers: workers})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Reset(1)
+		b.Close()
+		actions := make([]env.Action, 4)
+		for name, err := range map[string]error{
+			"Step":       b.Step(actions),
+			"StepSome":   b.StepSome(actions, []int32{1}),
+			"ResetGames": b.ResetGames(make([]bool, 4)),
+			"ResetSeeds": b.ResetSeeds(make([]uint64, 4), make([]bool, 4)),
+		} {
+			if !errors.Is(err, env.ErrClosed) {
+				t.Errorf("%d workers: %s after Close: %v, want ErrClosed", workers, name, err)
+			}
+		}
+		for name, f := range map[string]func(){"Reset": func() { b.Reset(2) }, "SampleLegal": func() { b.SampleLegal(actions) }} {
+			func() {
+				defer func() {
+					if recover() == nil {
+						t.Errorf("%d workers: %s after Close did not panic", workers, name)
+					}
+				}()
+				f()
+			}()
+		}
+		b.Close() // a second Close is harmless
+	}
+}

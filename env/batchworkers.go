@@ -24,6 +24,9 @@ const (
 // alone, where a panic left on the worker's goroutine would end the
 // process and every other connection with it.
 func (b *Batch) run(p phase) {
+	if b.work == nil {
+		panic("env: a closed Batch was used")
+	}
 	b.phase = p
 	if len(b.work) == 1 {
 		b.wg.Add(1)

@@ -17,7 +17,10 @@
 // cards and the stock are counted, never named. RULES.md in the repository
 // sets out both rule sheets and every decision where they are silent.
 //
-// Step, Mask and the observation writers never allocate. Functions that
+// Step, Mask and the observation writers never allocate, with one
+// exception: Env.Step keeps an undo record a step, and grows that history
+// past the 16,384th step of one game (a step limit above that, or none).
+// Functions that
 // take a destination buffer panic if it is too short, a programming error;
 // everything a user or a peer can get wrong (an illegal action, a bad
 // option, malformed text) returns an error instead.

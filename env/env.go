@@ -49,7 +49,12 @@ type Env struct {
 	ready   bool
 }
 
-// New returns an Env for r. It has no game until Reset.
+// maxHistory is the most undo records New makes room for: Step allocates
+// only to grow the history past it.
+const maxHistory = 1 << 14
+
+// New returns an Env for r. It has no game until Reset. It panics if r is
+// the zero Rules, not made by NewRules (a programming error).
 func New(r Rules) *Env {
 	if r.suits == 0 {
 		panic("env: New with zero Rules; make them with NewRules")
@@ -60,9 +65,13 @@ func New(r Rules) *Env {
 	} else {
 		e.u8 = make([]uint8, r.CompactLen())
 	}
-	// A whole episode's undo records, up to a sane size; a longer limit
-	// grows the history as needed.
-	e.history = make([]Undo, 0, min(max(int(r.maxSteps), 0), 1<<14))
+	// A whole episode's undo records, up to a sane size (640 KiB); a longer
+	// limit, or none, grows the history as needed.
+	limit := int(r.maxSteps)
+	if limit < 0 {
+		limit = maxHistory
+	}
+	e.history = make([]Undo, 0, min(limit, maxHistory))
 	return e
 }
 

@@ -139,9 +139,12 @@ func (s *State) AppendLegal(dst []Action) []Action {
 // NthMasked returns the k-th action (counting from 0 in id order) whose
 // byte in mask is 1, for drawing a uniform legal action: NthMasked(mask,
 // rand.IntN(numLegal)). Mask bytes must be 0 or 1, as Mask writes them. It
-// reads eight bytes at a time and never allocates. It panics if fewer than
-// k+1 bytes are set, which is a programming error.
+// reads eight bytes at a time and never allocates. It panics if k is
+// negative or fewer than k+1 bytes are set, which is a programming error.
 func NthMasked(mask []uint8, k int) Action {
+	if k < 0 {
+		panic("env: NthMasked: a negative index")
+	}
 	i := 0
 	for ; i+8 <= len(mask); i += 8 {
 		w := binary.LittleEndian.Uint64(mask[i:])

@@ -68,7 +68,7 @@ func (s *State) Score() int { return int(s.score) }
 // Steps returns the number of actions taken (moves and deals).
 func (s *State) Steps() int { return int(s.steps) }
 
-// Elapsed returns the simulated game time (Options.TimePerAction per action).
+// Elapsed returns the simulated game time (Options.TimePerActionMs per action).
 func (s *State) Elapsed() time.Duration { return s.elapsed }
 
 // Status returns whether the game is being played, won or lost.

@@ -107,9 +107,12 @@ func checkGame(r env.Rules, policy Policy, seed uint64, sweep bool, st *Stats) e
 			return fmt.Errorf("step %d: Step(%v) refused a masked action: %v", step, a, err)
 		}
 		st.Steps++
-		sum += reward
 		after := e.State()
-		if err := checkReward(&before, &after, a, reward); err != nil {
+		// The reward is the score's change and the shaping term, which
+		// the environment adds in float32.
+		unshaped := reward - float64(shapingTerm(r, &before, &after))
+		sum += unshaped
+		if err := checkReward(&before, &after, a, unshaped); err != nil {
 			return fmt.Errorf("step %d (%v): %w", step, a, err)
 		}
 		full := step%fullEvery == 0 || term || trunc
@@ -376,8 +379,16 @@ func sweepActions(s *env.State, mask []uint8) error {
 // CheckBatch steps a batch of games under r with random legal actions
 // (Batch.SampleLegal) for the given number of steps and checks every game
 // after every step as Check checks a single game: its position, mask and
-// observation row, the reward against the rules, the per-game arrays, and
-// the autoreset mode's contract for games that ended.
+// observation row, and the per-game arrays. Each game is replayed beside
+// the batch (State.Step from its position before the step), and the batch
+// must agree with the replay: the game after the step, the reward (with
+// the shaping term, if any), the terminated and truncated flags, the
+// episode statistics of a game that ended, and the autoreset mode's
+// contract for it: under NextStep its terminal row is kept until the next
+// step restarts it; under SameStep the new episode is dealt at once and
+// the ended game's last observation and score are in the Final buffers;
+// under Disabled it accepts nothing until CheckBatch resets it with
+// ResetGames. Every new episode must be the deal EpisodeSeed names.
 func CheckBatch(t testing.TB, r env.Rules, o env.BatchOptions, seed uint64, steps int) {
 	t.Helper()
 	b, err := env.NewBatch(r, o)
@@ -393,10 +404,46 @@ func CheckBatch(t testing.TB, r env.Rules, o env.BatchOptions, seed uint64, step
 		}
 		return b.ObsCompact[i*obsN : (i+1)*obsN], nil
 	}
-	pending := make([]bool, n)
+	finalRow := func(i int) ([]uint8, []float32) {
+		if b.FinalObsFloat32 != nil {
+			return nil, b.FinalObsFloat32[i*obsN : (i+1)*obsN]
+		}
+		return b.FinalObsCompact[i*obsN : (i+1)*obsN], nil
+	}
+	// sameObs reports whether a row (u8 or f32) is the observation of s.
+	sameObs := func(s *env.State, u8 []uint8, f32 []float32) bool {
+		if r.Encoding() == env.Float32 {
+			return slices.Equal(f32, s.ObserveFloat32(make([]float32, r.Float32Len())))
+		}
+		return bytes.Equal(u8, s.ObserveCompact(make([]uint8, r.CompactLen())))
+	}
+	episode := make([]int, n)
+	returns := make([]float32, n)
+	pending := make([]bool, n) // NextStep: ended, restarted by the next step
+	ended := make([]bool, n)   // Disabled: ended, to be reset
 	before := make([]env.State, n)
 	actions := make([]env.Action, n)
+	fresh := func(i int) env.State { return env.NewGame(r, env.EpisodeSeed(seed, i, episode[i])) }
+	for i := range n {
+		if s := b.State(i); s != fresh(i) {
+			t.Fatalf("%v: game %d after Reset is not the deal of EpisodeSeed(%d, %d, 0)", r, i, seed, i)
+		}
+	}
 	for step := range steps {
+		if slices.Contains(ended, true) {
+			if err := b.ResetGames(ended); err != nil {
+				t.Fatalf("step %d: ResetGames: %v", step, err)
+			}
+			for i := range n {
+				if ended[i] {
+					episode[i]++
+					ended[i], returns[i] = false, 0
+					if s := b.State(i); s != fresh(i) || b.Rewards[i] != 0 || b.Terminated[i] || b.Truncated[i] {
+						t.Fatalf("%v, game %d, step %d: ResetGames did not deal episode %d afresh", r, i, step, episode[i])
+					}
+				}
+			}
+		}
 		for i := range n {
 			before[i] = b.State(i)
 		}
@@ -407,34 +454,74 @@ func CheckBatch(t testing.TB, r env.Rules, o env.BatchOptions, seed uint64, step
 		for i := range n {
 			fail := func(err error) { t.Helper(); t.Fatalf("%v, %v, game %d, step %d: %v", r, o.Autoreset, i, step, err) }
 			s := b.State(i)
-			ended := b.Terminated[i] || b.Truncated[i]
-			switch {
-			case pending[i]:
-				// NextStep: this step only reset the game.
-				if b.Rewards[i] != 0 || ended || s.Steps() != 0 {
-					fail(fmt.Errorf("the reset step gave reward %v, ended %v, %d moves", b.Rewards[i], ended, s.Steps()))
+			done := b.Terminated[i] || b.Truncated[i]
+			mask := b.Masks[i*env.NumActions : (i+1)*env.NumActions]
+			u8, f32 := row(i)
+			if b.Illegal[i] {
+				fail(fmt.Errorf("a legal action was flagged illegal"))
+			}
+			if pending[i] {
+				// NextStep: this step only restarted the game.
+				pending[i] = false
+				episode[i]++
+				returns[i] = 0
+				if b.Rewards[i] != 0 || done || s != fresh(i) {
+					fail(fmt.Errorf("the restarting step gave reward %v, ended %v, and not the deal of episode %d", b.Rewards[i], done, episode[i]))
 				}
-			case o.Autoreset == env.SameStep && ended:
-				if !b.HasFinal[i] || s.Steps() != 0 {
-					fail(fmt.Errorf("an ended game was not restarted with its final observation kept"))
+			} else {
+				after := before[i]
+				if _, err := after.Step(actions[i]); err != nil {
+					fail(fmt.Errorf("the replay refused %v: %v", actions[i], err))
 				}
-			default:
-				if err := checkReward(&before[i], &s, actions[i], float64(b.Rewards[i])); err != nil {
+				term := shapingTerm(r, &before[i], &after)
+				if want := float32(after.Score()-before[i].Score()) + term; b.Rewards[i] != want {
+					fail(fmt.Errorf("reward %v, want %v", b.Rewards[i], want))
+				}
+				if err := checkReward(&before[i], &after, actions[i], float64(b.Rewards[i]-term)); err != nil {
 					fail(err)
 				}
-				if ended != s.Over() || b.Terminated[i] != s.Terminated() {
-					fail(fmt.Errorf("terminated %v truncated %v, state over %v", b.Terminated[i], b.Truncated[i], s.Over()))
+				if b.Terminated[i] != after.Terminated() || b.Truncated[i] != after.Truncated() {
+					fail(fmt.Errorf("terminated %v truncated %v, the replay %v %v", b.Terminated[i], b.Truncated[i], after.Terminated(), after.Truncated()))
+				}
+				returns[i] += b.Rewards[i]
+				if done {
+					if b.EpisodeReturn[i] != returns[i] || int(b.EpisodeLength[i]) != after.Steps() || b.EpisodeWon[i] != (after.Status() == env.Won) || int(b.EpisodeRuns[i]) != after.Runs() {
+						fail(fmt.Errorf("episode statistics %v, %d, %v, %d; want %v, %d, %v, %d", b.EpisodeReturn[i], b.EpisodeLength[i], b.EpisodeWon[i], b.EpisodeRuns[i],
+							returns[i], after.Steps(), after.Status() == env.Won, after.Runs()))
+					}
+				}
+				switch {
+				case done && o.Autoreset == env.SameStep:
+					fu8, ff32 := finalRow(i)
+					if !b.HasFinal[i] || !sameObs(&after, fu8, ff32) || int(b.FinalScore[i]) != after.Score() {
+						fail(fmt.Errorf("the ended game's final observation or score was not kept"))
+					}
+					episode[i]++
+					returns[i] = 0
+					if s != fresh(i) {
+						fail(fmt.Errorf("the ended game was not restarted with the deal of episode %d", episode[i]))
+					}
+				case s != after:
+					fail(fmt.Errorf("the game differs from its replay"))
+				case b.HasFinal != nil && b.HasFinal[i]:
+					fail(fmt.Errorf("a final observation for a game that did not restart"))
+				}
+				if done && o.Autoreset != env.SameStep {
+					if !sameObs(&after, u8, f32) || int(b.Score[i]) != after.Score() || int(b.Moves[i]) != after.Steps() {
+						fail(fmt.Errorf("the ended game's row is not its last observation"))
+					}
+					legal := 0
+					if o.Autoreset == env.NextStep {
+						pending[i], legal = true, env.NumActions
+					} else {
+						ended[i] = true
+					}
+					if int(b.NumLegal[i]) != legal || bytes.Count(mask, []byte{1}) != legal {
+						fail(fmt.Errorf("an ended game's mask allows %d actions, want %d", b.NumLegal[i], legal))
+					}
+					continue
 				}
 			}
-			pending[i] = o.Autoreset == env.NextStep && ended
-			mask := b.Masks[i*env.NumActions : (i+1)*env.NumActions]
-			if pending[i] {
-				if int(b.NumLegal[i]) != env.NumActions || bytes.Count(mask, []byte{1}) != env.NumActions {
-					fail(fmt.Errorf("an ended game awaiting reset must accept every action"))
-				}
-				continue
-			}
-			u8, f32 := row(i)
 			if err := checkPosition(&s, u8, f32, mask, seed+uint64(step*n+i), step%fullEvery == 0); err != nil {
 				fail(err)
 			}
@@ -443,4 +530,11 @@ func CheckBatch(t testing.TB, r env.Rules, o env.BatchOptions, seed uint64, step
 			}
 		}
 	}
+}
+
+// shapingTerm is what a step from before to after earns on top of the
+// score's change under r's shaping: ShapingGamma*Phi(after) - Phi(before),
+// in float32 as the environment computes it (0 without shaping).
+func shapingTerm(r env.Rules, before, after *env.State) float32 {
+	return float32(r.ShapingGamma())*r.Potential(after) - r.Potential(before)
 }

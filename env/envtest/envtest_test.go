@@ -30,14 +30,15 @@ func TestConformanceRandomPolicy(t *testing.T) {
 }
 
 // TestConformanceBatch runs the checker on the batch stepper in every
-// autoreset mode that restarts games, for every rule set and suit count.
+// autoreset mode, for every rule set, suit count and encoding, and with
+// reward shaping.
 func TestConformanceBatch(t *testing.T) {
 	steps := 400
 	if testing.Short() {
 		steps = 60
 	}
-	for _, r := range configs() {
-		for _, mode := range []env.Autoreset{env.NextStep, env.SameStep} {
+	for _, r := range append(configs(), shaped()...) {
+		for _, mode := range []env.Autoreset{env.NextStep, env.SameStep, env.Disabled} {
 			t.Run(fmt.Sprint(r, "/", mode), func(t *testing.T) {
 				t.Parallel()
 				short := env.MustRules(withMaxSteps(r, 90))
@@ -45,6 +46,26 @@ func TestConformanceBatch(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestConformanceShaping runs the single-game checker with reward shaping,
+// whose rewards are the score's change plus the shaping term.
+func TestConformanceShaping(t *testing.T) {
+	for _, r := range shaped() {
+		st := Check(t, r, RandomPolicy(3), Config{Games: 5, Seed: 40})
+		if st.Games != 5 || st.Steps == 0 {
+			t.Fatalf("played %d games, %d steps", st.Games, st.Steps)
+		}
+	}
+}
+
+// shaped returns configurations with progress shaping, discounted and not.
+func shaped() []env.Rules {
+	var out []env.Rules
+	for _, gamma := range []float64{0.5, 1} {
+		out = append(out, env.MustRules(env.Options{Suits: 1, MaxSteps: 300, Shaping: env.Progress, ShapingGamma: gamma}))
+	}
+	return out
 }
 
 func withMaxSteps(r env.Rules, n int) env.Options {
