@@ -3,6 +3,8 @@ package train
 import (
 	"context"
 	"errors"
+	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 )
@@ -69,5 +71,84 @@ func TestCancelStopsTheWarmStartMidGame(t *testing.T) {
 	t.Logf("returned %v after the cancel", took)
 	if took > raceSlowdown*2*time.Second {
 		t.Fatalf("the warm start returned %v after its context was cancelled", took)
+	}
+}
+
+// TestCancelDuringValidationKeepsThePhase cancels a run as the validation
+// after its warm start begins: the warm start is kept without its
+// validation (after sees it, with ValGames 0), the trainer is consistent,
+// and a run resumed from the checkpoint saved there ends with the weights
+// of a run never stopped.
+func TestCancelDuringValidationKeepsThePhase(t *testing.T) {
+	c := tinyConfig()
+	c.ValEvery, c.ValGames = 1, 50
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	testValidating = cancel
+	defer func() { testValidating = nil }()
+	tr, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	path := filepath.Join(t.TempDir(), "run.ckpt")
+	var seen []Metrics
+	err = tr.Run(ctx, until(2), func(m Metrics) error { seen = append(seen, m); return tr.Save(path) })
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run returned %v, want context.Canceled", err)
+	}
+	if !tr.Consistent() || len(seen) != 1 || seen[0].Phase != "clone" || seen[0].ValGames != 0 || len(tr.History) != 1 {
+		t.Fatalf("consistent %v, after saw %+v, history %d: want the warm start kept without its validation", tr.Consistent(), seen, len(tr.History))
+	}
+	testValidating = nil
+	want := c
+	resumed, err := Resume(path, &want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resumed.Close()
+	if err := resumed.Run(context.Background(), until(2), nil); err != nil {
+		t.Fatal(err)
+	}
+	straight, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer straight.Close()
+	if err := straight.Run(context.Background(), until(2), nil); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(weights(straight.Net), weights(resumed.Net)) {
+		t.Fatal("the run resumed after a cancelled validation ends with other weights than the uninterrupted run")
+	}
+}
+
+// TestStopIsCheckedBeforeEveryPhase: a budget that is spent (stop true
+// from the start, as --time is once it has passed) starts no phase, not
+// the warm start nor a DAgger round, which can take half an hour each.
+func TestStopIsCheckedBeforeEveryPhase(t *testing.T) {
+	c := tinyConfig()
+	c.DaggerRounds, c.DaggerGames = 2, 2
+	tr, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	calls := 0
+	// Spent after the warm start: no DAgger round may follow.
+	stop := func(int, int64) bool { calls++; return calls > 1 }
+	if err := tr.Run(context.Background(), stop, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.History) != 1 || tr.History[0].Phase != "clone" || !tr.Consistent() {
+		t.Fatalf("phases run: %d (want only the warm start), consistent %v", len(tr.History), tr.Consistent())
+	}
+	fresh, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	if err := fresh.Run(context.Background(), func(int, int64) bool { return true }, nil); err != nil || len(fresh.History) != 0 {
+		t.Fatalf("a budget spent from the start ran %d phases: %v", len(fresh.History), err)
 	}
 }

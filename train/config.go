@@ -183,16 +183,20 @@ func (c Config) validate() error {
 		return fmt.Errorf("train: minibatch %d must be 1 to games x rollout (%d)", c.Minibatch, c.Games*c.Rollout)
 	case c.Epochs < 1:
 		return fmt.Errorf("train: epochs must be at least 1")
-	case !(c.LR > 0) || !(c.CloneLR > 0):
-		return fmt.Errorf("train: learning rates must be positive")
+	case !(c.LR > 0 && c.LR <= 1) || !(c.CloneLR > 0 && c.CloneLR <= 1):
+		return fmt.Errorf("train: learning rates must be in (0, 1]")
 	case !(c.Gamma > 0 && c.Gamma <= 1) || !(c.Lambda >= 0 && c.Lambda <= 1):
 		return fmt.Errorf("train: gamma must be in (0, 1] and lambda in [0, 1]")
 	case !(c.Clip > 0 && c.Clip < 1):
 		return fmt.Errorf("train: clip must be in (0, 1)")
-	case !(c.RewardScale > 0) || math.IsInf(c.RewardScale, 0):
-		return fmt.Errorf("train: the reward scale must be positive")
-	case !(c.ValueCoef >= 0) || !(c.EntCoef >= 0) || !(c.MaxNorm >= 0):
-		return fmt.Errorf("train: value and entropy coefficients and the gradient clip must not be negative")
+	case !(c.RewardScale > 0 && c.RewardScale <= maxCoef):
+		return fmt.Errorf("train: the reward scale must be in (0, %g]", float64(maxCoef))
+	case !(c.ValueCoef >= 0 && c.ValueCoef <= maxCoef) || !(c.EntCoef >= 0 && c.EntCoef <= maxCoef):
+		// An infinite or huge coefficient only fails later, as a loss
+		// that is not finite after the first update.
+		return fmt.Errorf("train: value and entropy coefficients must be 0 to %g", float64(maxCoef))
+	case !(c.MaxNorm >= 0) || math.IsInf(c.MaxNorm, 0):
+		return fmt.Errorf("train: the gradient clip must be finite and not negative")
 	case c.CloneGames < 0 || c.CloneEpochs < 0 || c.CloneIdle < 0:
 		return fmt.Errorf("train: clone games, epochs and idle moves must not be negative")
 	case c.DaggerRounds < 0 || c.DaggerGames < 0 || c.DaggerRounds > 1000 || c.DaggerGames > 1_000_000:
@@ -220,6 +224,15 @@ func (c Config) validate() error {
 	}
 	return nil
 }
+
+// maxCoef bounds the reward scale and the loss coefficients: far above any
+// use (the defaults are 0.01 to 0.5), and far below where float32 losses
+// overflow.
+const maxCoef = 1e6
+
+// TeacherName returns the name of the teacher of the warm start and the
+// DAgger rounds: Teacher, or "greedy" when it is empty.
+func (c Config) TeacherName() string { return c.teacher() }
 
 // teacher returns the warm start's teacher's name, "greedy" if unset.
 func (c Config) teacher() string {

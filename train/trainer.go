@@ -134,47 +134,68 @@ func (t *Trainer) Iterations() int { return t.iter }
 // EnvSteps returns the number of environment steps taken in PPO.
 func (t *Trainer) EnvSteps() int64 { return t.steps }
 
-// Run trains until stop says so (checked before each iteration, with the
-// iterations and environment steps done) or ctx ends. The warm start, if
-// configured and not done yet, runs first. After each phase (the warm
-// start or an iteration), and its validation when one is due (ValEvery),
+// Run trains until stop says so (checked before each phase: the warm
+// start, a DAgger round or an iteration, with the iterations and
+// environment steps done) or ctx ends. The warm start, if configured and
+// not done yet, runs first, then the DAgger rounds. After each phase, and
+// its validation when one is due (ValEvery),
 // Run appends the phase's metrics to History and calls after (if not nil)
 // with them; after may return an error to stop the run (a checkpoint that
 // failed to save, say). ctx is checked at every step of a rollout, every
 // minibatch, every move of an imitation game and every validation game, so
 // a cancelled run returns within about one forward pass over the batch; a
-// run stopped by ctx inside a phase or its validation is left
-// inconsistent (Consistent is false), the phase abandoned.
+// run stopped by ctx inside a phase is left inconsistent (Consistent is
+// false), the phase abandoned. Stopped during the validation after a
+// phase, whose learning is done, the run keeps the phase without it (its
+// metrics say ValGames 0), calls after, and returns ctx's error: the
+// validation only reads the network, so a run resumed from there goes on
+// as the uninterrupted one would.
 func (t *Trainer) Run(ctx context.Context, stop func(iter int, steps int64) bool, after func(m Metrics) error) error {
-	// phase runs one phase (the warm start or an iteration), marking the
-	// trainer inconsistent while it runs, and keeps its metrics. The network is validated after the phase when due, as part of it: a
-	// validation cut short by ctx leaves the phase unfinished (dirty), so
-	// the checkpoint keeps the state before it and a resumed run redoes
-	// both exactly.
+	// phase runs one phase (the warm start, a DAgger round or an
+	// iteration), marking the trainer inconsistent while it runs, and
+	// keeps its metrics. The network is validated after the phase when
+	// due. A validation cut short by ctx leaves the phase kept without
+	// it: its learning is done and the validation changes nothing, so
+	// losing the phase (up to half an hour of a warm start) to a Ctrl-C
+	// while it validates would gain nothing.
 	phase := func(run func() (Metrics, error)) error {
 		t.dirty = true
 		m, err := run()
 		if err != nil {
 			return err
 		}
+		var stopped error
 		if c := t.Config; c.ValEvery > 0 && (m.Phase != "ppo" || t.iter%c.ValEvery == 0) {
 			start := time.Now()
-			if m.ValWinRate, m.ValRuns, err = t.validate(ctx); err != nil {
-				return err
+			if testValidating != nil {
+				testValidating()
 			}
-			m.ValGames = c.ValGames
-			m.ValSeconds = time.Since(start).Seconds()
-			t.elapsed += m.ValSeconds
-			m.ElapsedSecond = t.elapsed
+			winRate, runs, err := t.validate(ctx)
+			switch {
+			case err != nil && ctx.Err() != nil:
+				stopped = err
+			case err != nil:
+				return err
+			default:
+				m.ValWinRate, m.ValRuns, m.ValGames = winRate, runs, c.ValGames
+				m.ValSeconds = time.Since(start).Seconds()
+				t.elapsed += m.ValSeconds
+				m.ElapsedSecond = t.elapsed
+			}
 		}
 		t.dirty = false
 		t.History = append(t.History, m)
 		if after != nil {
-			return after(m)
+			if err := after(m); err != nil {
+				return err
+			}
 		}
-		return nil
+		return stopped
 	}
 	if !t.cloned && t.Config.CloneGames > 0 {
+		if stop(t.iter, t.steps) {
+			return nil
+		}
 		// Done once the warm start has learned, before its metrics reach
 		// after: a checkpoint saved there must not start it again, and
 		// Imitating must say it is over.
@@ -190,6 +211,9 @@ func (t *Trainer) Run(ctx context.Context, stop func(iter int, steps int64) bool
 	for t.rounds < t.Config.DaggerRounds {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if stop(t.iter, t.steps) {
+			return nil
 		}
 		if err := phase(func() (Metrics, error) { return t.dagger(ctx) }); err != nil {
 			return err

@@ -6,6 +6,9 @@ import (
 	"github.com/spiderenv/spider/agents"
 )
 
+// testValidating, when a test sets it, runs as a validation starts.
+var testValidating func()
+
 // validate plays the validation deals with the network as agents.Neural
 // plays it (the most likely legal action, one forward pass a move, with its
 // loop avoidance) and returns the win rate and mean completed runs. It

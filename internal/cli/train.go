@@ -79,7 +79,7 @@ func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "seed of the network, the games and the sampling")
 	fs.IntVar(&o.iterations, "iterations", 0, "stop after this many PPO iterations in all (0: no limit)")
 	fs.Int64Var(&o.steps, "steps", 0, "stop once this many environment steps are done in all (0: no limit)")
-	fs.DurationVar(&o.budget, "time", 0, "stop starting iterations after this long, e.g. 25m (0: no limit)")
+	fs.DurationVar(&o.budget, "time", 0, "stop starting phases (the warm start, DAgger rounds, iterations) after this long, e.g. 25m (0: no limit)")
 	fs.StringVar(&o.out, "out", "run", "folder for checkpoint.spider, metrics and curve.png")
 	fs.BoolVar(&o.resume, "resume", false, "continue the run saved in --out (its settings come from the checkpoint)")
 	fs.IntVar(&o.every, "checkpoint-every", 5, "save a checkpoint every this many iterations (and at the end)")
@@ -95,6 +95,9 @@ func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 		}
 		for _, name := range []string{"hidden", "arch", "column", "pair"} {
 			o.set[name] = fs.Changed(name)
+		}
+		for _, f := range trainingFlags {
+			o.set[f.flag] = fs.Changed(f.flag)
 		}
 		switch o.cfg.Arch {
 		case nn.MLP:
@@ -166,8 +169,8 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 	}
 	var t *train.Trainer
 	if o.resume {
-		// The checkpoint's settings hold, and a game or network flag given
-		// here must agree with them.
+		// The checkpoint's settings hold, and a game, network or training
+		// flag given here must agree with them.
 		if t, err = train.Resume(ckpt, nil); err == nil {
 			if d := resumeDiff(o, c, t.Config); d != "" {
 				t.Close()
@@ -234,9 +237,9 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 			return
 		}
 		if phase == "dagger" {
-			prog.write(fmt.Sprintf("train: DAgger round: the network played %d of %d games, %s labelling its positions", done, total, t.Config.Teacher))
+			prog.write(fmt.Sprintf("train: DAgger round: the network played %d of %d games, %s labelling its positions", done, total, t.Config.TeacherName()))
 		} else {
-			prog.write(fmt.Sprintf("train: warm start: %s played %d of %d games", t.Config.Teacher, done, total))
+			prog.write(fmt.Sprintf("train: warm start: %s played %d of %d games", t.Config.TeacherName(), done, total))
 		}
 		if done == total {
 			prog.end()
@@ -276,10 +279,10 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 		if m.Phase != "ppo" {
 			if m.Phase == "clone" {
 				fmt.Fprintf(stderr, "train: warm start on %d %s games (teacher: %.2f runs, %.0f%% won; %.0f s): cross-entropy %.3f, %.1f updates/s\n",
-					m.Finished, t.Config.Teacher, m.MeanRuns, 100*m.WinRate, m.LabelSeconds, m.PolicyLoss, m.UpdatesPerS)
+					m.Finished, t.Config.TeacherName(), m.MeanRuns, 100*m.WinRate, m.LabelSeconds, m.PolicyLoss, m.UpdatesPerS)
 			} else {
 				fmt.Fprintf(stderr, "train: DAgger round %d: the network won %.0f%% of %d deals (%.2f runs), played %s's move %.0f%% of the time; %d labels in all (%.0f s labelling): cross-entropy %.3f, %.1f updates/s\n",
-					m.Round, 100*m.WinRate, m.Finished, m.MeanRuns, t.Config.Teacher, 100*m.Agreement, m.Labels, m.LabelSeconds, m.PolicyLoss, m.UpdatesPerS)
+					m.Round, 100*m.WinRate, m.Finished, m.MeanRuns, t.Config.TeacherName(), 100*m.Agreement, m.Labels, m.LabelSeconds, m.PolicyLoss, m.UpdatesPerS)
 			}
 			// warmstart.spider is the network after the last imitation
 			// phase: the one the reinforcement learning starts from.
@@ -323,7 +326,7 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 			kept = fmt.Sprintf("%s keeps the last checkpointed state (continue with --resume --out %s)", ckpt, o.out)
 		}
 		if ctx.Err() != nil {
-			return fmt.Errorf("interrupted inside an iteration or the warm start; %s", kept)
+			return fmt.Errorf("interrupted inside a phase (the warm start, a DAgger round or an iteration); %s", kept)
 		}
 		return fmt.Errorf("%w; %s", err, kept)
 	}
@@ -412,8 +415,12 @@ func writeTrainSummary(w io.Writer, t *train.Trainer, ckpts []string, metrics, c
 			fmt.Fprintf(tw, "%s\t%s (use as nn:%s)\n", what, ckpts[i], ckpts[i])
 		}
 	}
-	fmt.Fprintf(tw, "metrics\t%s\n", metrics)
-	fmt.Fprintf(tw, "curve\t%s\n", curve)
+	// A run with no finished episode, or only imitation, has no curve.
+	for _, f := range [][2]string{{"metrics", metrics}, {"curve", curve}} {
+		if _, err := os.Stat(f[1]); err == nil {
+			fmt.Fprintf(tw, "%s\t%s\n", f[0], f[1])
+		}
+	}
 	return tw.Flush()
 }
 
@@ -453,9 +460,47 @@ func netName(s nn.Spec) string {
 	return fmt.Sprintf("hidden %v", s.Hidden)
 }
 
-// resumeDiff lists how the game and network flags given with --resume
-// differ from the checkpoint's settings got ("" if they agree); flags not
-// given are the checkpoint's. want is the configuration of the flags.
+// trainingFlags are the flags of the training settings a checkpoint holds,
+// each with its value in a configuration: given with --resume, each must
+// agree with the checkpoint, as the game and network flags must, since a
+// resumed run continues exactly rather than with other settings.
+var trainingFlags = []struct {
+	flag string
+	get  func(c train.Config) any
+}{
+	{"games", func(c train.Config) any { return c.Games }},
+	{"rollout", func(c train.Config) any { return c.Rollout }},
+	{"epochs", func(c train.Config) any { return c.Epochs }},
+	{"minibatch", func(c train.Config) any { return c.Minibatch }},
+	{"lr", func(c train.Config) any { return c.LR }},
+	{"gamma", func(c train.Config) any { return c.Gamma }},
+	{"lambda", func(c train.Config) any { return c.Lambda }},
+	{"clip", func(c train.Config) any { return c.Clip }},
+	{"entropy", func(c train.Config) any { return c.EntCoef }},
+	{"value-coef", func(c train.Config) any { return c.ValueCoef }},
+	{"reward-scale", func(c train.Config) any { return c.RewardScale }},
+	{"clone-games", func(c train.Config) any { return c.CloneGames }},
+	{"teacher", func(c train.Config) any { return strings.ToLower(cmp.Or(c.Teacher, "greedy")) }},
+	{"clone-epochs", func(c train.Config) any { return c.CloneEpochs }},
+	{"dagger-rounds", func(c train.Config) any { return c.DaggerRounds }},
+	{"dagger-games", func(c train.Config) any { return c.DaggerGames }},
+	{"clone-lr", func(c train.Config) any { return c.CloneLR }},
+	{"clone-sets", func(c train.Config) any { return c.CloneSets }},
+	{"clone-decay", func(c train.Config) any { return c.CloneDecay }},
+	{"clone-average", func(c train.Config) any { return c.CloneAverage }},
+	{"clone-trim", func(c train.Config) any { return c.CloneTrim }},
+	{"clone-idle", func(c train.Config) any { return c.CloneIdle }},
+	{"clone-won-only", func(c train.Config) any { return c.CloneWonOnly }},
+	{"val-every", func(c train.Config) any { return c.ValEvery }},
+	{"val-games", func(c train.Config) any { return c.ValGames }},
+	{"val-start", func(c train.Config) any { return c.ValStart }},
+	{"seed", func(c train.Config) any { return c.Seed }},
+}
+
+// resumeDiff lists how the game, network and training flags given with
+// --resume differ from the checkpoint's settings got ("" if they agree);
+// flags not given are the checkpoint's. want is the configuration of the
+// flags.
 func resumeDiff(o trainOptions, want, got train.Config) string {
 	var d []string
 	wg := want.Game
@@ -479,6 +524,11 @@ func resumeDiff(o trainOptions, want, got train.Config) string {
 	}
 	if o.set["pair"] && want.Pair != got.Pair {
 		d = append(d, fmt.Sprintf("--pair is %d, the checkpoint's %d", want.Pair, got.Pair))
+	}
+	for _, f := range trainingFlags {
+		if w, g := f.get(want), f.get(got); o.set[f.flag] && w != g {
+			d = append(d, fmt.Sprintf("--%s is %v, the checkpoint's %v", f.flag, w, g))
+		}
 	}
 	return strings.Join(d, "; ")
 }

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/spf13/pflag"
+
 	"github.com/spiderenv/spider/agents"
 	"github.com/spiderenv/spider/agents/nn"
 	"github.com/spiderenv/spider/env"
@@ -104,6 +106,14 @@ func TestTrainInterruptedAndResumed(t *testing.T) {
 	o.iterations = 6
 	if err := runTrain(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "--suits is 2, the checkpoint's 1") {
 		t.Fatalf("resuming with other suits: %v", err)
+	}
+	// A training setting the checkpoint holds is not silently replaced
+	// either: a resumed run goes on exactly, or not at all.
+	o.cfg.Game.Suits = 1
+	o.set = map[string]bool{"lr": true, "entropy": true}
+	o.cfg.LR, o.cfg.EntCoef = 0.5, 0.9
+	if err := runTrain(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{}); !isUsage(err) || !strings.Contains(err.Error(), "--lr is 0.5, the checkpoint's 0.00025; --entropy is 0.9, the checkpoint's") {
+		t.Fatalf("resuming with another --lr and --entropy: %v", err)
 	}
 	o = tinyTrain(filepath.Join(dir, "none"), 0)
 	if _, ok := runTrain(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{}).(usageError); !ok {
@@ -385,5 +395,50 @@ func TestTrainColumnsNetwork(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, "b")); !os.IsNotExist(err) {
 			t.Fatalf("%v: --out was created (%v)", args, err)
 		}
+	}
+}
+
+// TestTrainFlagsAreAllChecked: every flag of spider train is a game flag,
+// a network flag or a training setting that --resume compares with the
+// checkpoint, or one of the flags of the invocation itself; a new flag
+// must be put in one of them.
+func TestTrainFlagsAreAllChecked(t *testing.T) {
+	known := map[string]bool{"hidden": true, "arch": true, "column": true, "pair": true,
+		"iterations": true, "steps": true, "time": true, "out": true, "resume": true, "checkpoint-every": true,
+		"jsonl": true, "export": true, "from": true, "max-memory": true}
+	for _, f := range env.OptionFields() {
+		known[f.Flag] = true
+	}
+	for _, f := range trainingFlags {
+		known[f.flag] = true
+	}
+	fs := pflag.NewFlagSet("train", pflag.ContinueOnError)
+	trainCommand(fs)
+	n := 0
+	fs.VisitAll(func(f *pflag.Flag) {
+		n++
+		if !known[f.Name] {
+			t.Errorf("--%s is neither compared by --resume nor a flag of the invocation", f.Name)
+		}
+	})
+	if n < len(trainingFlags)+10 {
+		t.Fatalf("only %d flags seen", n)
+	}
+}
+
+// TestTrainSummaryNamesOnlyWrittenFiles: a run in which no episode ended
+// draws no curve, and its summary does not name one.
+func TestTrainSummaryNamesOnlyWrittenFiles(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "r")
+	var stdout, stderr bytes.Buffer
+	args := []string{"train", "--out", out, "--iterations", "1", "--games", "1", "--rollout", "1", "--minibatch", "1", "--hidden", "8", "--val-every", "0"}
+	if code := Main(args, nil, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr.String())
+	}
+	if _, err := os.Stat(filepath.Join(out, "curve.png")); err == nil {
+		t.Fatal("a curve was drawn without an ended episode; the test wants a run without one")
+	}
+	if strings.Contains(stdout.String(), "curve") || !strings.Contains(stdout.String(), "metrics.csv") {
+		t.Fatalf("summary:\n%s", stdout.String())
 	}
 }
