@@ -21,9 +21,12 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -162,7 +165,10 @@ func (a *Agent) Close() error {
 		close(a.closed)
 		if a.lost == nil {
 			a.id++
-			a.send(map[string]any{"op": "close", "id": a.id}) // best effort: the agent may be gone
+			// Best effort, and brief: the agent may be gone, or not reading.
+			ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+			a.send(ctx, map[string]any{"op": "close", "id": a.id})
+			cancel()
 		}
 		err = a.conn.Close()
 	})
@@ -198,8 +204,13 @@ func (a *Agent) read() {
 	}
 }
 
-// send writes one frame holding v.
-func (a *Agent) send(v any) error {
+// closeTimeout bounds the goodbye Close writes.
+const closeTimeout = time.Second
+
+// send writes one frame holding v, within the timeout, and gives up at
+// once when ctx ends: an agent that does not read must not hold a Ctrl-C
+// for the whole timeout.
+func (a *Agent) send(ctx context.Context, v any) error {
 	a.buf.Reset()
 	a.buf.Write([]byte{0, 0, 0, 0})
 	enc := msgpack.NewEncoder(&a.buf)
@@ -210,6 +221,7 @@ func (a *Agent) send(v any) error {
 	b := a.buf.Bytes()
 	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
 	a.conn.SetWriteDeadline(time.Now().Add(a.o.Timeout))
+	defer context.AfterFunc(ctx, func() { a.conn.SetWriteDeadline(time.Now()) })()
 	if _, err := a.w.Write(b); err != nil {
 		return err
 	}
@@ -226,6 +238,8 @@ type reply struct {
 	name    string
 	board   bool
 	actions []env.Action
+	// hasActions says the reply had an actions field.
+	hasActions bool
 }
 
 // wait returns the reply to request id, skipping late replies to earlier
@@ -247,15 +261,20 @@ func (a *Agent) wait(ctx context.Context, id int64, n int) (reply, error) {
 				}
 				return reply{}, a.lost
 			}
-			rep, err := decodeReply(f.payload, n)
+			rep, err := decodeReply(f.payload)
+			if err == nil && rep.hasID && rep.id < id {
+				// The answer to a request that timed out, whatever it
+				// holds: it is not checked against this request.
+				continue
+			}
+			if err == nil {
+				err = rep.check(n)
+			}
 			if err != nil {
 				// A reply that cannot be read leaves no trust in the stream.
 				a.lost = fmt.Errorf("agent sent a bad reply: %v", err)
 				a.conn.Close()
 				return reply{}, a.lost
-			}
-			if rep.hasID && rep.id < id {
-				continue // the answer to a request that timed out
 			}
 			if !rep.hasID || rep.id != id {
 				a.lost = fmt.Errorf("agent answered request %d with id %d", id, rep.id)
@@ -284,7 +303,7 @@ func (a *Agent) hello(ctx context.Context) error {
 		"game": r.Options(), "num_actions": env.NumActions, "obs_shape": []int{r.ObsLen()}, "obs_dtype": dtype,
 		"mask_row_bytes": env.NumActions, "max_games": a.o.Width,
 	}
-	if err := a.send(msg); err != nil {
+	if err := a.send(ctx, msg); err != nil {
 		return err
 	}
 	rep, err := a.wait(ctx, a.id, -1)
@@ -345,8 +364,11 @@ func (a *Agent) ActBatch(ctx context.Context, games []agents.BatchGame, actions 
 	if a.board {
 		msg["boards"] = boards
 	}
-	if err := a.send(msg); err != nil {
+	if err := a.send(ctx, msg); err != nil {
 		a.lost = fmt.Errorf("agent disconnected: %v", err)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		return a.lost
 	}
 	rep, err := a.wait(ctx, a.id, n)
@@ -391,7 +413,7 @@ func grow[T any](s []T, n int) []T {
 
 // decodeReply reads an agent's reply map; with n >= 0 it must hold n
 // actions (when ok). Every length is checked before anything is decoded.
-func decodeReply(b []byte, n int) (reply, error) {
+func decodeReply(b []byte) (reply, error) {
 	var rep reply
 	if size, err := msgpackcheck.Size(b); err != nil {
 		return rep, err
@@ -403,7 +425,7 @@ func decodeReply(b []byte, n int) (reply, error) {
 	if err != nil {
 		return rep, fmt.Errorf("the reply is not a map: %v", err)
 	}
-	hasOK, hasActions := false, false
+	hasOK := false
 	for range fields {
 		key, err := d.DecodeString()
 		if err != nil {
@@ -418,15 +440,17 @@ func decodeReply(b []byte, n int) (reply, error) {
 			rep.hasID = true
 		case "error":
 			rep.errMsg, err = d.DecodeString()
+			rep.errMsg = cleanText(rep.errMsg, maxErrorText)
 		case "version":
 			rep.version, err = d.DecodeInt64()
 		case "name":
 			rep.name, err = d.DecodeString()
+			rep.name = cleanText(rep.name, maxNameText)
 		case "board":
 			rep.board, err = d.DecodeBool()
 		case "actions":
 			rep.actions, err = decodeActions(d)
-			hasActions = true
+			rep.hasActions = true
 		default:
 			err = d.Skip()
 		}
@@ -434,15 +458,60 @@ func decodeReply(b []byte, n int) (reply, error) {
 			return rep, fmt.Errorf("field %q: %v", key, err)
 		}
 	}
-	switch {
-	case !hasOK:
+	if !hasOK {
 		return rep, errors.New(`no "ok" field`)
-	case rep.ok && n >= 0 && !hasActions:
-		return rep, errors.New(`no "actions" field`)
-	case rep.ok && n >= 0 && len(rep.actions) != n:
-		return rep, fmt.Errorf("%d actions for %d games", len(rep.actions), n)
 	}
 	return rep, nil
+}
+
+// check reports what is wrong with a reply to a request for n games' actions
+// (n < 0: a hello, which has none).
+func (rep reply) check(n int) error {
+	switch {
+	case rep.ok && n >= 0 && !rep.hasActions:
+		return errors.New(`no "actions" field`)
+	case rep.ok && n >= 0 && len(rep.actions) != n:
+		return fmt.Errorf("%d actions for %d games", len(rep.actions), n)
+	}
+	return nil
+}
+
+// The longest agent name and refusal text kept, in bytes: they reach
+// every table and report row, and one per failed game.
+const (
+	maxNameText  = 64
+	maxErrorText = 256
+)
+
+// cleanText returns an agent's text fit to print: quoted (escaping control
+// characters and invalid UTF-8) unless every rune is printable, and cut to
+// at most max bytes, on a rune boundary, with a mark that it was.
+func cleanText(s string, max int) string {
+	if len(s) > 2*max {
+		s = s[:cutAt(s, 2*max)] // enough to fill max bytes, quoted or not
+	}
+	printable := utf8.ValidString(s)
+	for _, r := range s {
+		if !printable || !unicode.IsPrint(r) {
+			printable = false
+			break
+		}
+	}
+	if !printable {
+		s = strconv.Quote(s)
+	}
+	if len(s) <= max {
+		return s
+	}
+	return s[:cutAt(s, max-len("..."))] + "..."
+}
+
+// cutAt returns the largest n <= at at which s can be cut between runes.
+func cutAt(s string, at int) int {
+	for at > 0 && !utf8.RuneStart(s[at]) {
+		at--
+	}
+	return at
 }
 
 // decodeActions reads actions as a bin of little-endian uint16s or an

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -290,6 +291,42 @@ func TestRemoteSlowAnswerTimesOut(t *testing.T) {
 	}
 }
 
+// TestRemoteLateReplyOfAnotherShapeIsDropped: late replies are dropped by
+// their id before anything else is read of them, so one for another number
+// of games, or without actions, does not cost the games that follow.
+func TestRemoteLateReplyOfAnotherShapeIsDropped(t *testing.T) {
+	f := &fakeAgent{}
+	var lateID any
+	f.misbehave = func(req int64, id any, actions []uint16, conn net.Conn) bool {
+		switch req {
+		case 2:
+			lateID = id
+			return false
+		case 3:
+			writeFrame(conn, map[string]any{"ok": true, "id": lateID, "actions": []int{1, 2, 3, 4, 5}})
+			writeFrame(conn, map[string]any{"ok": true, "id": lateID})
+		}
+		return true
+	}
+	f.start(t)
+	r := rules(t, env.Options{Suits: 1, MaxSteps: 100})
+	ev := evalBoth(t, f, Options{Rules: r, Width: 2, Timeout: 100 * time.Millisecond}, seedRange(1, 4))
+	var timedOut, played int
+	for i := range ev.Seeds {
+		switch res := ev.Results[1][i]; {
+		case strings.Contains(res.Failure, "timed out"):
+			timedOut++
+		case res.Failure == "":
+			played++
+		default:
+			t.Errorf("unexpected failure %q", res.Failure)
+		}
+	}
+	if timedOut != 2 || played != 2 {
+		t.Fatalf("%d timed out, %d played; want the 2 games of the slow request to fail and the next 2 to play", timedOut, played)
+	}
+}
+
 // TestRemoteVanishedAgentFailsTheRest: an agent that closes the
 // connection fails every game left, at once, and the built-in policy's
 // games are all played.
@@ -348,13 +385,68 @@ func TestDecodeReplyRefusesBadReplies(t *testing.T) {
 		"huge array":     {[]byte{0x81, 0xa7, 'a', 'c', 't', 'i', 'o', 'n', 's', 0xdd, 0xff, 0xff, 0xff, 0xff}, ""},
 		"trailing bytes": {append(enc(map[string]any{"ok": true}), 0xc0), "follow"},
 	} {
-		_, err := decodeReply(c.b, 2)
+		rep, err := decodeReply(c.b)
+		if err == nil {
+			err = rep.check(2)
+		}
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error containing %q", name, err, c.want)
 		}
 	}
-	rep, err := decodeReply(enc(map[string]any{"ok": true, "id": 7, "actions": []int{3, -1}}), 2)
+	rep, err := decodeReply(enc(map[string]any{"ok": true, "id": 7, "actions": []int{3, -1}}))
+	if err == nil {
+		err = rep.check(2)
+	}
 	if err != nil || rep.id != 7 || rep.actions[0] != 3 || rep.actions[1] != env.NumActions {
 		t.Errorf("good reply: %+v, %v", rep, err)
+	}
+	// An agent's name and refusal reach tables and terminals: control
+	// characters are quoted, and long texts cut.
+	rep, err = decodeReply(enc(map[string]any{"ok": false, "id": 1, "name": "evil\x1b[2J\nrow", "error": strings.Repeat("é", 1<<20)}))
+	if err != nil || rep.name != `"evil\x1b[2J\nrow"` || len(rep.errMsg) > maxErrorText || !strings.HasSuffix(rep.errMsg, "...") || !utf8.ValidString(rep.errMsg) {
+		t.Errorf("name %q, error of %d bytes (%v)", rep.name, len(rep.errMsg), err)
+	}
+}
+
+// TestRemoteCancelWhileAgentDoesNotRead: an agent that stops reading
+// leaves a large request half written; a cancelled evaluation returns at
+// once, not after the timeout, and so does Close's goodbye.
+func TestRemoteCancelWhileAgentDoesNotRead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "agent.sock")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	stuck := make(chan struct{})
+	defer close(stuck)
+	go func() {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		if m, err := readFrame(conn); err == nil {
+			writeFrame(conn, map[string]any{"ok": true, "id": m["id"], "version": 1, "name": "stuck"})
+		}
+		<-stuck // never reads again
+	}()
+	r := rules(t, env.Options{Suits: 1, Encoding: env.Float32})
+	o := Options{Rules: r, Width: 64, Timeout: 20 * time.Second} // a request of 3.4 MB, more than the socket holds
+	a, err := Dial(context.Background(), "unix:"+path, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	start := time.Now()
+	_, err = agents.EvaluatePolicies(ctx, r, []agents.Policy{{Name: "remote", Batch: a}}, seedRange(1, 64), 1, nil)
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("the cancelled evaluation returned after %v (%v)", took, err)
+	}
+	start = time.Now()
+	a.Close()
+	if took := time.Since(start); took > 3*closeTimeout {
+		t.Fatalf("Close took %v", took)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"math"
 	"os"
@@ -337,7 +338,7 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	}
 	switch {
 	case suite != nil:
-	case o.seeds != "":
+	case o.seeds != "" || o.set["seeds"]:
 		if seeds, err = parseSeeds(o.seeds); err != nil {
 			return usageError{err}
 		}
@@ -447,11 +448,6 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	}
 	// A stop keeps the deals every policy finished: their results follow,
 	// marked as stopped, and the command still fails.
-	if o.record != "" {
-		if err := saveRecords(o.record, ev); err != nil {
-			return err
-		}
-	}
 	rep := summarize(ev, labels)
 	rep.Nodes, rep.MoveMs, rep.Draw = o.nodes, o.moveMs, o.draw
 	rep.Suite = suite
@@ -464,8 +460,18 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 			}
 		}
 	}
-	if err := writeEval(stdout, rep, o); err != nil || stopped == nil {
+	if err := writeEval(stdout, rep, o); err != nil {
 		return err
+	}
+	// The records come after the results, so that a record that cannot
+	// be saved (a full disk) does not cost the evaluation's report.
+	if o.record != "" {
+		if err := saveRecords(o.record, ev); err != nil {
+			return fmt.Errorf("the results are written, but not every game's record: %w", err)
+		}
+	}
+	if stopped == nil {
+		return nil
 	}
 	return fmt.Errorf("stopped after %d of %d deals, whose results are written: %w", len(ev.Seeds), len(seeds), stopped)
 }
@@ -492,19 +498,48 @@ func saveRecords(dir string, ev *agents.Evaluation) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	names := recordNames(ev.Policies)
 	for p, results := range ev.Results {
 		for _, res := range results {
 			s := env.NewGame(ev.Rules, res.Seed)
 			for _, a := range res.Actions {
 				s.Step(a)
 			}
-			name := filepath.Join(dir, fmt.Sprintf("%s-%d.spider", fileSafe(ev.Policies[p]), res.Seed))
+			name := filepath.Join(dir, fmt.Sprintf("%s-%d.spider", names[p], res.Seed))
 			if err := record.Save(name, record.New(ev.Rules, res.Seed, ev.Policies[p], res.Actions, &s)); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// maxRecordName is the longest policy part of a record's file name: with
+// the seed and the temporary suffix of a save it stays far below the 255
+// bytes a file name may have.
+const maxRecordName = 80
+
+// recordNames returns the part of their records' file names for each
+// policy: fileSafe's, unless that is longer than maxRecordName or two
+// policies share it (remote:unix:/tmp/a.sock and remote:unix:/tmp/a_sock),
+// when it is cut and followed by a hash of the whole name, so that no
+// policy's records overwrite another's.
+func recordNames(policies []string) []string {
+	count := map[string]int{}
+	for _, p := range policies {
+		count[fileSafe(p)]++
+	}
+	out := make([]string, len(policies))
+	for i, p := range policies {
+		name := fileSafe(p)
+		if len(name) > maxRecordName || count[name] > 1 {
+			h := fnv.New32a()
+			h.Write([]byte(p))
+			name = fmt.Sprintf("%s-%08x", name[:min(len(name), maxRecordName-9)], h.Sum32())
+		}
+		out[i] = name
+	}
+	return out
 }
 
 // fileSafe turns a policy name (nn:run/checkpoint.spider, say) into part

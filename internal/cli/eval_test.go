@@ -6,6 +6,8 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -102,6 +104,7 @@ func TestEvalRefusesBadFlags(t *testing.T) {
 		{func(o *evalOptions) { o.seeds = "9-1" }, `seed range "9-1": want LOW-HIGH with LOW <= HIGH`},
 		{func(o *evalOptions) { o.out.json, o.out.csv = true, true }, "choose one of --json and --csv"},
 		{func(o *evalOptions) { o.seeds, o.games = "", 0 }, "games must be 1 to 10,000,000"},
+		{func(o *evalOptions) { o.seeds, o.set = "", map[string]bool{"seeds": true} }, `seed "" is not a number`},
 		{func(o *evalOptions) { o.game.Suits = 3 }, "env: suits must be 1, 2 or 4, not 3"},
 		{func(o *evalOptions) { o.moveMs = -1 }, "--move-ms -1 is out of range: 0 (no limit) to 3600000"},
 		{func(o *evalOptions) { o.moveMs = 1 << 62 }, "--move-ms 4611686018427387904 is out of range"},
@@ -163,5 +166,37 @@ func TestHintMakerRefusesBadMoveMs(t *testing.T) {
 	}
 	if s, ok := m().(*agents.Search); !ok || s.MoveTime != 30*time.Millisecond {
 		t.Fatalf("--hint search --move-ms 30 made %#v", m())
+	}
+}
+
+// TestRecordNamesNeverCollide: policies whose file-safe names coincide, or
+// are too long for a file name, get a hash of their whole name; others
+// keep the plain name the docs use (search-100020.spider).
+func TestRecordNamesNeverCollide(t *testing.T) {
+	long := "nn:" + strings.Repeat("d/", 150) + "m.spider"
+	got := recordNames([]string{"search", "remote:unix:/tmp/x/a.sock", "remote:unix:/tmp/x/a_sock", long})
+	if got[0] != "search" {
+		t.Errorf("search's records are named %q", got[0])
+	}
+	if got[1] == got[2] || !strings.HasPrefix(got[1], "remote_unix__tmp_x_a_sock-") {
+		t.Errorf("two policies of one file-safe name: %q and %q", got[1], got[2])
+	}
+	if len(got[3]) > maxRecordName {
+		t.Errorf("a long policy name gives records of %d bytes", len(got[3]))
+	}
+}
+
+// TestEvalWritesResultsBeforeRecords: a record that cannot be saved (here
+// a folder where the first game's file would go) costs the records, not
+// the results.
+func TestEvalWritesResultsBeforeRecords(t *testing.T) {
+	rec := t.TempDir()
+	if err := os.Mkdir(filepath.Join(rec, "random-1.spider"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := Main([]string{"eval", "--policies", "random", "--games", "2", "--max-steps", "20", "--json", "--record", rec}, nil, &stdout, &stderr)
+	if code != 1 || !strings.Contains(stdout.String(), `"games": 2`) || !strings.Contains(stderr.String(), "the results are written, but not every game's record") {
+		t.Fatalf("exit %d, stdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 	}
 }

@@ -129,17 +129,42 @@ func runPlay(ctx context.Context, o playOptions, stdin io.Reader, stdout io.Writ
 		fmt.Fprintf(stdout, "spider %v, deal %d. Type ? for help.\n\n%s", r, seed, e.Render())
 	}
 	start()
-	in := bufio.NewScanner(stdin)
+	// Lines are read on their own goroutine, so that a Ctrl-C is heard
+	// while the player thinks, not after the next line.
+	lines := make(chan inputLine)
+	done := make(chan struct{})
+	defer close(done)
+	go readLines(stdin, lines, done)
 	for {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
 		fmt.Fprint(stdout, "> ")
-		if !in.Scan() {
+		var in inputLine
+		select {
+		case <-ctx.Done():
 			fmt.Fprintln(stdout)
-			return save()
+			if err := save(); err != nil {
+				return err
+			}
+			if o.record != "" && len(actions) > 0 {
+				return fmt.Errorf("stopped; the game is saved in %s: %w", o.record, ctx.Err())
+			}
+			return ctx.Err()
+		case in = <-lines:
 		}
-		line := strings.ToLower(strings.TrimSpace(in.Text()))
+		if in.err != nil {
+			fmt.Fprintln(stdout)
+			if err := save(); err != nil {
+				return err
+			}
+			if in.err != io.EOF {
+				return fmt.Errorf("reading the moves: %w", in.err)
+			}
+			return nil
+		}
+		if in.tooLong {
+			fmt.Fprintf(stdout, "a line of more than %d bytes is not a command (type ? for help)\n", maxLine)
+			continue
+		}
+		line := strings.ToLower(strings.TrimSpace(in.text))
 		switch line {
 		case "":
 			continue
@@ -207,6 +232,59 @@ func runPlay(ctx context.Context, o playOptions, stdin io.Reader, stdout io.Writ
 				fmt.Fprintf(stdout, "The step limit is reached. u to undo, n for a new deal.\n")
 			}
 		}
+	}
+}
+
+// maxLine is the longest line play reads as a command; longer ones are
+// skipped whole.
+const maxLine = 4096
+
+// inputLine is one line of the player's input, or why there is none.
+type inputLine struct {
+	text    string
+	tooLong bool  // the line was longer than maxLine; text is empty
+	err     error // io.EOF at the end of the input
+}
+
+// readLines sends r's lines on out until r ends or fails (the last message
+// then carries the error) or done is closed.
+func readLines(r io.Reader, out chan<- inputLine, done <-chan struct{}) {
+	br := bufio.NewReader(r)
+	for {
+		in := readLine(br)
+		select {
+		case out <- in:
+		case <-done:
+			return
+		}
+		if in.err != nil {
+			return
+		}
+	}
+}
+
+// readLine reads one line of at most maxLine bytes (without its end), or
+// skips a longer one whole and says so. A last line without a newline is
+// a line; the end of the input after it is io.EOF.
+func readLine(br *bufio.Reader) inputLine {
+	var line []byte
+	tooLong := false
+	for {
+		part, err := br.ReadSlice('\n')
+		if !tooLong && len(line)+len(part) <= maxLine+1 {
+			line = append(line, part...)
+		} else {
+			tooLong, line = true, nil
+		}
+		switch {
+		case err == bufio.ErrBufferFull:
+			continue
+		case err == io.EOF && (len(line) > 0 || tooLong):
+			return inputLine{text: strings.TrimRight(string(line), "\r\n"), tooLong: tooLong}
+		case err != nil:
+			return inputLine{err: err}
+		}
+		return inputLine{text: strings.TrimRight(string(line), "\r\n"), tooLong: tooLong}
 	}
 }
 

@@ -3,14 +3,17 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spiderenv/spider/agents"
 	"github.com/spiderenv/spider/env"
+	"github.com/spiderenv/spider/record"
 )
 
 // TestPlaySession drives a whole terminal session through stdin and reads
@@ -101,5 +104,60 @@ func TestResolveExplainsTheCount(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.HasSuffix(err.Error(), "(type ? for help)") {
 			t.Errorf("resolve(%q): %v; want an error saying %q", line, err, want)
 		}
+	}
+}
+
+// TestPlaySkipsOverlongLines: a line longer than a command can be is
+// skipped with a word, and the moves after it are still read and saved.
+func TestPlaySkipsOverlongLines(t *testing.T) {
+	rec := filepath.Join(t.TempDir(), "me.spider")
+	input := "deal\n" + strings.Repeat("a", 70000) + "\ndeal\nq"
+	var out bytes.Buffer
+	o := playOptions{game: env.Options{Suits: 1}, seed: 3, record: rec}
+	if err := runPlay(context.Background(), o, strings.NewReader(input), &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "a line of more than 4096 bytes is not a command") || strings.Count(out.String(), "deal: -1") != 2 {
+		t.Fatalf("session:\n%.2000s", out.String())
+	}
+	g, err := record.Load(rec)
+	if err != nil || len(g.Actions) != 2 {
+		t.Fatalf("the record holds %d actions (%v), want both deals", len(g.Actions), err)
+	}
+}
+
+// TestPlayStopsWhileWaiting: a Ctrl-C while the player thinks ends the
+// game at once, and the game so far is saved.
+func TestPlayStopsWhileWaiting(t *testing.T) {
+	rec := filepath.Join(t.TempDir(), "me.spider")
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	var out lockedBuffer
+	go func() {
+		done <- runPlay(ctx, playOptions{game: env.Options{Suits: 1}, seed: 3, record: rec}, pr, &out)
+	}()
+	if _, err := pw.Write([]byte("deal\n")); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(out.String(), "deal: -1"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the deal was not played:\n%s", out.String())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "saved in") {
+			t.Fatalf("stopped play returned %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("play did not stop while waiting for a line")
+	}
+	g, err := record.Load(rec)
+	if err != nil || len(g.Actions) != 1 {
+		t.Fatalf("the record holds %d actions (%v), want the deal", len(g.Actions), err)
 	}
 }

@@ -273,6 +273,9 @@ func serveHint(name string, moveMs int, maxMemory int64) (agents.Maker, int64, e
 		m, err := hintMaker(name, moveMs)
 		return m, 0, err
 	}
+	if err := checkMoveMs(moveMs); err != nil {
+		return nil, 0, err
+	}
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, 0, err

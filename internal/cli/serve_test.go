@@ -368,6 +368,9 @@ func TestServeHintNetworkCountsAgainstMaxMemory(t *testing.T) {
 	if _, shared, err := serveHint("search", 0, minMemory); err != nil || shared != 0 {
 		t.Fatalf("search shares nothing: %d, %v", shared, err)
 	}
+	if _, _, err := serveHint("nn:"+path, -1, enough); !isUsage(err) || !strings.Contains(err.Error(), "--move-ms") {
+		t.Fatalf("a negative --move-ms with a network: %v", err)
+	}
 	if _, _, err := serveHint("nn:"+path+".missing", 0, enough); err == nil {
 		t.Fatal("a missing checkpoint was accepted")
 	}
