@@ -36,7 +36,7 @@ func playCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, i
 	fs.Uint64Var(&o.seed, "seed", 1, "deal seed of the first game (new deals take the next seeds)")
 	fs.StringVar(&o.hint, "hint", "greedy", "policy that answers hint: greedy, search, or nn:CHECKPOINT")
 	fs.IntVar(&o.moveMs, "move-ms", 0, "milliseconds a search hint may plan, next to its node budget (0: no limit)")
-	fs.StringVar(&o.record, "record", "", "save each finished or abandoned game to this file (the last one wins)")
+	fs.StringVar(&o.record, "record", "", "save each finished or abandoned game with a move to this file (the last one wins)")
 	return func(ctx context.Context, args []string, stdin io.Reader, stdout, _ io.Writer) error {
 		return runPlay(ctx, o, stdin, stdout)
 	}
