@@ -128,7 +128,12 @@ func benchOnce(ctx context.Context, r env.Rules, o benchOptions, mode env.Autore
 		b.SampleLegal(actions)
 		return b.Step(actions)
 	}
-	for range o.warmup {
+	for i := range o.warmup {
+		if i%64 == 0 {
+			if err := ctx.Err(); err != nil {
+				return benchResult{}, err
+			}
+		}
 		if err := step(); err != nil {
 			return benchResult{}, err
 		}

@@ -5,9 +5,13 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
-	"github.com/spiderenv/spider/env"
+	"errors"
+	"io"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/spiderenv/spider/env"
 )
 
 func smallBench() benchOptions {
@@ -85,5 +89,24 @@ func TestBenchRefusesBadFlags(t *testing.T) {
 		if _, ok := err.(usageError); !ok {
 			t.Errorf("%+v: error %v, want a usage error", o, err)
 		}
+	}
+}
+
+// TestBenchWarmupStops: a stop during the warm-up (as long as the user
+// likes) ends the bench at once, as one during the timed steps does.
+func TestBenchWarmupStops(t *testing.T) {
+	o := smallBench()
+	o.warmup = 1 << 30
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	done := make(chan error, 1)
+	go func() { done <- runBench(ctx, o, io.Discard, io.Discard) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("a stopped bench returned %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the bench went on warming up after its context ended")
 	}
 }

@@ -42,6 +42,9 @@ var commands = map[string]command{
 // Main runs the command line args and returns the process exit code:
 // 0 on success, 1 when the command failed, 2 for a usage error.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 2 && args[0] == "help" {
+		args = []string{args[1], "--help"} // spider help COMMAND is spider COMMAND --help
+	}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		usage(stdout)
 		if len(args) == 0 {

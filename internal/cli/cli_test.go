@@ -149,5 +149,9 @@ func TestCommandHelpNamesArguments(t *testing.T) {
 		if code := Main([]string{cmd, "--help"}, nil, &out, &errb); code != 0 || !strings.HasPrefix(out.String(), want) || !strings.Contains(out.String(), commands[cmd].summary) || errb.Len() != 0 {
 			t.Errorf("%s --help: exit %d, %q (stderr %q); want it on stdout, starting %q and giving the summary", cmd, code, out.String(), errb.String(), want)
 		}
+		var help bytes.Buffer
+		if code := Main([]string{"help", cmd}, nil, &help, &errb); code != 0 || help.String() != out.String() {
+			t.Errorf("spider help %s: exit %d, %q; want what %s --help prints", cmd, code, help.String(), cmd)
+		}
 	}
 }

@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/csv"
+	"encoding/json"
 	"fmt"
 	"image/png"
 	"io"
@@ -18,6 +21,7 @@ import (
 	"github.com/spiderenv/spider/agents"
 	"github.com/spiderenv/spider/env"
 	"github.com/spiderenv/spider/internal/atomicfile"
+	"github.com/spiderenv/spider/internal/bytesize"
 	"github.com/spiderenv/spider/picture"
 	"github.com/spiderenv/spider/record"
 )
@@ -54,7 +58,7 @@ type replaySummary struct {
 	Rules     env.Options   `json:"rules"`
 	Seed      uint64        `json:"seed"`
 	Player    string        `json:"player"`
-	Positions []replayRow   `json:"positions"`
+	Positions []replayRow   `json:"positions"` // written by writeReplayTable, a row at a time
 	Turning   *turningPoint `json:"turning_point,omitempty"`
 }
 
@@ -113,7 +117,7 @@ func replayCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader,
 	fs.StringVar(&o.gif, "gif", "", "also write the game to this file as an animated GIF, a frame per move")
 	fs.StringVar(&o.frames, "frames", "", "also write a PNG picture of every position into this folder (0000.png is the deal)")
 	fs.DurationVar(&o.delay, "delay", o.delay, "how long the GIF shows each move (the deal at least 1s, the end at least 3s)")
-	fs.BoolVar(&o.turning, "turning-point", false, "for a game not won, find by bisection the move after which the oracle (search seeing the hidden cards) no longer wins")
+	fs.BoolVar(&o.turning, "turning-point", false, "for a game not won, find by bisection the move after which the oracle (search seeing the hidden cards) no longer wins (within what is left of the step limit; a game without one, within 1000 moves of each position)")
 	fs.IntVar(&o.nodes, "nodes", 0, "with --turning-point, the oracle's budget: positions explored per plan (0: 20000)")
 	o.out.register(fs)
 	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
@@ -145,6 +149,10 @@ func runReplay(ctx context.Context, o replayOptions, path string, stdout, stderr
 			return usageError{fmt.Errorf("--delay %v: want %v to %v", o.delay, picture.MinDelay, picture.MaxDelay)}
 		}
 	}
+	// Where the pictures go is checked before the record is read.
+	if err := checkPicturePaths(o); err != nil {
+		return err
+	}
 	g, err := record.Load(path)
 	if err != nil {
 		return err
@@ -157,16 +165,13 @@ func runReplay(ctx context.Context, o replayOptions, path string, stdout, stderr
 			return fmt.Errorf("%s: %v", path, err)
 		}
 	}
-	pics, err := newPictures(o, len(g.Actions))
+	pics, err := newPictures(o, len(g.Actions), stderr)
 	if err != nil {
 		return err
 	}
 	r, _ := g.RulesOf()
 	first := env.NewGame(r, g.Seed)
-	var rows []replayRow
-	if table {
-		rows = append(make([]replayRow, 0, len(g.Actions)+1), newReplayRow(0, "", &first))
-	} else {
+	if !table {
 		fmt.Fprintf(stdout, "%s: %v, deal %d, played by %s, %d actions\n\n%s", path, r, g.Seed, untrusted(g.Player), len(g.Actions), first.Render())
 	}
 	pics.add(&first, len(g.Actions) == 0)
@@ -174,10 +179,7 @@ func runReplay(ctx context.Context, o replayOptions, path string, stdout, stderr
 		if ctx.Err() != nil {
 			return
 		}
-		switch {
-		case table:
-			rows = append(rows, newReplayRow(i+1, a.String(), s))
-		case (o.every > 0 && (i+1)%o.every == 0) || i == len(g.Actions)-1:
+		if !table && ((o.every > 0 && (i+1)%o.every == 0) || i == len(g.Actions)-1) {
 			fmt.Fprintf(stdout, "\n%d. %v\n%s", i+1, a, s.Render())
 		}
 		pics.add(s, i == len(g.Actions)-1)
@@ -211,17 +213,77 @@ func runReplay(ctx context.Context, o replayOptions, path string, stdout, stderr
 	if err := pics.finish(stderr); err != nil {
 		return err
 	}
-	sum := replaySummary{File: path, Rules: r.Options(), Seed: g.Seed, Player: g.Player, Positions: rows, Turning: tp}
-	_, err = o.out.write(stdout, sum, replayHeader, func() [][]string {
-		out := make([][]string, len(rows))
-		for i, x := range rows {
-			out[i] = []string{strconv.Itoa(x.Move), x.Action, strconv.Itoa(x.Score), strconv.Itoa(x.Runs),
-				strconv.Itoa(x.FaceDown), strconv.Itoa(x.StockLeft), strconv.Itoa(x.Empty), x.Status}
+	return writeReplayTable(stdout, o, replaySummary{File: path, Rules: r.Options(), Seed: g.Seed, Player: g.Player, Turning: tp}, g)
+}
+
+// writeReplayTable writes a row per position of g (replayed again) as
+// --json (sum with its positions) or --csv, a row at a time: a record may
+// hold millions of actions, whose rows held at once would take gigabytes.
+func writeReplayTable(stdout io.Writer, o replayOptions, sum replaySummary, g record.Game) error {
+	w := bufio.NewWriter(stdout)
+	var row func(x replayRow) error
+	var end func() error
+	if o.out.csv {
+		c := csv.NewWriter(w)
+		c.Write(replayHeader)
+		row = func(x replayRow) error {
+			return c.Write([]string{strconv.Itoa(x.Move), x.Action, strconv.Itoa(x.Score), strconv.Itoa(x.Runs),
+				strconv.Itoa(x.FaceDown), strconv.Itoa(x.StockLeft), strconv.Itoa(x.Empty), x.Status})
 		}
-		return out
-	})
+		end = func() error { c.Flush(); return c.Error() }
+	} else {
+		// The summary as encoding/json indents it, with the positions
+		// written into its array one by one.
+		head, err := json.MarshalIndent(sum, "", "  ")
+		if err != nil {
+			return err
+		}
+		before, after, ok := bytes.Cut(head, []byte(`"positions": null`))
+		if !ok {
+			return fmt.Errorf("replay: the summary has no positions field")
+		}
+		w.Write(before)
+		w.WriteString(`"positions": [`)
+		n := 0
+		row = func(x replayRow) error {
+			b, err := json.Marshal(x)
+			if n > 0 {
+				w.WriteByte(',')
+			}
+			w.WriteString("\n    ")
+			w.Write(b)
+			n++
+			return err
+		}
+		end = func() error {
+			w.WriteString("\n  ]")
+			w.Write(after)
+			w.WriteByte('\n')
+			return nil
+		}
+	}
+	r, _ := g.RulesOf()
+	first := env.NewGame(r, g.Seed)
+	err := row(newReplayRow(0, "", &first))
+	if _, rerr := record.Replay(g, func(i int, a env.Action, s *env.State) {
+		if err == nil {
+			err = row(newReplayRow(i+1, a.String(), s))
+		}
+	}); rerr != nil {
+		return rerr
+	}
+	if err == nil {
+		err = end()
+	}
+	if ferr := w.Flush(); err == nil {
+		err = ferr
+	}
 	return err
 }
+
+// oracleHorizon is how many moves the oracle may play from a position of
+// a game without a step limit: the default step limit.
+const oracleHorizon = 1000
 
 // findTurningPoint bisects the positions of a game that was not won, and
 // whose record replays, for the last one from which the oracle, playing on
@@ -241,6 +303,16 @@ func findTurningPoint(ctx context.Context, g record.Game, nodes int, stderr io.W
 		s := env.NewGame(r, g.Seed)
 		for _, a := range g.Actions[:i] {
 			s.Step(env.Action(a)) // legal: the record replayed whole before
+		}
+		if r.MaxSteps() < 0 {
+			// A game without a step limit (spider play records such
+			// games): the oracle, which plays on when it sees no way
+			// forward, would never end one it cannot win.
+			o := r.Options()
+			o.MaxSteps = i + oracleHorizon
+			if h, err := env.NewRules(o); err == nil {
+				s, _ = s.Reframe(h)
+			}
 		}
 		return s
 	}
@@ -302,28 +374,74 @@ type pictures struct {
 	digits int   // in a frame's file name, so the names sort in order
 	err    error // the first PNG that could not be written
 	png    bytes.Buffer
+	total  int       // positions to draw
+	prog   *progress // on stderr, for long games
 }
 
-func newPictures(o replayOptions, actions int) (*pictures, error) {
-	p := &pictures{o: o, digits: max(4, len(strconv.Itoa(actions)))}
-	if o.gif == "" && o.frames == "" {
-		return p, nil
-	}
-	// The GIF is written once every frame is drawn: a place that cannot
-	// take it fails now, before any frame is written.
+// checkPicturePaths checks, before anything is read or drawn, that --gif
+// and --frames name places that can take them: the GIF is written once
+// every frame is drawn, and must not fail then.
+func checkPicturePaths(o replayOptions) error {
 	if o.gif != "" {
 		if err := checkFilePath(o.gif, "game.gif"); err != nil {
-			return nil, usageError{fmt.Errorf("--gif %s: %v", o.gif, err)}
+			return usageError{fmt.Errorf("--gif %s: %v", o.gif, err)}
 		}
 	}
 	if o.frames != "" {
 		if err := checkCreatable(o.frames); err != nil {
-			return nil, usageError{fmt.Errorf("--frames %s: %v", o.frames, err)}
+			return usageError{fmt.Errorf("--frames %s: %v", o.frames, err)}
 		}
+		// Frames of another game left in the folder would read as this
+		// one's beyond its end.
+		entries, _ := os.ReadDir(o.frames)
+		for _, e := range entries {
+			if isFrameName(e.Name()) {
+				return usageError{fmt.Errorf("--frames %s already holds pictures of positions (%s, ...): remove them or choose another folder", o.frames, e.Name())}
+			}
+		}
+	}
+	return nil
+}
+
+// isFrameName reports whether name is a frame's file name: digits and .png.
+func isFrameName(name string) bool {
+	digits, ok := strings.CutSuffix(name, ".png")
+	return ok && digits != "" && strings.Trim(digits, "0123456789") == ""
+}
+
+// Bounds on the pictures of one replay: a record may hold millions of
+// actions. maxFrames is the most PNG files --frames writes; gifFrameBytes
+// is what a frame of the animation costs while it is built (about 4.4 KB
+// measured on long games, held twice when the file is assembled).
+const (
+	maxFrames     = 100_000
+	gifFrameBytes = 10 << 10
+)
+
+// newPictures prepares the pictures of a game of the given number of
+// actions (a picture of each position), refusing more frames than
+// maxFrames, or an animation that would not fit the memory available.
+// Progress goes to stderr.
+func newPictures(o replayOptions, actions int, stderr io.Writer) (*pictures, error) {
+	p := &pictures{o: o, digits: max(4, len(strconv.Itoa(actions))), total: actions + 1}
+	if o.gif == "" && o.frames == "" {
+		return p, nil
+	}
+	if o.frames != "" && p.total > maxFrames {
+		return nil, usageError{fmt.Errorf("--frames: the game has %d positions, and at most %d pictures are written", p.total, maxFrames)}
+	}
+	if o.gif != "" {
+		need := int64(p.total) * gifFrameBytes
+		if avail, _, ok := machineMemory(); ok && need > avail {
+			return nil, usageError{fmt.Errorf("--gif: an animation of %d frames needs about %s of memory, over the %s available on this machine", p.total, bytesize.Format(need), bytesize.Format(avail))}
+		}
+	}
+	if o.frames != "" {
 		if err := os.MkdirAll(o.frames, 0o755); err != nil {
 			return nil, fmt.Errorf("--frames %s: %v", o.frames, err)
 		}
 	}
+	p.prog = newProgress(stderr)
 	p.pix = make([]uint8, picture.Size)
 	if o.gif != "" {
 		p.anim = picture.NewAnimation()
@@ -358,10 +476,16 @@ func (p *pictures) add(s *env.State, last bool) {
 		}
 	}
 	p.n++
+	if p.n < p.total && p.prog.due(p.n, p.total) { // a line every 10 s (on a terminal, 0.2 s) of a long game
+		p.prog.write(fmt.Sprintf("replay: drew %d of %d pictures", p.n, p.total))
+	}
 }
 
 // finish writes the GIF and says what was written.
 func (p *pictures) finish(stdout io.Writer) error {
+	if p.prog != nil {
+		p.prog.end()
+	}
 	if p.err != nil {
 		return p.err
 	}

@@ -116,6 +116,11 @@ func TestReplayWritesGIFAndFrames(t *testing.T) {
 	if len(names) != 16 || filepath.Base(names[0]) != "0000.png" || filepath.Base(names[15]) != "0015.png" {
 		t.Fatalf("frames %v; want 0000.png to 0015.png", names)
 	}
+	// Another replay into the same folder would mix two games' frames.
+	again := replayOptions{frames: o.frames, delay: time.Second}
+	if err := runReplay(context.Background(), again, path, io.Discard, io.Discard); !isUsage(err) || !strings.Contains(err.Error(), "already holds pictures") {
+		t.Fatalf("frames into a folder of frames: %v", err)
+	}
 	pf, err := os.Open(names[15])
 	if err != nil {
 		t.Fatal(err)
@@ -358,5 +363,111 @@ func TestReplayTurningPointChecksFirst(t *testing.T) {
 	// The record itself is 2 MB in memory; a position per action would be 1.2 GB.
 	if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
 		t.Fatalf("allocated %d MB before refusing the record", grew>>20)
+	}
+}
+
+// randomRecord saves a game of n random legal moves under o and returns
+// its path.
+func randomRecord(t *testing.T, o env.Options, seed uint64, n int) string {
+	t.Helper()
+	r := env.MustRules(o)
+	s := env.NewGame(r, seed)
+	g := rng.New(seed)
+	var acts []env.Action
+	for range n {
+		l := s.AppendLegal(nil)
+		a := l[g.IntN(len(l))]
+		s.Step(a)
+		acts = append(acts, a)
+	}
+	path := filepath.Join(t.TempDir(), "r.spider")
+	if err := record.Save(path, record.New(r, seed, "test", acts, &s)); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestTurningPointEndsWithoutStepLimit: in a game without a step limit
+// (as spider play records them), the oracle plays within 1000 moves of
+// each position, so the bisection ends even where it cannot win.
+func TestTurningPointEndsWithoutStepLimit(t *testing.T) {
+	path := randomRecord(t, env.Options{Suits: 2, MaxSteps: -1}, 7, 50)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	if err := runReplay(ctx, replayOptions{turning: true, nodes: 500}, path, &out, io.Discard); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "turning point:") {
+		t.Fatalf("no turning point line:\n%s", out.String())
+	}
+}
+
+// TestReplayTableIsStreamed: --json and --csv of a long game write its
+// rows as they come, holding none of them: halfway through the output the
+// heap holds less than a megabyte more than before (the JSON of every row
+// encoded at once, as before, held 8 MB more for these 20,001 positions),
+// and the output is still every position, the JSON one value.
+func TestReplayTableIsStreamed(t *testing.T) {
+	path := randomRecord(t, env.Options{Suits: 1, MaxSteps: -1}, 3, 20000)
+	for _, o := range []outputFlags{{json: true}, {csv: true}} {
+		var out bytes.Buffer
+		probe := &heapProbe{at: 1 << 20, out: &out}
+		runtime.GC()
+		var base runtime.MemStats
+		runtime.ReadMemStats(&base)
+		if err := runReplay(context.Background(), replayOptions{out: o}, path, io.MultiWriter(&out, probe), io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		// The test's own buffer holds what was written so far.
+		if held := int64(probe.heap) - int64(base.HeapAlloc) - int64(probe.buffered); held > 1<<20 {
+			t.Errorf("json %v: %d bytes more on the heap halfway through the output", o.json, held)
+		}
+		if o.json {
+			var sum replaySummary
+			if err := json.Unmarshal(out.Bytes(), &sum); err != nil || len(sum.Positions) != 20001 || sum.Positions[20000].Move != 20000 {
+				t.Fatalf("--json: %d positions, %v", len(sum.Positions), err)
+			}
+		} else if rows, err := csv.NewReader(&out).ReadAll(); err != nil || len(rows) != 20002 {
+			t.Fatalf("--csv: %d rows, %v", len(rows), err)
+		}
+	}
+}
+
+// heapProbe is a writer that reads the heap once at bytes written; out is
+// the buffer written beside it, whose capacity then is buffered.
+type heapProbe struct {
+	at, n    int
+	out      *bytes.Buffer
+	heap     uint64
+	buffered int
+	done     bool
+}
+
+func (p *heapProbe) Write(b []byte) (int, error) {
+	p.n += len(b)
+	if !p.done && p.n >= p.at {
+		p.done = true
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		p.heap = m.HeapAlloc
+		p.buffered = p.out.Cap()
+	}
+	return len(b), nil
+}
+
+// TestReplayPicturesAreBounded: --frames writes at most maxFrames files,
+// and both are refused before anything is drawn.
+func TestReplayPicturesAreBounded(t *testing.T) {
+	o := replayOptions{frames: filepath.Join(t.TempDir(), "f"), delay: time.Second}
+	if _, err := newPictures(o, maxFrames, io.Discard); !isUsage(err) || !strings.Contains(err.Error(), "at most 100000 pictures") {
+		t.Fatalf("%d positions into --frames: %v", maxFrames+1, err)
+	}
+	if _, err := os.Stat(o.frames); !os.IsNotExist(err) {
+		t.Fatal("a refused --frames made its folder")
+	}
+	if p, err := newPictures(o, maxFrames-1, io.Discard); err != nil || p.total != maxFrames {
+		t.Fatalf("%d positions: %v", maxFrames, err)
 	}
 }
