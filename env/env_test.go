@@ -3,6 +3,7 @@ package env_test
 import (
 	"bytes"
 	"errors"
+	"math"
 	"runtime"
 	"slices"
 	"strings"
@@ -120,34 +121,41 @@ func TestEnvRewardIsScoreChangeClampedAtZero(t *testing.T) {
 	}
 }
 
-// TestHotPathsDoNotAllocate pins zero allocations for Env.Step (check,
-// apply, mask and observation update), State.Step, Mask and both encodings.
 // TestEnvWithoutStepLimitDoesNotAllocate: without a step limit Env.Step
 // still allocates nothing for 16,000 steps (the undo history is made for
-// 16,384). It counts every allocation of the loop, since AllocsPerRun's
-// average rounds a history that grows now and then down to 0.
+// 16,384). It counts every allocation of the process during the loop,
+// since AllocsPerRun's average rounds a history that grows now and then
+// down to 0, and takes the fewest of three games: another goroutine of
+// the runtime may allocate during one, but a history that grows allocates
+// in each.
 func TestEnvWithoutStepLimitDoesNotAllocate(t *testing.T) {
-	e := env.New(env.MustRules(env.Options{Suits: 1, MaxSteps: -1}))
-	e.Reset(5)
-	g := rng.New(1)
-	legal := make([]env.Action, 0, env.NumActions)
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	for step := 0; step < 16000; step++ {
-		legal = env.AppendMasked(legal[:0], e.Mask())
-		if len(legal) == 0 {
-			t.Fatalf("the game ended after %d steps; the test wants a longer one", step)
+	fewest := uint64(math.MaxUint64)
+	for try := range 3 {
+		e := env.New(env.MustRules(env.Options{Suits: 1, MaxSteps: -1}))
+		e.Reset(5 + uint64(try))
+		g := rng.New(1)
+		legal := make([]env.Action, 0, env.NumActions)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for step := 0; step < 16000; step++ {
+			legal = env.AppendMasked(legal[:0], e.Mask())
+			if len(legal) == 0 {
+				t.Fatalf("the game ended after %d steps; the test wants a longer one", step)
+			}
+			if _, _, _, _, _, err := e.Step(legal[g.IntN(len(legal))]); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if _, _, _, _, _, err := e.Step(legal[g.IntN(len(legal))]); err != nil {
-			t.Fatal(err)
-		}
+		runtime.ReadMemStats(&after)
+		fewest = min(fewest, after.Mallocs-before.Mallocs)
 	}
-	runtime.ReadMemStats(&after)
-	if n := after.Mallocs - before.Mallocs; n != 0 {
-		t.Fatalf("16,000 steps without a step limit made %d allocations", n)
+	if fewest != 0 {
+		t.Fatalf("16,000 steps without a step limit made %d allocations", fewest)
 	}
 }
 
+// TestHotPathsDoNotAllocate pins zero allocations for Env.Step (check,
+// apply, mask and observation update), State.Step, Mask and both encodings.
 func TestHotPathsDoNotAllocate(t *testing.T) {
 	for _, enc := range []env.Encoding{env.Compact, env.Float32} {
 		r := env.MustRules(env.Options{Suits: 4, Encoding: enc})

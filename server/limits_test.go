@@ -282,7 +282,7 @@ func TestHintSharedIsTakenFirst(t *testing.T) {
 		if rep["ok"] != tc.ok {
 			t.Fatalf("a batch of 20-31 MiB with %d MiB of 64 shared by the hints: %v", tc.shared>>20, rep)
 		}
-		if !tc.ok && (rep["code"] != "limit" || !strings.Contains(fmt.Sprint(rep["error"]), "--max-memory 64MiB")) {
+		if !tc.ok && (rep["code"] != "limit" || !strings.Contains(fmt.Sprint(rep["error"]), "--max-memory 64MiB, 40MiB of it held by the hint network")) {
 			t.Fatalf("refused without naming the limit: %v", rep)
 		}
 	}

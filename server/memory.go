@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/spiderenv/spider/env"
+	"github.com/spiderenv/spider/internal/bytesize"
 	"github.com/spiderenv/spider/internal/rng"
 	"github.com/spiderenv/spider/picture"
 )
@@ -197,6 +198,16 @@ func (s *Server) unreserve(n int64) {
 	if n > 0 {
 		s.mem.Add(-n)
 	}
+}
+
+// maxMemoryText is MaxMemory as a limit reply names it: its size, and the
+// part the hint agents hold for the server's life, if any.
+func (s *Server) maxMemoryText() string {
+	t := bytesize.Format(int64(s.cfg.MaxMemory))
+	if s.cfg.HintShared > 0 {
+		t += ", " + bytesize.Format(int64(s.cfg.HintShared)) + " of it held by the hint network"
+	}
+	return t
 }
 
 // Memory returns the bytes of the memory limit the connections hold now.

@@ -271,7 +271,7 @@ func (cn *conn) opMake(q *request) *replyError {
 	if !cn.s.reserve(need + reply) {
 		cn.s.games.Add(-delta)
 		return fail(codeLimit, "a batch of %d games of this configuration needs %s of memory (buffers, game states and replies), over what the server has free of its --max-memory %s",
-			bo.N, bytesize.Format(need+reply), bytesize.Format(int64(cfg.MaxMemory)))
+			bo.N, bytesize.Format(need+reply), cn.s.maxMemoryText())
 	}
 	var seg *segment
 	if shm {
@@ -283,7 +283,7 @@ func (cn *conn) opMake(q *request) *replyError {
 			if !cn.s.reserve(need + reply) {
 				cn.s.games.Add(-delta)
 				return fail(codeLimit, "a batch of %d games of this configuration needs %s of memory (buffers, game states and replies), over what the server has free of its --max-memory %s",
-					bo.N, bytesize.Format(need+reply), bytesize.Format(int64(cfg.MaxMemory)))
+					bo.N, bytesize.Format(need+reply), cn.s.maxMemoryText())
 			}
 		}
 	}
@@ -634,13 +634,13 @@ func (cn *conn) opRender(q *request) *replyError {
 		// buffer large enough for it.
 		if cn.picture == nil {
 			if !cn.s.reserve(picture.Size) {
-				return fail(codeLimit, "a picture does not fit the server's memory (--max-memory %s) now", bytesize.Format(int64(cn.s.cfg.MaxMemory)))
+				return fail(codeLimit, "a picture does not fit the server's memory (--max-memory %s) now", cn.s.maxMemoryText())
 			}
 			cn.held.extra += picture.Size
 			cn.picture = make([]uint8, picture.Size)
 		}
 		if cn.held.reply < rgbReplyBytes && !cn.setReply(rgbReplyBytes) {
-			return fail(codeLimit, "a picture does not fit the server's memory (--max-memory %s) now", bytesize.Format(int64(cn.s.cfg.MaxMemory)))
+			return fail(codeLimit, "a picture does not fit the server's memory (--max-memory %s) now", cn.s.maxMemoryText())
 		}
 	}
 	s := cn.batch.State(i)
@@ -667,7 +667,7 @@ func (cn *conn) opHint(q *request) *replyError {
 	}
 	if cn.hint == nil {
 		if !cn.s.reserve(int64(cn.s.cfg.HintBytes)) {
-			return fail(codeLimit, "the hint policy does not fit the server's memory (--max-memory %s) now", bytesize.Format(int64(cn.s.cfg.MaxMemory)))
+			return fail(codeLimit, "the hint policy does not fit the server's memory (--max-memory %s) now", cn.s.maxMemoryText())
 		}
 		cn.held.extra += int64(cn.s.cfg.HintBytes)
 		cn.hint = cn.s.cfg.Hint()

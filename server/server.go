@@ -16,7 +16,6 @@ import (
 
 	"github.com/spiderenv/spider/agents"
 	"github.com/spiderenv/spider/env"
-	"github.com/spiderenv/spider/internal/bytesize"
 )
 
 // Version is the protocol version this server speaks.
@@ -231,7 +230,7 @@ func (s *Server) admit(c net.Conn, peer string) *replyError {
 	}
 	if !s.reserve(connBytes) {
 		s.conns.Add(-1)
-		return fail(codeLimit, "the server's memory (--max-memory %s) is all in use", bytesize.Format(int64(s.cfg.MaxMemory)))
+		return fail(codeLimit, "the server's memory (--max-memory %s) is all in use", s.maxMemoryText())
 	}
 	s.peers[peer]++
 	s.open[c] = struct{}{}
@@ -399,7 +398,7 @@ func (cn *conn) flush() error {
 // bytes, or refuses the frame.
 func (cn *conn) growFrame(size int) *replyError {
 	if !cn.s.reserve(int64(size) - cn.held.frame) {
-		return fail(codeLimit, "a frame of %d bytes does not fit the server's memory (--max-memory %s) now", size, bytesize.Format(int64(cn.s.cfg.MaxMemory)))
+		return fail(codeLimit, "a frame of %d bytes does not fit the server's memory (--max-memory %s) now", size, cn.s.maxMemoryText())
 	}
 	cn.held.frame = int64(size)
 	return nil

@@ -62,7 +62,7 @@ func TestConformanceShaping(t *testing.T) {
 // shaped returns configurations with progress shaping, discounted and not.
 func shaped() []env.Rules {
 	var out []env.Rules
-	for _, gamma := range []float64{0.5, 1} {
+	for _, gamma := range []float64{0.5, 0.99, 1} {
 		out = append(out, env.MustRules(env.Options{Suits: 1, MaxSteps: 300, Shaping: env.Progress, ShapingGamma: gamma}))
 	}
 	return out

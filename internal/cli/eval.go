@@ -152,6 +152,9 @@ func listSuites(w io.Writer, o evalOptions) error {
 
 // parseSeeds reads "1,5,10-19".
 func parseSeeds(s string) ([]uint64, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, fmt.Errorf("--seeds is empty: give deals such as 1,5,10-19")
+	}
 	var out []uint64
 	var ranges [][2]uint64 // to find a deal named twice
 	for _, part := range strings.Split(s, ",") {

@@ -23,7 +23,8 @@ func TestParseSeeds(t *testing.T) {
 		t.Fatalf("parseSeeds = %v, %v", got, err)
 	}
 	for bad, want := range map[string]string{
-		"":                    `seed "" is not a number`,
+		"":                    `--seeds is empty: give deals such as 1,5,10-19`,
+		"1,":                  `seed "" is not a number`,
 		"x":                   `seed "x" is not a number`,
 		"5-3":                 `seed range "5-3": want LOW-HIGH with LOW <= HIGH`,
 		"1-":                  `seed range "1-": want LOW-HIGH with LOW <= HIGH`,
@@ -104,7 +105,7 @@ func TestEvalRefusesBadFlags(t *testing.T) {
 		{func(o *evalOptions) { o.seeds = "9-1" }, `seed range "9-1": want LOW-HIGH with LOW <= HIGH`},
 		{func(o *evalOptions) { o.out.json, o.out.csv = true, true }, "choose one of --json and --csv"},
 		{func(o *evalOptions) { o.seeds, o.games = "", 0 }, "games must be 1 to 10,000,000"},
-		{func(o *evalOptions) { o.seeds, o.set = "", map[string]bool{"seeds": true} }, `seed "" is not a number`},
+		{func(o *evalOptions) { o.seeds, o.set = "", map[string]bool{"seeds": true} }, "--seeds is empty"},
 		{func(o *evalOptions) { o.game.Suits = 3 }, "env: suits must be 1, 2 or 4, not 3"},
 		{func(o *evalOptions) { o.moveMs = -1 }, "--move-ms -1 is out of range: 0 (no limit) to 3600000"},
 		{func(o *evalOptions) { o.moveMs = 1 << 62 }, "--move-ms 4611686018427387904 is out of range"},

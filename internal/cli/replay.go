@@ -213,13 +213,14 @@ func runReplay(ctx context.Context, o replayOptions, path string, stdout, stderr
 	if err := pics.finish(stderr); err != nil {
 		return err
 	}
-	return writeReplayTable(stdout, o, replaySummary{File: path, Rules: r.Options(), Seed: g.Seed, Player: g.Player, Turning: tp}, g)
+	return writeReplayTable(ctx, stdout, o, replaySummary{File: path, Rules: r.Options(), Seed: g.Seed, Player: g.Player, Turning: tp}, g)
 }
 
 // writeReplayTable writes a row per position of g (replayed again) as
 // --json (sum with its positions) or --csv, a row at a time: a record may
 // hold millions of actions, whose rows held at once would take gigabytes.
-func writeReplayTable(stdout io.Writer, o replayOptions, sum replaySummary, g record.Game) error {
+// A stop (ctx) cuts the table short and is returned.
+func writeReplayTable(ctx context.Context, stdout io.Writer, o replayOptions, sum replaySummary, g record.Game) error {
 	w := bufio.NewWriter(stdout)
 	var row func(x replayRow) error
 	var end func() error
@@ -266,6 +267,9 @@ func writeReplayTable(stdout io.Writer, o replayOptions, sum replaySummary, g re
 	first := env.NewGame(r, g.Seed)
 	err := row(newReplayRow(0, "", &first))
 	if _, rerr := record.Replay(g, func(i int, a env.Action, s *env.State) {
+		if err == nil && i%4096 == 0 {
+			err = ctx.Err()
+		}
 		if err == nil {
 			err = row(newReplayRow(i+1, a.String(), s))
 		}

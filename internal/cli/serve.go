@@ -278,7 +278,7 @@ func serveHint(name string, moveMs int, maxMemory int64) (agents.Maker, int64, e
 	}
 	fi, err := os.Stat(path)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, usageError{fmt.Errorf("--hint %s: %v", name, err)}
 	}
 	if need := 2 * fi.Size(); need > maxMemory-minMemory {
 		return nil, 0, usageError{fmt.Errorf("--hint %s: loading its %s checkpoint takes up to %s, and the server must keep %s of --max-memory %s for its connections",
@@ -286,7 +286,7 @@ func serveHint(name string, moveMs int, maxMemory int64) (agents.Maker, int64, e
 	}
 	net, _, err := nn.Load(path)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, usageError{fmt.Errorf("--hint %s: %v", name, err)}
 	}
 	var shared int64
 	for _, p := range net.Params() {
