@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/pflag"
 
@@ -61,7 +62,10 @@ func checkFilePath(path, example string) error {
 		return fmt.Errorf("is a folder; give a file name, e.g. %s", filepath.Join(path, example))
 	}
 	dir := filepath.Dir(path)
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+	switch fi, err := os.Stat(dir); {
+	case err == nil && !fi.IsDir():
+		return fmt.Errorf("%s is not a folder", dir)
+	case err != nil:
 		return fmt.Errorf("its folder %s does not exist", dir)
 	}
 	return probeWritable(dir)
@@ -80,9 +84,10 @@ func checkCreatable(dir string) error {
 			return fmt.Errorf("%s is not a folder", p)
 		case err == nil:
 			return probeWritable(p)
-		case !errors.Is(err, fs.ErrNotExist):
+		case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
 			return err
 		}
+		// Missing, or under a file (ENOTDIR): the parent says which.
 		parent := filepath.Dir(p)
 		if parent == p {
 			return err

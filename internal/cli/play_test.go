@@ -161,3 +161,19 @@ func TestPlayStopsWhileWaiting(t *testing.T) {
 		t.Fatalf("the record holds %d actions (%v), want the deal", len(g.Actions), err)
 	}
 }
+
+// TestPathChecksNameAFileInTheWay: a file where a folder should be is
+// named as such, not as a folder that does not exist or a raw stat error.
+func TestPathChecksNameAFileInTheWay(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "afile")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := file + " is not a folder"
+	if err := checkFilePath(filepath.Join(file, "x.gif"), "x.gif"); err == nil || err.Error() != want {
+		t.Errorf("checkFilePath: %v, want %q", err, want)
+	}
+	if err := checkCreatable(filepath.Join(file, "sub", "deeper")); err == nil || err.Error() != want {
+		t.Errorf("checkCreatable: %v, want %q", err, want)
+	}
+}
