@@ -3,15 +3,14 @@ package train
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/spiderenv/spider/agents/nn"
 	"github.com/spiderenv/spider/env"
 	"github.com/spiderenv/spider/internal/msgpackcheck"
+	"github.com/spiderenv/spider/internal/printable"
 	"github.com/spiderenv/spider/internal/rng"
 )
 
@@ -111,7 +110,7 @@ func Resume(path string, want *Config) (*Trainer, error) {
 	// metrics: text that is not one of theirs (a terminal's escape
 	// sequence, say) is refused. The teacher may be any name while no
 	// imitation phase uses it, as New allows, but printable.
-	if !printable(c.Teacher) {
+	if !printable.Is(c.Teacher) {
 		return nil, fmt.Errorf("%s: the teacher's name %q is not printable text", path, c.Teacher)
 	}
 	for i, m := range st.History {
@@ -219,21 +218,6 @@ func normalized(o env.Options) env.Options {
 		return r.Options()
 	}
 	return o
-}
-
-// printable reports whether s is valid UTF-8 made of printable characters
-// (strconv.IsPrint: letters, marks, numbers, punctuation, symbols and the
-// ASCII space), so it cannot move a terminal's cursor or change its state.
-func printable(s string) bool {
-	if !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if !strconv.IsPrint(r) {
-			return false
-		}
-	}
-	return true
 }
 
 // checkImitation checks the imitation games of a checkpoint, before

@@ -21,12 +21,9 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
-	"unicode"
-	"unicode/utf8"
 	"unsafe"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -34,6 +31,7 @@ import (
 	"github.com/spiderenv/spider/agents"
 	"github.com/spiderenv/spider/env"
 	"github.com/spiderenv/spider/internal/msgpackcheck"
+	"github.com/spiderenv/spider/internal/printable"
 )
 
 // Version is the policy agent protocol's version.
@@ -483,35 +481,14 @@ const (
 	maxErrorText = 256
 )
 
-// cleanText returns an agent's text fit to print: quoted (escaping control
-// characters and invalid UTF-8) unless every rune is printable, and cut to
-// at most max bytes, on a rune boundary, with a mark that it was.
+// cleanText returns an agent's text fit to print (printable.Quote), cut
+// to at most max bytes (printable.Cut). Only the first 2*max bytes are
+// quoted: enough to fill max, quoted or not.
 func cleanText(s string, max int) string {
 	if len(s) > 2*max {
-		s = s[:cutAt(s, 2*max)] // enough to fill max bytes, quoted or not
+		s = printable.Cut(s, 2*max)
 	}
-	printable := utf8.ValidString(s)
-	for _, r := range s {
-		if !printable || !unicode.IsPrint(r) {
-			printable = false
-			break
-		}
-	}
-	if !printable {
-		s = strconv.Quote(s)
-	}
-	if len(s) <= max {
-		return s
-	}
-	return s[:cutAt(s, max-len("..."))] + "..."
-}
-
-// cutAt returns the largest n <= at at which s can be cut between runes.
-func cutAt(s string, at int) int {
-	for at > 0 && !utf8.RuneStart(s[at]) {
-		at--
-	}
-	return at
+	return printable.Cut(printable.Quote(s), max)
 }
 
 // decodeActions reads actions as a bin of little-endian uint16s or an

@@ -281,12 +281,10 @@ func readLine(br *bufio.Reader) inputLine {
 		} else {
 			tooLong, line = true, nil
 		}
-		switch {
-		case err == bufio.ErrBufferFull:
+		if err == bufio.ErrBufferFull {
 			continue
-		case err == io.EOF && (len(line) > 0 || tooLong):
-			return inputLine{text: strings.TrimRight(string(line), "\r\n"), tooLong: tooLong}
-		case err != nil:
+		}
+		if err != nil && !(err == io.EOF && (len(line) > 0 || tooLong)) {
 			return inputLine{err: err}
 		}
 		return inputLine{text: strings.TrimRight(string(line), "\r\n"), tooLong: tooLong}

@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/spf13/pflag"
 
@@ -22,6 +21,7 @@ import (
 	"github.com/spiderenv/spider/env"
 	"github.com/spiderenv/spider/internal/atomicfile"
 	"github.com/spiderenv/spider/internal/bytesize"
+	"github.com/spiderenv/spider/internal/printable"
 	"github.com/spiderenv/spider/picture"
 	"github.com/spiderenv/spider/record"
 )
@@ -172,7 +172,7 @@ func runReplay(ctx context.Context, o replayOptions, path string, stdout, stderr
 	r, _ := g.RulesOf()
 	first := env.NewGame(r, g.Seed)
 	if !table {
-		fmt.Fprintf(stdout, "%s: %v, deal %d, played by %s, %d actions\n\n%s", path, r, g.Seed, untrusted(g.Player), len(g.Actions), first.Render())
+		fmt.Fprintf(stdout, "%s: %v, deal %d, played by %s, %d actions\n\n%s", path, r, g.Seed, printable.Quote(g.Player), len(g.Actions), first.Render())
 	}
 	pics.add(&first, len(g.Actions) == 0)
 	final, err := record.Replay(g, func(i int, a env.Action, s *env.State) {
@@ -355,17 +355,6 @@ func findTurningPoint(ctx context.Context, g record.Game, nodes int, stderr io.W
 		tp.Before.Action = env.Action(g.Actions[lo-1]).String()
 	}
 	return tp, nil
-}
-
-// untrusted returns text read from a file as it may be printed: itself if
-// it is valid UTF-8 of printable characters (strconv.IsPrint), else quoted
-// with Go's escapes, so that an escape sequence in a record's player name
-// shows as \x1b[... instead of reaching the terminal.
-func untrusted(s string) string {
-	if utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return !strconv.IsPrint(r) }) {
-		return s
-	}
-	return strconv.Quote(s)
 }
 
 // pictures draws the positions of a replay into an animated GIF and PNG

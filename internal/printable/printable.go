@@ -1,0 +1,52 @@
+// Package printable makes text from outside the program (a record's player
+// name, a remote agent's name or error, a checkpoint's teacher) safe to
+// print: it cannot move a terminal's cursor or change its state.
+package printable
+
+import (
+	"strconv"
+	"unicode/utf8"
+)
+
+// Is reports whether s is valid UTF-8 made of printable characters
+// (strconv.IsPrint: letters, marks, numbers, punctuation, symbols and the
+// ASCII space).
+func Is(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if !strconv.IsPrint(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// Quote returns s itself if Is(s), else s quoted with Go's escapes, so
+// that an escape sequence shows as \x1b[... instead of reaching the
+// terminal.
+func Quote(s string) string {
+	if Is(s) {
+		return s
+	}
+	return strconv.Quote(s)
+}
+
+// Cut returns s cut to at most max bytes, on a rune boundary, and ending
+// in "..." when it was cut.
+func Cut(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	return s[:runeStart(s, max-len("..."))] + "..."
+}
+
+// runeStart returns the largest n <= at at which s can be cut between
+// runes.
+func runeStart(s string, at int) int {
+	for at > 0 && !utf8.RuneStart(s[at]) {
+		at--
+	}
+	return at
+}
