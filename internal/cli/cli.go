@@ -140,7 +140,7 @@ func interruptible(parent context.Context, name string, sigs <-chan os.Signal, r
 				if s, ok := sig.(syscall.Signal); ok {
 					code = 128 + int(s)
 				}
-				hooks.run()
+				hooks.run(exitHooksLimit)
 				exit(code)
 				return
 			}
@@ -186,12 +186,25 @@ func atExit(ctx context.Context, f func()) (remove func()) {
 	}
 }
 
-// run runs the hooks still registered. It keeps the lock, so nothing is
-// added or removed while the process exits.
-func (h *exitHooks) run() {
-	h.mu.Lock()
-	for _, f := range h.hooks {
-		f()
+// exitHooksLimit is how long a second signal waits for the hooks before
+// it exits anyway: removing a file takes microseconds, and a user who
+// pressed Ctrl-C twice must not wait on a stuck file system.
+const exitHooksLimit = time.Second
+
+// run runs the hooks still registered, for at most limit. It keeps the
+// lock, so nothing is added or removed while the process exits.
+func (h *exitHooks) run(limit time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		h.mu.Lock()
+		for _, f := range h.hooks {
+			f()
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(limit):
 	}
 }
 

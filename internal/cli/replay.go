@@ -113,7 +113,7 @@ const (
 
 func replayCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, io.Writer, io.Writer) error {
 	o := replayOptions{delay: 300 * time.Millisecond}
-	fs.IntVar(&o.every, "every", 1, "show the board every this many moves (0: only the first and last)")
+	fs.IntVar(&o.every, "every", 1, "show the board, or with --json/--csv a row, every this many moves (0: only the first and last); pictures keep every move")
 	fs.StringVar(&o.gif, "gif", "", "also write the game to this file as an animated GIF, a frame per move")
 	fs.StringVar(&o.frames, "frames", "", "also write a PNG picture of every position into this folder (0000.png is the deal)")
 	fs.DurationVar(&o.delay, "delay", o.delay, "how long the GIF shows each move (the deal at least 1s, the end at least 3s)")
@@ -179,7 +179,7 @@ func runReplay(ctx context.Context, o replayOptions, path string, stdout, stderr
 		if ctx.Err() != nil {
 			return
 		}
-		if !table && ((o.every > 0 && (i+1)%o.every == 0) || i == len(g.Actions)-1) {
+		if !table && shown(o.every, i, len(g.Actions)) {
 			fmt.Fprintf(stdout, "\n%d. %v\n%s", i+1, a, s.Render())
 		}
 		pics.add(s, i == len(g.Actions)-1)
@@ -219,7 +219,8 @@ func runReplay(ctx context.Context, o replayOptions, path string, stdout, stderr
 // writeReplayTable writes a row per position of g (replayed again) as
 // --json (sum with its positions) or --csv, a row at a time: a record may
 // hold millions of actions, whose rows held at once would take gigabytes.
-// A stop (ctx) cuts the table short and is returned.
+// Like the boards, the rows are the deal, every o.every-th move and the
+// last. A stop (ctx) cuts the table short and is returned.
 func writeReplayTable(ctx context.Context, stdout io.Writer, o replayOptions, sum replaySummary, g record.Game) error {
 	w := bufio.NewWriter(stdout)
 	var row func(x replayRow) error
@@ -270,7 +271,7 @@ func writeReplayTable(ctx context.Context, stdout io.Writer, o replayOptions, su
 		if err == nil && i%4096 == 0 {
 			err = ctx.Err()
 		}
-		if err == nil {
+		if err == nil && shown(o.every, i, len(g.Actions)) {
 			err = row(newReplayRow(i+1, a.String(), s))
 		}
 	}); rerr != nil {
@@ -283,6 +284,12 @@ func writeReplayTable(ctx context.Context, stdout io.Writer, o replayOptions, su
 		err = ferr
 	}
 	return err
+}
+
+// shown reports whether the position after action i of n is shown with
+// --every: every every-th, and the last (0: only the last).
+func shown(every, i, n int) bool {
+	return (every > 0 && (i+1)%every == 0) || i == n-1
 }
 
 // oracleHorizon is how many moves the oracle may play from a position of

@@ -213,7 +213,7 @@ func TestReplayTable(t *testing.T) {
 		t.Fatalf("search's game should deal, empty a column and win; it ends %v", want[len(want)-1])
 	}
 	var out bytes.Buffer
-	if err := runReplay(context.Background(), replayOptions{out: outputFlags{csv: true}}, path, &out, io.Discard); err != nil {
+	if err := runReplay(context.Background(), replayOptions{every: 1, out: outputFlags{csv: true}}, path, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	rows, err := csv.NewReader(&out).ReadAll()
@@ -230,7 +230,7 @@ func TestReplayTable(t *testing.T) {
 	}
 
 	out.Reset()
-	if err := runReplay(context.Background(), replayOptions{out: outputFlags{json: true}}, path, &out, io.Discard); err != nil {
+	if err := runReplay(context.Background(), replayOptions{every: 1, out: outputFlags{json: true}}, path, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	var sum replaySummary
@@ -248,13 +248,36 @@ func TestReplayTable(t *testing.T) {
 		}
 	}
 
+	// --every thins the rows as it thins the boards: the deal, every
+	// tenth move and the last (0: the deal and the last).
+	for _, every := range []int{10, 0} {
+		out.Reset()
+		stderr.Reset()
+		if code := Main([]string{"replay", path, "--csv", "--every", strconv.Itoa(every)}, strings.NewReader(""), &out, &stderr); code != 0 {
+			t.Fatalf("--every %d: exit %d: %s", every, code, stderr.String())
+		}
+		rows, err := csv.NewReader(&out).ReadAll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wantRows [][]string
+		for i, w := range want {
+			if i <= 1 || (every > 0 && (i-1)%every == 0) || i == len(want)-1 {
+				wantRows = append(wantRows, w)
+			}
+		}
+		if !reflect.DeepEqual(rows, wantRows) {
+			t.Fatalf("--every %d: %d rows, want %d: %v", every, len(rows), len(wantRows), rows)
+		}
+	}
+
 	// A record that does not replay writes no table.
 	g.Score++
 	if err := record.Save(path, g); err != nil {
 		t.Fatal(err)
 	}
 	out.Reset()
-	if err := runReplay(context.Background(), replayOptions{out: outputFlags{csv: true}}, path, &out, io.Discard); err == nil || out.Len() > 0 {
+	if err := runReplay(context.Background(), replayOptions{every: 1, out: outputFlags{csv: true}}, path, &out, io.Discard); err == nil || out.Len() > 0 {
 		t.Fatalf("a record that does not replay: %v, wrote %d bytes", err, out.Len())
 	}
 	stderr.Reset()
@@ -283,7 +306,7 @@ func TestReplayTurningPoint(t *testing.T) {
 	path := filepath.Join(dir, "200", "greedy-3.spider")
 	stdout.Reset()
 	stderr.Reset()
-	if err := runReplay(context.Background(), replayOptions{out: outputFlags{json: true}, turning: true, nodes: nodes}, path, &stdout, &stderr); err != nil {
+	if err := runReplay(context.Background(), replayOptions{every: 1, out: outputFlags{json: true}, turning: true, nodes: nodes}, path, &stdout, &stderr); err != nil {
 		t.Fatal(err)
 	}
 	var sum replaySummary
@@ -416,7 +439,7 @@ func TestReplayTableIsStreamed(t *testing.T) {
 		runtime.GC()
 		var base runtime.MemStats
 		runtime.ReadMemStats(&base)
-		if err := runReplay(context.Background(), replayOptions{out: o}, path, io.MultiWriter(&out, probe), io.Discard); err != nil {
+		if err := runReplay(context.Background(), replayOptions{every: 1, out: o}, path, io.MultiWriter(&out, probe), io.Discard); err != nil {
 			t.Fatal(err)
 		}
 		// The test's own buffer holds what was written so far.

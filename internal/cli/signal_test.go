@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"strings"
 	"sync"
@@ -66,6 +67,30 @@ func TestInterruptible(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the second signal did not exit")
+	}
+}
+
+// TestInterruptibleHookCannotHoldTheExit: a hook that never returns (a
+// file system that hangs) delays the second signal's exit by the limit,
+// not for ever.
+func TestInterruptibleHookCannotHoldTheExit(t *testing.T) {
+	sigs := make(chan os.Signal, 2)
+	codes := make(chan int, 1)
+	ctx, stop := interruptible(context.Background(), "spider serve", sigs, 0, io.Discard, func(code int) { codes <- code })
+	defer stop()
+	hang := make(chan struct{})
+	defer close(hang)
+	atExit(ctx, func() { <-hang })
+	sigs <- os.Interrupt
+	<-ctx.Done()
+	sigs <- os.Interrupt
+	select {
+	case code := <-codes:
+		if code != 128+int(syscall.SIGINT) {
+			t.Errorf("exit code %d, want %d", code, 128+int(syscall.SIGINT))
+		}
+	case <-time.After(exitHooksLimit + 5*time.Second):
+		t.Fatal("a hook that hangs kept the second signal from exiting")
 	}
 }
 
