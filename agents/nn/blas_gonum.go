@@ -7,8 +7,9 @@ package nn
 const blasName = "gonum"
 
 // blasThreads is the number of threads a multiply uses: gonum's float32
-// GEMM here runs on the calling goroutine's thread. Only the openblas
-// build has a count to check; this one lets the test compile.
+// GEMM runs on goroutines, not on threads of its own, for a game at a
+// time on the calling one (layer). Only the openblas build has a count to
+// check; this one lets the test compile.
 func blasThreads() int { return 1 }
 
 // blasKernel is empty: gonum's kernels do not change with the machine's

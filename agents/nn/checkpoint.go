@@ -106,8 +106,13 @@ type checkpoint struct {
 
 // Save writes n and the trainer's state (msgpack, may be nil) to path
 // through a temporary file and a rename, followed by its checksum. It
-// refuses a file over MaxSize, which Load would refuse.
+// refuses, writing nothing, what Load would refuse: a file over MaxSize,
+// a specification Load does not play, weights that do not fit it or are
+// not finite.
 func Save(path string, n *Net, train msgpack.RawMessage) error {
+	if err := n.check(); err != nil {
+		return fmt.Errorf("%s: %v", path, err)
+	}
 	b, err := encode(n, train)
 	if err != nil {
 		return err
@@ -182,31 +187,45 @@ func parse(path string, b []byte) (*Net, msgpack.RawMessage, error) {
 	if err := msgpackcheck.Decode(body, &c); err != nil {
 		return nil, nil, fmt.Errorf("%s: unreadable checkpoint: %v", path, err)
 	}
-	if _, err := c.Spec.Rules(); err != nil {
-		return nil, nil, fmt.Errorf("%s: %v", path, err)
-	}
-	if err := c.Spec.Check(mustRules(c.Spec)); err != nil {
-		return nil, nil, fmt.Errorf("%s: inconsistent specification: %v", path, err)
-	}
-	if err := c.Spec.validate(); err != nil {
-		return nil, nil, fmt.Errorf("%s: %v", path, err)
-	}
-	dims := c.Spec.Dims()
-	if len(c.W) != len(dims) || len(c.B) != len(dims) {
-		return nil, nil, fmt.Errorf("%s: %d weight layers, the specification has %d", path, len(c.W), len(dims))
-	}
 	n := &Net{Spec: c.Spec}
-	for i, d := range dims {
-		if len(c.W[i]) != d[0]*d[1] || len(c.B[i]) != d[1] {
-			return nil, nil, fmt.Errorf("%s: layer %d has %d weights and %d biases, want %d and %d", path, i, len(c.W[i]), len(c.B[i]), d[0]*d[1], d[1])
-		}
-		if !finite(c.W[i]) || !finite(c.B[i]) {
-			return nil, nil, fmt.Errorf("%s: layer %d holds a weight or bias that is not finite", path, i)
-		}
+	for i := range c.W {
 		n.W = append(n.W, c.W[i])
+	}
+	for i := range c.B {
 		n.B = append(n.B, c.B[i])
 	}
+	if err := n.check(); err != nil {
+		return nil, nil, fmt.Errorf("%s: %v", path, err)
+	}
 	return n, c.Train, nil
+}
+
+// check reports what no checkpoint may hold, for Load and Save alike: a
+// specification no game or network allows, weights that do not fit it,
+// or a weight or bias that is not finite (a run that diverged).
+func (n *Net) check() error {
+	if _, err := n.Spec.Rules(); err != nil {
+		return err
+	}
+	if err := n.Spec.Check(mustRules(n.Spec)); err != nil {
+		return fmt.Errorf("inconsistent specification: %v", err)
+	}
+	if err := n.Spec.validate(); err != nil {
+		return err
+	}
+	dims := n.Spec.Dims()
+	if len(n.W) != len(dims) || len(n.B) != len(dims) {
+		return fmt.Errorf("%d weight layers, the specification has %d", len(n.W), len(dims))
+	}
+	for i, d := range dims {
+		if len(n.W[i]) != d[0]*d[1] || len(n.B[i]) != d[1] {
+			return fmt.Errorf("layer %d has %d weights and %d biases, want %d and %d", i, len(n.W[i]), len(n.B[i]), d[0]*d[1], d[1])
+		}
+		if !finite(n.W[i]) || !finite(n.B[i]) {
+			return fmt.Errorf("layer %d holds a weight or bias that is not finite", i)
+		}
+	}
+	return nil
 }
 
 // finite reports whether every value of f is a number and not infinite.

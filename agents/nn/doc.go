@@ -4,6 +4,6 @@
 // configuration, observation and action shapes and architecture it was
 // trained for),
 // its weights, a forward pass on gonum's BLAS that allocates nothing per
-// call, and the msgpack checkpoint that stores it. It has no training code,
+// call for a game at a time, and the msgpack checkpoint that stores it. It has no training code,
 // so agents and servers can load a policy without linking the trainer.
 package nn

@@ -182,8 +182,11 @@ func (n *Net) NewScratch(rows int) *Scratch {
 }
 
 // Forward computes the policy logits (rows x NumActions) and values (rows)
-// of rows observations x (rows x ObsLen) into logits and values. It panics
-// if a buffer is too short, which is a programming error.
+// of rows observations x (rows x ObsLen) into logits and values. For up
+// to 64 rows (64 / 10 on a columns network, whose layers see a row per
+// column) it allocates nothing; larger batches run gonum's parallel
+// multiply, which allocates a few small objects a layer. It panics if a
+// buffer is too short, which is a programming error.
 func (n *Net) Forward(logits, values []float32, x []float32, rows int, sc *Scratch) {
 	if rows > sc.Rows || len(x) < rows*n.Spec.ObsLen || len(logits) < rows*n.Spec.NumActions || len(values) < rows {
 		panic("nn: Forward buffers too short")
@@ -207,15 +210,36 @@ func (n *Net) Forward(logits, values []float32, x []float32, rows int, sc *Scrat
 	layer(values[:rows], in, n.W[L+1], n.B[L+1], rows, dims[L+1])
 }
 
+// gonum's float32 GEMM multiplies in blocks of gemmBlock x gemmBlock, and
+// from 4 blocks of the product on it starts goroutines, which allocates.
+// A product of at most gemmBlock rows (a game at a time, as agents play)
+// is therefore multiplied in slices of serialCols columns, each under 4
+// blocks, on the calling goroutine: the same sums in the same order,
+// nothing allocated. Larger batches (the trainer's) keep gonum's
+// parallel multiply.
+const (
+	gemmBlock  = 64
+	serialCols = 3 * gemmBlock
+)
+
 // layer computes out = in·w + b for rows rows.
 func layer(out, in, w, b []float32, rows int, d [2]int) {
 	for r := range rows {
 		copy(out[r*d[1]:(r+1)*d[1]], b)
 	}
-	blas32.Gemm(blas.NoTrans, blas.NoTrans, 1,
-		blas32.General{Rows: rows, Cols: d[0], Stride: d[0], Data: in},
-		blas32.General{Rows: d[0], Cols: d[1], Stride: d[1], Data: w},
-		1, blas32.General{Rows: rows, Cols: d[1], Stride: d[1], Data: out})
+	a := blas32.General{Rows: rows, Cols: d[0], Stride: d[0], Data: in}
+	if rows > gemmBlock {
+		blas32.Gemm(blas.NoTrans, blas.NoTrans, 1, a,
+			blas32.General{Rows: d[0], Cols: d[1], Stride: d[1], Data: w},
+			1, blas32.General{Rows: rows, Cols: d[1], Stride: d[1], Data: out})
+		return
+	}
+	for j := 0; j < d[1]; j += serialCols {
+		cols := min(serialCols, d[1]-j)
+		blas32.Gemm(blas.NoTrans, blas.NoTrans, 1, a,
+			blas32.General{Rows: d[0], Cols: cols, Stride: d[1], Data: w[j:]},
+			1, blas32.General{Rows: rows, Cols: cols, Stride: d[1], Data: out[j:]})
+	}
 }
 
 // Best returns the legal action (mask byte 1) with the highest logit; ties

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/vmihailenco/msgpack/v5"
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
 
 	"github.com/spiderenv/spider/env"
 	"github.com/spiderenv/spider/internal/atomicfile"
@@ -72,6 +74,69 @@ func TestForwardMatchesNaive(t *testing.T) {
 	}
 }
 
+// TestForwardAllocatesNothingForAGame runs the shipped networks' shapes,
+// an MLP [256 256] and a columns network (column 128, mixing 256, pair
+// 32), whose policy heads
+// are wide enough for gonum's parallel multiply (which allocates), at the
+// row counts agents use, and compares every layer's sliced multiply with
+// one call over the whole product.
+func TestForwardAllocatesNothingForAGame(t *testing.T) {
+	r := env.MustRules(env.Options{Suits: 1})
+	mlp, err := New(SpecFor(r, []int{256, 256}), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols, err := New(ColumnSpecFor(r, 128, 256, 32), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := env.NewGame(r, 5)
+	obs := s.ObserveFloat32(make([]float32, r.Float32Len()))
+	for _, tc := range []struct {
+		name string
+		net  *Net
+		rows int
+	}{{"mlp", mlp, 1}, {"mlp", mlp, 64}, {"columns", cols, 1}, {"columns", cols, 6}} {
+		x := make([]float32, 0, tc.rows*len(obs))
+		for range tc.rows {
+			x = append(x, obs...)
+		}
+		logits, values := make([]float32, tc.rows*env.NumActions), make([]float32, tc.rows)
+		sc := tc.net.NewScratch(tc.rows)
+		if allocs := testing.AllocsPerRun(10, func() { tc.net.Forward(logits, values, x, tc.rows, sc) }); allocs != 0 {
+			t.Errorf("%s, %d rows: Forward allocates %v times a call", tc.name, tc.rows, allocs)
+		}
+	}
+
+	for _, rows := range []int{1, 7, 64, 65} {
+		d := [2]int{256, env.NumActions}
+		in, w, b := make([]float32, rows*d[0]), make([]float32, d[0]*d[1]), make([]float32, d[1])
+		for i := range in {
+			in[i] = float32(i%13) / 7
+		}
+		for i := range w {
+			w[i] = float32(i%29-14) / 31
+		}
+		for i := range b {
+			b[i] = float32(i % 5)
+		}
+		got, want := make([]float32, rows*d[1]), make([]float32, rows*d[1])
+		layer(got, in, w, b, rows, d)
+		for r := range rows {
+			copy(want[r*d[1]:], b)
+		}
+		blas32.Gemm(blas.NoTrans, blas.NoTrans, 1, blas32.General{Rows: rows, Cols: d[0], Stride: d[0], Data: in},
+			blas32.General{Rows: d[0], Cols: d[1], Stride: d[1], Data: w}, 1, blas32.General{Rows: rows, Cols: d[1], Stride: d[1], Data: want})
+		for i := range got {
+			// gonum sums in the same order either way; OpenBLAS may block
+			// a slice otherwise.
+			if got[i] != want[i] && (BLAS() == "gonum" || math.Abs(float64(got[i]-want[i])) > 1e-3) {
+				t.Fatalf("%d rows, element %d: %v sliced, %v whole (%s)", rows, i, got[i], want[i], BLAS())
+			}
+		}
+	}
+}
+
 // TestLoadRefusesInconsistentWeights writes checkpoints whose weights do
 // not fit their specification.
 func TestLoadRefusesInconsistentWeights(t *testing.T) {
@@ -103,6 +168,24 @@ func TestLoadRefusesInconsistentWeights(t *testing.T) {
 	bad("compact", func(c *checkpoint) { c.Spec.Game.Encoding = env.Compact }, "observation encoding compact, a network reads float32")
 	bad("suits", func(c *checkpoint) { c.Spec.Game.Suits = 3 }, "suits must be 1, 2 or 4, not 3")
 	bad("layers", func(c *checkpoint) { c.W, c.B = c.W[:2], c.B[:2] }, "2 weight layers, the specification has 3")
+
+	// Save refuses, writing nothing, what Load would refuse.
+	for name, spoil := range map[string]func(m *Net){
+		"not finite":                   func(m *Net) { m.W[1] = append([]float32(nil), m.W[1]...); m.W[1][2] = float32(math.Inf(-1)) },
+		"a network reads float32":      func(m *Net) { m.Spec.Game.Encoding = env.Compact },
+		"layer 0 has 3 weights":        func(m *Net) { m.W = append([][]float32{m.W[0][:3]}, m.W[1:]...) },
+		"weight layers, the specifica": func(m *Net) { m.B = m.B[:1] },
+	} {
+		m := *n
+		spoil(&m)
+		p := filepath.Join(dir, "saved-"+strings.ReplaceAll(name, " ", "-"))
+		if err := Save(p, &m, nil); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("Save of a network whose %s: %v", name, err)
+		}
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("Save of a network whose %s wrote the file: %v", name, err)
+		}
+	}
 }
 
 // TestLoadRefusesFormat1 writes a checkpoint in format 1's layout, whose
