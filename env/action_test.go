@@ -101,6 +101,24 @@ func TestMoveActionPanicsOnMisuse(t *testing.T) {
 	}
 }
 
+// TestShortBuffersPanic: the writers into a caller's buffer panic when
+// its length is short, as documented, even when its capacity would do
+// (buf[:0] passed by mistake), rather than writing past the length.
+func TestShortBuffersPanic(t *testing.T) {
+	r := env.MustRules(env.Options{Suits: 2})
+	s := env.NewGame(r, 3)
+	wantPanic(t, "shorter than NumActions", func() { s.Mask(make([]uint8, 0, env.NumActions)) })
+	wantPanic(t, "shorter than CompactLen", func() { s.ObserveCompact(make([]uint8, 0, r.CompactLen())) })
+	wantPanic(t, "shorter than CompactLen", func() { s.UpdateCompact(make([]uint8, 1, r.CompactLen()), env.AllColumns) })
+	wantPanic(t, "shorter than CompactLen", func() { r.CompactHigh(make([]uint8, r.CompactLen()-1, r.CompactLen())) })
+	wantPanic(t, "shorter than Float32Len", func() { s.ObserveFloat32(make([]float32, 0, r.Float32Len())) })
+	wantPanic(t, "shorter than Float32Len", func() { s.UpdateFloat32(make([]float32, 1, r.Float32Len()), env.AllColumns) })
+	// The full length still works, and longer buffers are cut to it.
+	if n := len(s.ObserveCompact(make([]uint8, r.CompactLen()+5))); n != r.CompactLen() {
+		t.Errorf("ObserveCompact returned %d bytes, want %d", n, r.CompactLen())
+	}
+}
+
 // wantPanic calls f and fails the test unless f panics with a value whose
 // text contains want: a panic for the wrong reason is a failure too.
 func wantPanic(t *testing.T, want string, f func()) {

@@ -151,9 +151,9 @@ func (b *Batch) seedGame(i int, seed uint64) {
 }
 
 // Close stops the workers. The Batch must not be used afterwards: Step,
-// StepSome, ResetGames and ResetSeeds return ErrClosed, and Reset and
-// SampleLegal panic, rather than leave the buffers as they were without a
-// word.
+// StepSome, ResetGames, ResetSeeds and Restore return ErrClosed, and Reset
+// and SampleLegal panic, rather than leave the buffers as they were
+// without a word.
 func (b *Batch) Close() {
 	for _, c := range b.work {
 		close(c)
@@ -322,6 +322,9 @@ func (b *Batch) SampleLegal(dst []Action) {
 		panic(fmt.Sprintf("env: SampleLegal into %d actions for %d games", len(dst), b.opts.N))
 	}
 	if b.next != nil {
+		if b.work == nil { // the presampled actions are stale, not an answer
+			panic("env: a closed Batch was used")
+		}
 		copy(dst, b.next)
 		return
 	}

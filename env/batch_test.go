@@ -607,12 +607,21 @@ func TestBatchSeedsAsGymnasium(t *testing.T) {
 // TestClosedBatchRefuses: a batch used after Close says so, rather than
 // leave its buffers as they were without a word.
 func TestClosedBatchRefuses(t *testing.T) {
-	for _, workers := range []int{1, 2} {
-		b, err := env.NewBatch(env.MustRules(env.Options{Suits: 1}), env.BatchOptions{N: 4, Workers: workers})
+	for _, workers := range []int{1, 2, -1} {
+		// -1: two workers and Presample, whose SampleLegal only copies.
+		opts := env.BatchOptions{N: 4, Workers: workers}
+		if workers < 0 {
+			opts.Workers, opts.Presample = 2, true
+		}
+		b, err := env.NewBatch(env.MustRules(env.Options{Suits: 1}), opts)
 		if err != nil {
 			t.Fatal(err)
 		}
 		b.Reset(1)
+		snap, err := b.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
 		b.Close()
 		actions := make([]env.Action, 4)
 		for name, err := range map[string]error{
@@ -620,6 +629,7 @@ func TestClosedBatchRefuses(t *testing.T) {
 			"StepSome":   b.StepSome(actions, []int32{1}),
 			"ResetGames": b.ResetGames(make([]bool, 4)),
 			"ResetSeeds": b.ResetSeeds(make([]uint64, 4), make([]bool, 4)),
+			"Restore":    b.Restore(snap),
 		} {
 			if !errors.Is(err, env.ErrClosed) {
 				t.Errorf("%d workers: %s after Close: %v, want ErrClosed", workers, name, err)

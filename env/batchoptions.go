@@ -69,7 +69,10 @@ type BatchOptions struct {
 	// is still in cache; SampleLegal then only copies them. For a caller
 	// that calls SampleLegal once after every Reset and Step (the random
 	// policy) the actions are the same as without it, only faster; the
-	// draws happen whether or not SampleLegal is called.
+	// draws happen whether or not SampleLegal is called. StepSome,
+	// ResetGames and ResetSeeds draw only for the games they touch, where
+	// SampleLegal without Presample draws for every game, so after them
+	// (and after Restore) the two give other, equally uniform, actions.
 	Presample bool
 	// Legal makes every Reset and Step also list each game's legal
 	// actions in BatchBuffers.Legal, as OpenSpiel's legal_actions does:

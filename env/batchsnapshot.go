@@ -53,6 +53,9 @@ func (b *Batch) Snapshot() (BatchSnapshot, error) {
 // moves; rewards and ended flags read zero, as after ResetGames. It returns
 // an error, and changes nothing, if snap does not fit the batch.
 func (b *Batch) Restore(snap BatchSnapshot) error {
+	if b.work == nil {
+		return ErrClosed
+	}
 	n := b.opts.N
 	if len(snap.States) != n || len(snap.Base) != n || len(snap.Episode) != n || len(snap.Pending) != n ||
 		len(snap.Ended) != n || len(snap.EpReturn) != n || len(snap.Policy) != n {

@@ -144,7 +144,7 @@ func (o Options) Validate() error {
 	case !(o.ShapingGamma >= 0 && o.ShapingGamma <= 1):
 		return fmt.Errorf("env: shaping_gamma %v is outside 0 to 1", o.ShapingGamma)
 	case o.FaceUpSlots < 0 || o.FaceUpSlots > NumCards:
-		return fmt.Errorf("env: face_up_slots must be 1 to %d, not %d", NumCards, o.FaceUpSlots)
+		return fmt.Errorf("env: face_up_slots must be 1 to %d (0: the default), not %d", NumCards, o.FaceUpSlots)
 	}
 	return nil
 }

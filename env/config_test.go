@@ -183,7 +183,7 @@ func TestOptionsValidateNamesTheField(t *testing.T) {
 		want string
 	}{
 		{env.Options{Suits: 3}, "suits must be 1, 2 or 4, not 3"},
-		{env.Options{FaceUpSlots: 105}, "face_up_slots must be 1 to 104, not 105"},
+		{env.Options{FaceUpSlots: 105}, "face_up_slots must be 1 to 104 (0: the default), not 105"},
 		{env.Options{MaxSteps: 1<<30 + 1}, "max_steps 1073741825 is over the limit"},
 		{env.Options{TimePerActionMs: -5}, "time_per_action_ms -5 is outside 0 to 1000000000"},
 		{env.Options{RuleSet: env.Cardems, TimePerActionMs: 5}, "applies only to classic"},

@@ -112,7 +112,7 @@ func (s *State) mask(dst []uint8, list []int16) (n int, chunks uint32) {
 // It returns the number of legal actions and the new chunk set; with a
 // list (not nil) it also lists the legal ids there, as mask does.
 func (s *State) writeMask(dst []uint8, old uint32, list []int16) (int, uint32) {
-	dst = dst[:NumActions]
+	dst = fit(dst, NumActions, "env: mask buffer shorter than NumActions")
 	clearChunks(dst, old)
 	if s.Over() {
 		return 0, 0

@@ -110,7 +110,7 @@ func (r Rules) ObsLen() int {
 // of each compact field; every lower bound is 0. It panics if dst is too
 // short, which is a programming error.
 func (r Rules) CompactHigh(dst []uint8) {
-	dst = dst[:r.CompactLen()]
+	dst = fit(dst, r.CompactLen(), "env: CompactHigh: dst shorter than CompactLen")
 	for c := range NumColumns {
 		dst[ObsFaceDown+c] = maxFaceDown
 		dst[ObsFaceUp+c] = NumCards
@@ -128,6 +128,16 @@ func (r Rules) CompactHigh(dst []uint8) {
 	}
 }
 
+// fit returns dst[:n], and panics with msg if len(dst) < n: a buffer
+// whose length is short is a caller's mistake even when its capacity
+// would do (buf[:0] passed by mistake), and the docs promise the panic.
+func fit[T any](dst []T, n int, msg string) []T {
+	if len(dst) < n {
+		panic(msg)
+	}
+	return dst[:n]
+}
+
 // AllColumns is the column set of every column, for the Update methods.
 const AllColumns uint16 = 1<<NumColumns - 1
 
@@ -135,7 +145,7 @@ const AllColumns uint16 = 1<<NumColumns - 1
 // dst[:CompactLen]. It never allocates. It panics if dst is shorter than
 // CompactLen, which is a programming error.
 func (s *State) ObserveCompact(dst []uint8) []uint8 {
-	dst = dst[:s.rules.CompactLen()]
+	dst = fit(dst, s.rules.CompactLen(), "env: ObserveCompact: dst shorter than CompactLen")
 	clear(dst)
 	return s.UpdateCompact(dst, AllColumns)
 }
@@ -148,7 +158,7 @@ func (s *State) ObserveCompact(dst []uint8) []uint8 {
 // It returns dst[:CompactLen] and never allocates.
 func (s *State) UpdateCompact(dst []uint8, cols uint16) []uint8 {
 	slots := int(s.rules.slots)
-	dst = dst[:ObsSlots+NumColumns*slots]
+	dst = fit(dst, ObsSlots+NumColumns*slots, "env: UpdateCompact: dst shorter than CompactLen")
 	for c := range NumColumns {
 		if cols&(1<<c) == 0 {
 			continue
@@ -179,7 +189,7 @@ func (s *State) visible(c, slots int) []Card {
 // dst[:Float32Len]. It never allocates. It panics if dst is shorter than
 // Float32Len, which is a programming error.
 func (s *State) ObserveFloat32(dst []float32) []float32 {
-	dst = dst[:s.rules.Float32Len()]
+	dst = fit(dst, s.rules.Float32Len(), "env: ObserveFloat32: dst shorter than Float32Len")
 	clear(dst)
 	return s.UpdateFloat32(dst, AllColumns)
 }
@@ -191,7 +201,7 @@ func (s *State) ObserveFloat32(dst []float32) []float32 {
 func (s *State) UpdateFloat32(dst []float32, cols uint16) []float32 {
 	slots := int(s.rules.slots)
 	f := s.rules.CardFeatures()
-	dst = dst[:ObsSlots+NumColumns*slots*f]
+	dst = fit(dst, ObsSlots+NumColumns*slots*f, "env: UpdateFloat32: dst shorter than Float32Len")
 	suited := s.rules.suits > 1
 	for c := range NumColumns {
 		if cols&(1<<c) == 0 {

@@ -532,3 +532,23 @@ func TestRuleClockStopsAtItsEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestParseStateRefusesALineTwice: a column named twice, in any spelling
+// of its number, is refused rather than read as a second column's cards
+// or left to overwrite the first.
+func TestParseStateRefusesALineTwice(t *testing.T) {
+	r := env.MustRules(env.Options{Suits: 1})
+	for _, text := range []string{
+		"1: 5s | 4s\n1: 3s",
+		"1: 5s | 4s\n01: 3s",
+		"01: 5s | 4s\n+1: 3s",
+		"stock: 2s\nstock: 3s",
+	} {
+		if _, err := env.ParseState(r, text); err == nil || !strings.Contains(err.Error(), "given twice") {
+			t.Errorf("%q: %v, want it refused as given twice", text, err)
+		}
+	}
+	if _, err := env.ParseState(r, "01: 5s | 4s\n2: 3s"); err != nil {
+		t.Errorf("a column numbered 01: %v", err)
+	}
+}

@@ -66,6 +66,9 @@ func ParseState(r Rules, text string) (State, error) {
 			return State{}, fmt.Errorf("env: position line %d: %q has no \"name:\"", n+1, line)
 		}
 		key = strings.TrimSpace(key)
+		if c, err := strconv.Atoi(key); err == nil {
+			key = strconv.Itoa(c) // "01:" is column 1's line too
+		}
 		if seen[key] {
 			return State{}, fmt.Errorf("env: position line %d: %q given twice", n+1, key)
 		}

@@ -83,9 +83,12 @@ const (
 
 // Draw writes the picture of s into dst, Height rows of Width pixels of
 // red, green and blue bytes, and returns dst[:Size]. It writes every byte,
-// never allocates, and reads only what a player sees. It panics if dst is
-// shorter than Size, which is a programming error.
+// never allocates, and reads only what a player sees. It panics if
+// len(dst) < Size, which is a programming error.
 func Draw(dst []uint8, s *env.State) []uint8 {
+	if len(dst) < Size {
+		panic("picture: Draw: dst shorter than Size")
+	}
 	c := canvas(dst[:Size])
 	c.fill(0, 0, Width, Height, felt)
 	drawStatus(c, s)

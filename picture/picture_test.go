@@ -3,10 +3,12 @@ package picture
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"image"
 	"image/png"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/spiderenv/spider/env"
@@ -231,14 +233,20 @@ func TestDrawAllocatesNothing(t *testing.T) {
 	}
 }
 
+// TestDrawPanicsOnAShortBuffer: short is by length, so buf[:0] passed by
+// mistake panics even when its capacity would hold the picture.
 func TestDrawPanicsOnAShortBuffer(t *testing.T) {
 	s := goldenStates(t)["midgame-cardems-4.png"]
-	defer func() {
-		if recover() == nil {
-			t.Error("Draw into a short buffer did not panic")
-		}
-	}()
-	Draw(make([]uint8, Size-1), &s)
+	for _, buf := range [][]uint8{make([]uint8, Size-1), make([]uint8, 0, Size)} {
+		func() {
+			defer func() {
+				if v := recover(); v == nil || !strings.Contains(fmt.Sprint(v), "shorter than Size") {
+					t.Errorf("Draw into a buffer of length %d (capacity %d): panic %v", len(buf), cap(buf), v)
+				}
+			}()
+			Draw(buf, &s)
+		}()
+	}
 }
 
 func BenchmarkDraw(b *testing.B) {

@@ -66,8 +66,11 @@ func (g Game) RulesOf() (env.Rules, error) { return env.NewRules(g.Game) }
 
 // Save writes g to path through a temporary file and a rename, so a crash
 // never leaves half a record, followed by its checksum. It refuses a game
-// Load would refuse.
+// Load would refuse, one of another Version included.
 func Save(path string, g Game) error {
+	if g.Version != Version { // a Game literal made without New
+		return fmt.Errorf("%s: record version %d, this program writes version %d (New sets it)", path, g.Version, Version)
+	}
 	if err := check(g); err != nil {
 		return fmt.Errorf("%s: %v", path, err)
 	}

@@ -62,6 +62,17 @@ func TestSaveLoadReplay(t *testing.T) {
 	if len(entries) != 1 {
 		t.Fatalf("temporary files left: %v", entries)
 	}
+
+	// Save refuses what Load would: a Game literal without New's version
+	// is not written.
+	other := filepath.Join(t.TempDir(), "literal.spider")
+	literal := Game{Game: r.Options(), Seed: 1, Score: 500}
+	if err := Save(other, literal); err == nil || !strings.Contains(err.Error(), "record version 0, this program writes version 3") {
+		t.Fatalf("Save of a version-0 game: %v", err)
+	}
+	if _, err := os.Stat(other); !os.IsNotExist(err) {
+		t.Fatalf("a refused game was written: %v", err)
+	}
 }
 
 func TestLoadRefusesCorruptFiles(t *testing.T) {
@@ -73,7 +84,7 @@ func TestLoadRefusesCorruptFiles(t *testing.T) {
 	}
 	g := Game{Version: 99}
 	p := filepath.Join(dir, "v99.spider")
-	Save(p, g)
+	writeSealed(t, p, g) // Save refuses it
 	if _, err := Load(p); err == nil || err.Error() != fmt.Sprintf("%s: record version 99, this program reads version %d", p, Version) {
 		t.Fatalf("future version: %v", err)
 	}
