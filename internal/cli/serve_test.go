@@ -87,6 +87,53 @@ func TestServeTCPAndShutdown(t *testing.T) {
 	}
 }
 
+// TestServeExitsWithStdin: with --exit-with-stdin the server stops, its
+// socket removed, when the pipe to its stdin closes (its parent died);
+// without it, stdin is not read.
+func TestServeExitsWithStdin(t *testing.T) {
+	for _, exit := range []bool{true, false} {
+		path := filepath.Join(t.TempDir(), "spider.sock")
+		o := serveOpts()
+		o.unix, o.stdinEOF = path, exit
+		pr, pw := io.Pipe()
+		o.stdin = pr
+		ready := make(chan net.Addr, 1)
+		o.ready = func(a net.Addr) { ready <- a }
+		ctx, cancel := context.WithCancel(context.Background())
+		var errb lockedBuffer
+		done := make(chan error, 1)
+		go func() { done <- runServe(ctx, o, io.Discard, &errb) }()
+		<-ready
+		pw.Close() // the parent's end of the pipe, closed as its process exits
+		stopped := false
+		select {
+		case err := <-done:
+			stopped = true
+			if !exit {
+				t.Fatalf("without --exit-with-stdin the server stopped when stdin ended: %v", err)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(errb.String(), "stdin ended") {
+				t.Errorf("stderr %q does not say why it stopped", errb.String())
+			}
+			if _, err := os.Stat(path); !os.IsNotExist(err) {
+				t.Error("the socket file was left behind")
+			}
+		case <-time.After(2 * time.Second):
+			if exit {
+				t.Fatal("the server did not stop when stdin ended")
+			}
+		}
+		cancel()
+		if !stopped {
+			<-done
+		}
+		pr.Close()
+	}
+}
+
 func TestServeUnixSocketReplacesStaleFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "spider.sock")
 	// A socket file left behind by a server that died.

@@ -20,6 +20,7 @@ import operator
 import os
 import socket
 import struct
+import weakref
 from collections.abc import Sequence
 from typing import Any, TypeAlias, TypedDict, cast
 
@@ -194,15 +195,34 @@ class SpiderError(Exception):
 
     ``code`` is the server's error code (``bad_request``, ``bad_action``,
     ``bad_config``, ...) or one of the client's own: ``closed`` (the client
-    was closed), ``connection`` (the connection broke) and ``protocol`` (the
-    server sent something this client cannot read). ``message`` is the
-    server's text; ``str(exc)`` contains it.
+    was closed; the message says why), ``connection`` (the connection
+    broke), ``timeout``, ``order`` (a request while another's reply is
+    awaited), ``forked`` (a forked child used its parent's connection) and
+    ``protocol`` (the server sent something this client cannot read).
+    ``message`` is the server's text; ``str(exc)`` contains it.
+
+    It pickles and copies with both, so an error in a worker process
+    (Gymnasium's ``AsyncVectorEnv``, SB3's ``SubprocVecEnv``, a process
+    pool) reaches the parent as itself; ``SpiderError(exc)``, as Gymnasium
+    re-raises a worker's error, is a copy of ``exc``.
     """
 
-    def __init__(self, code: str, message: str):
-        super().__init__(f"{message} [{code}]")
-        self.code = code
-        self.message = message
+    code: str
+    message: str
+
+    def __init__(self, code: str | SpiderError, message: str | None = None):
+        if message is not None:
+            c, m = str(code), message
+        elif isinstance(code, SpiderError):
+            c, m = code.code, code.message
+        else:
+            c, m = "error", str(code)
+        super().__init__(f"{m} [{c}]")
+        self.code = c
+        self.message = m
+
+    def __reduce__(self) -> tuple[type[SpiderError], tuple[str, str]]:
+        return type(self), (self.code, self.message)
 
 
 # ---------------------------------------------------------------------------
@@ -418,10 +438,26 @@ def _batch_value(key: str, v: Any, kind: type) -> Any:
 
 
 def _seed(seed: int | np.integer[Any]) -> int:
-    s = int(seed)
+    if isinstance(seed, bool) or not isinstance(seed, (numbers.Integral, np.integer)):
+        raise TypeError(f"a seed must be an integer, not {type(seed).__name__}")
+    s = operator.index(seed)
     if s < 0 or s >= 1 << 64:
         raise ValueError(f"seed {s} is outside 0 to 2**64-1")
     return s
+
+
+# The clients of this process: a forked child marks its copies, whose
+# connections are the parent's (see Client.send).
+_clients: weakref.WeakSet[Client] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for c in list(_clients):
+        c._forked = True
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class Client:
@@ -445,6 +481,9 @@ class Client:
     """The server's hello reply: protocol version, ops and limits."""
 
     def __init__(self, address: Address, *, timeout: float | None = 60.0, connect_timeout: float = 10.0):
+        for name, t in (("timeout", timeout), ("connect_timeout", connect_timeout)):
+            if t is not None and not t > 0:  # 0 would make the socket non-blocking
+                raise ValueError(f"{name} must be a positive number of seconds (or None for timeout), got {t!r}")
         family, addr = parse_address(address)
         self.address = address
         self._sock: socket.socket | None = None
@@ -461,6 +500,8 @@ class Client:
         self._unix = family == socket.AF_UNIX
         self._pending: tuple[int, str] | None = None  # a request sent whose reply is not read yet
         self._pending_op = ""
+        self._closed_why = "the connection was closed"  # what closed it, for later requests
+        self._forked = False  # set in a forked child: the connection is the parent's
         sock = socket.socket(family, socket.SOCK_STREAM)
         try:
             sock.settimeout(connect_timeout)
@@ -473,6 +514,7 @@ class Client:
             raise SpiderError("connection", f"cannot connect to the spider server at {address}: {e}") from e
         self._sock = sock
         self._pid = os.getpid()
+        _clients.add(self)
         try:
             self.server_info = self._hello()
         except BaseException:
@@ -499,9 +541,7 @@ class Client:
         reads it. One request may be outstanding at a time: the server
         answers in order, and this keeps a reply from being read by the
         wrong caller."""
-        sock = self._sock
-        if sock is None:
-            raise SpiderError("closed", f"op {req.get('op')!r} on a closed client: the connection was closed")
+        sock = self._usable(f"op {req.get('op')!r}")
         if self._pending is not None:
             raise SpiderError(
                 "order", f"op {req.get('op')!r} while the reply to {self._pending[1]!r} is still to be received"
@@ -513,13 +553,15 @@ class Client:
             sock.sendall(_HDR.pack(len(payload)) + payload)
         except TimeoutError as e:
             waited = sock.gettimeout()  # before close, which sets its own
-            self.close()
-            raise SpiderError("timeout", f"the spider server did not take {req.get('op')!r} within {waited:g} s") from e
+            err = SpiderError("timeout", f"the spider server did not take {req.get('op')!r} within {waited:g} s")
+            self.close(err.message)
+            raise err from e
         except OSError as e:
-            self.close()
-            raise SpiderError("connection", f"the connection to the spider server broke: {e}") from e
-        except BaseException:
-            self.close()  # perhaps cut off mid-frame
+            err = SpiderError("connection", f"the connection to the spider server broke: {e}")
+            self.close(err.message)
+            raise err from e
+        except BaseException as e:
+            self.close(f"{type(e).__name__} while sending {req.get('op')!r}")  # perhaps cut off mid-frame
             raise
         self._pending = (rid, str(req.get("op")))
 
@@ -531,9 +573,7 @@ class Client:
     def receive(self) -> dict[str, Any]:
         """Wait for the reply to the request :meth:`send` sent, and return it
         as :meth:`request` would."""
-        sock = self._sock
-        if sock is None:
-            raise SpiderError("closed", "receive on a closed client: the connection was closed")
+        sock = self._usable("receive")
         if self._pending is None:
             raise SpiderError("order", "receive with no request outstanding")
         rid, self._pending_op = self._pending
@@ -543,33 +583,55 @@ class Client:
         except TimeoutError as e:
             # The reply may still come: the stream cannot be trusted any more.
             waited = sock.gettimeout()  # before close, which sets its own
-            self.close()
-            raise SpiderError(
+            err = SpiderError(
                 "timeout",
                 f"the spider server did not answer {self._pending_op!r} within {waited:g} s "
                 "(the client's timeout; the connection is closed)",
-            ) from e
+            )
+            self.close(err.message)
+            raise err from e
         except OSError as e:
-            self.close()
-            raise SpiderError("connection", f"the connection to the spider server broke: {e}") from e
-        except BaseException:
-            # Cut off mid-frame (end of stream, a bad reply, KeyboardInterrupt):
-            # the stream cannot be trusted any more.
-            self.close()
+            err = SpiderError("connection", f"the connection to the spider server broke: {e}")
+            self.close(err.message)
+            raise err from e
+        except SpiderError as e:
+            self.close(e.message)  # the server closed the connection, or sent what cannot be read
+            raise
+        except BaseException as e:
+            # Cut off mid-frame (a bad reply, KeyboardInterrupt): the stream
+            # cannot be trusted any more.
+            self.close(f"{type(e).__name__} while waiting for the reply to {self._pending_op!r}")
             raise
         if not isinstance(reply, dict) or "ok" not in reply:
-            self.close()
-            raise SpiderError("protocol", 'a reply is not a map with "ok"')
+            err = SpiderError("protocol", 'a reply is not a map with "ok"')
+            self.close(err.message)
+            raise err
         if not reply["ok"]:
             code = reply.get("code", "unknown")
+            err = SpiderError(str(code), str(reply.get("error", "the server gave no message")))
             if code == "bad_frame":
                 # The server may close the connection after bad_frame.
-                self.close()
-            raise SpiderError(str(code), str(reply.get("error", "the server gave no message")))
+                self.close(err.message)
+            raise err
         if reply.get("id") != rid:
-            self.close()
-            raise SpiderError("protocol", f"reply id {reply.get('id')!r} does not match request id {rid}")
+            err = SpiderError("protocol", f"reply id {reply.get('id')!r} does not match request id {rid}")
+            self.close(err.message)
+            raise err
         return reply
+
+    def _usable(self, what: str) -> socket.socket:
+        """The socket, or the SpiderError that says why there is none to use."""
+        sock = self._sock
+        if self._forked and os.getpid() != self._pid:
+            raise SpiderError(
+                "forked",
+                f"{what} in a forked child: this connection belongs to process {self._pid}, and two processes "
+                "on one connection would take each other's replies; make the env in the child instead "
+                "(give Gymnasium's AsyncVectorEnv or SB3's SubprocVecEnv a function that makes it)",
+            )
+        if sock is None:
+            raise SpiderError("closed", f"{what} on a closed client: {self._closed_why}")
+        return sock
 
     @staticmethod
     def _recv_exact(sock: socket.socket, view: memoryview) -> None:
@@ -668,8 +730,9 @@ class Client:
                 shared = _Shared(reply, fds, _field("make", reply, "n", int)) if reply.get("shm") is True else None
             except (SpiderError, ValueError, KeyError, TypeError, OSError) as e:
                 # The server's batch is in memory this client cannot read.
-                self.close()
-                raise SpiderError("protocol", f"the make reply's shared memory: {e}") from None
+                err = SpiderError("protocol", f"the make reply's shared memory: {e}")
+                self.close(err.message)
+                raise err from None
         finally:
             self._want_fds = None
             for fd in fds:
@@ -841,12 +904,17 @@ class Client:
             reason=_field("hint", r, "reason", str),
         )
 
-    def close(self) -> None:
-        """Say close to the server (best effort) and close the socket. Idempotent."""
+    def close(self, why: str | None = None) -> None:
+        """Say close to the server (best effort) and close the socket.
+        Idempotent. ``why`` (what broke the connection) is what later
+        requests' ``closed`` errors say."""
         sock = self._sock
         if sock is None:
             return
+        if why:
+            self._closed_why = f"the connection was closed: {why}"
         self._sock = None
+        self._pending = None  # no reply will be read
         self._drop_shared()
         try:
             if os.getpid() == getattr(self, "_pid", None):

@@ -1,28 +1,29 @@
 """Start and stop a private ``spider serve`` process.
 
-:class:`SpiderServer` runs the Go server as a subprocess on a Unix socket in
-a fresh temporary directory (or on a free loopback TCP port), waits until it
-accepts connections, and stops it on :meth:`SpiderServer.close`. A
-``weakref.finalize`` stops it too when the object is garbage collected or
-the interpreter exits, so a forgotten server never outlives its Python
-process; on Linux the server also gets SIGTERM if the Python process dies
-without cleaning up (PR_SET_PDEATHSIG).
+:class:`SpiderServer` runs the Go server as a subprocess on a Unix socket
+with a random name in the temporary directory (or on a free loopback TCP
+port), waits until it accepts connections, and stops it on
+:meth:`SpiderServer.close`. A ``weakref.finalize`` stops it too when the
+object is garbage collected or the interpreter exits; and the server reads
+a pipe from this process on its stdin (``spider serve --exit-with-stdin``),
+so when Python dies any other way (SIGKILL, from any thread) the pipe
+closes and the server stops and removes its socket. Its stderr goes to a
+file that has no name, so nothing is left behind either way.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import secrets
 import shutil
-import signal
 import socket
 import subprocess
-import sys
 import tempfile
-import threading
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
@@ -82,30 +83,14 @@ def find_binary() -> str:
     )
 
 
-def _pdeathsig_preexec(parent: int) -> Callable[[], None] | None:
-    """A preexec_fn asking Linux to SIGTERM the child when its parent dies."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        prctl = libc.prctl
-    except (OSError, AttributeError):
-        return None
-
-    def preexec() -> None:
-        prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
-        if os.getppid() != parent:  # the parent died before prctl
-            os.kill(os.getpid(), signal.SIGTERM)
-
-    return preexec
-
-
-def _stop(proc: subprocess.Popen[bytes], tmpdir: str | None, owner: int, stderr_file: IO[bytes]) -> None:
-    """Stop the server process and remove its directory (the finalizer)."""
+def _stop(proc: subprocess.Popen[bytes], sock_path: str | None, owner: int, stderr_file: IO[bytes]) -> None:
+    """Stop the server process and remove its socket (the finalizer)."""
     if os.getpid() != owner:
         # A forked child inherited this object: the server is the parent's.
         return
     try:
+        if proc.stdin is not None:
+            proc.stdin.close()  # what stops it when this process dies
         if proc.poll() is None:
             try:
                 proc.terminate()
@@ -120,20 +105,26 @@ def _stop(proc: subprocess.Popen[bytes], tmpdir: str | None, owner: int, stderr_
             stderr_file.close()
         except Exception:
             pass
-        if tmpdir:
-            shutil.rmtree(tmpdir, ignore_errors=True)
+        if sock_path:
+            # The server removes it as it stops; not if it had to be killed.
+            with contextlib.suppress(OSError):
+                os.remove(sock_path)
 
 
 class SpiderServer:
     """A ``spider serve`` subprocess owned by this Python process.
 
-    ``transport`` is ``"unix"`` (a socket in a fresh temporary directory; the
-    default where the platform has Unix sockets) or ``"tcp"`` (a free port
-    on 127.0.0.1). ``args`` are extra flags for ``spider serve`` (for
-    example ``["--max-games", "65536"]``). :attr:`address` is what
+    ``transport`` is ``"unix"`` (a socket with a random name in the
+    temporary directory, which the server makes owner-only; the default
+    where the platform has Unix sockets) or ``"tcp"`` (a free port on
+    127.0.0.1). ``args`` are extra flags for ``spider serve`` (for example
+    ``["--max-games", "65536"]``). :attr:`address` is what
     :class:`~spider_env.Client` and the environments take. Use as a context
     manager, or call :meth:`close`; the process is stopped anyway when this
-    object is garbage collected or Python exits.
+    object is garbage collected or Python exits, and stops itself when
+    Python is killed. Its connections are not closed for being idle (a
+    paused notebook, an evaluation env between evaluations) unless
+    ``args`` sets ``--idle-timeout``.
     """
 
     def __init__(
@@ -151,15 +142,17 @@ class SpiderServer:
             raise ValueError(f"transport {transport!r}: want 'unix' or 'tcp'")
         self.binary = binary or find_binary()
         self.transport = transport
-        self.tmpdir = tempfile.mkdtemp(prefix="spider-")
         self.address: str = ""
-        cmd = [self.binary, "serve"]
+        self.socket_path: str | None = None
+        """The Unix socket's path (None on TCP); removed when the server stops."""
+        # Idle connections stay: the only client is this process's.
+        cmd = [self.binary, "serve", "--exit-with-stdin", "--idle-timeout", "8760h"]
         if transport == "unix":
-            sock_path = os.path.join(self.tmpdir, "spider.sock")
-            if len(sock_path.encode()) > 100:  # sun_path is 108 bytes on Linux
-                shutil.rmtree(self.tmpdir, ignore_errors=True)
-                self.tmpdir = tempfile.mkdtemp(prefix="spider-", dir="/tmp")
-                sock_path = os.path.join(self.tmpdir, "spider.sock")
+            name = f"spider-{os.getpid()}-{secrets.token_hex(6)}.sock"
+            sock_path = os.path.join(tempfile.gettempdir(), name)
+            if len(sock_path.encode()) > 80:  # sun_path is 108 bytes; the server adds 15 while it makes it
+                sock_path = os.path.join("/tmp", name)
+            self.socket_path = sock_path
             cmd += ["--unix", sock_path]
         else:
             sock_path = None
@@ -167,29 +160,23 @@ class SpiderServer:
         if workers:
             cmd += ["--workers", str(int(workers))]
         cmd += list(args)
-        self._stderr_path = os.path.join(self.tmpdir, "stderr.log")
-        # Open for the server's lifetime; the finalizer closes it.
-        stderr_file = open(self._stderr_path, "wb")  # noqa: SIM115
-        preexec = None
-        if sys.platform.startswith("linux") and threading.current_thread() is threading.main_thread():
-            # Only from the main thread: PDEATHSIG fires when the thread
-            # that started the child exits, not only the process.
-            preexec = _pdeathsig_preexec(os.getpid())
+        # A file without a name, open for the server's lifetime (the
+        # finalizer closes it): nothing to remove, however Python ends.
+        stderr_file = tempfile.TemporaryFile(prefix="spider-")  # noqa: SIM115
+        self._stderr = stderr_file
         try:
             self.proc = subprocess.Popen(
                 cmd,
-                stdin=subprocess.DEVNULL,
+                stdin=subprocess.PIPE,  # never written: its end closing stops the server
                 stdout=subprocess.DEVNULL,
                 stderr=stderr_file,
                 start_new_session=True,  # Ctrl-C in a terminal reaches Python, which stops us
-                preexec_fn=preexec,
                 close_fds=True,
             )
         except OSError as e:
             stderr_file.close()
-            shutil.rmtree(self.tmpdir, ignore_errors=True)
             raise SpiderError("unavailable", f"cannot start the spider server {self.binary!r}: {e}") from e
-        self._finalizer = weakref.finalize(self, _stop, self.proc, self.tmpdir, os.getpid(), stderr_file)
+        self._finalizer = weakref.finalize(self, _stop, self.proc, sock_path, os.getpid(), stderr_file)
         try:
             self.address = self._wait_ready(sock_path, startup_timeout)
         except BaseException:
@@ -203,9 +190,10 @@ class SpiderServer:
     def stderr_text(self) -> str:
         """What the server wrote to its stderr so far."""
         try:
-            with open(self._stderr_path, "rb") as f:
-                return f.read().decode(errors="replace")
-        except OSError:
+            fd = self._stderr.fileno()
+            # pread: the file's offset is the server's too, and must not move.
+            return os.pread(fd, os.fstat(fd).st_size, 0).decode(errors="replace")
+        except (OSError, ValueError):  # closed
             return ""
 
     def _wait_ready(self, sock_path: str | None, timeout: float) -> str:
@@ -258,7 +246,7 @@ class SpiderServer:
         return self.proc.poll() is None
 
     def close(self) -> None:
-        """Stop the server (SIGTERM, then SIGKILL after 5 s) and remove its directory."""
+        """Stop the server (SIGTERM, then SIGKILL after 5 s) and remove its socket."""
         self._finalizer()
 
     def __enter__(self) -> SpiderServer:

@@ -15,8 +15,9 @@ to the environment, not to the game.
 
 from __future__ import annotations
 
+import contextlib
 import socket
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Final, cast
 
 import gymnasium as gym
@@ -27,7 +28,7 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 from numpy.typing import NDArray
 
-from ._client import NUM_ACTIONS, Address, Client, MakeReply, ObsArray, StepReply, parse_address
+from ._client import NUM_ACTIONS, Address, Client, MakeReply, ObsArray, SpiderError, StepReply, _seed, parse_address
 from ._server import SpiderServer
 from .config import SpiderConfig
 
@@ -80,6 +81,28 @@ class _Backend:
             client.close()
         if self.server is not None:
             self.server.close()
+
+
+@contextlib.contextmanager
+def _whole(client: Client, what: str) -> Iterator[None]:
+    """Run a request and the env's bookkeeping of its reply as one: if
+    they are cut apart (KeyboardInterrupt between sending and reading, or
+    after the server played the step but before the env took note), the
+    connection is closed, so that the env says so at its next call rather
+    than play on from a state the server no longer has. An error reply
+    (the server changed nothing) and a refusal before sending pass as
+    they are."""
+    try:
+        yield
+    except SpiderError as e:
+        if e.code == "protocol":
+            client.close(e.message)
+        raise
+    except Exception:
+        raise
+    except BaseException as e:
+        client.close(f"{type(e).__name__} during {what}: the env cannot tell where its games stand, so make a new one")
+        raise
 
 
 # The step reply's keys that are infos as they are.
@@ -294,30 +317,32 @@ class SpiderEnv(gym.Env[NDArray[Any], np.int64]):
         """
         if options:
             raise ValueError(f"SpiderEnv.reset takes no options, got {sorted(options)}")
-        if isinstance(seed, np.integer):
-            seed = int(seed)
+        if seed is not None:
+            seed = _seed(seed)  # refused before anything changes, np_random included
         never_seeded = self._np_random is None
         super().reset(seed=seed)
         if seed is None and (never_seeded or self._last is None):
             seed = int(self.np_random.integers(0, 2**63))
-        r = self.client.reset(seed=seed)
-        if seed is None:
-            self._episodes += 1
-        else:
-            self._stream, self._episodes = int(seed), 0
-        self._actions.clear()
-        self._last, self._ended = r, False
+        with _whole(self.client, "reset"):
+            r = self.client.reset(seed=seed)
+            if seed is None:
+                self._episodes += 1
+            else:
+                self._stream, self._episodes = int(seed), 0
+            self._actions.clear()
+            self._last, self._ended = r, False
         return r["obs"][0], self._info(r, ended=False)
 
     def step(self, action: int | np.integer[Any]) -> tuple[ObsArray, float, bool, bool, dict[str, Any]]:
         if self._last is None:
             raise gym.error.ResetNeeded("call reset before step")
         ids = _action_ids(action, ())
-        r = self.client.step(ids)
-        self._actions.append(int(ids[0]))
-        self._last = r
-        terminated, truncated = bool(r["terminated"][0]), bool(r["truncated"][0])
-        self._ended = terminated or truncated
+        with _whole(self.client, "step"):
+            r = self.client.step(ids)
+            self._actions.append(int(ids[0]))
+            self._last = r
+            terminated, truncated = bool(r["terminated"][0]), bool(r["truncated"][0])
+            self._ended = terminated or truncated
         info = self._info(r, ended=self._ended)
         return r["obs"][0], float(r["rewards"][0]), terminated, truncated, info
 
@@ -560,16 +585,19 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
         those games, to their next episode: the way to restart ended games
         with autoreset disabled.
         """
-        if isinstance(seed, np.integer):
-            seed = int(seed)
         seeds: list[int | None] | None = None
         if isinstance(seed, (list, tuple, np.ndarray)):
-            seeds = [None if s is None else int(s) for s in seed]
+            seeds = [None if s is None else _seed(s) for s in seed]
             if len(seeds) != self.num_envs:
                 raise ValueError(f"{len(seeds)} seeds for {self.num_envs} games")
             seed = None
             if all(s is None for s in seeds):
                 seeds = None
+        elif seed is not None:
+            seed = _seed(seed)
+            if seed + self.num_envs > 2**64:
+                # Game i is dealt seed + i, which must not wrap to another game's deal.
+                raise ValueError(f"seed {seed} + {self.num_envs - 1} for the last game is over 2**64-1")
         options = dict(options or {})
         reset_mask = options.pop("reset_mask", None)
         if options:
@@ -590,15 +618,17 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
             if self._last is None:
                 # No episode to go on with yet: a None game gets a drawn seed.
                 seeds = [int(self.np_random.integers(0, 2**63)) if s is None else s for s in seeds]
-            self._discard_pending()
-            r = self._own(self.client.reset(seeds=seeds))
-            self._last = r
+            with _whole(self.client, "reset"):
+                self._discard_pending()
+                r = self._own(self.client.reset(seeds=seeds))
+                self._last = r
             return r["obs"], self._infos(r, with_episode=False)
         if reset_mask is None and seed is None and (never_seeded or self._last is None):
             seed = int(self.np_random.integers(0, 2**63))
-        self._discard_pending()
-        r = self._own(self.client.reset(seed=seed, reset_mask=reset_mask))
-        self._last = r
+        with _whole(self.client, "reset"):
+            self._discard_pending()
+            r = self._own(self.client.reset(seed=seed, reset_mask=reset_mask))
+            self._last = r
         return r["obs"], self._infos(r, with_episode=False)
 
     def step(
@@ -614,8 +644,10 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
             raise gym.error.ResetNeeded("call reset before step")
         if self.client.pending:
             raise RuntimeError("a step is in flight: call step_wait (or recv) first")
-        self.client.step_send(_action_ids(actions, (self.num_envs,)))
-        self._all_sent = True
+        ids = _action_ids(actions, (self.num_envs,))
+        with _whole(self.client, "step_async"):
+            self.client.step_send(ids)
+            self._all_sent = True
 
     def step_wait(
         self,
@@ -625,9 +657,10 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
             raise RuntimeError(
                 "step_wait without step_async" + (" (send's step needs recv)" if self._sent is not None else "")
             )
-        self._all_sent = False
-        r = self._own(self.client.step_receive())
-        self._last = r
+        with _whole(self.client, "step_wait"):
+            self._all_sent = False
+            r = self._own(self.client.step_receive())
+            self._last = r
         return r["obs"], r["rewards"], r["terminated"], r["truncated"], self._infos(r, with_episode=True)
 
     def send(self, actions: npt.ArrayLike, env_ids: npt.ArrayLike | None = None) -> None:
@@ -653,8 +686,9 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
         if ordered.size > 1 and not (np.diff(ordered) > 0).all():
             raise ValueError("env_ids names a game twice")
         self._actions[ids] = acts
-        self.client.step_send(self._actions, env_ids=ordered)
-        self._sent = ids
+        with _whole(self.client, "send"):
+            self.client.step_send(self._actions, env_ids=ordered)
+            self._sent = ids
 
     def recv(self) -> tuple[ObsArray, NDArray[np.float32], NDArray[np.bool_], NDArray[np.bool_], dict[str, Any]]:
         """The results of the games :meth:`send` stepped, in its order of
@@ -667,24 +701,25 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
         ids = self._sent
         if ids is None:
             raise RuntimeError("recv without send")
-        self._sent = None
-        full = self.client.step_receive()
-        # Rows of the games stepped, new arrays; the whole batch's current
-        # state stays for action_masks.
-        by_key = cast(Mapping[str, NDArray[Any]], full)
-        lo = int(ids[0]) if ids.size else 0
-        if ids.size and int(ids[-1]) - lo + 1 == ids.size and (np.diff(ids) == 1).all():
-            # A run of games (EnvPool's halves): rows sliced, not gathered,
-            # and like step's, views of shared memory with copy=False.
-            run = slice(lo, lo + ids.size)
-            sub = {
-                k: v[run].copy() if self.copy or v.ndim == 1 or not self.client.shared else v[run]
-                for k, v in by_key.items()
-            }
-        else:
-            sub = {k: np.ascontiguousarray(v[ids]) for k, v in by_key.items()}
-        # The batch's state for action_masks: owned, like step's, unless copy=False.
-        self._last = {**full, "masks": full["masks"].copy()} if self.copy and self.client.shared else full
+        with _whole(self.client, "recv"):
+            self._sent = None
+            full = self.client.step_receive()
+            # Rows of the games stepped, new arrays; the whole batch's current
+            # state stays for action_masks.
+            by_key = cast(Mapping[str, NDArray[Any]], full)
+            lo = int(ids[0]) if ids.size else 0
+            if ids.size and int(ids[-1]) - lo + 1 == ids.size and (np.diff(ids) == 1).all():
+                # A run of games (EnvPool's halves): rows sliced, not gathered,
+                # and like step's, views of shared memory with copy=False.
+                run = slice(lo, lo + ids.size)
+                sub = {
+                    k: v[run].copy() if self.copy or v.ndim == 1 or not self.client.shared else v[run]
+                    for k, v in by_key.items()
+                }
+            else:
+                sub = {k: np.ascontiguousarray(v[ids]) for k, v in by_key.items()}
+            # The batch's state for action_masks: owned, like step's, unless copy=False.
+            self._last = {**full, "masks": full["masks"].copy()} if self.copy and self.client.shared else full
         r: StepReply = sub  # type: ignore[assignment]
         infos = self._infos(r, with_episode=True)
         infos["env_id"] = ids.copy()

@@ -82,11 +82,11 @@ def test_env_creator_defaults_and_keys(server):
     venv = env_creator({"num_envs": 3, "max_steps": 20})
     assert isinstance(venv, VectorMaskInObservation) and venv.num_envs == 3
     assert venv.unwrapped.client.address == env.unwrapped.client.address
-    # The process's server stops with the last env using it, its directory removed.
+    # The process's server stops with the last env using it, its socket removed.
     shared = spider_env.rllib._shared[1]
     for e in (env, env2, env3):
         e.close()
     assert shared.running
     venv.close()
-    assert not shared.running and not os.path.exists(shared.tmpdir)
+    assert not shared.running and shared.socket_path and not os.path.exists(shared.socket_path)
     assert spider_env.rllib._shared is None

@@ -1,0 +1,170 @@
+"""Faults a training script meets: errors crossing processes, Ctrl-C in the
+middle of a step, forked workers, seeds that cannot be dealt."""
+
+from __future__ import annotations
+
+import copy
+import os
+import pickle
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from spider_env import Client, SpiderEnv, SpiderError, SpiderVectorEnv
+from spider_env._client import Client as _Client
+
+
+def test_spider_error_crosses_processes():
+    e = SpiderError("bad_action", "action 5 is not legal")
+    for back in (pickle.loads(pickle.dumps(e)), copy.deepcopy(e), copy.copy(e), SpiderError(e)):
+        assert type(back) is SpiderError
+        assert (back.code, back.message, str(back)) == (e.code, e.message, str(e))
+    one = SpiderError("a message only")
+    assert (one.code, one.message) == ("error", "a message only")
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_a_worker_error_reaches_the_parent():
+    """Gymnasium's AsyncVectorEnv pickles a worker's exception and raises
+    exctype(value) in the parent: the parent sees the SpiderError itself."""
+    venv = gym.vector.AsyncVectorEnv([lambda: SpiderEnv(illegal="error", max_steps=50)] * 2)
+    try:
+        _, infos = venv.reset(seed=3)
+        illegal = np.argmin(infos["action_mask"], axis=1)  # a 0 of each mask
+        with pytest.raises(SpiderError) as e:
+            venv.step(illegal)
+        assert e.value.code == "bad_action" and "illegal action" in e.value.message
+    finally:
+        venv.close(terminate=True)
+
+
+def _interrupt_once(monkeypatch, name):
+    """Make Client.<name> raise KeyboardInterrupt the next time it runs."""
+    orig = getattr(_Client, name)
+
+    def once(self, *args, **kwargs):
+        monkeypatch.setattr(_Client, name, orig)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_Client, name, once)
+
+
+@pytest.mark.parametrize("where", ["_decode_step", "step_receive"])
+def test_ctrl_c_mid_step_is_not_played_on_from(monkeypatch, where):
+    """A Ctrl-C after the server took the step (in the reply's decoding, or
+    between sending and reading) cuts the env off from where its game
+    stands: its next call says so, instead of playing on out of step with
+    the server (or being wedged on the unread reply)."""
+    env = SpiderEnv(max_steps=-1)
+    try:
+        _, info = env.reset(seed=0)
+        a = int(np.flatnonzero(info["action_mask"])[0])
+        _interrupt_once(monkeypatch, where)
+        with pytest.raises(KeyboardInterrupt):
+            env.step(a)
+        for call in (lambda: env.step(a), lambda: env.reset(seed=1)):
+            with pytest.raises(SpiderError) as e:
+                call()
+            assert e.value.code == "closed" and "KeyboardInterrupt" in e.value.message
+            assert "make a new one" in e.value.message
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("shm", [True, False])
+def test_ctrl_c_mid_vector_step(monkeypatch, shm):
+    venv = SpiderVectorEnv(4, shm=shm)
+    try:
+        _, infos = venv.reset(seed=0)
+        acts = np.argmax(infos["action_mask"], axis=1)
+        _interrupt_once(monkeypatch, "step_receive")
+        with pytest.raises(KeyboardInterrupt):
+            venv.step(acts)
+        with pytest.raises(SpiderError) as e:
+            venv.step(acts)
+        assert e.value.code == "closed" and "KeyboardInterrupt during step_wait" in e.value.message
+    finally:
+        venv.close()
+
+
+def test_a_refused_request_leaves_the_env_usable():
+    env = SpiderEnv(illegal="error")
+    try:
+        _, info = env.reset(seed=0)
+        with pytest.raises(SpiderError) as e:
+            env.step(int(np.argmin(info["action_mask"])))
+        assert e.value.code == "bad_action"
+        _, _, _, _, info = env.step(int(np.argmax(info["action_mask"])))
+        assert info["moves"] == 1
+    finally:
+        env.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+@pytest.mark.parametrize("vector", [False, True])
+def test_a_forked_child_cannot_drive_the_parents_game(vector):
+    """A forked child that uses an env it inherited would share the
+    parent's connection (each taking the other's replies, the game moved
+    under the parent): it gets a clear error, and the parent plays on."""
+    env: SpiderEnv | SpiderVectorEnv = SpiderVectorEnv(2, shm=True) if vector else SpiderEnv()
+    try:
+        _, info = env.reset(seed=0)
+        mask = info["action_mask"]
+        act = np.argmax(mask, axis=-1) if vector else int(np.argmax(mask))
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child
+            os.close(r)
+            msg = b"stepped"
+            try:
+                env.step(act)
+            except SpiderError as e:
+                msg = f"{e.code}: {e.message}".encode()
+            except BaseException as e:
+                msg = repr(e).encode()
+            os.write(w, msg)
+            os._exit(0)
+        os.close(w)
+        got = b""
+        while chunk := os.read(r, 4096):
+            got += chunk
+        os.close(r)
+        os.waitpid(pid, 0)
+        assert got.startswith(b"forked: ") and b"make the env in the child" in got, got
+        moves = env.step(act)[4]["moves"]
+        assert np.all(np.asarray(moves) == 1)
+    finally:
+        env.close()
+
+
+def test_seeds_are_checked_before_anything_changes():
+    env = SpiderEnv()
+    try:
+        env.reset(seed=5)
+        state = env.np_random.bit_generator.state
+        for bad, exc in ((2**64, ValueError), (-1, ValueError), (1.5, TypeError), ("7", TypeError)):
+            with pytest.raises(exc):
+                env.reset(seed=bad)
+            assert env.np_random.bit_generator.state == state
+    finally:
+        env.close()
+    venv = SpiderVectorEnv(4)
+    try:
+        with pytest.raises(TypeError):
+            venv.reset(seed=[1.5, 2, 3, 4])
+        with pytest.raises(TypeError):
+            venv.reset(seed=["1", 2, 3, 4])
+        # Game i is dealt seed + i: the last game's would wrap to seed 0's deal.
+        with pytest.raises(ValueError, match="over 2\\*\\*64-1"):
+            venv.reset(seed=2**64 - 2)
+        obs, _ = venv.reset(seed=2**64 - 4)
+        assert obs.shape[0] == 4
+    finally:
+        venv.close()
+
+
+def test_timeouts_must_be_positive():
+    for kw in ({"timeout": 0}, {"timeout": -1.0}, {"connect_timeout": 0}):
+        with pytest.raises(ValueError, match="positive"):
+            Client("unix:/nonexistent.sock", **kw)
