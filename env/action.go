@@ -72,9 +72,11 @@ func (a Action) String() string {
 	return strconv.Itoa(src+1) + ">" + strconv.Itoa(dst+1) + "x" + strconv.Itoa(n)
 }
 
-// ParseAction reads an action in the notation of Action.String: "deal" or
-// "S>DxN" with columns 1-10 and 1 <= N <= 12. Spaces around the parts are
-// allowed; "S>D" alone is refused because the count must be said.
+// ParseAction reads an action in the notation of Action.String: "deal"
+// (or "d", as a player types it) or "S>DxN" with columns 1-10 and 1 <= N
+// <= 12, each a decimal number (strconv.Atoi's: a sign or leading zeros
+// pass). Case and spaces around the parts are ignored; "S>D" alone is
+// refused because the count must be said.
 func ParseAction(s string) (Action, error) {
 	t := strings.ToLower(strings.TrimSpace(s))
 	if t == "deal" || t == "d" {

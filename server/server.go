@@ -65,8 +65,8 @@ type Config struct {
 // fields of a Config: 64 connections, 32 of them from one peer, 16384
 // games a batch, 65536 games in all, 64 MiB frames, 1 GiB of buffers a
 // batch, 4 GiB of memory in all, a 5-minute idle timeout, a batch made
-// within a minute of connecting, GOMAXPROCS workers, no log and greedy
-// hints with 1 MiB each.
+// within a minute of connecting, no log and greedy hints with 1 MiB
+// each. Workers stays 0, which New makes GOMAXPROCS (of when it runs).
 func DefaultConfig() Config {
 	return Config{
 		MaxConns:     64,
@@ -348,13 +348,14 @@ func (s *Server) handle(c net.Conn, peer string) {
 				cn.en.failure(nil, re)
 				err = cn.flush()
 			}
-			if err != nil && !errors.Is(err, io.EOF) && !peerGone(err) {
+			if err != nil && !errors.Is(err, io.EOF) && !peerGone(err) && !errors.Is(err, net.ErrClosed) {
+				// net.ErrClosed: Serve closed it, stopping.
 				s.cfg.Log.Printf("spider serve: %v: %v", c.RemoteAddr(), err)
 			}
 			return
 		}
 		if err := cn.serve(payload); err != nil {
-			if !peerGone(err) {
+			if !peerGone(err) && !errors.Is(err, net.ErrClosed) {
 				s.cfg.Log.Printf("spider serve: %v: %v", c.RemoteAddr(), err)
 			}
 			return

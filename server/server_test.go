@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -736,12 +738,31 @@ func TestConcurrentConnections(t *testing.T) {
 	})
 }
 
+// lockedLog is a log's writer that the test reads while the server writes.
+type lockedLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
 func TestShutdownClosesConnections(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := New(Config{})
+	var logged lockedLog
+	srv := New(Config{Log: log.New(&logged, "", 0)})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
@@ -749,6 +770,12 @@ func TestShutdownClosesConnections(t *testing.T) {
 	hello(cl)
 	cl.ok(map[string]any{"op": "make", "n": 3})
 	cancel()
+	defer func() {
+		// Closing its own connections to stop is not an error to log.
+		if s := logged.String(); s != "" {
+			t.Errorf("the server logged on a clean shutdown: %q", s)
+		}
+	}()
 	select {
 	case err := <-done:
 		if err != nil {

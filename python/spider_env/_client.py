@@ -447,7 +447,7 @@ def _seed(seed: int | np.integer[Any]) -> int:
 
 
 # The clients of this process: a forked child marks its copies, whose
-# connections are the parent's (see Client.send).
+# connections are the parent's (see Client._usable).
 _clients: weakref.WeakSet[Client] = weakref.WeakSet()
 
 

@@ -145,7 +145,7 @@ class SpiderServer:
         self.address: str = ""
         self.socket_path: str | None = None
         """The Unix socket's path (None on TCP); removed when the server stops."""
-        # Idle connections stay: the only client is this process's.
+        # Idle connections stay: its clients are this process's envs.
         cmd = [self.binary, "serve", "--exit-with-stdin", "--idle-timeout", "8760h"]
         if transport == "unix":
             name = f"spider-{os.getpid()}-{secrets.token_hex(6)}.sock"
