@@ -14,9 +14,11 @@ const frameHeader = 4
 // is refused before anything is allocated, with a bad_frame *replyError
 // (after which the stream cannot be trusted: the caller closes it); a
 // broken stream returns the I/O error. Before the buffer grows to a
-// capacity of size bytes, grow (if not nil) is asked for them; its
-// *replyError refuses the frame, mid-stream, like an oversize one.
-func readFrame(r io.Reader, buf []byte, limit int, grow func(size int) *replyError) (payload, reuse []byte, err error) {
+// capacity of size bytes, g (if not nil) is asked for them, beside the old
+// buffer's, which lives on while it is copied; its *replyError refuses the
+// frame, mid-stream, like an oversize one. Once copied, g is told, and
+// lets the old buffer's bytes go.
+func readFrame(r io.Reader, buf []byte, limit int, g frameGrower) (payload, reuse []byte, err error) {
 	// The header is read into buf too: a local array passed to r would
 	// escape, and cost an allocation per frame.
 	if cap(buf) < frameHeader {
@@ -42,14 +44,17 @@ func readFrame(r io.Reader, buf []byte, limit int, grow func(size int) *replyErr
 		have := len(buf)
 		want := min(n, max(have*2, 64<<10))
 		if cap(buf) < want {
-			if grow != nil {
-				if re := grow(want); re != nil {
+			if g != nil {
+				if re := g.growFrame(want); re != nil {
 					return nil, buf, re
 				}
 			}
 			bigger := make([]byte, have, want)
 			copy(bigger, buf)
 			buf = bigger
+			if g != nil {
+				g.grewFrame(want)
+			}
 		}
 		buf = buf[:want]
 		if _, err := io.ReadFull(r, buf[have:want]); err != nil {
@@ -60,6 +65,15 @@ func readFrame(r io.Reader, buf []byte, limit int, grow func(size int) *replyErr
 		}
 	}
 	return buf, buf, nil
+}
+
+// frameGrower accounts for a frame buffer's memory as readFrame grows it:
+// growFrame reserves a new buffer of size bytes while the old one is
+// still held, or refuses; grewFrame, once the old one is copied, keeps
+// only the new one's size.
+type frameGrower interface {
+	growFrame(size int) *replyError
+	grewFrame(size int)
 }
 
 // sealFrame writes the length prefix into the first frameHeader bytes of

@@ -411,3 +411,23 @@ func procStatus(t *testing.T, pid int, field string) int64 {
 	t.Fatalf("no %s in /proc/%d/status", field, pid)
 	return 0
 }
+
+// TestFrameGrowthCountsBothBuffers: while a frame buffer grows, the old
+// buffer is copied into the new one and both are live, so both count
+// against MaxMemory. A 1 MiB frame grows from 512 KiB, holding 1.5 MiB at
+// that moment: with 1.25 MiB to spare it is refused, with 1.5 MiB taken.
+func TestFrameGrowthCountsBothBuffers(t *testing.T) {
+	for _, spare := range []int{1<<20 + 256<<10, 3 << 19} {
+		_, addr := start(t, Config{MaxMemory: connBytes + spare, MaxFrame: 1 << 20})
+		cl := dial(t, addr)
+		go cl.c.Write(frame(bytes.Repeat([]byte{0xc1}, 1<<20))) // cut off once refused
+		r := cl.recv()
+		want := "bad_frame" // taken, and then not msgpack
+		if spare < 3<<19 {
+			want = "limit"
+		}
+		if r == nil || r["code"] != want {
+			t.Errorf("%d bytes to spare: reply %v, want %s", spare, r, want)
+		}
+	}
+}

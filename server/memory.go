@@ -44,6 +44,14 @@ const Overhead = 64 << 20
 // its bytes given back.
 func keepFrame(games int) int { return max(64<<10, 16*games+4<<10) }
 
+// bigGarbage is the size from which memory a connection lets go of (a
+// frame buffer replaced by a larger one, or dropped; a closed connection's
+// batch) is collected at once rather than left to the collector's pacing
+// (see giveBack). A collection costs a few milliseconds at most, the
+// server's heap being mostly byte arrays without pointers; sending a
+// frame this large takes longer.
+const bigGarbage = 4 << 20
+
 // freeOSAt is the number of bytes connections must have given back
 // (closing, or dropping a large frame) for the server to return the freed
 // memory to the operating system right away, rather than whenever the
@@ -223,6 +231,19 @@ func (s *Server) MemoryLimit() int64 { return MemoryLimitFor(s.cfg.MaxMemory) }
 // program that sets it before it makes the server (while it loads a hint
 // network, say).
 func MemoryLimitFor(maxMemory int) int64 { return int64(maxMemory) + Overhead/2 }
+
+// giveBack returns n bytes of the memory limit that a connection held
+// and has let go of (it keeps no reference to them). n of bigGarbage or
+// more is collected first: the bytes given back may be taken at once by
+// another connection, and until the collector's next cycle the process
+// would hold both.
+func (s *Server) giveBack(n int64) {
+	if n >= bigGarbage {
+		runtime.GC()
+	}
+	s.unreserve(n)
+	s.gaveBack(n)
+}
 
 // gaveBack counts n bytes given back, and once they add up to freeOSAt
 // (or an eighth of MaxMemory, if less) asks for the memory to be returned

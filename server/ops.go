@@ -502,7 +502,7 @@ func (cn *conn) opStep(q *request) *replyError {
 				return fail(codeInternal, "action %d: %v", i, err)
 			}
 			if v < 0 || v > 0xffff {
-				return fail(codeBadAction, "game %d: action %d is outside the action space 0 to %d", i, v, env.NumActions-1)
+				return fail(codeBadAction, "game %d: action %d is not an action id: ids are 0 to %d, and an array item must fit a uint16 (0 to 65535)", i, v, env.NumActions-1)
 			}
 			cn.actions[i] = env.Action(v)
 		}

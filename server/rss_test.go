@@ -26,7 +26,7 @@ import (
 // memory limit, frames large enough to matter, every other limit out of
 // the way so that the memory limit is the one that binds.
 func rssConfig() Config {
-	return Config{MaxMemory: 96 << 20, MaxFrame: 16 << 20, MaxConns: 64, MaxPeerConns: 64,
+	return Config{MaxMemory: 96 << 20, MaxFrame: 16<<20 + 1, MaxConns: 64, MaxPeerConns: 64,
 		MaxGames: 16384, MaxTotal: 1 << 20, MaxBytes: 1 << 30, Workers: 2}
 }
 

@@ -334,7 +334,7 @@ func (s *Server) handle(c net.Conn, peer string) {
 		c.SetReadDeadline(deadline)
 		var payload []byte
 		var err error
-		payload, cn.frame, err = readFrame(cn.r, cn.frame, s.cfg.MaxFrame, cn.growFrame)
+		payload, cn.frame, err = readFrame(cn.r, cn.frame, s.cfg.MaxFrame, cn)
 		if err != nil {
 			// After a bad frame the stream cannot be trusted: answer it
 			// (echoing no id, since no request was read) and close.
@@ -395,14 +395,25 @@ func (cn *conn) flush() error {
 	return cn.w.Flush()
 }
 
-// growFrame reserves the memory for the frame buffer to grow to size
-// bytes, or refuses the frame.
+// growFrame reserves the memory for a frame buffer of size bytes beside
+// the one it replaces, which is copied into it, or refuses the frame.
 func (cn *conn) growFrame(size int) *replyError {
-	if !cn.s.reserve(int64(size) - cn.held.frame) {
+	if !cn.s.reserve(int64(size)) {
 		return fail(codeLimit, "a frame of %d bytes does not fit the server's memory (--max-memory %s) now", size, cn.s.maxMemoryText())
 	}
-	cn.held.frame = int64(size)
+	cn.held.frame += int64(size)
 	return nil
+}
+
+// grewFrame gives back the replaced frame buffer's memory once it is
+// copied: the frame buffer is now the one of size bytes.
+func (cn *conn) grewFrame(size int) {
+	old := cn.held.frame - int64(size)
+	// readFrame holds the new buffer; the old one, and the last request's
+	// views into it, are let go here, so that giveBack can collect them.
+	cn.frame, cn.req = nil, request{}
+	cn.held.frame = int64(size)
+	cn.s.giveBack(old)
 }
 
 // shrinkFrame drops a frame buffer grown past what the connection's
@@ -414,9 +425,9 @@ func (cn *conn) shrinkFrame() {
 	}
 	cn.frame = nil
 	cn.req = request{} // its views pointed into the frame
-	cn.s.unreserve(cn.held.frame)
-	cn.s.gaveBack(cn.held.frame)
+	n := cn.held.frame
 	cn.held.frame = 0
+	cn.s.giveBack(n)
 }
 
 // setReply makes the reply buffer's capacity exactly size bytes, reserving
@@ -446,12 +457,11 @@ func (cn *conn) release() {
 	cn.s.games.Add(-cn.games)
 	cn.games = 0
 	total := cn.held.total()
-	cn.s.unreserve(total)
 	cn.held = held{}
 	cn.frame, cn.en.buf, cn.req = nil, nil, request{}
 	cn.actions, cn.resetMask, cn.seedVals, cn.seeded, cn.packed, cn.picture, cn.hint = nil, nil, nil, nil, nil, nil, nil
 	cn.ids = nil
-	cn.s.gaveBack(total)
+	cn.s.giveBack(total)
 }
 
 // peerGone reports whether err says the client closed its end before its
