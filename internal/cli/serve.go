@@ -71,7 +71,7 @@ func serveCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 	fs.BoolVar(&o.quiet, "quiet", false, "do not log connection errors to stderr")
 	fs.StringVar(&o.hint, "hint", "greedy", "policy that answers hint requests: greedy, search, or nn:CHECKPOINT")
 	fs.IntVar(&o.moveMs, "move-ms", 0, "milliseconds a search hint may plan, next to its node budget (0: no limit)")
-	fs.BoolVar(&o.stdinEOF, "exit-with-stdin", false, "stop, as on Ctrl-C, when stdin ends: a program that starts a private server and holds a pipe to its stdin never leaves it behind, however it dies")
+	fs.BoolVar(&o.stdinEOF, "exit-with-stdin", false, "stop, as on Ctrl-C, when stdin ends: a program that starts a private server and holds a pipe to its stdin never leaves it behind, however it dies (meant for a pipe, not a terminal)")
 	return func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		o.addrSet, o.memorySet = fs.Changed("addr"), fs.Changed("max-memory")
 		o.stdin = stdin

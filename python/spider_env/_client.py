@@ -13,6 +13,7 @@ a new buffer and never overwrites them.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import mmap
 import numbers
@@ -21,7 +22,7 @@ import os
 import socket
 import struct
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, TypeAlias, TypedDict, cast
 
 import msgpack
@@ -570,6 +571,18 @@ class Client:
         """Whether a request was sent whose reply is still to be received."""
         return self._pending is not None
 
+    def discard(self) -> None:
+        """Read and drop the reply still to be received, if any: the request
+        is abandoned (a reset cancels a step in flight), so an error reply
+        to it is dropped too. A connection that breaks still raises."""
+        if self._pending is None:
+            return
+        try:
+            self.receive()
+        except SpiderError:
+            if self._sock is None:
+                raise
+
     def receive(self) -> dict[str, Any]:
         """Wait for the reply to the request :meth:`send` sent, and return it
         as :meth:`request` would."""
@@ -850,6 +863,12 @@ class Client:
         games; ``actions`` is still one per game, and only the entries of
         those games are read. The reply's rows of the other games are as
         they were."""
+        # Before anything is written where the server reads actions: a
+        # forked child, or a step while another's reply is awaited, must
+        # not touch the shared memory.
+        self._usable("op 'step'")
+        if self._pending is not None:
+            raise SpiderError("order", f"op 'step' while the reply to {self._pending[1]!r} is still to be received")
         a = np.asarray(actions)
         if a.dtype.kind not in "iub":
             if a.dtype.kind == "f" and np.all(np.mod(a, 1) == 0):
@@ -907,9 +926,12 @@ class Client:
     def close(self, why: str | None = None) -> None:
         """Say close to the server (best effort) and close the socket.
         Idempotent. ``why`` (what broke the connection) is what later
-        requests' ``closed`` errors say."""
+        requests' ``closed`` errors say; given to a closed client, it is
+        added to what they say."""
         sock = self._sock
         if sock is None:
+            if why:  # closed already: what else the caller knows is said too
+                self._closed_why += f"; {why}"
             return
         if why:
             self._closed_why = f"the connection was closed: {why}"
@@ -959,6 +981,8 @@ class Client:
             b = reply.get(key)
             if not isinstance(b, memoryview):
                 raise SpiderError("protocol", f"the step reply has no bin {key!r}")
+            if len(b) % np.dtype(dt).itemsize:
+                raise SpiderError("protocol", f"{key} has {len(b)} bytes, not a whole number of {np.dtype(dt)}")
             a = np.frombuffer(b, dtype=dt)
             if a.size != count:
                 raise SpiderError("protocol", f"{key} has {a.size} items; want {count}")
@@ -979,3 +1003,26 @@ class Client:
 
 
 _STEP_REQUIRED = StepReply.__required_keys__
+
+
+@contextlib.contextmanager
+def _whole(client: Client, what: str) -> Iterator[None]:
+    """Run a request and the env's bookkeeping of its reply as one: if
+    they are cut apart (KeyboardInterrupt between sending and reading, or
+    after the server played the step but before the env took note), the
+    connection is closed, so that the env says so at its next call rather
+    than play on from a state the server no longer has. A Ctrl-C before
+    anything was sent closes it too (which of the two it was cannot be
+    told). An error reply (the server changed nothing) and a refusal
+    raised as an ``Exception`` pass as they are."""
+    try:
+        yield
+    except SpiderError as e:
+        if e.code == "protocol":
+            client.close(e.message)
+        raise
+    except Exception:
+        raise
+    except BaseException as e:
+        client.close(f"{type(e).__name__} during {what}: the env cannot tell where its games stand, so make a new one")
+        raise

@@ -83,7 +83,26 @@ def find_binary() -> str:
     )
 
 
-def _stop(proc: subprocess.Popen[bytes], sock_path: str | None, owner: int, stderr_file: IO[bytes]) -> None:
+# The servers this process started: a forked child closes its copies of
+# their stdin pipes, so that the parent's death still ends them (the child
+# cannot use the parent's connections anyway).
+_servers: weakref.WeakSet[SpiderServer] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for srv in list(_servers):
+        with contextlib.suppress(Exception):
+            if srv.proc.stdin is not None:
+                srv.proc.stdin.close()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _stop(
+    proc: subprocess.Popen[bytes], sock_path: str | None, owner: int, stderr_file: IO[bytes], stderr_path: str | None
+) -> None:
     """Stop the server process and remove its socket (the finalizer)."""
     if os.getpid() != owner:
         # A forked child inherited this object: the server is the parent's.
@@ -105,10 +124,12 @@ def _stop(proc: subprocess.Popen[bytes], sock_path: str | None, owner: int, stde
             stderr_file.close()
         except Exception:
             pass
-        if sock_path:
-            # The server removes it as it stops; not if it had to be killed.
+        for path in (sock_path, stderr_path):
+            if not path:
+                continue
+            # The server removes its socket as it stops; not if it had to be killed.
             with contextlib.suppress(OSError):
-                os.remove(sock_path)
+                os.remove(path)
 
 
 class SpiderServer:
@@ -150,7 +171,7 @@ class SpiderServer:
         if transport == "unix":
             name = f"spider-{os.getpid()}-{secrets.token_hex(6)}.sock"
             sock_path = os.path.join(tempfile.gettempdir(), name)
-            if len(sock_path.encode()) > 80:  # sun_path is 108 bytes; the server adds 15 while it makes it
+            if len(sock_path.encode()) > 80:  # a socket's path has at most 103 bytes (macOS; 107 on Linux)
                 sock_path = os.path.join("/tmp", name)
             self.socket_path = sock_path
             cmd += ["--unix", sock_path]
@@ -161,8 +182,16 @@ class SpiderServer:
             cmd += ["--workers", str(int(workers))]
         cmd += list(args)
         # A file without a name, open for the server's lifetime (the
-        # finalizer closes it): nothing to remove, however Python ends.
-        stderr_file = tempfile.TemporaryFile(prefix="spider-")  # noqa: SIM115
+        # finalizer closes it): nothing to remove, however Python ends. It
+        # is read with pread, since its offset is the server's too; where
+        # there is none, a named file is read by name and removed on stop.
+        self._stderr_path: str | None = None
+        stderr_file: IO[bytes]
+        if hasattr(os, "pread"):
+            stderr_file = tempfile.TemporaryFile(prefix="spider-")  # noqa: SIM115
+        else:
+            fd, self._stderr_path = tempfile.mkstemp(prefix="spider-", suffix=".log")
+            stderr_file = os.fdopen(fd, "wb")
         self._stderr = stderr_file
         try:
             self.proc = subprocess.Popen(
@@ -175,8 +204,13 @@ class SpiderServer:
             )
         except OSError as e:
             stderr_file.close()
+            if self._stderr_path:
+                os.remove(self._stderr_path)
             raise SpiderError("unavailable", f"cannot start the spider server {self.binary!r}: {e}") from e
-        self._finalizer = weakref.finalize(self, _stop, self.proc, sock_path, os.getpid(), stderr_file)
+        self._finalizer = weakref.finalize(
+            self, _stop, self.proc, sock_path, os.getpid(), stderr_file, self._stderr_path
+        )
+        _servers.add(self)
         try:
             self.address = self._wait_ready(sock_path, startup_timeout)
         except BaseException:
@@ -190,6 +224,9 @@ class SpiderServer:
     def stderr_text(self) -> str:
         """What the server wrote to its stderr so far."""
         try:
+            if self._stderr_path is not None:
+                with open(self._stderr_path, "rb") as f:
+                    return f.read().decode(errors="replace")
             fd = self._stderr.fileno()
             # pread: the file's offset is the server's too, and must not move.
             return os.pread(fd, os.fstat(fd).st_size, 0).decode(errors="replace")

@@ -15,9 +15,8 @@ to the environment, not to the game.
 
 from __future__ import annotations
 
-import contextlib
 import socket
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any, Final, cast
 
 import gymnasium as gym
@@ -28,7 +27,7 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 from numpy.typing import NDArray
 
-from ._client import NUM_ACTIONS, Address, Client, MakeReply, ObsArray, SpiderError, StepReply, _seed, parse_address
+from ._client import NUM_ACTIONS, Address, Client, MakeReply, ObsArray, StepReply, _seed, _whole, parse_address
 from ._server import SpiderServer
 from .config import SpiderConfig
 
@@ -81,28 +80,6 @@ class _Backend:
             client.close()
         if self.server is not None:
             self.server.close()
-
-
-@contextlib.contextmanager
-def _whole(client: Client, what: str) -> Iterator[None]:
-    """Run a request and the env's bookkeeping of its reply as one: if
-    they are cut apart (KeyboardInterrupt between sending and reading, or
-    after the server played the step but before the env took note), the
-    connection is closed, so that the env says so at its next call rather
-    than play on from a state the server no longer has. An error reply
-    (the server changed nothing) and a refusal before sending pass as
-    they are."""
-    try:
-        yield
-    except SpiderError as e:
-        if e.code == "protocol":
-            client.close(e.message)
-        raise
-    except Exception:
-        raise
-    except BaseException as e:
-        client.close(f"{type(e).__name__} during {what}: the env cannot tell where its games stand, so make a new one")
-        raise
 
 
 # The step reply's keys that are infos as they are.
@@ -726,10 +703,10 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
         return r["obs"], r["rewards"], r["terminated"], r["truncated"], infos
 
     def _discard_pending(self) -> None:
-        """Drop the step in flight: a reset cancels it."""
-        if self.client.pending:
-            self.client.step_receive()
+        """Drop the step in flight, and its error if it failed: a reset
+        cancels it."""
         self._sent, self._all_sent = None, False
+        self.client.discard()
 
     def _own(self, r: StepReply) -> StepReply:
         """The reply as this env returns it: with shared memory, the small

@@ -30,7 +30,7 @@ import numpy as np
 from gymnasium import spaces
 from numpy.typing import NDArray
 
-from ._client import NUM_ACTIONS, Address, Client, StepReply, parse_address
+from ._client import NUM_ACTIONS, Address, Client, StepReply, _seed, _whole, parse_address
 from ._server import SpiderServer
 from .config import SpiderConfig
 
@@ -233,11 +233,12 @@ class SpiderVecEnv(VecEnv):  # type: ignore[misc, unused-ignore]
         return cast(StepReply, {k: v.copy() for k, v in by_key.items()})
 
     def _discard_pending(self) -> None:
-        """Drop the step in flight (a reset cancels it, as SB3's API says)."""
+        """Drop the step in flight, and its error if it failed (a reset
+        cancels it, as SB3's API says)."""
         self._stash = None
         c = self._client
-        if c is not None and c.pending:
-            c.step_receive()
+        if c is not None:
+            c.discard()
 
     # -- the VecEnv API --------------------------------------------------------
 
@@ -250,18 +251,19 @@ class SpiderVecEnv(VecEnv):  # type: ignore[misc, unused-ignore]
         options = [o for o in self._options if o]
         if options:
             raise ValueError(f"SpiderVecEnv.reset takes no options, got {options[0]!r}")
-        seeds: list[int | None] = [None if s is None else int(s) for s in self._seeds]
-        if all(s is None for s in seeds):
-            r = self._owned(self.client.reset())
-        else:
-            if self._last is None:
-                # No episode to go on with yet: unseeded games get a seed
-                # from numpy's global generator, the one SB3's set_random_seed seeds.
-                seeds = [int(np.random.randint(0, 2**63, dtype=np.int64)) if s is None else s for s in seeds]  # noqa: NPY002
-            r = self._owned(self.client.reset(seeds=seeds))
+        seeds: list[int | None] = [None if s is None else _seed(s) for s in self._seeds]
+        with _whole(self.client, "reset"):
+            if all(s is None for s in seeds):
+                r = self._owned(self.client.reset())
+            else:
+                if self._last is None:
+                    # No episode to go on with yet: unseeded games get a seed
+                    # from numpy's global generator, the one SB3's set_random_seed seeds.
+                    seeds = [int(np.random.randint(0, 2**63, dtype=np.int64)) if s is None else s for s in seeds]  # noqa: NPY002
+                r = self._owned(self.client.reset(seeds=seeds))
+            self._last = r
         self._reset_seeds()
         self._reset_options()
-        self._last = r
         self.reset_infos = self._start_infos(r, range(self.num_envs))
         return r["obs"]
 
@@ -271,9 +273,11 @@ class SpiderVecEnv(VecEnv):  # type: ignore[misc, unused-ignore]
         A sequence of ``num_envs`` seeds (an extension) seeds each game with
         its own, a None game going on to its next episode. Returns the seeds."""
         if seed is None or isinstance(seed, (int, np.integer)):
+            if seed is not None and _seed(seed) + self.num_envs > 2**64:
+                raise ValueError(f"seed {seed} + {self.num_envs - 1} for the last game is over 2**64-1")
             seeds: Sequence[int | None] = super().seed(None if seed is None else int(seed))
             return seeds
-        given = [None if s is None else int(s) for s in seed]
+        given = [None if s is None else _seed(s) for s in seed]
         if len(given) != self.num_envs:
             raise ValueError(f"{len(given)} seeds for {self.num_envs} games")
         self._seeds = given
@@ -285,17 +289,21 @@ class SpiderVecEnv(VecEnv):  # type: ignore[misc, unused-ignore]
             raise RuntimeError("step_async while a step is in flight: call step_wait first")
         if self._last is None:
             raise gym.error.ResetNeeded("call reset before step_async")
-        self.client.step_send(np.asarray(actions).reshape(self.num_envs))
+        a = np.asarray(actions).reshape(self.num_envs)
+        with _whole(self.client, "step_async"):
+            self.client.step_send(a)
 
     def step_wait(self) -> VecEnvStepReturn:
         """Wait for the step sent by :meth:`step_async`; return (obs, rewards, dones, infos)."""
         if self._stash is not None:
             r, self._stash = self._stash, None
+            self._last = r
         elif self.client.pending:
-            r = self._owned(self.client.step_receive())
+            with _whole(self.client, "step_wait"):
+                r = self._owned(self.client.step_receive())
+                self._last = r
         else:
             raise RuntimeError("step_wait without step_async")
-        self._last = r
         terminated, truncated = r["terminated"], r["truncated"]
         dones = terminated | truncated
         score, runs, moves = r["score"].tolist(), r["runs"].tolist(), r["moves"].tolist()

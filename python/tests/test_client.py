@@ -182,7 +182,7 @@ def test_server_errors(server):
         assert e.value.code == "bad_action" and "actions bin has 2 bytes; want 6" in str(e.value)
         with pytest.raises(SpiderError) as e:
             c.step([0, -1, 0])
-        assert e.value.code == "bad_action" and "outside the action space" in str(e.value)
+        assert e.value.code == "bad_action" and "is not an action id" in str(e.value)
         illegal = int(np.flatnonzero(r["masks"][1] == 0)[0])
         legal = r["masks"].argmax(1)
         bad = legal.copy()

@@ -50,12 +50,13 @@ def _interrupt_once(monkeypatch, name):
     monkeypatch.setattr(_Client, name, once)
 
 
-@pytest.mark.parametrize("where", ["_decode_step", "step_receive"])
+@pytest.mark.parametrize("where", ["_decode_step", "step_receive", "_read_reply"])
 def test_ctrl_c_mid_step_is_not_played_on_from(monkeypatch, where):
-    """A Ctrl-C after the server took the step (in the reply's decoding, or
-    between sending and reading) cuts the env off from where its game
-    stands: its next call says so, instead of playing on out of step with
-    the server (or being wedged on the unread reply)."""
+    """A Ctrl-C after the server took the step (in the reply's decoding,
+    between sending and reading, or while waiting for the reply, where a
+    real one lands) cuts the env off from where its game stands: its next
+    call says so, instead of playing on out of step with the server (or
+    being wedged on the unread reply)."""
     env = SpiderEnv(max_steps=-1)
     try:
         _, info = env.reset(seed=0)
@@ -88,6 +89,20 @@ def test_ctrl_c_mid_vector_step(monkeypatch, shm):
         venv.close()
 
 
+def test_a_reset_drops_a_refused_step_in_flight():
+    """A reset cancels the step in flight, and that step's error with it."""
+    venv = SpiderVectorEnv(2, illegal="error")
+    try:
+        _, infos = venv.reset(seed=0)
+        venv.step_async(np.argmin(infos["action_mask"], axis=1))  # illegal: refused
+        obs, _ = venv.reset(seed=1)
+        assert obs.shape[0] == 2
+        _, _, _, _, infos = venv.step(np.argmax(venv.action_masks(), axis=1))
+        assert np.all(infos["moves"] == 1)
+    finally:
+        venv.close()
+
+
 def test_a_refused_request_leaves_the_env_usable():
     env = SpiderEnv(illegal="error")
     try:
@@ -112,13 +127,15 @@ def test_a_forked_child_cannot_drive_the_parents_game(vector):
         _, info = env.reset(seed=0)
         mask = info["action_mask"]
         act = np.argmax(mask, axis=-1) if vector else int(np.argmax(mask))
+        shared = env.client._shared
+        before = None if shared is None else shared.actions.copy()
         r, w = os.pipe()
         pid = os.fork()
         if pid == 0:  # the child
             os.close(r)
             msg = b"stepped"
             try:
-                env.step(act)
+                env.step(act + 1)  # not the parent's actions
             except SpiderError as e:
                 msg = f"{e.code}: {e.message}".encode()
             except BaseException as e:
@@ -132,6 +149,8 @@ def test_a_forked_child_cannot_drive_the_parents_game(vector):
         os.close(r)
         os.waitpid(pid, 0)
         assert got.startswith(b"forked: ") and b"make the env in the child" in got, got
+        if shared is not None:  # the child wrote nothing where the server reads actions
+            assert np.array_equal(shared.actions, before)
         moves = env.step(act)[4]["moves"]
         assert np.all(np.asarray(moves) == 1)
     finally:

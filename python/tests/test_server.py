@@ -99,7 +99,17 @@ _SCRIPT = textwrap.dedent(
         t.join()
     else:
         make()
-    print(envs[0].server.pid, envs[0].server.socket_path, flush=True)
+    child = 0
+    if sys.argv[1] == "fork-kill":
+        # A forked child, which lives on, must not keep the server alive.
+        child = os.fork()
+        if child == 0:
+            import time
+            os.close(1)  # the test reads the parent's output to its end
+            os.close(2)
+            time.sleep(60)
+            os._exit(0)
+    print(envs[0].server.pid, envs[0].server.socket_path, child, flush=True)
     if sys.argv[1] == "hard":
         os._exit(0)  # no atexit, no finalizers
     if sys.argv[1].endswith("kill"):
@@ -109,16 +119,20 @@ _SCRIPT = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("how", ["exit", "hard", "kill", "thread-kill"])
+@pytest.mark.parametrize("how", ["exit", "hard", "kill", "thread-kill", "fork-kill"])
 def test_no_server_outlives_python(how):
     p = subprocess.run(
         [sys.executable, "-c", _SCRIPT, how], capture_output=True, text=True, timeout=60, env=os.environ.copy()
     )
-    assert p.returncode == (-9 if how.endswith("kill") else 0), p.stderr
-    pid, sock = p.stdout.split()
-    assert _gone(int(pid)), f"server {pid} still running after its Python process ended ({how})"
-    # However Python ended, nothing is left: the server removed its socket.
-    assert not os.path.exists(sock)
+    pid, sock, child = (int(w) if w.isdigit() else w for w in p.stdout.split())
+    try:
+        assert p.returncode == (-9 if how.endswith("kill") else 0), p.stderr
+        assert _gone(pid, timeout=5), f"server {pid} still running after its Python process ended ({how})"
+        # However Python ended, nothing is left: the server removed its socket.
+        assert not os.path.exists(sock)
+    finally:
+        if child:
+            os.kill(child, 9)
 
 
 def test_tcp_transport():
@@ -133,6 +147,20 @@ def test_tcp_transport():
         env = SpiderEnv(address=srv.address)
         env.reset(seed=1)
         env.close()
+
+
+def test_stderr_without_pread(monkeypatch):
+    """Where os.pread is missing (Windows), the server's stderr goes to a
+    named file, which the TCP transport reads for its port and close
+    removes."""
+    monkeypatch.delattr(os, "pread")
+    with SpiderServer(transport="tcp") as srv:
+        path = srv._stderr_path
+        assert path is not None and os.path.exists(path)
+        assert "listening on tcp" in srv.stderr_text()
+        with Client(srv.address) as c:
+            assert c.server_info["version"] == 1
+    assert not os.path.exists(path)
 
 
 def test_server_that_cannot_start_says_why():
