@@ -47,9 +47,10 @@ func keepFrame(games int) int { return max(64<<10, 16*games+4<<10) }
 // bigGarbage is the size from which memory a connection lets go of (a
 // frame buffer replaced by a larger one, or dropped; a closed connection's
 // batch) is collected at once rather than left to the collector's pacing
-// (see giveBack). A collection costs a few milliseconds at most, the
-// server's heap being mostly byte arrays without pointers; sending a
-// frame this large takes longer.
+// (see giveBack). A collection costs about a millisecond on a heap of
+// batches, byte arrays without pointers, and a few on one full of
+// pointers; a frame of this size or more forces at most two per doubling
+// of its buffer, a cost bounded by the bytes a client sends.
 const bigGarbage = 4 << 20
 
 // freeOSAt is the number of bytes connections must have given back

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -151,6 +152,28 @@ func interruptible(parent context.Context, name string, sigs <-chan os.Signal, r
 		once.Do(func() { close(done) })
 		cancel()
 	}
+}
+
+// exitWithStdinUsage is the help of --exit-with-stdin, which serve and
+// eval take.
+const exitWithStdinUsage = "stop, as on Ctrl-C, when stdin ends: a program that starts this one and holds a pipe to its stdin never leaves it running behind, however it dies (meant for a pipe, not a terminal)"
+
+// untilStdinEnds returns a context that ends when stdin does (or parent
+// ends), and whether that is why: the parent's end of a pipe closes when
+// it exits, whatever kills it, and from any thread (PR_SET_PDEATHSIG
+// follows the thread that started the child, and Linux only). The
+// goroutine reading stdin lives until stdin ends.
+func untilStdinEnds(parent context.Context, stdin io.Reader) (ctx context.Context, cancel func(), ended func() bool) {
+	ctx, cancel = context.WithCancel(parent)
+	var done atomic.Bool
+	if stdin != nil {
+		go func() {
+			io.Copy(io.Discard, stdin)
+			done.Store(true)
+			cancel()
+		}()
+	}
+	return ctx, cancel, done.Load
 }
 
 // exitHooks are what must be undone even when a second signal exits at

@@ -32,6 +32,7 @@ import (
 
 // evalOptions are the eval command's flags.
 type evalOptions struct {
+	stdinEOF bool // --exit-with-stdin
 	game     env.Options
 	policies string
 	seeds    string
@@ -76,11 +77,22 @@ func evalCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, i
 	fs.IntVar(&o.moveMs, "move-ms", 0, "milliseconds search and oracle may plan a move, next to --nodes (0: no limit, so results are reproducible; with a limit they depend on the machine's speed and load)")
 	fs.Uint64Var(&o.draw, "draw", 0, "which draw of their sampled hidden cards search and search-hand play (0: the default draw the reported results use); another draw plays the same search with other luck")
 	fs.StringVar(&o.record, "record", "", "save every game into this folder as POLICY-SEED.spider (see spider replay)")
+	fs.BoolVar(&o.stdinEOF, "exit-with-stdin", false, exitWithStdinUsage)
 	o.out.register(fs)
-	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
+	return func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		o.set = map[string]bool{}
 		fs.Visit(func(f *pflag.Flag) { o.set[f.Name] = true })
-		return runEval(ctx, o, stdout, stderr)
+		if !o.stdinEOF {
+			return runEval(ctx, o, stdout, stderr)
+		}
+		// Python's evaluate() runs eval so: if Python dies, eval stops.
+		ctx, cancel, ended := untilStdinEnds(ctx, stdin)
+		defer cancel()
+		err := runEval(ctx, o, stdout, stderr)
+		if err != nil && ended() {
+			return fmt.Errorf("stopped: stdin ended (--exit-with-stdin)")
+		}
+		return err
 	}
 }
 

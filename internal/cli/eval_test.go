@@ -201,3 +201,23 @@ func TestEvalWritesResultsBeforeRecords(t *testing.T) {
 		t.Fatalf("exit %d, stdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 	}
 }
+
+// TestEvalExitsWithStdin: with --exit-with-stdin, eval stops when its
+// stdin ends (the program that started it died) and says why; without
+// it, an ended stdin changes nothing.
+func TestEvalExitsWithStdin(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	code := Main([]string{"eval", "--exit-with-stdin", "--policies", "search", "--suits", "1", "--games", "200", "--workers", "1"}, strings.NewReader(""), &stdout, &stderr)
+	if code == 0 || !strings.Contains(stderr.String(), "stdin ended (--exit-with-stdin)") {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("stopping took %v", d) // 200 search games take minutes
+	}
+	stdout.Reset()
+	stderr.Reset()
+	if code := Main([]string{"eval", "--policies", "greedy", "--suits", "1", "--games", "3", "--json"}, strings.NewReader(""), &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), `"wins"`) {
+		t.Fatalf("without the flag: exit %d, stderr %q", code, stderr.String())
+	}
+}

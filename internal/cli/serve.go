@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -71,7 +70,7 @@ func serveCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 	fs.BoolVar(&o.quiet, "quiet", false, "do not log connection errors to stderr")
 	fs.StringVar(&o.hint, "hint", "greedy", "policy that answers hint requests: greedy, search, or nn:CHECKPOINT")
 	fs.IntVar(&o.moveMs, "move-ms", 0, "milliseconds a search hint may plan, next to its node budget (0: no limit)")
-	fs.BoolVar(&o.stdinEOF, "exit-with-stdin", false, "stop, as on Ctrl-C, when stdin ends: a program that starts a private server and holds a pipe to its stdin never leaves it behind, however it dies (meant for a pipe, not a terminal)")
+	fs.BoolVar(&o.stdinEOF, "exit-with-stdin", false, exitWithStdinUsage)
 	return func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		o.addrSet, o.memorySet = fs.Changed("addr"), fs.Changed("max-memory")
 		o.stdin = stdin
@@ -151,26 +150,18 @@ func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) err
 	}
 	cfg.Hint, cfg.HintBytes, cfg.HintShared = hint, hintBytes(o.hint), int(shared)
 	srv := server.New(cfg)
-	var stdinEnded atomic.Bool
-	if o.stdinEOF && o.stdin != nil {
-		// The parent's end of the pipe closes when it exits, whatever
-		// kills it, and from any thread (PR_SET_PDEATHSIG follows the
-		// thread that started the child, and Linux only).
+	stdinEnded := func() bool { return false }
+	if o.stdinEOF {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithCancel(ctx)
+		ctx, cancel, stdinEnded = untilStdinEnds(ctx, o.stdin)
 		defer cancel()
-		go func() {
-			io.Copy(io.Discard, o.stdin)
-			stdinEnded.Store(true)
-			cancel()
-		}()
 	}
 	fmt.Fprintf(stderr, "spider serve: listening on %s %s (protocol %d; at most %s of memory)\n", ln.Addr().Network(), ln.Addr(), server.Version, o.maxMemory)
 	if o.ready != nil {
 		o.ready(ln.Addr())
 	}
 	err = srv.Serve(ctx, ln)
-	if stdinEnded.Load() {
+	if stdinEnded() {
 		fmt.Fprintln(stderr, "spider serve: stdin ended (--exit-with-stdin)")
 	}
 	fmt.Fprintln(stderr, "spider serve: stopped")

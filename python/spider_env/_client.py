@@ -579,8 +579,8 @@ class Client:
             return
         try:
             self.receive()
-        except SpiderError:
-            if self._sock is None:
+        except SpiderError as e:
+            if self._sock is None or e.code == "forked":
                 raise
 
     def receive(self) -> dict[str, Any]:
@@ -930,7 +930,7 @@ class Client:
         added to what they say."""
         sock = self._sock
         if sock is None:
-            if why:  # closed already: what else the caller knows is said too
+            if why and why not in self._closed_why:  # closed already: what else the caller knows is said too
                 self._closed_why += f"; {why}"
             return
         if why:

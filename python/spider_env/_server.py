@@ -184,7 +184,8 @@ class SpiderServer:
         # A file without a name, open for the server's lifetime (the
         # finalizer closes it): nothing to remove, however Python ends. It
         # is read with pread, since its offset is the server's too; where
-        # there is none, a named file is read by name and removed on stop.
+        # there is none (Windows), a named file is read by name and removed
+        # on stop, though not if Python is killed.
         self._stderr_path: str | None = None
         stderr_file: IO[bytes]
         if hasattr(os, "pread"):

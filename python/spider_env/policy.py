@@ -24,10 +24,16 @@ or a hidden card.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
+import math
 import os
+import re
 import shutil
+import signal
 import socket
+import stat
 import struct
 import subprocess
 import sys
@@ -91,19 +97,54 @@ def _to_actions(out: Any, n: int) -> bytes:
     """The callable's answer as n little-endian uint16 action ids.
 
     An id outside 0..1080 is sent as 1081, which eval reports as an
-    illegal action of that game alone.
+    illegal action of that game alone; the id the policy returned is said
+    on stderr.
     """
+    if out is None:
+        raise TypeError(f"the policy returned None, want {n} action ids")
     a = np.asarray(out)
+    if a.dtype == np.bool_ or not np.issubdtype(a.dtype, np.integer):
+        # Booleans too: a mask's comparison returned by mistake would play 0 and 1.
+        raise TypeError(f"the policy returned {type(out).__name__} of dtype {a.dtype}, want integer action ids")
     if a.ndim == 0:
         a = a.reshape(1)
     a = a.reshape(-1)
     if a.shape[0] != n:
         raise ValueError(f"the policy returned {a.shape[0]} actions for {n} games")
-    if not (np.issubdtype(a.dtype, np.integer) or a.dtype == np.bool_):
-        raise TypeError(f"the policy returned actions of dtype {a.dtype}, want integers")
     a = a.astype(np.int64)
-    a = np.where((a < 0) | (a >= NUM_ACTIONS), NUM_ACTIONS, a)
+    bad = (a < 0) | (a >= NUM_ACTIONS)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        print(
+            f"spider policy: the policy returned action {a[i]} (row {i} of {n}), outside 0 to {NUM_ACTIONS - 1}: "
+            f"{int(bad.sum())} such actions are played as illegal",
+            file=sys.stderr,
+        )
+        a = np.where(bad, NUM_ACTIONS, a)
     return a.astype("<u2").tobytes()
+
+
+def _cut(text: str, limit: int = 256) -> str:
+    """text in at most limit bytes of UTF-8: what eval keeps of an agent's error."""
+    b = text.encode("utf-8", errors="replace")
+    return text if len(b) <= limit else b[: limit - 3].decode("utf-8", errors="ignore") + "..."
+
+
+def _stale_socket(path: str) -> bool:
+    """Whether path is a Unix socket nobody listens on (a killed agent's)."""
+    try:
+        if not stat.S_ISSOCK(os.lstat(path).st_mode):
+            return False
+    except OSError:
+        return False
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(path)
+    except OSError as e:
+        return e.errno == errno.ECONNREFUSED
+    finally:
+        probe.close()
+    return False
 
 
 class PolicyServer:
@@ -115,15 +156,20 @@ class PolicyServer:
     returns n action ids; with ``batch=False`` it gets one game's
     observation and mask and returns one id. With ``board=True`` it gets
     a third argument: the visible boards (a list of dicts, or one dict),
-    each with ``face_down`` (10 counts), ``face_up`` (10 lists of card
-    codes, deepest first: suit*13 + rank, Ace = 1), ``stock_left``,
+    each with ``face_down`` (10 counts), ``face_up`` (10 ``bytes`` of
+    card codes, deepest first: suit*13 + rank, Ace = 1), ``stock_left``,
     ``runs``, ``score`` and ``steps``.
 
-    An exception in ``fn`` is printed and answered as an error, so eval
-    fails that request's games and goes on. Calls to ``fn`` never overlap,
-    even with several connections. :attr:`address` is what ``spider eval
-    --policies remote:ADDRESS`` takes. :meth:`start` serves from a
-    background thread; :meth:`serve_forever` from the calling one.
+    An exception in ``fn`` is printed and answered as an error (its text
+    cut to the 256 bytes eval keeps), so eval fails that request's games
+    and goes on. Calls to ``fn`` never overlap, even with several
+    connections to this server. eval's ``--remote-timeout`` bounds one
+    request: ``--remote-batch`` games, so with ``batch=False`` that many
+    calls of ``fn``. :attr:`address` is what ``spider eval --policies
+    remote:ADDRESS`` takes. A Unix socket left at ``address`` by an agent
+    that was killed is replaced; a live one is refused. :meth:`start`
+    serves from a background thread; :meth:`serve_forever` from the
+    calling one.
     """
 
     def __init__(
@@ -135,13 +181,22 @@ class PolicyServer:
         board: bool = False,
         name: str = "python",
     ):
+        if not isinstance(name, str) or not name or not name.isprintable():
+            raise ValueError(f"name {name!r}: want printable text (eval names the policy NAME (remote))")
+        try:
+            if len(name.encode("utf-8")) > 64:
+                raise ValueError(f"name {name!r} is over the 64 bytes eval keeps")
+        except UnicodeEncodeError as e:
+            raise ValueError(f"name {name!r} is not UTF-8: {e}") from None
         self.fn, self.batch, self.board, self.name = fn, batch, board, name
         family, sockaddr = parse_address(address)
         self._path: str | None = None
         if family == socket.AF_UNIX:
             assert isinstance(sockaddr, str)
-            if os.path.exists(sockaddr):
-                raise FileExistsError(f"{sockaddr} exists: choose a fresh socket path")
+            if _stale_socket(sockaddr):
+                os.unlink(sockaddr)  # a killed agent's: nobody listens there
+            elif os.path.lexists(sockaddr):
+                raise FileExistsError(f"{sockaddr} exists (a live agent, or not a socket): choose a fresh socket path")
             self._path = sockaddr
         else:
             assert isinstance(sockaddr, tuple)
@@ -236,8 +291,10 @@ class PolicyServer:
                     elif op == "close":
                         return
                     else:
-                        _send_msg(conn, {"ok": False, "id": rid, "error": f"unknown op {op!r}"})
-            except (OSError, SpiderError):
+                        _send_msg(conn, {"ok": False, "id": rid, "error": _cut(f"unknown op {op!r}")})
+            except Exception:
+                # A broken connection, or a peer that does not speak the
+                # protocol (bad msgpack, missing fields): drop it.
                 return
 
     def _act(self, msg: dict[str, Any], rid: Any, obs_dtype: npt.DTypeLike, obs_len: int) -> dict[str, Any]:
@@ -255,9 +312,12 @@ class PolicyServer:
                 else:
                     out = [self.fn(obs[i], masks[i]) for i in range(n)]
             return {"ok": True, "id": rid, "actions": _to_actions(out, n)}
-        except Exception as e:
-            traceback.print_exc()
-            return {"ok": False, "id": rid, "error": f"{type(e).__name__}: {e}"}
+        except BaseException as e:
+            # SystemExit and the like from fn too: this thread serves eval,
+            # which must hear of it rather than lose the connection.
+            for line in traceback.format_exception(e):  # each line cut: an error may hold megabytes
+                sys.stderr.write(line if len(line) <= 2000 else line[:2000] + "...\n")
+            return {"ok": False, "id": rid, "error": _cut(f"{type(e).__name__}: {e}")}
 
 
 def serve_policy(
@@ -275,16 +335,52 @@ def serve_policy(
     """
     with PolicyServer(fn, address, batch=batch, board=board, name=name) as server:
         print(f"spider policy agent {name!r} listening on {server.address}", file=sys.stderr)
+        old = None
+        if threading.current_thread() is threading.main_thread():
+            # SIGTERM (kill, a service manager) stops it as Ctrl-C does, so
+            # that the socket file is removed.
+            def stop(signum: int, frame: Any) -> None:
+                raise KeyboardInterrupt
+
+            old = signal.signal(signal.SIGTERM, stop)
         try:
             server.serve_forever()
         except KeyboardInterrupt:
             pass
+        finally:
+            if old is not None:
+                signal.signal(signal.SIGTERM, old)
+
+
+_AGENT_DIR = re.compile(r"spider-agent-(\d+)-")
+
+
+def _remove_stale_agent_dirs(parent: str) -> None:
+    """Remove the socket folders of evaluate() calls whose Python process was
+    killed (their names carry its pid), this user's only."""
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return
+    for entry in names:
+        m = _AGENT_DIR.match(entry)
+        if not m:
+            continue
+        path = os.path.join(parent, entry)
+        try:
+            if os.lstat(path).st_uid != os.getuid():
+                continue
+            os.kill(int(m.group(1)), 0)
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+        except (OSError, OverflowError, AttributeError):
+            continue
 
 
 def evaluate(
     fn: PolicyFn,
     suite: str | None = None,
-    baselines: Sequence[str] = ("greedy",),
+    baselines: str | Sequence[str] = ("greedy",),
     *,
     seeds: str | None = None,
     batch: bool = True,
@@ -293,7 +389,7 @@ def evaluate(
     obs: str = "compact",
     game: dict[str, Any] | None = None,
     remote_timeout: float = 5.0,
-    remote_batch: int = 64,
+    remote_batch: int | None = None,
     workers: int = 0,
     per_game: bool = False,
     binary: str | None = None,
@@ -308,7 +404,14 @@ def evaluate(
     is the observation encoding ``fn`` gets (``compact`` or ``float32``);
     ``batch`` and ``board`` are :class:`PolicyServer`'s. The baselines are
     built-in policies (``random``, ``greedy``, ``search``, ``first``,
-    ``nn:PATH``); ``search`` takes minutes on a 1000-deal suite.
+    ``nn:PATH``; a list, or one string with commas); ``search`` takes
+    minutes on a 1000-deal suite. ``remote_timeout`` (seconds) bounds one
+    request of ``remote_batch`` games (default 64, or 8 with
+    ``batch=False``, where each game is a call of ``fn``).
+
+    eval runs as a child that stops when this process does, however it
+    ends (``spider eval --exit-with-stdin``); the socket's temporary
+    folder of a killed process is removed by the next call.
 
     Returns the report of ``spider eval --json`` (docs/results.md, "The eval
     JSON schema") as plain dicts and lists: ``policies`` (win rates,
@@ -320,19 +423,30 @@ def evaluate(
     """
     if (suite is None) == (seeds is None):
         raise ValueError("give one of suite and seeds")
+    if isinstance(baselines, str):
+        baselines = [b for b in baselines.split(",") if b]
+    if not (isinstance(remote_timeout, (int, float)) and math.isfinite(remote_timeout) and remote_timeout > 0):
+        raise ValueError(f"remote_timeout {remote_timeout!r}: want a positive, finite number of seconds")
+    if remote_batch is None:
+        remote_batch = 64 if batch else 8
     exe = binary or find_binary()
-    tmpdir = tempfile.mkdtemp(prefix="spider-agent-")
-    if len(tmpdir) > 80:  # sun_path holds 108 bytes
-        shutil.rmtree(tmpdir, ignore_errors=True)
-        tmpdir = tempfile.mkdtemp(prefix="spider-agent-", dir="/tmp")
+    prefix = f"spider-agent-{os.getpid()}-"
+    parent = tempfile.gettempdir()
+    if len(parent) > 50 or "," in parent:  # sun_path holds 108 bytes; --policies splits at commas
+        parent = "/tmp"
+    _remove_stale_agent_dirs(parent)
+    tmpdir = tempfile.mkdtemp(prefix=prefix, dir=parent)
+    alive_r, alive_w = os.pipe()  # eval's stdin: it ends when this process does
     try:
         with PolicyServer(
             fn, "unix:" + os.path.join(tmpdir, "agent.sock"), batch=batch, board=board, name=name
         ) as server:
             server.start()
-            cmd = [exe, "eval", "--json", "--policies", ",".join([*baselines, "remote:" + server.address])]
+            cmd = [exe, "eval", "--json", "--exit-with-stdin"]
+            cmd += ["--policies", ",".join([*baselines, "remote:" + server.address])]
             cmd += ["--suite", suite] if suite is not None else ["--seeds", str(seeds)]
-            cmd += ["--obs", obs, "--remote-timeout", f"{remote_timeout}s", "--remote-batch", str(int(remote_batch))]
+            ms = max(1, round(remote_timeout * 1000))
+            cmd += ["--obs", obs, "--remote-timeout", f"{ms}ms", "--remote-batch", str(int(remote_batch))]
             if workers:
                 cmd += ["--workers", str(int(workers))]
             if per_game:
@@ -342,15 +456,22 @@ def evaluate(
             cmd += list(extra_args)
             proc = subprocess.run(
                 cmd,
-                stdin=subprocess.DEVNULL,
+                stdin=alive_r,
                 stdout=subprocess.PIPE,
                 stderr=None if verbose else subprocess.PIPE,
                 check=False,
             )
     finally:
+        for fd in (alive_r, alive_w):
+            with contextlib.suppress(OSError):
+                os.close(fd)
         shutil.rmtree(tmpdir, ignore_errors=True)
     if proc.returncode != 0:
-        err = proc.stderr.decode(errors="replace").strip() if proc.stderr else f"exit status {proc.returncode}"
+        err = (
+            proc.stderr.decode(errors="replace").strip()
+            if proc.stderr
+            else f"exit status {proc.returncode} (its messages are above)"
+        )
         raise SpiderError("eval", f"spider eval failed: {err}")
     report: dict[str, Any] = json.loads(proc.stdout)
     return report

@@ -247,12 +247,12 @@ class SpiderVecEnv(VecEnv):  # type: ignore[misc, unused-ignore]
         they go to :attr:`reset_infos`). The seeds set by :meth:`seed` are
         used once; without them every game goes on to its next episode
         (the first reset drawing its seeds on the server)."""
-        self._discard_pending()
         options = [o for o in self._options if o]
         if options:
             raise ValueError(f"SpiderVecEnv.reset takes no options, got {options[0]!r}")
         seeds: list[int | None] = [None if s is None else _seed(s) for s in self._seeds]
         with _whole(self.client, "reset"):
+            self._discard_pending()
             if all(s is None for s in seeds):
                 r = self._owned(self.client.reset())
             else:

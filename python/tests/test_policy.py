@@ -188,3 +188,90 @@ def test_policy_server_refuses_other_hosts_and_taken_paths(tmp_path: Any) -> Non
         spider_env.PolicyServer(first_legal, f"unix:{taken}")
     with pytest.raises(ValueError, match="one of suite and seeds"):
         spider_env.evaluate(first_legal)
+
+
+def test_stale_sockets_are_replaced_live_ones_refused(tmp_path: Any) -> None:
+    path = str(tmp_path / "agent.sock")
+    dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    dead.bind(path)  # as a killed agent leaves it: the file, nobody listening
+    dead.close()
+    with spider_env.PolicyServer(first_legal, f"unix:{path}") as live:
+        live.start()
+        with pytest.raises(FileExistsError, match="live agent"):
+            spider_env.PolicyServer(first_legal, f"unix:{path}")
+    assert not os.path.exists(path)
+
+
+def test_names_and_settings_are_checked_first() -> None:
+    for bad in ("", "a\nb", "x" * 65, "\udcff"):
+        with pytest.raises(ValueError, match="name"):
+            spider_env.PolicyServer(first_legal, "127.0.0.1:0", name=bad)
+    for t in (0, -1.0, float("inf"), float("nan")):
+        with pytest.raises(ValueError, match="remote_timeout"):
+            spider_env.evaluate(first_legal, seeds="1", remote_timeout=t)
+
+
+def test_long_errors_and_wrong_answers_are_said_per_request() -> None:
+    """A 1 MiB error text fails its request's games with the text cut, not
+    the whole connection; None and booleans are refused by name."""
+    calls = [0]
+
+    def first_fails(obs: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        calls[0] += 1
+        if calls[0] == 1:
+            raise ValueError("x" * 1_100_000)
+        return masks.argmax(axis=1)
+
+    rep = spider_env.evaluate(first_fails, seeds="1-70", baselines="", game={"max_steps": 50}, workers=1)
+    fails = rep["failures"]
+    assert len(fails) == 64  # the first request's games, not all 70
+    assert all(f["reason"].startswith("agent refused: ValueError: xxx") and len(f["reason"]) < 400 for f in fails)
+    for answer, what in ((lambda o, m: None, "returned None"), (lambda o, m: m[:, 0] > 0, "dtype bool")):
+        rep = spider_env.evaluate(answer, seeds="1-2", baselines=["greedy"], game={"max_steps": 20})
+        assert len(rep["failures"]) == 2 and all(what in f["reason"] for f in rep["failures"]), rep["failures"]
+
+
+_KILLED = """
+import sys, time, spider_env
+def slow(obs, masks):
+    time.sleep(0.05)
+    return masks.argmax(axis=1)
+spider_env.evaluate(slow, seeds="1-400", baselines=["search"], workers=1)
+"""
+
+
+def test_killed_python_leaves_no_eval_running(spider_bin: str) -> None:
+    """eval stops when the Python process that runs evaluate() is killed,
+    and the next evaluate() removes the socket folder it left."""
+    p = subprocess.Popen([os.sys.executable, "-c", _KILLED], env={**os.environ, "SPIDER_BIN": spider_bin})
+
+    def evals() -> list[int]:
+        out = []
+        for pid in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    args = f.read().split(b"\0")
+            except OSError:
+                continue
+            if b"eval" in args and any(f"spider-agent-{p.pid}-".encode() in a for a in args):
+                out.append(int(pid))
+        return out
+
+    deadline = time.monotonic() + 30
+    while not evals() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert evals(), "eval did not start"
+    p.kill()
+    p.wait()
+    deadline = time.monotonic() + 10
+    while evals() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = evals()
+    for pid in left:
+        os.kill(pid, 9)
+    assert not left, "eval kept running after its Python process was killed"
+    parent = tempfile.gettempdir() if len(tempfile.gettempdir()) <= 50 else "/tmp"
+    stale = [e for e in os.listdir(parent) if e.startswith(f"spider-agent-{p.pid}-")]
+    assert stale, "the killed process left no folder (nothing to check)"
+    spider_env.evaluate(first_legal, seeds="1", baselines=[], game={"max_steps": 5})
+    assert not [e for e in os.listdir(parent) if e.startswith(f"spider-agent-{p.pid}-")]
