@@ -90,7 +90,7 @@ func evalCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, i
 		defer cancel()
 		err := runEval(ctx, o, stdout, stderr)
 		if err != nil && ended() {
-			return fmt.Errorf("stopped: stdin ended (--exit-with-stdin)")
+			return fmt.Errorf("stdin ended (--exit-with-stdin): %w", err)
 		}
 		return err
 	}

@@ -111,7 +111,6 @@ def _to_actions(out: Any, n: int) -> bytes:
     a = a.reshape(-1)
     if a.shape[0] != n:
         raise ValueError(f"the policy returned {a.shape[0]} actions for {n} games")
-    a = a.astype(np.int64)
     bad = (a < 0) | (a >= NUM_ACTIONS)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
@@ -120,14 +119,16 @@ def _to_actions(out: Any, n: int) -> bytes:
             f"{int(bad.sum())} such actions are played as illegal",
             file=sys.stderr,
         )
-        a = np.where(bad, NUM_ACTIONS, a)
+    a = np.where(bad, NUM_ACTIONS, a)
     return a.astype("<u2").tobytes()
 
 
 def _cut(text: str, limit: int = 256) -> str:
     """text in at most limit bytes of UTF-8: what eval keeps of an agent's error."""
+    # Re-decoded even when short: a lone surrogate (a path decoded with
+    # surrogateescape) cannot be sent, and would cost the connection.
     b = text.encode("utf-8", errors="replace")
-    return text if len(b) <= limit else b[: limit - 3].decode("utf-8", errors="ignore") + "..."
+    return b.decode("utf-8") if len(b) <= limit else b[: limit - 3].decode("utf-8", errors="ignore") + "..."
 
 
 def _stale_socket(path: str) -> bool:
@@ -138,6 +139,7 @@ def _stale_socket(path: str) -> bool:
     except OSError:
         return False
     probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.setblocking(False)  # a live listener with a full backlog says EAGAIN, not wait
     try:
         probe.connect(path)
     except OSError as e:
@@ -335,21 +337,22 @@ def serve_policy(
     """
     with PolicyServer(fn, address, batch=batch, board=board, name=name) as server:
         print(f"spider policy agent {name!r} listening on {server.address}", file=sys.stderr)
-        old = None
+        installed, old = False, None
         if threading.current_thread() is threading.main_thread():
             # SIGTERM (kill, a service manager) stops it as Ctrl-C does, so
             # that the socket file is removed.
             def stop(signum: int, frame: Any) -> None:
                 raise KeyboardInterrupt
 
-            old = signal.signal(signal.SIGTERM, stop)
+            old, installed = signal.signal(signal.SIGTERM, stop), True
         try:
             server.serve_forever()
         except KeyboardInterrupt:
             pass
         finally:
-            if old is not None:
-                signal.signal(signal.SIGTERM, old)
+            if installed:
+                # None: a handler set outside Python, which the default stands for.
+                signal.signal(signal.SIGTERM, old if old is not None else signal.SIG_DFL)
 
 
 _AGENT_DIR = re.compile(r"spider-agent-(\d+)-")
@@ -368,13 +371,34 @@ def _remove_stale_agent_dirs(parent: str) -> None:
             continue
         path = os.path.join(parent, entry)
         try:
-            if os.lstat(path).st_uid != os.getuid():
+            st = os.lstat(path)
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
                 continue
             os.kill(int(m.group(1)), 0)
         except ProcessLookupError:
-            shutil.rmtree(path, ignore_errors=True)
+            sock = os.path.join(path, "agent.sock")
+            # A pid of another pid namespace sharing this folder may look
+            # dead: a socket someone listens on is kept.
+            if not os.path.lexists(sock) or _stale_socket(sock):
+                shutil.rmtree(path, ignore_errors=True)
         except (OSError, OverflowError, AttributeError):
             continue
+
+
+# The write ends of the pipes evaluate() gives eval as stdin: a forked child
+# closes its copies, so that eval still stops when this process dies.
+_alive_fds: set[int] = set()
+
+
+def _close_alive_in_child() -> None:
+    for fd in list(_alive_fds):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _alive_fds.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_close_alive_in_child)
 
 
 def evaluate(
@@ -425,7 +449,11 @@ def evaluate(
         raise ValueError("give one of suite and seeds")
     if isinstance(baselines, str):
         baselines = [b for b in baselines.split(",") if b]
-    if not (isinstance(remote_timeout, (int, float)) and math.isfinite(remote_timeout) and remote_timeout > 0):
+    try:
+        ok = not isinstance(remote_timeout, bool) and math.isfinite(float(remote_timeout)) and remote_timeout > 0
+    except (TypeError, ValueError, OverflowError):
+        ok = False
+    if not ok:
         raise ValueError(f"remote_timeout {remote_timeout!r}: want a positive, finite number of seconds")
     if remote_batch is None:
         remote_batch = 64 if batch else 8
@@ -436,8 +464,10 @@ def evaluate(
         parent = "/tmp"
     _remove_stale_agent_dirs(parent)
     tmpdir = tempfile.mkdtemp(prefix=prefix, dir=parent)
-    alive_r, alive_w = os.pipe()  # eval's stdin: it ends when this process does
+    alive_r = alive_w = -1
     try:
+        alive_r, alive_w = os.pipe()  # eval's stdin: it ends when this process does
+        _alive_fds.add(alive_w)
         with PolicyServer(
             fn, "unix:" + os.path.join(tmpdir, "agent.sock"), batch=batch, board=board, name=name
         ) as server:
@@ -462,9 +492,11 @@ def evaluate(
                 check=False,
             )
     finally:
+        _alive_fds.discard(alive_w)
         for fd in (alive_r, alive_w):
-            with contextlib.suppress(OSError):
-                os.close(fd)
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
         shutil.rmtree(tmpdir, ignore_errors=True)
     if proc.returncode != 0:
         err = (

@@ -275,3 +275,61 @@ def test_killed_python_leaves_no_eval_running(spider_bin: str) -> None:
     assert stale, "the killed process left no folder (nothing to check)"
     spider_env.evaluate(first_legal, seeds="1", baselines=[], game={"max_steps": 5})
     assert not [e for e in os.listdir(parent) if e.startswith(f"spider-agent-{p.pid}-")]
+
+
+def test_cut_error_texts_can_always_be_sent() -> None:
+    from spider_env.policy import _cut
+
+    for text in ("short", "é" * 300, "bad " + b"/d/\xff.pt".decode("utf-8", "surrogateescape"), "x" * 1000):
+        cut = _cut(text)
+        assert len(cut.encode("utf-8")) <= 256  # encodes: no lone surrogate left
+
+
+def test_stale_socket_probe_does_not_wait_on_a_full_backlog(tmp_path: Any) -> None:
+    from spider_env.policy import _stale_socket
+
+    path = str(tmp_path / "busy.sock")
+    busy = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    busy.bind(path)
+    busy.listen(0)
+    fill = []
+    for _ in range(4):  # fill its backlog: a blocking connect would now wait for ever
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        c.setblocking(False)
+        try:
+            c.connect(path)
+        except BlockingIOError:
+            pass
+        fill.append(c)
+    start = time.monotonic()
+    try:
+        assert not _stale_socket(path)  # someone listens: not stale
+        assert time.monotonic() - start < 2
+    finally:
+        for c in fill:
+            c.close()
+        busy.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_lets_go_of_evals_pipe() -> None:
+    """A child forked while evaluate() runs (a policy's multiprocessing)
+    closes its copy of the pipe that keeps eval alive."""
+    from spider_env import policy
+
+    r, w = os.pipe()
+    policy._alive_fds.add(w)
+    try:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.fstat(w)
+                os._exit(1)  # still open in the child
+            except OSError:
+                os._exit(0)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+    finally:
+        policy._alive_fds.discard(w)
+        os.close(r)
+        os.close(w)
