@@ -6,7 +6,6 @@ import (
 	"log"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -81,7 +80,7 @@ func FuzzServe(f *testing.F) {
 		b, _ := msgpack.Marshal(m)
 		f.Add(b)
 	}
-	var logs syncBuffer
+	var logs syncLog
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		f.Fatal(err)
@@ -108,21 +107,4 @@ func FuzzServe(f *testing.F) {
 			t.Fatalf("a handler panicked: %s", logs.String())
 		}
 	})
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

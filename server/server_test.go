@@ -12,7 +12,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -738,30 +737,12 @@ func TestConcurrentConnections(t *testing.T) {
 	})
 }
 
-// lockedLog is a log's writer that the test reads while the server writes.
-type lockedLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
 func TestShutdownClosesConnections(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logged lockedLog
+	var logged syncLog
 	srv := New(Config{Log: log.New(&logged, "", 0)})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
