@@ -210,6 +210,9 @@ class SpiderError(Exception):
 
     code: str
     message: str
+    report: dict[str, Any] | None = None
+    """With code ``eval`` (:func:`spider_env.evaluate`): the report eval
+    wrote before it failed, if any."""
 
     def __init__(self, code: str | SpiderError, message: str | None = None):
         if message is not None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import ipaddress
 import json
 import math
 import os
@@ -203,9 +204,13 @@ class PolicyServer:
         else:
             assert isinstance(sockaddr, tuple)
             host = sockaddr[0]
-            if host not in ("localhost", "127.0.0.1", "::1"):
+            try:
+                loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+            except ValueError:
+                loopback = False
+            if not loopback:
                 # spider eval connects only to agents on this machine.
-                raise ValueError(f"address {address!r}: the host must be loopback (localhost, 127.0.0.1, ::1)")
+                raise ValueError(f"address {address!r}: the host must be loopback (localhost, 127.0.0.0/8, ::1)")
         self._sock = socket.socket(family, socket.SOCK_STREAM)
         try:
             if family != socket.AF_UNIX:
@@ -443,7 +448,9 @@ def evaluate(
     (``fn``'s games that ended early: an illegal action, an error, a
     timeout) and, with ``per_game``, ``games``. ``fn``'s policy is the last
     one, named ``NAME (remote)``. ``verbose`` lets eval's progress through
-    to stderr. Raises :class:`SpiderError` if eval fails.
+    to stderr. Raises :class:`SpiderError` if eval fails; its ``report``
+    attribute holds the report eval wrote before failing (the deals played,
+    when a ``--record`` folder could not be written, say), or None.
     """
     if (suite is None) == (seeds is None):
         raise ValueError("give one of suite and seeds")
@@ -504,6 +511,11 @@ def evaluate(
             if proc.stderr
             else f"exit status {proc.returncode} (its messages are above)"
         )
-        raise SpiderError("eval", f"spider eval failed: {err}")
+        e = SpiderError("eval", f"spider eval failed: {err}")
+        # eval writes its report before what can still fail (records) and
+        # on a stop: what was played is kept with the error.
+        with contextlib.suppress(ValueError):
+            e.report = json.loads(proc.stdout)
+        raise e
     report: dict[str, Any] = json.loads(proc.stdout)
     return report

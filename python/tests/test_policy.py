@@ -333,3 +333,25 @@ def test_a_forked_child_lets_go_of_evals_pipe() -> None:
         policy._alive_fds.discard(w)
         os.close(r)
         os.close(w)
+
+
+def test_a_failed_eval_keeps_its_report(monkeypatch: Any) -> None:
+    """eval that fails after writing its report (a stop, a record it
+    could not save) raises with the report kept."""
+    from spider_env import policy
+
+    played = {"policies": [{"policy": "greedy", "games": 3}], "games": []}
+
+    def failed_run(cmd: list[str], **kw: Any) -> subprocess.CompletedProcess[bytes]:
+        assert "--exit-with-stdin" in cmd
+        return subprocess.CompletedProcess(cmd, 1, json.dumps(played).encode(), b"spider eval: stopped")
+
+    monkeypatch.setattr(policy.subprocess, "run", failed_run)
+    with pytest.raises(spider_env.SpiderError) as e:
+        spider_env.evaluate(first_legal, seeds="1-3", baselines=["greedy"])
+    assert e.value.code == "eval" and "stopped" in e.value.message and e.value.report == played
+
+
+def test_any_loopback_address_serves() -> None:
+    with spider_env.PolicyServer(first_legal, "127.0.0.2:0") as srv:
+        assert srv.address.startswith("127.0.0.2:")
