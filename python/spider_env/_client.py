@@ -576,8 +576,9 @@ class Client:
 
     def discard(self) -> None:
         """Read and drop the reply still to be received, if any: the request
-        is abandoned (a reset cancels a step in flight), so an error reply
-        to it is dropped too. A connection that breaks still raises."""
+        is abandoned (a reset replaces what a step in flight did, which the
+        server has played), so an error reply to it is dropped too. A
+        connection that breaks still raises."""
         if self._pending is None:
             return
         try:

@@ -116,6 +116,8 @@ def _action_ids(actions: Any, shape: tuple[int, ...]) -> NDArray[np.int64]:
     ``illegal`` policy.
     """
     a = np.asarray(actions)
+    if a.size == 0 and a.dtype.kind == "f":
+        a = a.astype(np.int64)  # [] is no actions, which numpy makes float64
     if a.dtype == object and all(isinstance(x, int) and not isinstance(x, bool) for x in a.reshape(-1)):
         # Python ints too large for int64 are ids outside the space too.
         for x in a.reshape(-1):
@@ -348,6 +350,7 @@ class SpiderEnv(gym.Env[NDArray[Any], np.int64]):
         if self._ended:
             return np.ones(NUM_ACTIONS, np.bool_)  # see the class: an ended game's mask
         mask: NDArray[np.bool_] = self._last["masks"][0].view(np.bool_)
+        mask.flags.writeable = False  # a view of info["action_mask"], which stays writable
         return mask
 
     def hint(self) -> tuple[int, str]:
@@ -588,6 +591,11 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
                 )
             if seed is not None or seeds is not None:
                 raise ValueError("a seeded reset resets every game: pass either seed or options['reset_mask']")
+            if self.client.pending:
+                # The server has played it: the games left out would go on
+                # from where it left them, with its results (an ended game,
+                # say) never seen.
+                raise RuntimeError("a step is in flight: recv (or step_wait) it before a reset of some games")
         never_seeded = self._np_random is None
         # Gymnasium seeds the vector env's own generator with the first seed.
         super().reset(seed=seed if seeds is None else next((s for s in seeds if s is not None), None))
@@ -652,6 +660,8 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
         if self.client.pending:
             raise RuntimeError("a step is in flight: call recv (or step_wait) first")
         ids = np.asarray(env_ids)
+        if ids.size == 0 and ids.dtype.kind == "f":
+            ids = ids.astype(np.int64)  # [] steps no game, as the protocol allows
         if ids.dtype.kind not in "iu" or ids.ndim != 1:
             raise TypeError(f"env_ids must be a 1-d array of game indices, got {ids.dtype} of shape {ids.shape}")
         ids = ids.astype(np.int64)
@@ -703,8 +713,9 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
         return r["obs"], r["rewards"], r["terminated"], r["truncated"], infos
 
     def _discard_pending(self) -> None:
-        """Drop the step in flight, and its error if it failed: a reset
-        cancels it."""
+        """Finish the step in flight and drop its results, or its error: a
+        reset of every game replaces what it did. (It cannot be cancelled:
+        the server plays a step as it arrives.)"""
         self._sent, self._all_sent = None, False
         self.client.discard()
 
@@ -776,10 +787,15 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
         }
 
     def action_masks(self) -> NDArray[np.bool_]:
-        """The legal actions of every game, (num_envs, 1081) booleans."""
+        """The legal actions of every game, (num_envs, 1081) booleans: a
+        read-only view of the masks the last reset or step returned in
+        ``infos["action_mask"]`` (copy it to change it), so that asking
+        costs nothing."""
         if self._last is None:
             raise gym.error.ResetNeeded("call reset before action_masks")
-        return self._last["masks"].view(np.bool_)
+        masks: NDArray[np.bool_] = self._last["masks"].view(np.bool_)
+        masks.flags.writeable = False  # a view: the infos' array stays writable
+        return masks
 
     def hint(self, index: int = 0) -> tuple[int, str]:
         """The server's recommended action for game ``index`` and the reason."""

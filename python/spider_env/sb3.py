@@ -233,8 +233,9 @@ class SpiderVecEnv(VecEnv):  # type: ignore[misc, unused-ignore]
         return cast(StepReply, {k: v.copy() for k, v in by_key.items()})
 
     def _discard_pending(self) -> None:
-        """Drop the step in flight, and its error if it failed (a reset
-        cancels it, as SB3's API says)."""
+        """Finish the step in flight and drop its results, or its error (a
+        reset replaces what it did: SB3's API calls it cancelled; the server
+        has played it)."""
         self._stash = None
         c = self._client
         if c is not None:

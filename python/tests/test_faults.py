@@ -187,3 +187,40 @@ def test_timeouts_must_be_positive():
     for kw in ({"timeout": 0}, {"timeout": -1.0}, {"connect_timeout": 0}):
         with pytest.raises(ValueError, match="positive"):
             Client("unix:/nonexistent.sock", **kw)
+
+
+def test_a_partial_reset_waits_for_the_step_in_flight():
+    """A reset_mask reset while a step is in flight is refused: the games
+    it leaves out would go on from a step whose results were never seen
+    (under disabled autoreset, a game that step ended)."""
+    venv = SpiderVectorEnv(2, illegal="lose", autoreset_mode="disabled", max_steps=50)
+    try:
+        _, infos = venv.reset(seed=5)
+        acts = np.array([np.flatnonzero(infos["action_mask"][0])[0], np.argmin(infos["action_mask"][1])])
+        venv.send(acts, np.array([0, 1]))  # game 1's action is illegal: it loses
+        with pytest.raises(RuntimeError, match="in flight"):
+            venv.reset(options={"reset_mask": np.array([True, False])})
+        _, _, term, _, infos = venv.recv()
+        assert term[1] and infos["env_id"].tolist() == [0, 1]  # seen, not dropped
+        _, infos = venv.reset(options={"reset_mask": np.array([False, True])})
+        assert infos["num_legal"][1] > 0
+    finally:
+        venv.close()
+
+
+def test_action_masks_is_a_read_only_view():
+    venv = SpiderVectorEnv(2)
+    env = SpiderEnv()
+    try:
+        _, infos = venv.reset(seed=0)
+        m = venv.action_masks()
+        assert not m.flags.writeable and np.array_equal(m, infos["action_mask"].astype(bool))
+        infos["action_mask"][:] = 0  # the infos' own array stays writable, and the view sees it
+        _, info = env.reset(seed=0)
+        assert not env.action_masks().flags.writeable
+        venv.send([], [])  # no game: [] is not a float array of games
+        _, _, _, _, infos = venv.recv()
+        assert infos["env_id"].size == 0
+    finally:
+        venv.close()
+        env.close()
