@@ -93,7 +93,7 @@ type frame struct {
 }
 
 // ParseAddress checks an agent's address: "unix:/path" (or a path with a
-// slash), or host:port with a loopback host (localhost, 127.0.0.1, ::1).
+// slash), or host:port with a loopback host (localhost, or an IP in 127.0.0.0/8 or ::1).
 // The agent has no authentication and sees nothing secret, but eval
 // connects only to agents on this machine: results must not depend on a
 // network. It returns the network and address for net.Dial.
@@ -114,7 +114,7 @@ func ParseAddress(addr string) (network, address string, err error) {
 	if host != "localhost" {
 		ip := net.ParseIP(host)
 		if ip == nil || !ip.IsLoopback() {
-			return "", "", fmt.Errorf("remote address %q: the host must be loopback (localhost, 127.0.0.1, ::1), not %q", addr, host)
+			return "", "", fmt.Errorf("remote address %q: the host must be loopback (localhost, 127.0.0.0/8, ::1), not %q", addr, host)
 		}
 	}
 	return "tcp", net.JoinHostPort(host, port), nil

@@ -219,14 +219,16 @@ class SpiderError(Exception):
             c, m = str(code), message
         elif isinstance(code, SpiderError):
             c, m = code.code, code.message
+            if code.report is not None:
+                self.report = code.report
         else:
             c, m = "error", str(code)
         super().__init__(f"{m} [{c}]")
         self.code = c
         self.message = m
 
-    def __reduce__(self) -> tuple[type[SpiderError], tuple[str, str]]:
-        return type(self), (self.code, self.message)
+    def __reduce__(self) -> tuple[type[SpiderError], tuple[str, str], dict[str, Any]]:
+        return type(self), (self.code, self.message), {"report": self.report}
 
 
 # ---------------------------------------------------------------------------

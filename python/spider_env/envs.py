@@ -349,8 +349,8 @@ class SpiderEnv(gym.Env[NDArray[Any], np.int64]):
             raise gym.error.ResetNeeded("call reset before action_masks")
         if self._ended:
             return np.ones(NUM_ACTIONS, np.bool_)  # see the class: an ended game's mask
-        mask: NDArray[np.bool_] = self._last["masks"][0].view(np.bool_)
-        mask.flags.writeable = False  # a view of info["action_mask"], which stays writable
+        # A copy: info["action_mask"] is the same memory, and stays the user's.
+        mask: NDArray[np.bool_] = self._last["masks"][0].view(np.bool_).copy()
         return mask
 
     def hint(self) -> tuple[int, str]:
@@ -787,14 +787,18 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
         }
 
     def action_masks(self) -> NDArray[np.bool_]:
-        """The legal actions of every game, (num_envs, 1081) booleans: a
-        read-only view of the masks the last reset or step returned in
-        ``infos["action_mask"]`` (copy it to change it), so that asking
-        costs nothing."""
+        """The legal actions of every game now, (num_envs, 1081) booleans:
+        a new array, or with ``copy=False`` a read-only view that the next
+        step overwrites, like the others."""
         if self._last is None:
             raise gym.error.ResetNeeded("call reset before action_masks")
         masks: NDArray[np.bool_] = self._last["masks"].view(np.bool_)
-        masks.flags.writeable = False  # a view: the infos' array stays writable
+        if self.copy:
+            # Not the infos' own array: writing into one must not change the
+            # other. (Not read-only either: torch warns on such arrays.)
+            owned: NDArray[np.bool_] = masks.copy()
+            return owned
+        masks.flags.writeable = False
         return masks
 
     def hint(self, index: int = 0) -> tuple[int, str]:

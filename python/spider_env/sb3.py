@@ -89,8 +89,7 @@ class _Game:
 
     def action_masks(self) -> NDArray[np.bool_]:
         """This game's legal actions now, 1081 booleans (MaskablePPO's ``get_action_masks``)."""
-        row: NDArray[np.bool_] = self._venv.action_masks()[self._index]
-        return row
+        return self._venv._mask_row(self._index)
 
     def render(self) -> str | NDArray[np.uint8] | None:
         return self._venv.render_game(self._index)
@@ -363,8 +362,16 @@ class SpiderVecEnv(VecEnv):  # type: ignore[misc, unused-ignore]
         so it may be called while a step is in flight."""
         if self._last is None:
             raise gym.error.ResetNeeded("call reset before action_masks")
-        masks: NDArray[np.bool_] = self._last["masks"].view(np.bool_)
+        masks: NDArray[np.bool_] = self._last["masks"].view(np.bool_).copy()  # the env's own stay unchanged
         return masks
+
+    def _mask_row(self, index: int) -> NDArray[np.bool_]:
+        """Game index's legal actions, a new array (what each game's
+        ``action_masks`` gives MaskablePPO through ``env_method``)."""
+        if self._last is None:
+            raise gym.error.ResetNeeded("call reset before action_masks")
+        row: NDArray[np.bool_] = self._last["masks"][index].view(np.bool_).copy()
+        return row
 
     def hint(self, index: int = 0) -> tuple[int, str]:
         """The server's recommended action for game ``index`` and the reason."""

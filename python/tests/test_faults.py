@@ -17,9 +17,10 @@ from spider_env._client import Client as _Client
 
 def test_spider_error_crosses_processes():
     e = SpiderError("bad_action", "action 5 is not legal")
+    e.report = {"policies": [{"policy": "greedy"}]}  # evaluate()'s, with code eval
     for back in (pickle.loads(pickle.dumps(e)), copy.deepcopy(e), copy.copy(e), SpiderError(e)):
         assert type(back) is SpiderError
-        assert (back.code, back.message, str(back)) == (e.code, e.message, str(e))
+        assert (back.code, back.message, str(back), back.report) == (e.code, e.message, str(e), e.report)
     one = SpiderError("a message only")
     assert (one.code, one.message) == ("error", "a message only")
 
@@ -208,19 +209,29 @@ def test_a_partial_reset_waits_for_the_step_in_flight():
         venv.close()
 
 
-def test_action_masks_is_a_read_only_view():
+def test_action_masks_are_the_callers_own():
+    """action_masks() and infos["action_mask"] are two arrays, each the
+    caller's: writing into one leaves the other (and the env) alone. With
+    copy=False it is a read-only view, like the other arrays then."""
     venv = SpiderVectorEnv(2)
+    view = SpiderVectorEnv(2, copy=False)
     env = SpiderEnv()
     try:
         _, infos = venv.reset(seed=0)
         m = venv.action_masks()
-        assert not m.flags.writeable and np.array_equal(m, infos["action_mask"].astype(bool))
-        infos["action_mask"][:] = 0  # the infos' own array stays writable, and the view sees it
+        assert m.flags.writeable and np.array_equal(m, infos["action_mask"].astype(bool))
+        m[:] = False
+        assert infos["action_mask"].any() and venv.action_masks().any()
+        view.reset(seed=0)
+        assert not view.action_masks().flags.writeable
         _, info = env.reset(seed=0)
-        assert not env.action_masks().flags.writeable
+        row = env.action_masks()
+        row[:] = False
+        assert info["action_mask"].any() and env.action_masks().any()
         venv.send([], [])  # no game: [] is not a float array of games
         _, _, _, _, infos = venv.recv()
         assert infos["env_id"].size == 0
     finally:
         venv.close()
+        view.close()
         env.close()
