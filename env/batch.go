@@ -201,14 +201,37 @@ func (b *Batch) ResetSeeds(seeds []uint64, seeded []bool) error {
 	all := make([]bool, n)
 	for i := range all {
 		all[i] = true
-		if seeded[i] {
+	}
+	return b.ResetGamesSeeded(all, seeds, seeded)
+}
+
+// ResetGamesSeeded resets the games where mask is true as ResetSeeds would
+// (game i where seeded[i] starts the episodes of seeds[i] afresh, the others
+// go on to their next episode) and leaves the other games as ResetGames
+// does; the seeds of games outside the mask are not read. This is
+// Gymnasium's vector reset with seeds and options["reset_mask"]. It returns
+// an error, and changes nothing, if a slice is not N long or the batch was
+// never Reset.
+func (b *Batch) ResetGamesSeeded(mask []bool, seeds []uint64, seeded []bool) error {
+	n := b.opts.N
+	if b.work == nil {
+		return ErrClosed
+	}
+	if len(mask) != n || len(seeds) != n || len(seeded) != n {
+		return fmt.Errorf("env: reset mask of %d entries, %d seeds and %d seeded flags for %d games", len(mask), len(seeds), len(seeded), n)
+	}
+	if b.states[0].rules.suits == 0 {
+		return fmt.Errorf("env: ResetGamesSeeded before Reset")
+	}
+	for i, m := range mask {
+		if m && seeded[i] {
 			b.seedGame(i, seeds[i])
 			// ResetGames counts the episode up before dealing: from the
 			// wrapped -1 back to 0.
 			b.episode[i]--
 		}
 	}
-	return b.ResetGames(all)
+	return b.ResetGames(mask)
 }
 
 // ResetGames resets the games where mask is true to their next episode

@@ -388,6 +388,63 @@ func TestBatchResetGamesOnlyTouchesChosenGames(t *testing.T) {
 	}
 }
 
+// TestBatchResetGamesSeeded checks Gymnasium's masked seeded reset: the
+// chosen games start their own seeds' episodes or go on to their next, and
+// the others are left as they were.
+func TestBatchResetGamesSeeded(t *testing.T) {
+	r := env.MustRules(env.Options{Suits: 2})
+	b := newBatch(t, r, env.BatchOptions{N: 4, Workers: 2})
+	mask := []bool{true, true, false, false}
+	seeds := []uint64{50, 0, 70, 0}
+	seeded := []bool{true, false, true, false}
+	if err := b.ResetGamesSeeded(mask, seeds, seeded); err == nil || err.Error() != "env: ResetGamesSeeded before Reset" {
+		t.Fatalf("ResetGamesSeeded before Reset: %v", err)
+	}
+	b.Reset(9)
+	actions := make([]env.Action, 4)
+	g := rng.New(4)
+	pickActions(&g, b, actions)
+	b.Step(actions)
+	kept := [4]env.State{b.State(0), b.State(1), b.State(2), b.State(3)}
+	keptObs := slices.Clone(b.ObsCompact)
+	if err := b.ResetGamesSeeded(mask, seeds[:3], seeded); err == nil || err.Error() != "env: reset mask of 4 entries, 3 seeds and 4 seeded flags for 4 games" {
+		t.Fatalf("a short seed list: %v", err)
+	}
+	if b.State(0) != kept[0] || !slices.Equal(b.ObsCompact, keptObs) {
+		t.Fatal("a refused reset changed a game")
+	}
+	if err := b.ResetGamesSeeded(mask, seeds, seeded); err != nil {
+		t.Fatal(err)
+	}
+	if b.State(0) != env.NewGame(r, env.EpisodeSeed(50, 0, 0)) {
+		t.Fatal("game 0 is not the first deal of its seed 50")
+	}
+	if b.State(1) != env.NewGame(r, env.EpisodeSeed(9, 1, 1)) {
+		t.Fatal("game 1 (no seed) did not go on to its next episode")
+	}
+	if b.State(2) != kept[2] || b.State(3) != kept[3] {
+		t.Fatal("a game outside the mask was reset (game 2's seed must not be read)")
+	}
+	o := r.CompactLen()
+	if !slices.Equal(b.ObsCompact[2*o:], keptObs[2*o:]) {
+		t.Fatal("the rows of games outside the mask changed")
+	}
+	// Game 0 goes on from seed 50's stream, game 2 from its own of seed 9.
+	if err := b.ResetGames([]bool{true, false, true, false}); err != nil {
+		t.Fatal(err)
+	}
+	if b.State(0) != env.NewGame(r, env.EpisodeSeed(50, 0, 1)) {
+		t.Fatal("game 0's next episode is not episode 1 of seed 50")
+	}
+	if b.State(2) != env.NewGame(r, env.EpisodeSeed(9, 2, 1)) {
+		t.Fatal("game 2, outside the mask, took the seed it was not to read")
+	}
+	b.Close()
+	if err := b.ResetGamesSeeded(mask, seeds, seeded); err != env.ErrClosed {
+		t.Fatalf("a closed batch: %v", err)
+	}
+}
+
 func TestBatchDisabledRefusesEndedGames(t *testing.T) {
 	r := env.MustRules(env.Options{Suits: 1, MaxSteps: 1})
 	b := newBatch(t, r, env.BatchOptions{N: 3, Autoreset: env.Disabled, Illegal: env.NoopIllegal})

@@ -70,7 +70,8 @@ type BatchOptions struct {
 	// that calls SampleLegal once after every Reset and Step (the random
 	// policy) the actions are the same as without it, only faster; the
 	// draws happen whether or not SampleLegal is called. StepSome,
-	// ResetGames and ResetSeeds draw only for the games they touch, where
+	// ResetGames, ResetGamesSeeded and ResetSeeds draw only for the games
+	// they touch, where
 	// SampleLegal without Presample draws for every game, so after them
 	// (and after Restore) the two give other, equally uniform, actions.
 	Presample bool

@@ -429,8 +429,20 @@ func (cn *conn) makeReply(q *request) {
 
 func (cn *conn) opReset(q *request) *replyError {
 	b := cn.batch
-	if q.has(fieldSeeds) && (q.has(fieldSeed) || q.has(fieldResetMask)) {
-		return fail(codeBadRequest, "seeds with seed or reset_mask: send one of the three")
+	if q.has(fieldSeeds) && q.has(fieldSeed) {
+		return fail(codeBadRequest, "seeds with seed: send one of the two")
+	}
+	masked := q.has(fieldResetMask)
+	if masked {
+		if len(q.resetMask) != b.N() {
+			return fail(codeBadRequest, "reset_mask has %d bytes for %d games", len(q.resetMask), b.N())
+		}
+		for i, v := range q.resetMask {
+			if v > 1 {
+				return fail(codeBadRequest, "reset_mask byte %d is %d; want 0 or 1", i, v)
+			}
+			cn.resetMask[i] = v == 1
+		}
 	}
 	switch {
 	case q.has(fieldSeeds):
@@ -441,6 +453,15 @@ func (cn *conn) opReset(q *request) *replyError {
 		for i := range q.seedCount {
 			cn.seedVals[i], cn.seeded[i], _ = in.seedItem() // checked when the request was read
 		}
+		if masked {
+			if !cn.ready {
+				return fail(codeBadOrder, "reset_mask before the first reset: reset the whole batch first")
+			}
+			if err := b.ResetGamesSeeded(cn.resetMask, cn.seedVals, cn.seeded); err != nil {
+				return fail(codeInternal, "%v", err)
+			}
+			break
+		}
 		if !cn.ready && slices.Contains(cn.seeded, false) {
 			return fail(codeBadOrder, "a nil seed before the first reset: the game has no episodes to go on with; give every game a seed")
 		}
@@ -448,17 +469,10 @@ func (cn *conn) opReset(q *request) *replyError {
 			return fail(codeInternal, "%v", err)
 		}
 	case q.has(fieldSeed):
+		// Version 1 made a seed with reset_mask a whole reset, as Batch.Reset
+		// is; a client that wants only the masked games seeded sends seeds.
 		b.Reset(q.seed)
-	case q.has(fieldResetMask):
-		if len(q.resetMask) != b.N() {
-			return fail(codeBadRequest, "reset_mask has %d bytes for %d games", len(q.resetMask), b.N())
-		}
-		for i, v := range q.resetMask {
-			if v > 1 {
-				return fail(codeBadRequest, "reset_mask byte %d is %d; want 0 or 1", i, v)
-			}
-			cn.resetMask[i] = v == 1
-		}
+	case masked:
 		if !cn.ready {
 			return fail(codeBadOrder, "reset_mask before the first reset: reset the whole batch first")
 		}

@@ -416,6 +416,8 @@ func TestBadInput(t *testing.T) {
 		{name: "StepBeforeReset", setup: [][]byte{helloB, makeB}, raw: frame(marshal(map[string]any{"op": "step", "actions": []int{1, 1, 1}})), code: "bad_order", msg: "step before reset: reset the batch first"},
 		{name: "RenderBeforeReset", setup: [][]byte{helloB, makeB}, raw: frame(marshal(map[string]any{"op": "render", "game": 0})), code: "bad_order", msg: "render before reset: reset the batch first"},
 		{name: "MaskedResetFirst", setup: [][]byte{helloB, makeB}, raw: frame(marshal(map[string]any{"op": "reset", "reset_mask": []byte{1, 0, 0}})), code: "bad_order", msg: "reset_mask before the first reset: reset the whole batch first"},
+		{name: "SeededMaskedResetFirst", setup: [][]byte{helloB, makeB}, raw: frame(marshal(map[string]any{"op": "reset", "seeds": []any{1, 2, 3}, "reset_mask": []byte{1, 0, 0}})), code: "bad_order", msg: "reset_mask before the first reset: reset the whole batch first"},
+		{name: "SeedsShortResetMask", setup: [][]byte{helloB, makeB, resetB}, raw: frame(marshal(map[string]any{"op": "reset", "seeds": []any{1, 2, 3}, "reset_mask": []byte{1, 0}})), code: "bad_request", msg: "reset_mask has 2 bytes for 3 games"},
 		{name: "ResetMaskNotBool", setup: [][]byte{helloB, makeB, resetB}, raw: frame(marshal(map[string]any{"op": "reset", "reset_mask": []byte{1, 2, 0}})), code: "bad_request", msg: "reset_mask byte 1 is 2; want 0 or 1"},
 		{name: "NegativeSeed", setup: [][]byte{helloB, makeB}, raw: frame(marshal(map[string]any{"op": "reset", "seed": -4})), code: "bad_request", msg: `field "seed" has the wrong type or value: negative`},
 		{name: "WrongActionCount", setup: [][]byte{helloB, makeB, resetB}, raw: frame(marshal(map[string]any{"op": "step", "actions": []int{1080, 1080}})), code: "bad_action", msg: "2 actions for 3 games"},
@@ -430,7 +432,7 @@ func TestBadInput(t *testing.T) {
 		{name: "BadGame", setup: [][]byte{helloB, makeB, resetB}, raw: frame(marshal(map[string]any{"op": "render", "game": 3})), code: "bad_request", msg: "game 3 is outside 0 to 2"},
 		{name: "NilSeedsFirst", setup: [][]byte{helloB, makeB}, raw: frame(marshal(map[string]any{"op": "reset", "seeds": []any{1, nil, 3}})), code: "bad_order", msg: "a nil seed before the first reset: the game has no episodes to go on with; give every game a seed"},
 		{name: "ShortSeeds", setup: [][]byte{helloB, makeB}, raw: frame(marshal(map[string]any{"op": "reset", "seeds": []any{1, 2}})), code: "bad_request", msg: "seeds has 2 items for 3 games"},
-		{name: "SeedsAndSeed", setup: [][]byte{helloB, makeB}, raw: frame(marshal(map[string]any{"op": "reset", "seed": 1, "seeds": []any{1, 2, 3}})), code: "bad_request", msg: "seeds with seed or reset_mask: send one of the three"},
+		{name: "SeedsAndSeed", setup: [][]byte{helloB, makeB}, raw: frame(marshal(map[string]any{"op": "reset", "seed": 1, "seeds": []any{1, 2, 3}})), code: "bad_request", msg: "seeds with seed: send one of the two"},
 		{name: "NegativeSeeds", setup: [][]byte{helloB, makeB}, raw: frame(marshal(map[string]any{"op": "reset", "seeds": []any{1, -2, 3}})), code: "bad_request", msg: `field "seeds" has the wrong type or value: negative`},
 		{name: "SeedsNotArray", setup: [][]byte{helloB, makeB}, raw: frame(marshal(map[string]any{"op": "reset", "seeds": 4})), code: "bad_request", msg: `field "seeds" has the wrong type or value: want an array of seeds (integers from 0 to 2^64-1, or nil)`},
 		{name: "ShortResetMask", setup: [][]byte{helloB, makeB, resetB}, raw: frame(marshal(map[string]any{"op": "reset", "reset_mask": []byte{1}})), code: "bad_request", msg: "reset_mask has 1 bytes for 3 games"},
@@ -825,6 +827,19 @@ func TestResetSeeds(t *testing.T) {
 	compare(t, rep, b, false)
 	rep = cl.ok(map[string]any{"op": "reset", "seeds": []any{nil, 4, nil}})
 	if err := b.ResetSeeds([]uint64{0, 4, 0}, []bool{false, true, false}); err != nil {
+		t.Fatal(err)
+	}
+	compare(t, rep, b, false)
+
+	// With reset_mask only the chosen games reset, each from its seed or
+	// to its next episode; game 2's seed is not read.
+	rep = cl.ok(map[string]any{"op": "reset", "seeds": []any{9, nil, 5}, "reset_mask": []byte{1, 1, 0}})
+	if err := b.ResetGamesSeeded([]bool{true, true, false}, []uint64{9, 0, 5}, []bool{true, false, true}); err != nil {
+		t.Fatal(err)
+	}
+	compare(t, rep, b, false)
+	rep = cl.ok(map[string]any{"op": "reset", "reset_mask": []byte{0, 1, 1}})
+	if err := b.ResetGames([]bool{false, true, true}); err != nil {
 		t.Fatal(err)
 	}
 	compare(t, rep, b, false)

@@ -174,7 +174,8 @@ func parseSeeds(s string) ([]uint64, error) {
 		lo, hi, isRange := strings.Cut(part, "-")
 		a, err := strconv.ParseUint(strings.TrimSpace(lo), 10, 64)
 		if err != nil {
-			return nil, fmt.Errorf("seed %q is not a number", lo)
+			// "-1" splits as a range with an empty LOW, so name the whole part.
+			return nil, fmt.Errorf("seed %q is not a number from 0 to 2^64-1", part)
 		}
 		b := a
 		if isRange {

@@ -23,16 +23,19 @@ func TestParseSeeds(t *testing.T) {
 		t.Fatalf("parseSeeds = %v, %v", got, err)
 	}
 	for bad, want := range map[string]string{
-		"":                    `--seeds is empty: give deals such as 1,5,10-19`,
-		"1,":                  `seed "" is not a number`,
-		"x":                   `seed "x" is not a number`,
-		"5-3":                 `seed range "5-3": want LOW-HIGH with LOW <= HIGH`,
-		"1-":                  `seed range "1-": want LOW-HIGH with LOW <= HIGH`,
-		"1-100000000":         `seed range "1-100000000" is too long`,
-		"0-9999990,0-9999990": `seed range "0-9999990" is too long`,
-		"1,1":                 `seed 1 is listed twice: each deal is played once`,
-		"10-20,1-5,15":        `seed 15 is listed twice: each deal is played once`,
-		"3-8,1-3":             `seed 3 is listed twice: each deal is played once`,
+		"":                     `--seeds is empty: give deals such as 1,5,10-19`,
+		"1,":                   `seed "" is not a number from 0 to 2^64-1`,
+		"x":                    `seed "x" is not a number from 0 to 2^64-1`,
+		"-1":                   `seed "-1" is not a number from 0 to 2^64-1`,
+		"x-3":                  `seed "x-3" is not a number from 0 to 2^64-1`,
+		"18446744073709551616": `seed "18446744073709551616" is not a number from 0 to 2^64-1`,
+		"5-3":                  `seed range "5-3": want LOW-HIGH with LOW <= HIGH`,
+		"1-":                   `seed range "1-": want LOW-HIGH with LOW <= HIGH`,
+		"1-100000000":          `seed range "1-100000000" is too long`,
+		"0-9999990,0-9999990":  `seed range "0-9999990" is too long`,
+		"1,1":                  `seed 1 is listed twice: each deal is played once`,
+		"10-20,1-5,15":         `seed 15 is listed twice: each deal is played once`,
+		"3-8,1-3":              `seed 3 is listed twice: each deal is played once`,
 	} {
 		if _, err := parseSeeds(bad); err == nil || err.Error() != want {
 			t.Errorf("parseSeeds(%q): %v; want %q", bad, err, want)

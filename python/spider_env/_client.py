@@ -843,8 +843,10 @@ class Client:
         that seed); with ``seeds`` (n seeds or None) every game, game i
         from its own seed, or to its next episode where it is None; with
         ``reset_mask`` (n booleans) only those games go to their next
-        episode; with none of them every game goes to its next episode (or,
-        on a batch never reset, to a seed the server draws).
+        episode, or with ``seeds`` too are reset as ``seeds`` alone would
+        reset them (``seed`` with it still resets every game); with none of
+        them every game goes to its next episode (or, on a batch never
+        reset, to a seed the server draws).
         """
         req: dict[str, Any] = {"op": "reset"}
         if seed is not None:

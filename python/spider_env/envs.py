@@ -563,7 +563,9 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
         episode (the first reset draws a seed from ``self.np_random``).
         ``options={"reset_mask": mask}`` (num_envs booleans) resets only
         those games, to their next episode: the way to restart ended games
-        with autoreset disabled.
+        with autoreset disabled. With a seed too, as in Gymnasium, each
+        chosen game is reset as that seed alone would reset it, and the
+        others are left as they are.
         """
         seeds: list[int | None] | None = None
         if isinstance(seed, (list, tuple, np.ndarray)):
@@ -589,8 +591,6 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
                     f"options['reset_mask'] must be a bool array of shape ({self.num_envs},), "
                     f"got {reset_mask.dtype} {reset_mask.shape}"
                 )
-            if seed is not None or seeds is not None:
-                raise ValueError("a seeded reset resets every game: pass either seed or options['reset_mask']")
             if self.client.pending:
                 # The server has played it: the games left out would go on
                 # from where it left them, with its results (an ended game,
@@ -599,13 +599,17 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
         never_seeded = self._np_random is None
         # Gymnasium seeds the vector env's own generator with the first seed.
         super().reset(seed=seed if seeds is None else next((s for s in seeds if s is not None), None))
+        if reset_mask is not None and seed is not None:
+            # Gymnasium seeds chosen game i with seed + i; the server's seed
+            # with a mask resets every game, its seeds only the chosen ones.
+            seeds, seed = [seed + i if m else None for i, m in enumerate(reset_mask)], None
         if seeds is not None:
-            if self._last is None:
+            if self._last is None and reset_mask is None:
                 # No episode to go on with yet: a None game gets a drawn seed.
                 seeds = [int(self.np_random.integers(0, 2**63)) if s is None else s for s in seeds]
             with _whole(self.client, "reset"):
                 self._discard_pending()
-                r = self._own(self.client.reset(seeds=seeds))
+                r = self._own(self.client.reset(seeds=seeds, reset_mask=reset_mask))
                 self._last = r
             return r["obs"], self._infos(r, with_episode=False)
         if reset_mask is None and seed is None and (never_seeded or self._last is None):

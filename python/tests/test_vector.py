@@ -215,15 +215,13 @@ def test_vector_reset_rules(server):
         o3, _ = venv.reset()
         assert not (o3 == o1).all(axis=1).any()  # every game's next deal
         with pytest.raises(ValueError):
-            venv.reset(seed=5, options={"reset_mask": np.ones(3, bool)})
-        with pytest.raises(ValueError):
             venv.reset(options={"reset_mask": np.ones(4, bool)})
         with pytest.raises(ValueError):
             venv.reset(options={"reset_mask": np.ones(3, np.uint8)})
         with pytest.raises(ValueError):
             venv.reset(seed=[1, 2])  # one seed per game
         with pytest.raises(ValueError):
-            venv.reset(seed=[1, 2, 3], options={"reset_mask": np.ones(3, bool)})
+            venv.reset(seed=[1, 2], options={"reset_mask": np.ones(3, bool)})
         with pytest.raises(ValueError):
             venv.reset(options={"seed": 1})
         o4, _ = venv.reset(seed=[None, None, None])
@@ -353,6 +351,49 @@ def test_seeds_follow_gymnasium(server):
         sync.close()
         for e in singles:
             e.close()
+
+
+def test_masked_seeded_reset_follows_gymnasium(server):
+    """reset with a seed and options["reset_mask"] resets the chosen games
+    as gymnasium's sync vectorizer does (game i from seed + i, or its own
+    seed from a list, None going on to its next episode) and leaves the
+    others, here in the middle of their games."""
+    n = 4
+    venv = SpiderVectorEnv(n, address=server, autoreset_mode=AutoresetMode.DISABLED)
+    sync = gym.make_vec(
+        "Spider-v0",
+        num_envs=n,
+        vectorization_mode="sync",
+        vector_kwargs={"copy": True, "autoreset_mode": AutoresetMode.DISABLED},
+    )
+    rng = np.random.default_rng(5)
+    try:
+        obs, infos = venv.reset(seed=3)
+        assert (sync.reset(seed=3)[0] == obs).all()
+        for _ in range(4):
+            actions = masked_random(rng, infos["action_mask"])
+            obs, *_, infos = venv.step(actions)
+            assert (sync.step(actions)[0] == obs).all()
+        for seed, mask in [
+            (20, [True, False, True, False]),
+            ([None, 7, 8, None], [True, True, False, False]),
+            ([1, None, None, 2], [False, True, True, False]),
+        ]:
+            before = obs.copy()
+            mask = np.array(mask)
+            obs, infos = venv.reset(seed=seed, options={"reset_mask": mask})
+            sync_obs, _ = sync.reset(seed=seed, options={"reset_mask": mask.copy()})
+            assert (sync_obs == obs).all(), (seed, mask)
+            assert (obs[~mask] == before[~mask]).all() and not (obs[mask] == before[mask]).all(axis=1).any()
+            actions = masked_random(rng, infos["action_mask"])
+            obs, *_, infos = venv.step(actions)
+            assert (sync.step(actions)[0] == obs).all()
+        # Game 0 went on from seed 20's stream, game 2 from seed 22's.
+        obs, _ = venv.reset(options={"reset_mask": np.ones(n, bool)})
+        assert (sync.reset(options={"reset_mask": np.ones(n, bool)})[0] == obs).all()
+    finally:
+        venv.close()
+        sync.close()
 
 
 def test_legal_lists_are_each_rows_legal_ids():
