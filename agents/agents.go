@@ -92,7 +92,13 @@ type Decision struct {
 }
 
 // Agent chooses actions. Act is called only when at least one action is
-// legal and must return one of them. Begin starts a new game.
+// legal and must return one of them. Begin starts a new game; its seed is
+// the deal's, given so that an agent's own randomness repeats with the
+// deal. An agent must not deal the game again from it (env.NewGame):
+// that is peeking, which only the labelled oracle does. The built-in agents
+// only seed their generators from it, and TestAgentsNeverReadHiddenCards
+// checks that none but the oracle chooses by the hidden cards. A remote
+// agent is sent no seed.
 type Agent interface {
 	Name() string
 	Begin(seed uint64)

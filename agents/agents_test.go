@@ -90,6 +90,60 @@ func TestAgentsNeverReadHiddenCards(t *testing.T) {
 	}
 }
 
+// TestSearchSamplesAreBlind checks that the games search plans on, though
+// its generator is seeded from the deal's seed (Begin), hold the real
+// hidden cards no more often than chance: the seed only makes its luck
+// repeat. A sampler that dealt the game again from the seed would match
+// every card.
+func TestSearchSamplesAreBlind(t *testing.T) {
+	r := env.MustRules(env.Options{Suits: 1})
+	const deals = 400
+	match, hidden := 0, 0
+	for seed := uint64(100); seed < 100+deals; seed++ {
+		s := env.NewGame(r, seed)
+		a := &Search{}
+		a.Begin(seed)
+		world := NewView(&s, s.AppendLegal(nil), 0, false).Sample(a.g.Uint64())
+		truth, sample := hiddenCards(t, &s), hiddenCards(t, &world)
+		if len(truth) != 94 || len(sample) != 94 {
+			t.Fatalf("%d and %d hidden cards; a deal hides 94", len(truth), len(sample))
+		}
+		for i := range truth {
+			hidden++
+			if truth[i] == sample[i] {
+				match++
+			}
+		}
+	}
+	// One suit: 8 cards of each rank among the 94 hidden, so a blind
+	// sample puts the right rank at a place about 1 time in 13 (7.3 of 94).
+	got := float64(match) / float64(hidden) * 94
+	if got < 6.3 || got > 8.3 {
+		t.Fatalf("search's samples match %.2f of the 94 hidden cards a deal; chance is about 7.3", got)
+	}
+}
+
+// hiddenCards lists s's face-down cards, column by column, then its stock
+// in deal order, as text.
+func hiddenCards(t *testing.T, s *env.State) []string {
+	var out []string
+	for c := range env.NumColumns {
+		for _, card := range s.AppendFaceDown(nil, c) {
+			out = append(out, card.String())
+		}
+	}
+	text, err := s.MarshalText()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(text)) {
+		if rest, ok := strings.CutPrefix(line, "stock:"); ok {
+			out = append(out, strings.Fields(rest)...)
+		}
+	}
+	return out
+}
+
 func TestAgentsAreDeterministic(t *testing.T) {
 	r := env.MustRules(env.Options{Suits: 2, MaxSteps: 300})
 	for _, name := range Names() {
