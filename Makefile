@@ -89,12 +89,12 @@ vet:
 fmt:
 	gofmt -w .
 
-# Speed and allocations of the hot paths (README's performance table).
+# Speed and allocations of the hot paths (docs/performance.md).
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./env/
 	$(GO) test $(GOTAGS) -run '^$$' -bench LearnerUpdate -benchmem -benchtime 20x ./train/
 
-# The Python loop against the in-process Go batch (README's socket table).
+# The Python loop against the in-process Go batch (docs/performance.md).
 pybench: build $(VENV)/.installed
 	SPIDER_BIN=$(abspath $(BIN)) $(VENV)/bin/python python/bench.py
 
@@ -138,7 +138,7 @@ results-eval: build
 	done
 	$(MAKE) results
 
-# The face-up bound measurement quoted in the README (about an hour on 2 cores).
+# The face-up bound measurement quoted in RULES.md (about an hour on 2 cores).
 bound:
 	$(GO) test -run FaceUpBound -v -timeout 3h -faceup.games=1000000 ./env/
 

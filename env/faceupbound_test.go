@@ -11,7 +11,7 @@ import (
 )
 
 var (
-	boundGames = flag.Int("faceup.games", 300, "random games per configuration for TestFaceUpBound (the README's claim uses 1000000)")
+	boundGames = flag.Int("faceup.games", 300, "random games per configuration for TestFaceUpBound (RULES.md's figure uses 1000000)")
 	boundRules = flag.String("faceup.rules", "", "only this rule set in TestFaceUpBound (default both)")
 )
 
@@ -21,7 +21,7 @@ var (
 // and checks that no column ever holds more face-up cards than the
 // observation's default slots. For classic the bound is a theorem
 // (RULES.md); for cardems, whose deals can be more than five, it is this
-// measurement. Run with -faceup.games=1000000 -v for the README's figure.
+// measurement. Run with -faceup.games=1000000 -v for RULES.md's figure.
 func TestFaceUpBound(t *testing.T) {
 	for _, rs := range []env.RuleSet{env.Classic, env.Cardems} {
 		if *boundRules != "" && *boundRules != rs.String() {

@@ -62,7 +62,7 @@ func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 	fs.Float64Var(&c.ValueCoef, "value-coef", c.ValueCoef, "value loss coefficient")
 	fs.Float64Var(&c.RewardScale, "reward-scale", c.RewardScale, "multiplier of the score change used as reward")
 	fs.IntVar(&c.CloneGames, "clone-games", c.CloneGames, "warm start: imitate the teacher in this many games first (0: none)")
-	fs.StringVar(&c.Teacher, "teacher", c.Teacher, "the teacher of the warm start and the DAgger rounds: greedy or search (it sees what a player sees)")
+	fs.StringVar(&c.Teacher, "teacher", c.Teacher, "the teacher of the warm start and the DAgger rounds: greedy, search or random (it sees what a player sees)")
 	fs.IntVar(&c.CloneEpochs, "clone-epochs", c.CloneEpochs, "warm start and DAgger: passes over the labelled positions")
 	fs.IntVar(&c.DaggerRounds, "dagger-rounds", c.DaggerRounds, "after the warm start, rounds of DAgger: the network plays, the teacher labels its positions, the network retrains on all labels")
 	fs.IntVar(&c.DaggerGames, "dagger-games", c.DaggerGames, "deals the network plays in each DAgger round")

@@ -20,14 +20,24 @@ import json
 import time
 from typing import Any
 
+import numpy as np
+
+
+def _number(x: Any) -> bool:
+    """Whether x is a real number: RLlib reports numpy scalars too
+    (np.float32 where the batch's rewards are float32), and NaN where
+    nothing finished this iteration."""
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool) and bool(np.isfinite(x))
+
 
 def _count(x: Any) -> int:
-    """A summed metric as an int; RLlib gives NaN for none this iteration."""
-    return int(x) if isinstance(x, (int, float)) and x == x else 0
+    """A summed metric as an int, 0 where there is none."""
+    return int(x) if _number(x) else 0
 
 
 def _round(x: Any) -> float | None:
-    return round(float(x), 3) if isinstance(x, (int, float)) else None
+    """A mean to 3 places, or None (JSON null, never a bare NaN)."""
+    return round(float(x), 3) if _number(x) else None
 
 
 def build_config(args: argparse.Namespace) -> Any:
@@ -128,7 +138,7 @@ def main() -> None:
                 "illegal_so_far": _count(spider.get("illegal", 0)),
             }
             steps_before = steps
-            print(json.dumps(row) if args.json else row, flush=True)
+            print(json.dumps(row, allow_nan=False) if args.json else row, flush=True)
         total = time.perf_counter() - t_start
         print(
             f"{args.env_runners} env runner(s) x {args.envs_per_runner} env(s): {steps_before} env steps in "

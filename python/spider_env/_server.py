@@ -14,11 +14,13 @@ file that has no name, so nothing is left behind either way.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import secrets
 import shutil
 import socket
+import stat
 import subprocess
 import tempfile
 import time
@@ -132,6 +134,55 @@ def _stop(
                 os.remove(path)
 
 
+def _stale_socket(path: str) -> bool:
+    """Whether path is a Unix socket nobody listens on (a killed process's)."""
+    try:
+        if not stat.S_ISSOCK(os.lstat(path).st_mode):
+            return False
+    except OSError:
+        return False
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.setblocking(False)  # a live listener with a full backlog says EAGAIN, not wait
+    try:
+        probe.connect(path)
+    except OSError as e:
+        return e.errno == errno.ECONNREFUSED
+    finally:
+        probe.close()
+    return False
+
+
+_SERVER_SOCKET = re.compile(r"spider-(\d+)-[0-9a-f]{12}\.sock")
+
+
+def _remove_stale_server_sockets(parent: str) -> None:
+    """Remove the sockets of servers killed together with the Python process
+    that started them (their names carry its pid), this user's only: a
+    server stopped any other way removes its own, but a SIGKILL (Ray kills
+    a worker's children so) leaves it."""
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return
+    for entry in names:
+        m = _SERVER_SOCKET.fullmatch(entry)
+        if not m:
+            continue
+        path = os.path.join(parent, entry)
+        try:
+            if os.lstat(path).st_uid != os.getuid():
+                continue
+            os.kill(int(m.group(1)), 0)
+        except ProcessLookupError:
+            # A pid of another pid namespace sharing the folder may look
+            # dead: a socket someone listens on is kept.
+            if _stale_socket(path):
+                with contextlib.suppress(OSError):
+                    os.remove(path)
+        except (OSError, OverflowError, AttributeError):
+            continue
+
+
 class SpiderServer:
     """A ``spider serve`` subprocess owned by this Python process.
 
@@ -173,6 +224,7 @@ class SpiderServer:
             sock_path = os.path.join(tempfile.gettempdir(), name)
             if len(sock_path.encode()) > 80:  # a socket's path has at most 103 bytes (macOS; 107 on Linux)
                 sock_path = os.path.join("/tmp", name)
+            _remove_stale_server_sockets(os.path.dirname(sock_path))
             self.socket_path = sock_path
             cmd += ["--unix", sock_path]
         else:

@@ -207,20 +207,16 @@ class SpiderEnv(gym.Env[NDArray[Any], np.int64]):
         _check_mask(mask)
         self.render_mode = render_mode
         self.episode_key = episode_key
-        self._backend = _Backend(address, timeout)
-        try:
-            self.spider_spec: MakeReply = self._backend.client.make(
-                game_config,
-                n=1,
-                autoreset="disabled",
-                illegal=illegal,
-                illegal_penalty=illegal_penalty,
-                mask=mask,
-                workers=1,
-            )
-        except BaseException:
-            self._backend.close()
-            raise
+        # A given server is reached again by its address, not kept alive.
+        self._address = address.address if isinstance(address, SpiderServer) else address
+        self._open_args: dict[str, Any] = {
+            "config": game_config,
+            "illegal": illegal,
+            "illegal_penalty": illegal_penalty,
+            "mask": mask,
+            "timeout": timeout,
+        }
+        self._open()
         self.config: SpiderConfig = self.spider_spec["config"]
         """The game the server made: its echo of every game option."""
         self.observation_space = _observation_space(self.spider_spec)
@@ -242,6 +238,26 @@ class SpiderEnv(gym.Env[NDArray[Any], np.int64]):
         self._stream: int | None = None
         self._episodes = 0
         self._actions: list[int] = []
+
+    def _open(self) -> None:
+        """Connect (starting a server unless given an address) and make the game."""
+        a = self._open_args
+        backend = _Backend(self._address, a["timeout"])
+        try:
+            spec: MakeReply = backend.client.make(
+                a["config"],
+                n=1,
+                autoreset="disabled",
+                illegal=a["illegal"],
+                illegal_penalty=a["illegal_penalty"],
+                mask=a["mask"],
+                workers=1,
+            )
+        except BaseException:
+            backend.close()
+            raise
+        self._backend, self.spider_spec = backend, spec
+        self._closed = False
 
     @property
     def client(self) -> Client:
@@ -298,6 +314,16 @@ class SpiderEnv(gym.Env[NDArray[Any], np.int64]):
             raise ValueError(f"SpiderEnv.reset takes no options, got {sorted(options)}")
         if seed is not None:
             seed = _seed(seed)  # refused before anything changes, np_random included
+        if self._closed:
+            # Reset after close() opens anew, as Gymnasium's own envs go on
+            # after close (SB3's check_env resets after closing). The new
+            # server has no stream: it is dealt this env's to where it was.
+            self._open()
+            if seed is None and self._stream is not None:
+                with _whole(self.client, "reset"):
+                    self.client.reset(seed=self._stream)
+                    for _ in range(self._episodes):
+                        self.client.reset()
         never_seeded = self._np_random is None
         super().reset(seed=seed)
         if seed is None and (never_seeded or self._last is None):
@@ -374,9 +400,13 @@ class SpiderEnv(gym.Env[NDArray[Any], np.int64]):
         return None
 
     def close(self) -> None:
+        """Close the connection and stop the server this env started. A
+        later :meth:`reset` opens anew (a new server unless given an
+        address) and deals what it would have dealt; other calls raise."""
         backend = getattr(self, "_backend", None)
         if backend is not None:
             backend.close()
+            self._closed = True
 
 
 class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[Any]]):

@@ -25,7 +25,6 @@ or a hidden card.
 from __future__ import annotations
 
 import contextlib
-import errno
 import ipaddress
 import json
 import math
@@ -49,7 +48,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._client import NUM_ACTIONS, Address, SpiderError, parse_address
-from ._server import find_binary
+from ._server import _stale_socket, find_binary
 
 __all__ = ["POLICY_PROTOCOL_VERSION", "PolicyServer", "evaluate", "serve_policy"]
 
@@ -130,24 +129,6 @@ def _cut(text: str, limit: int = 256) -> str:
     # surrogateescape) cannot be sent, and would cost the connection.
     b = text.encode("utf-8", errors="replace")
     return b.decode("utf-8") if len(b) <= limit else b[: limit - 3].decode("utf-8", errors="ignore") + "..."
-
-
-def _stale_socket(path: str) -> bool:
-    """Whether path is a Unix socket nobody listens on (a killed agent's)."""
-    try:
-        if not stat.S_ISSOCK(os.lstat(path).st_mode):
-            return False
-    except OSError:
-        return False
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    probe.setblocking(False)  # a live listener with a full backlog says EAGAIN, not wait
-    try:
-        probe.connect(path)
-    except OSError as e:
-        return e.errno == errno.ECONNREFUSED
-    finally:
-        probe.close()
-    return False
 
 
 class PolicyServer:

@@ -33,6 +33,7 @@ from numpy.typing import NDArray
 from ._client import NUM_ACTIONS, Address, Client, StepReply, _seed, _whole, parse_address
 from ._server import SpiderServer
 from .config import SpiderConfig
+from .envs import _action_ids
 
 # The ignores hold where stable-baselines3 is not installed (mypy sees Any);
 # "unused-ignore" keeps them quiet where it is, or where pyproject.toml
@@ -289,9 +290,13 @@ class SpiderVecEnv(VecEnv):  # type: ignore[misc, unused-ignore]
             raise RuntimeError("step_async while a step is in flight: call step_wait first")
         if self._last is None:
             raise gym.error.ResetNeeded("call reset before step_async")
-        a = np.asarray(actions).reshape(self.num_envs)
+        a = np.asarray(actions)
+        if a.shape == (self.num_envs, 1):
+            a = a[:, 0]  # a column of ids, as some SB3 wrappers give a Discrete space
+        # The checks SpiderEnv and SpiderVectorEnv make: integer ids in 0..1080.
+        ids = _action_ids(a, (self.num_envs,))
         with _whole(self.client, "step_async"):
-            self.client.step_send(a)
+            self.client.step_send(ids)
 
     def step_wait(self) -> VecEnvStepReturn:
         """Wait for the step sent by :meth:`step_async`; return (obs, rewards, dones, infos)."""
@@ -438,6 +443,13 @@ class SpiderVecEnv(VecEnv):  # type: ignore[misc, unused-ignore]
     ) -> list[bool]:
         """False for every game: no gymnasium wrapper sits inside this env."""
         return [False] * len(self._targets(indices))
+
+    def __getstate__(self) -> dict[str, Any]:
+        raise TypeError(
+            "a SpiderVecEnv cannot be pickled or copied: its games live in a server batch, and replaying "
+            "every game's history into a new batch is not supported; make a new env with the same arguments "
+            "(SpiderVecEnv(num_envs, env.config, ...)) instead, or DummyVecEnv over single SpiderEnv games"
+        )
 
     def close(self) -> None:
         """Close the connection and stop the server this env started. Idempotent."""

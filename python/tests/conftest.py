@@ -16,15 +16,17 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="session", autouse=True)
 def spider_bin() -> str:
-    """The spider binary: $SPIDER_BIN, else bin/spider built now with go build."""
+    """The spider binary: $SPIDER_BIN, else bin/spider-pytest built now with
+    go build (not bin/spider, which make build writes with OpenBLAS and the
+    commit stamped, and which eval's figures are run with)."""
     env = os.environ.get("SPIDER_BIN")
     if env:
         return env
-    out = REPO / "bin" / "spider"
+    out = REPO / "bin" / "spider-pytest"
     go = shutil.which("go")
     if go is None:
         if not out.is_file():
-            pytest.skip("the spider server cannot be built: no go toolchain and no bin/spider")
+            pytest.skip("the spider server cannot be built: no go toolchain and no bin/spider-pytest")
     else:
         p = subprocess.run(
             [go, "build", "-o", str(out), "./cmd/spider"],

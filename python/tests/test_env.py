@@ -217,8 +217,38 @@ def test_bad_config_and_closed_env(server):
     with pytest.raises(SpiderError) as e:
         env.step(0)
     assert e.value.code == "closed"
-    with pytest.raises(SpiderError):
+
+
+def test_reset_after_close_opens_anew(server):
+    """As Gymnasium's own envs (and SB3's check_env, which resets after
+    closing) expect, a reset after close() plays on: on a new server of its
+    own, or the given address again, dealing what it would have dealt."""
+    twin = SpiderEnv(address=server)
+    try:
+        want = [twin.reset(seed=4)[0], twin.reset()[0], twin.reset()[0], twin.reset(seed=9)[0]]
+    finally:
+        twin.close()
+    for address in (None, server):
+        env = SpiderEnv(address=address)
+        first = env.server
+        env.reset(seed=4)
         env.reset()
+        env.close()
+        assert first is None or not first.running
+        obs, info = env.reset()  # the stream's next deal, on a new connection
+        assert (obs == want[2]).all() and info["score"] == 500
+        if address is None:
+            assert env.server is not None and env.server is not first and env.server.running
+        obs, _, _, _, info = env.step(int(np.flatnonzero(info["action_mask"])[0]))
+        assert info["moves"] == 1
+        env.close()
+        assert (env.reset(seed=9)[0] == want[3]).all()
+        env.close()
+    # An env closed before any reset opens anew too.
+    env = SpiderEnv(address=server)
+    env.close()
+    assert (env.reset(seed=4)[0] == want[0]).all()
+    env.close()
 
 
 def test_registered_make():

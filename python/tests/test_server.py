@@ -112,6 +112,10 @@ _SCRIPT = textwrap.dedent(
     print(envs[0].server.pid, envs[0].server.socket_path, child, flush=True)
     if sys.argv[1] == "hard":
         os._exit(0)  # no atexit, no finalizers
+    if sys.argv[1] == "all-kill":
+        # Ray kills a worker's children so: the server cannot remove its socket.
+        os.kill(envs[0].server.pid, signal.SIGKILL)
+        envs[0].server.proc.wait()
     if sys.argv[1].endswith("kill"):
         os.kill(os.getpid(), signal.SIGKILL)
     # "exit": leave without close(); atexit must stop the server
@@ -133,6 +137,55 @@ def test_no_server_outlives_python(how):
     finally:
         if child:
             os.kill(child, 9)
+
+
+def test_socket_of_a_killed_server_is_removed_by_the_next():
+    """A server SIGKILLed with its Python (as Ray kills a worker's children)
+    leaves its socket; the next SpiderServer removes it."""
+    p = subprocess.run(
+        [sys.executable, "-c", _SCRIPT, "all-kill"], capture_output=True, text=True, timeout=60, env=os.environ.copy()
+    )
+    pid, sock, _ = p.stdout.split()
+    assert p.returncode == -9, p.stderr
+    assert _gone(int(pid), timeout=5) and os.path.exists(sock)
+    with SpiderServer():
+        assert not os.path.exists(sock)
+
+
+def test_only_stale_server_sockets_are_removed(tmp_path):
+    import socket
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    name = f"spider-{dead.pid}-" + "ab" * 6 + ".sock"
+
+    def bound(name, listen):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.bind(str(tmp_path / name))
+        if listen:
+            s.listen(1)
+            return s
+        s.close()  # the file stays, and nobody listens: a killed server's
+        return None
+
+    bound(name, listen=False)
+    live = bound(f"spider-{dead.pid}-" + "cd" * 6 + ".sock", listen=True)  # another pid namespace's, say
+    bound(f"spider-{os.getpid()}-" + "ef" * 6 + ".sock", listen=False)  # its Python lives
+    bound(f"spider-{dead.pid}-" + "ab" * 5 + ".sock", listen=False)  # not a server's name
+    (tmp_path / (f"spider-{dead.pid}-" + "12" * 6 + ".sock")).write_text("")  # not a socket
+    try:
+        _server._remove_stale_server_sockets(str(tmp_path))
+        assert sorted(os.listdir(tmp_path)) == sorted(
+            [
+                f"spider-{dead.pid}-" + "cd" * 6 + ".sock",
+                f"spider-{os.getpid()}-" + "ef" * 6 + ".sock",
+                f"spider-{dead.pid}-" + "ab" * 5 + ".sock",
+                f"spider-{dead.pid}-" + "12" * 6 + ".sock",
+            ]
+        )
+    finally:
+        live.close()
+    _server._remove_stale_server_sockets(str(tmp_path / "missing"))  # no folder: nothing to do
 
 
 def test_tcp_transport():
@@ -188,12 +241,23 @@ def test_binary_lookup(monkeypatch, tmp_path, spider_bin):
         SpiderEnv()
     assert "make build" in str(e.value) and "SPIDER_BIN" in str(e.value)
     # Without a packaged one, the repository's bin/spider, found by walking
-    # up from the package.
+    # up from the package (here a repository made for the test).
     monkeypatch.undo()
+    repo = tmp_path / "repo"
+    (repo / "bin").mkdir(parents=True)
+    (repo / "go.mod").write_text(_server._GO_MODULE + "\n\ngo 1.26\n")
+    start = repo / ".venv" / "lib" / "spider_env"
+    start.mkdir(parents=True)
+    assert _server._repo_bin(start) is None  # no bin/spider yet: make build has not run
+    (repo / "bin" / "spider").write_bytes(b"")
+    (repo / "bin" / "spider").chmod(0o755)
+    found = _server._repo_bin(start)
+    assert found == repo / "bin" / "spider"
+    (tmp_path / "go.mod").write_text("module example.com/other\n")
+    assert _server._repo_bin(tmp_path / "x") is None  # another module's folder is not ours
     monkeypatch.delenv("SPIDER_BIN")
     monkeypatch.setattr(_server, "_packaged_bin", lambda: None)
-    found = _server._repo_bin(Path(spider_env.__file__).resolve().parent)
-    assert found is not None and found.name == "spider"
+    monkeypatch.setattr(_server, "_repo_bin", lambda _start: found)
     assert _server.find_binary() == str(found)
 
 

@@ -3,6 +3,9 @@ sb3-contrib's MaskablePPO on it (marker sb3: needs torch)."""
 
 from __future__ import annotations
 
+import copy
+import warnings
+
 import numpy as np
 import pytest
 
@@ -15,6 +18,7 @@ import torch
 from sb3_contrib import MaskablePPO
 from sb3_contrib.common.maskable.evaluation import evaluate_policy
 from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
+from stable_baselines3.common.env_checker import check_env
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import VecEnv, VecMonitor, VecNormalize
 
@@ -114,6 +118,25 @@ def test_vecenv_api(server):
     assert not venv.client.pending
     with pytest.raises(RuntimeError, match="without step_async"):
         venv.step_wait()
+    # Actions are checked as SpiderEnv checks them, before anything is sent;
+    # a column of ids is taken as a row.
+    ok = masked_sample(rng, venv.action_masks())
+    for bad, err in [
+        (np.ones(n, bool), TypeError),
+        (ok.astype(np.float16), TypeError),
+        (np.full(n, NUM_ACTIONS), ValueError),
+        (np.full(n, -1), ValueError),
+        (np.full(n, 2**63, np.uint64), ValueError),
+        (ok[:3], ValueError),
+    ]:
+        with pytest.raises(err):
+            venv.step_async(bad)
+        assert not venv.client.pending
+    venv.step_async(ok.reshape(n, 1))
+    obs, *_ = venv.step_wait()
+    np.testing.assert_array_equal(obs, ref.step(ok)[0])
+    with pytest.raises(TypeError, match="cannot be pickled or copied"):
+        copy.deepcopy(venv)
     for e in (venv, ref, *singles):
         e.close()
     venv.close()  # idempotent
@@ -144,6 +167,19 @@ def test_wrappers_and_render(server):
     action, reason = pictures.env_method("hint", indices=0)[0]
     assert pictures.action_masks()[0, action] and isinstance(reason, str)
     pictures.close()
+
+
+@pytest.mark.limit(60)
+@pytest.mark.parametrize("render_mode", [None, "ansi", "rgb_array"])
+def test_sb3_check_env_with_its_render_check(render_mode):
+    """SB3's checker with its render check, which closes the env and then
+    resets it again; the env starts its own server, as gym.make's would."""
+    env = SpiderEnv(render_mode=render_mode, max_steps=20)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        check_env(env, warn=True, skip_render_check=False)
+    env.close()
+    assert not caught, [str(w.message) for w in caught]
 
 
 @pytest.mark.limit(180)
