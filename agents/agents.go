@@ -96,9 +96,10 @@ type Decision struct {
 // the deal's, given so that an agent's own randomness repeats with the
 // deal. An agent must not deal the game again from it (env.NewGame):
 // that is peeking, which only the labelled oracle does. The built-in agents
-// only seed their generators from it, and TestAgentsNeverReadHiddenCards
-// checks that none but the oracle chooses by the hidden cards. A remote
-// agent is sent no seed.
+// only seed their generators from it: TestAgentsNeverReadHiddenCards
+// checks that none but the oracle chooses by the hidden cards of its View,
+// and TestSearchSamplesAreBlind that search's sampled games match the real
+// hidden cards no more often than chance. A remote agent is sent no seed.
 type Agent interface {
 	Name() string
 	Begin(seed uint64)

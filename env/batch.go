@@ -151,7 +151,8 @@ func (b *Batch) seedGame(i int, seed uint64) {
 }
 
 // Close stops the workers. The Batch must not be used afterwards: Step,
-// StepSome, ResetGames, ResetSeeds and Restore return ErrClosed, and Reset
+// StepSome, ResetGames, ResetGamesSeeded, ResetSeeds and Restore return
+// ErrClosed, and Reset
 // and SampleLegal panic, rather than leave the buffers as they were
 // without a word.
 func (b *Batch) Close() {

@@ -8,13 +8,17 @@ object is garbage collected or the interpreter exits; and the server reads
 a pipe from this process on its stdin (``spider serve --exit-with-stdin``),
 so when Python dies any other way (SIGKILL, from any thread) the pipe
 closes and the server stops and removes its socket. Its stderr goes to a
-file that has no name, so nothing is left behind either way.
+file that has no name, so nothing is left behind either way, unless the
+server itself is killed (as Ray kills a worker's children): the first
+SpiderServer a process starts then removes such sockets of this host's
+dead processes.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
 import re
 import secrets
@@ -152,21 +156,33 @@ def _stale_socket(path: str) -> bool:
     return False
 
 
-_SERVER_SOCKET = re.compile(r"spider-(\d+)-[0-9a-f]{12}\.sock")
+def _host_tag() -> str:
+    """8 hex digits naming this host in socket and folder names: a pid means
+    nothing in a temporary folder that other hosts share (NFS), where a
+    live server's socket also refuses a connection from here."""
+    return hashlib.sha256(socket.gethostname().encode(errors="replace")).hexdigest()[:8]
+
+
+_SERVER_SOCKET = re.compile(r"spider-([0-9]+)-([0-9a-f]{8})-[0-9a-f]{12}\.sock")
+
+# The folders swept already: once a process is enough, and a temporary
+# folder can be large.
+_swept: set[str] = set()
 
 
 def _remove_stale_server_sockets(parent: str) -> None:
     """Remove the sockets of servers killed together with the Python process
-    that started them (their names carry its pid), this user's only: a
-    server stopped any other way removes its own, but a SIGKILL (Ray kills
-    a worker's children so) leaves it."""
+    that started them (their names carry its pid and host), this user's
+    only: a server stopped any other way removes its own, but a SIGKILL
+    (Ray kills a worker's children so) leaves it."""
     try:
         names = os.listdir(parent)
     except OSError:
         return
+    host = _host_tag()
     for entry in names:
         m = _SERVER_SOCKET.fullmatch(entry)
-        if not m:
+        if not m or m.group(2) != host:
             continue
         path = os.path.join(parent, entry)
         try:
@@ -220,11 +236,14 @@ class SpiderServer:
         # Idle connections stay: its clients are this process's envs.
         cmd = [self.binary, "serve", "--exit-with-stdin", "--idle-timeout", "8760h"]
         if transport == "unix":
-            name = f"spider-{os.getpid()}-{secrets.token_hex(6)}.sock"
+            name = f"spider-{os.getpid()}-{_host_tag()}-{secrets.token_hex(6)}.sock"
             sock_path = os.path.join(tempfile.gettempdir(), name)
             if len(sock_path.encode()) > 80:  # a socket's path has at most 103 bytes (macOS; 107 on Linux)
                 sock_path = os.path.join("/tmp", name)
-            _remove_stale_server_sockets(os.path.dirname(sock_path))
+            parent = os.path.dirname(sock_path)
+            if parent not in _swept:
+                _swept.add(parent)
+                _remove_stale_server_sockets(parent)
             self.socket_path = sock_path
             cmd += ["--unix", sock_path]
         else:

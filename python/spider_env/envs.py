@@ -27,7 +27,18 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 from numpy.typing import NDArray
 
-from ._client import NUM_ACTIONS, Address, Client, MakeReply, ObsArray, StepReply, _seed, _whole, parse_address
+from ._client import (
+    NUM_ACTIONS,
+    Address,
+    Client,
+    MakeReply,
+    ObsArray,
+    SpiderError,
+    StepReply,
+    _seed,
+    _whole,
+    parse_address,
+)
 from ._server import SpiderServer
 from .config import SpiderConfig
 
@@ -256,6 +267,15 @@ class SpiderEnv(gym.Env[NDArray[Any], np.int64]):
         except BaseException:
             backend.close()
             raise
+        old: MakeReply | None = getattr(self, "spider_spec", None)
+        if old is not None and (spec["config"] != old["config"] or spec["obs_shape"] != old["obs_shape"]):
+            # The address now serves another version or other defaults.
+            backend.close()
+            raise SpiderError(
+                "bad_config",
+                f"the server at {self._address!r} now makes {spec['config']} with observations "
+                f"{spec['obs_shape']}, not this env's {old['config']} {old['obs_shape']}: make a new env",
+            )
         self._backend, self.spider_spec = backend, spec
         self._closed = False
 
@@ -402,11 +422,16 @@ class SpiderEnv(gym.Env[NDArray[Any], np.int64]):
     def close(self) -> None:
         """Close the connection and stop the server this env started. A
         later :meth:`reset` opens anew (a new server unless given an
-        address) and deals what it would have dealt; other calls raise."""
+        address) and deals what it would have dealt; :meth:`step`,
+        :meth:`render` and :meth:`hint` raise until then. An env whose
+        connection a fault closed (an interrupt, a broken server) is not
+        opened again: the server may have played what the env never took
+        note of."""
         backend = getattr(self, "_backend", None)
         if backend is not None:
+            if not backend.client.closed:
+                self._closed = True
             backend.close()
-            self._closed = True
 
 
 class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[Any]]):
@@ -597,23 +622,12 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
         chosen game is reset as that seed alone would reset it, and the
         others are left as they are.
         """
-        seeds: list[int | None] | None = None
-        if isinstance(seed, (list, tuple, np.ndarray)):
-            seeds = [None if s is None else _seed(s) for s in seed]
-            if len(seeds) != self.num_envs:
-                raise ValueError(f"{len(seeds)} seeds for {self.num_envs} games")
-            seed = None
-            if all(s is None for s in seeds):
-                seeds = None
-        elif seed is not None:
-            seed = _seed(seed)
-            if seed + self.num_envs > 2**64:
-                # Game i is dealt seed + i, which must not wrap to another game's deal.
-                raise ValueError(f"seed {seed} + {self.num_envs - 1} for the last game is over 2**64-1")
+        # Everything is checked before anything changes, np_random included.
         options = dict(options or {})
         reset_mask = options.pop("reset_mask", None)
         if options:
             raise ValueError(f"unknown reset options {sorted(options)}; only 'reset_mask' is known")
+        chosen = list(range(self.num_envs))
         if reset_mask is not None:
             reset_mask = np.asarray(reset_mask)
             if reset_mask.shape != (self.num_envs,) or reset_mask.dtype != np.bool_:
@@ -621,11 +635,32 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
                     f"options['reset_mask'] must be a bool array of shape ({self.num_envs},), "
                     f"got {reset_mask.dtype} {reset_mask.shape}"
                 )
+            if self._last is None:
+                raise SpiderError("bad_order", "reset_mask before the first reset: reset the whole batch first")
             if self.client.pending:
                 # The server has played it: the games left out would go on
                 # from where it left them, with its results (an ended game,
                 # say) never seen.
                 raise RuntimeError("a step is in flight: recv (or step_wait) it before a reset of some games")
+            chosen = [int(i) for i in np.flatnonzero(reset_mask)]
+        seeds: list[int | None] | None = None
+        if isinstance(seed, (list, tuple, np.ndarray)):
+            if len(seed) != self.num_envs:
+                raise ValueError(f"{len(seed)} seeds for {self.num_envs} games")
+            # As Gymnasium, the seeds of games a mask leaves out are not read.
+            seeds = [None] * self.num_envs
+            for i in chosen:
+                item = seed[i]
+                seeds[i] = None if item is None else _seed(item)
+            seed = None
+            if all(s is None for s in seeds):
+                seeds = None
+        elif seed is not None:
+            seed = _seed(seed)
+            last = chosen[-1] if chosen else 0
+            if seed + last >= 2**64:
+                # Game i is dealt seed + i, which must not wrap to another game's deal.
+                raise ValueError(f"seed {seed} + {last} for game {last} is over 2**64-1")
         never_seeded = self._np_random is None
         # Gymnasium seeds the vector env's own generator with the first seed.
         super().reset(seed=seed if seeds is None else next((s for s in seeds if s is not None), None))

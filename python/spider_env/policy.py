@@ -48,7 +48,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._client import NUM_ACTIONS, Address, SpiderError, parse_address
-from ._server import _stale_socket, find_binary
+from ._server import _host_tag, _stale_socket, find_binary
 
 __all__ = ["POLICY_PROTOCOL_VERSION", "PolicyServer", "evaluate", "serve_policy"]
 
@@ -341,19 +341,19 @@ def serve_policy(
                 signal.signal(signal.SIGTERM, old if old is not None else signal.SIG_DFL)
 
 
-_AGENT_DIR = re.compile(r"spider-agent-(\d+)-")
+_AGENT_DIR = re.compile(r"spider-agent-([0-9]+)-([0-9a-f]{8})-")
 
 
 def _remove_stale_agent_dirs(parent: str) -> None:
     """Remove the socket folders of evaluate() calls whose Python process was
-    killed (their names carry its pid), this user's only."""
+    killed (their names carry its pid and host), this user's only."""
     try:
         names = os.listdir(parent)
     except OSError:
         return
     for entry in names:
         m = _AGENT_DIR.match(entry)
-        if not m:
+        if not m or m.group(2) != _host_tag():
             continue
         path = os.path.join(parent, entry)
         try:
@@ -446,7 +446,7 @@ def evaluate(
     if remote_batch is None:
         remote_batch = 64 if batch else 8
     exe = binary or find_binary()
-    prefix = f"spider-agent-{os.getpid()}-"
+    prefix = f"spider-agent-{os.getpid()}-{_host_tag()}-"
     parent = tempfile.gettempdir()
     if len(parent) > 50 or "," in parent:  # sun_path holds 108 bytes; --policies splits at commas
         parent = "/tmp"

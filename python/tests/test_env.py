@@ -14,7 +14,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 from conftest import REPO, masked_random
-from spider_env import SpiderEnv, SpiderError, SpiderVectorEnv
+from spider_env import SpiderEnv, SpiderError, SpiderServer, SpiderVectorEnv
 
 # Warnings check_env may give that are expected: bounds of [0, 1] float boxes,
 # the per-suit run counters of absent suits (fixed at 0, so low == high),
@@ -249,6 +249,22 @@ def test_reset_after_close_opens_anew(server):
     env.close()
     assert (env.reset(seed=4)[0] == want[0]).all()
     env.close()
+    # A server that now makes another game is refused.
+    env.spider_spec = {**env.spider_spec, "obs_shape": (1,)}
+    with pytest.raises(SpiderError) as e:
+        env.reset()
+    assert e.value.code == "bad_config" and "make a new env" in e.value.message
+    # A connection a fault closed is not opened again, close() or not.
+    srv = SpiderServer()
+    env = SpiderEnv(address=srv)
+    env.reset(seed=0)
+    srv.close()
+    with pytest.raises(SpiderError):
+        env.step(0)
+    env.close()
+    with pytest.raises(SpiderError) as e:
+        env.reset()
+    assert e.value.code == "closed"
 
 
 def test_registered_make():

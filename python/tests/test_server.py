@@ -139,9 +139,10 @@ def test_no_server_outlives_python(how):
             os.kill(child, 9)
 
 
-def test_socket_of_a_killed_server_is_removed_by_the_next():
+def test_socket_of_a_killed_server_is_removed_by_the_next(monkeypatch):
     """A server SIGKILLed with its Python (as Ray kills a worker's children)
-    leaves its socket; the next SpiderServer removes it."""
+    leaves its socket; the first SpiderServer of the next process removes it."""
+    monkeypatch.setattr(_server, "_swept", set())  # as in a new process
     p = subprocess.run(
         [sys.executable, "-c", _SCRIPT, "all-kill"], capture_output=True, text=True, timeout=60, env=os.environ.copy()
     )
@@ -150,6 +151,7 @@ def test_socket_of_a_killed_server_is_removed_by_the_next():
     assert _gone(int(pid), timeout=5) and os.path.exists(sock)
     with SpiderServer():
         assert not os.path.exists(sock)
+    assert os.path.dirname(sock) in _server._swept  # and only once a process
 
 
 def test_only_stale_server_sockets_are_removed(tmp_path):
@@ -157,7 +159,10 @@ def test_only_stale_server_sockets_are_removed(tmp_path):
 
     dead = subprocess.Popen(["true"])
     dead.wait()
-    name = f"spider-{dead.pid}-" + "ab" * 6 + ".sock"
+    host = _server._host_tag()
+
+    def name(pid, tag=host, token="ab" * 6):
+        return f"spider-{pid}-{tag}-{token}.sock"
 
     def bound(name, listen):
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -168,21 +173,22 @@ def test_only_stale_server_sockets_are_removed(tmp_path):
         s.close()  # the file stays, and nobody listens: a killed server's
         return None
 
-    bound(name, listen=False)
-    live = bound(f"spider-{dead.pid}-" + "cd" * 6 + ".sock", listen=True)  # another pid namespace's, say
-    bound(f"spider-{os.getpid()}-" + "ef" * 6 + ".sock", listen=False)  # its Python lives
-    bound(f"spider-{dead.pid}-" + "ab" * 5 + ".sock", listen=False)  # not a server's name
-    (tmp_path / (f"spider-{dead.pid}-" + "12" * 6 + ".sock")).write_text("")  # not a socket
+    bound(name(dead.pid), listen=False)
+    kept = [
+        name(dead.pid, token="cd" * 6),  # someone listens: another pid namespace's, say
+        name(os.getpid(), token="ef" * 6),  # its Python lives
+        name(dead.pid, tag="0" * 8 if host != "0" * 8 else "1" * 8),  # another host's (a shared folder)
+        f"spider-{dead.pid}-{host}-" + "ab" * 5 + ".sock",  # not a server's name
+        name("\u0661\u0662\u0663"),  # digits, but not ASCII ones
+        name(dead.pid, token="12" * 6),  # not a socket
+    ]
+    live = bound(kept[0], listen=True)
+    for k in kept[1:5]:
+        bound(k, listen=False)
+    (tmp_path / kept[5]).write_text("")
     try:
         _server._remove_stale_server_sockets(str(tmp_path))
-        assert sorted(os.listdir(tmp_path)) == sorted(
-            [
-                f"spider-{dead.pid}-" + "cd" * 6 + ".sock",
-                f"spider-{os.getpid()}-" + "ef" * 6 + ".sock",
-                f"spider-{dead.pid}-" + "ab" * 5 + ".sock",
-                f"spider-{dead.pid}-" + "12" * 6 + ".sock",
-            ]
-        )
+        assert sorted(os.listdir(tmp_path)) == sorted(kept)
     finally:
         live.close()
     _server._remove_stale_server_sockets(str(tmp_path / "missing"))  # no folder: nothing to do

@@ -208,6 +208,10 @@ def test_vector_reset_rules(server):
         with pytest.raises(SpiderError) as e:  # reset_mask before any seeded reset
             venv.reset(options={"reset_mask": np.array([True, False, True])})
         assert e.value.code == "bad_order"
+        before = venv.np_random_seed
+        with pytest.raises(SpiderError) as e:  # refused before np_random changes
+            venv.reset(seed=5, options={"reset_mask": np.array([True, False, True])})
+        assert e.value.code == "bad_order" and venv.np_random_seed == before != 5
         o1, _ = venv.reset(seed=5)
         o2, _ = venv.reset(seed=5)
         assert (o1 == o2).all() and not (o1[0] == o1[1]).all()
@@ -226,6 +230,19 @@ def test_vector_reset_rules(server):
             venv.reset(options={"seed": 1})
         o4, _ = venv.reset(seed=[None, None, None])
         assert o4.shape == (3, 806)
+        # With a mask, as in Gymnasium, what games outside it would get is not read.
+        first = np.array([True, False, False])
+        o5, _ = venv.reset(seed=2**64 - 1, options={"reset_mask": first})
+        assert (o5[1:] == o4[1:]).all() and not (o5[0] == o4[0]).all()
+        with pytest.raises(ValueError):
+            venv.reset(seed=2**64 - 2, options={"reset_mask": np.array([False, False, True])})
+        o6, _ = venv.reset(seed=[3, -1, "x"], options={"reset_mask": first})
+        assert (o6[0] == venv.reset(seed=[3, None, None], options={"reset_mask": first})[0][0]).all()
+        with pytest.raises(ValueError):
+            venv.reset(seed=[3, -1, None], options={"reset_mask": np.array([True, True, False])})
+        # An all-false mask resets no game (Gymnasium raises instead).
+        o7, _ = venv.reset(options={"reset_mask": np.zeros(3, bool)})
+        assert (o7 == o6).all()
         with pytest.raises(ValueError, match=r"shape \(2,\); want \(3,\)"):
             venv.step(np.zeros(2, np.int64))
         # Only (num_envs,) integer ids: no silent flattening or truncation.
