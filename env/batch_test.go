@@ -356,17 +356,26 @@ func TestBatchIllegalPolicies(t *testing.T) {
 	})
 }
 
+// resetAndStep resets b with seed and plays one random legal action in
+// every game.
+func resetAndStep(t *testing.T, b *env.Batch, seed uint64) {
+	t.Helper()
+	b.Reset(seed)
+	actions := make([]env.Action, b.N())
+	g := rng.New(4)
+	pickActions(&g, b, actions)
+	if err := b.Step(actions); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestBatchResetGamesOnlyTouchesChosenGames(t *testing.T) {
 	r := env.MustRules(env.Options{Suits: 2})
 	b := newBatch(t, r, env.BatchOptions{N: 6, Workers: 2})
 	if err := b.ResetGames(make([]bool, 6)); err == nil || err.Error() != "env: ResetGames before Reset" {
 		t.Fatalf("ResetGames before Reset: %v", err)
 	}
-	b.Reset(9)
-	actions := make([]env.Action, 6)
-	g := rng.New(4)
-	pickActions(&g, b, actions)
-	b.Step(actions)
+	resetAndStep(t, b, 9)
 	kept := b.State(1)
 	mask := []bool{true, false, false, false, false, true}
 	if err := b.ResetGames(mask); err != nil {
@@ -400,11 +409,7 @@ func TestBatchResetGamesSeeded(t *testing.T) {
 	if err := b.ResetGamesSeeded(mask, seeds, seeded); err == nil || err.Error() != "env: ResetGamesSeeded before Reset" {
 		t.Fatalf("ResetGamesSeeded before Reset: %v", err)
 	}
-	b.Reset(9)
-	actions := make([]env.Action, 4)
-	g := rng.New(4)
-	pickActions(&g, b, actions)
-	b.Step(actions)
+	resetAndStep(t, b, 9)
 	kept := [4]env.State{b.State(0), b.State(1), b.State(2), b.State(3)}
 	keptObs := slices.Clone(b.ObsCompact)
 	if err := b.ResetGamesSeeded(mask, seeds[:3], seeded); err == nil || err.Error() != "env: reset mask of 4 entries, 3 seeds and 4 seeded flags for 4 games" {

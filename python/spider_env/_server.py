@@ -163,7 +163,8 @@ def _host_tag() -> str:
     return hashlib.sha256(socket.gethostname().encode(errors="replace")).hexdigest()[:8]
 
 
-_SERVER_SOCKET = re.compile(r"spider-([0-9]+)-([0-9a-f]{8})-[0-9a-f]{12}\.sock")
+# The host tag is optional: names before it had none.
+_SERVER_SOCKET = re.compile(r"spider-([0-9]+)-(?:([0-9a-f]{8})-)?[0-9a-f]{12}\.sock")
 
 # The folders swept already: once a process is enough, and a temporary
 # folder can be large.
@@ -182,7 +183,7 @@ def _remove_stale_server_sockets(parent: str) -> None:
     host = _host_tag()
     for entry in names:
         m = _SERVER_SOCKET.fullmatch(entry)
-        if not m or m.group(2) != host:
+        if not m or m.group(2) not in (None, host):
             continue
         path = os.path.join(parent, entry)
         try:

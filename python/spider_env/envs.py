@@ -271,10 +271,11 @@ class SpiderEnv(gym.Env[NDArray[Any], np.int64]):
         if old is not None and (spec["config"] != old["config"] or spec["obs_shape"] != old["obs_shape"]):
             # The address now serves another version or other defaults.
             backend.close()
+            where = "the new server" if self._address is None else f"the server at {self._address!r}"
             raise SpiderError(
                 "bad_config",
-                f"the server at {self._address!r} now makes {spec['config']} with observations "
-                f"{spec['obs_shape']}, not this env's {old['config']} {old['obs_shape']}: make a new env",
+                f"{where} makes {spec['config']} with observations {spec['obs_shape']}, "
+                f"not this env's {old['config']} {old['obs_shape']}: make a new env",
             )
         self._backend, self.spider_spec = backend, spec
         self._closed = False
@@ -423,15 +424,14 @@ class SpiderEnv(gym.Env[NDArray[Any], np.int64]):
         """Close the connection and stop the server this env started. A
         later :meth:`reset` opens anew (a new server unless given an
         address) and deals what it would have dealt; :meth:`step`,
-        :meth:`render` and :meth:`hint` raise until then. An env whose
-        connection a fault closed (an interrupt, a broken server) is not
-        opened again: the server may have played what the env never took
-        note of."""
+        :meth:`render` and :meth:`hint` raise until then. So does an env
+        whose connection a fault closed (an interrupt, a broken or idle
+        server), once closed: a reset starts a new episode from this env's
+        own count of them, whatever the server had played."""
         backend = getattr(self, "_backend", None)
         if backend is not None:
-            if not backend.client.closed:
-                self._closed = True
             backend.close()
+            self._closed = True
 
 
 class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[Any]]):
@@ -620,7 +620,11 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
         those games, to their next episode: the way to restart ended games
         with autoreset disabled. With a seed too, as in Gymnasium, each
         chosen game is reset as that seed alone would reset it, and the
-        others are left as they are.
+        others are left as they are, their seeds not read. A mask before the
+        first reset is refused (``bad_order``); an all-false one resets no
+        game (Gymnasium raises), though a seed still seeds ``np_random``.
+        Infos after a masked reset hold every game's current values, their
+        ``_key`` masks all True.
         """
         # Everything is checked before anything changes, np_random included.
         options = dict(options or {})

@@ -341,7 +341,8 @@ def serve_policy(
                 signal.signal(signal.SIGTERM, old if old is not None else signal.SIG_DFL)
 
 
-_AGENT_DIR = re.compile(r"spider-agent-([0-9]+)-([0-9a-f]{8})-")
+# The host tag is optional: names before it had none.
+_AGENT_DIR = re.compile(r"spider-agent-([0-9]+)-(?:([0-9a-f]{8})-)?")
 
 
 def _remove_stale_agent_dirs(parent: str) -> None:
@@ -353,7 +354,7 @@ def _remove_stale_agent_dirs(parent: str) -> None:
         return
     for entry in names:
         m = _AGENT_DIR.match(entry)
-        if not m or m.group(2) != _host_tag():
+        if not m or m.group(2) not in (None, _host_tag()):
             continue
         path = os.path.join(parent, entry)
         try:

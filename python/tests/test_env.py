@@ -14,7 +14,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 from conftest import REPO, masked_random
-from spider_env import SpiderEnv, SpiderError, SpiderServer, SpiderVectorEnv
+from spider_env import SpiderEnv, SpiderError, SpiderVectorEnv
 
 # Warnings check_env may give that are expected: bounds of [0, 1] float boxes,
 # the per-suit run counters of absent suits (fixed at 0, so low == high),
@@ -254,17 +254,21 @@ def test_reset_after_close_opens_anew(server):
     with pytest.raises(SpiderError) as e:
         env.reset()
     assert e.value.code == "bad_config" and "make a new env" in e.value.message
-    # A connection a fault closed is not opened again, close() or not.
-    srv = SpiderServer()
-    env = SpiderEnv(address=srv)
-    env.reset(seed=0)
-    srv.close()
+    # A connection a fault closed (here its server died) stays closed until
+    # close(); then a reset opens anew and deals the stream's next game.
+    env = SpiderEnv()
+    env.reset(seed=4)
+    env.reset()
+    env.server.proc.kill()
+    env.server.proc.wait()
     with pytest.raises(SpiderError):
         env.step(0)
-    env.close()
     with pytest.raises(SpiderError) as e:
         env.reset()
     assert e.value.code == "closed"
+    env.close()
+    assert (env.reset()[0] == want[2]).all()
+    env.close()
 
 
 def test_registered_make():

@@ -174,6 +174,7 @@ def test_only_stale_server_sockets_are_removed(tmp_path):
         return None
 
     bound(name(dead.pid), listen=False)
+    bound(f"spider-{dead.pid}-" + "9a" * 6 + ".sock", listen=False)  # a name from before host tags
     kept = [
         name(dead.pid, token="cd" * 6),  # someone listens: another pid namespace's, say
         name(os.getpid(), token="ef" * 6),  # its Python lives
