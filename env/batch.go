@@ -152,9 +152,8 @@ func (b *Batch) seedGame(i int, seed uint64) {
 
 // Close stops the workers. The Batch must not be used afterwards: Step,
 // StepSome, ResetGames, ResetGamesSeeded, ResetSeeds and Restore return
-// ErrClosed, and Reset
-// and SampleLegal panic, rather than leave the buffers as they were
-// without a word.
+// ErrClosed, and Reset and SampleLegal panic, rather than leave the buffers
+// as they were without a word.
 func (b *Batch) Close() {
 	for _, c := range b.work {
 		close(c)

@@ -111,6 +111,15 @@ def _legal_lists(masks: NDArray[np.uint8]) -> NDArray[np.int16]:
     return out
 
 
+def _uncopyable(cls: str, instead: str) -> TypeError:
+    """The error a batch env's pickling or copying raises."""
+    return TypeError(
+        f"a {cls} cannot be pickled or copied: its games live in a server batch, and replaying "
+        "every game's history into a new batch is not supported; make a new env with the same arguments "
+        f"({cls}(num_envs, env.config, ...)) instead, or {instead}"
+    )
+
+
 def _check_mask(mask: str) -> None:
     if mask not in ("bytes", "bits"):
         raise ValueError(f"mask {mask!r}: want 'bytes' or 'bits'")
@@ -597,11 +606,7 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
         return self._backend.server
 
     def __getstate__(self) -> dict[str, Any]:
-        raise TypeError(
-            "a SpiderVectorEnv cannot be pickled or copied: its games live in a server batch, and replaying "
-            "every game's history into a new batch is not supported; make a new env with the same arguments "
-            "(SpiderVectorEnv(num_envs, env.config, ...)) instead, or copy single SpiderEnv games"
-        )
+        raise _uncopyable("SpiderVectorEnv", "copy single SpiderEnv games")
 
     def reset(
         self,

@@ -33,7 +33,7 @@ from numpy.typing import NDArray
 from ._client import NUM_ACTIONS, Address, Client, StepReply, _seed, _whole, parse_address
 from ._server import SpiderServer
 from .config import SpiderConfig
-from .envs import _action_ids
+from .envs import _action_ids, _uncopyable
 
 # The ignores hold where stable-baselines3 is not installed (mypy sees Any);
 # "unused-ignore" keeps them quiet where it is, or where pyproject.toml
@@ -445,11 +445,7 @@ class SpiderVecEnv(VecEnv):  # type: ignore[misc, unused-ignore]
         return [False] * len(self._targets(indices))
 
     def __getstate__(self) -> dict[str, Any]:
-        raise TypeError(
-            "a SpiderVecEnv cannot be pickled or copied: its games live in a server batch, and replaying "
-            "every game's history into a new batch is not supported; make a new env with the same arguments "
-            "(SpiderVecEnv(num_envs, env.config, ...)) instead, or DummyVecEnv over single SpiderEnv games"
-        )
+        raise _uncopyable("SpiderVecEnv", "use DummyVecEnv over single SpiderEnv games")
 
     def close(self) -> None:
         """Close the connection and stop the server this env started. Idempotent."""
