@@ -24,7 +24,7 @@ func (discardConn) SetWriteDeadline(time.Time) error { return nil }
 
 // testConn returns a connection of a New(cfg) server that writes its
 // replies nowhere, after hello and the make request mk.
-func testConn(t *testing.T, cfg Config, mk map[string]any) *conn {
+func testConn(t testing.TB, cfg Config, mk map[string]any) *conn {
 	t.Helper()
 	cn := &conn{s: New(cfg), c: discardConn{}, w: bufio.NewWriterSize(discardConn{}, 1<<16)}
 	t.Cleanup(cn.release)
@@ -34,7 +34,7 @@ func testConn(t *testing.T, cfg Config, mk map[string]any) *conn {
 }
 
 // call serves one request and returns the reply, which must be ok.
-func (cn *conn) call(t *testing.T, m map[string]any) map[string]any {
+func (cn *conn) call(t testing.TB, m map[string]any) map[string]any {
 	t.Helper()
 	if err := cn.serve(must(msgpack.Marshal(m))); err != nil {
 		t.Fatal(err)
@@ -68,8 +68,19 @@ func TestStepAllocatesNothing(t *testing.T) {
 		cn.call(t, map[string]any{"op": "reset", "seed": 4})
 		step, off := stepPayload(n)
 		actions := make([]env.Action, n)
+		_, noop := mk["illegal"]
 		serveStep := func() {
 			cn.batch.SampleLegal(actions)
+			if noop {
+				// An illegal action for the first game, which the batch
+				// turns into a no-op and the reply flags.
+				for a, ok := range cn.batch.Masks[:env.NumActions] {
+					if ok == 0 {
+						actions[0] = env.Action(a)
+						break
+					}
+				}
+			}
 			for i, a := range actions {
 				binary.LittleEndian.PutUint16(step[off+2*i:], uint16(a))
 			}
@@ -83,8 +94,12 @@ func TestStepAllocatesNothing(t *testing.T) {
 		if allocs := testing.AllocsPerRun(200, serveStep); allocs != 0 {
 			t.Errorf("%v: %v allocations per step request", mk, allocs)
 		}
-		if r := decodeReply(t, cn.en.payload()); r["ok"] != true || r["id"] != int64(0x1234) && r["id"] != uint16(0x1234) {
+		r := decodeReply(t, cn.en.payload())
+		if r["ok"] != true || r["id"] != int64(0x1234) && r["id"] != uint16(0x1234) {
 			t.Fatalf("%v: step reply %v", mk, r)
+		}
+		if noop && !cn.batch.Illegal[0] {
+			t.Fatalf("%v: the illegal action was not flagged", mk)
 		}
 		resets := [][]byte{
 			must(msgpack.Marshal(map[string]any{"op": "reset", "seed": 9})),

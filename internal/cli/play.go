@@ -35,7 +35,11 @@ func playCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, i
 	o.game.MaxSteps = -1 // a person plays without a step limit
 	registerGameFlags(fs, &o.game)
 	fs.Uint64Var(&o.seed, "seed", 1, "deal seed of the first game (new deals take the next seeds)")
-	fs.StringVar(&o.hint, "hint", "greedy", "policy that answers hint: greedy, search, or nn:CHECKPOINT")
+	// The strongest policy that does not peek answers a player's hints: a
+	// player who follows them lets search follow its plan, so a hint costs
+	// what a move costs in eval (serve keeps greedy: there every hint is
+	// planned afresh).
+	fs.StringVar(&o.hint, "hint", "search", "policy that answers hint: search, greedy, or nn:CHECKPOINT")
 	fs.IntVar(&o.moveMs, "move-ms", 0, "milliseconds a search hint may plan, next to its node budget (0: no limit)")
 	fs.StringVar(&o.record, "record", "", "save each finished or abandoned game with a move to this file (the last one wins)")
 	return func(ctx context.Context, args []string, stdin io.Reader, stdout, _ io.Writer) error {

@@ -11,10 +11,43 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/spiderenv/spider/agents"
 	"github.com/spiderenv/spider/env"
 	"github.com/spiderenv/spider/record"
 )
+
+// TestPlayHintsWithSearch: without --hint, play's hints come from search,
+// which plans as it does in eval, not from greedy.
+func TestPlayHintsWithSearch(t *testing.T) {
+	const seed = 3
+	r := env.MustRules(env.Options{Suits: 1, MaxSteps: -1})
+	s := env.NewGame(r, seed)
+	v := agents.NewView(&s, s.AppendLegal(nil), 0, false)
+	m, err := agents.New("search")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := m()
+	a.Begin(seed)
+	want := a.Act(v).Action
+	if g := (&agents.Greedy{}).Act(v).Action; g == want {
+		t.Fatalf("greedy and search both hint %v on seed %d: pick a deal where they differ", g, seed)
+	}
+	fs := pflag.NewFlagSet("play", pflag.ContinueOnError)
+	run := playCommand(fs)
+	if err := fs.Parse([]string{"--suits", "1", "--seed", "3"}); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := run(context.Background(), nil, strings.NewReader("hint\nq\n"), &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "hint: "+want.String()+" (") {
+		t.Fatalf("play's default hint is not search's %v:\n%s", want, out.String())
+	}
+}
 
 // TestPlaySession drives a whole terminal session through stdin and reads
 // what a player would see.
@@ -26,7 +59,7 @@ func TestPlaySession(t *testing.T) {
 	rec := filepath.Join(t.TempDir(), "me.spider")
 	input := strings.Join([]string{"?", "hint", "moves", "1>1", "zap", short, "undo", "undo", hint.Action.String(), "deal", "q"}, "\n") + "\n"
 	var out bytes.Buffer
-	o := playOptions{game: env.Options{Suits: 1, MaxSteps: -1}, seed: 3, record: rec}
+	o := playOptions{game: env.Options{Suits: 1, MaxSteps: -1}, seed: 3, record: rec, hint: "greedy"}
 	if err := runPlay(context.Background(), o, strings.NewReader(input), &out); err != nil {
 		t.Fatal(err)
 	}

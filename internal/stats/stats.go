@@ -58,7 +58,8 @@ func McNemar(b, c int) float64 {
 
 // PairedT returns the mean difference x-y and the two-sided p-value of the
 // paired t-test. Pairs that never differ give p = 1; a constant non-zero
-// difference gives p = 0.
+// difference over two or more pairs gives p = 0; a single pair gives p = 1,
+// since one difference says nothing of its spread.
 func PairedT(xs, ys []float64) (diff, p float64) {
 	n := min(len(xs), len(ys))
 	if n == 0 {

@@ -60,4 +60,7 @@ func TestPairedT(t *testing.T) {
 	if _, p := PairedT([]float64{2, 3}, []float64{1, 2}); p != 0 {
 		t.Error("a constant non-zero difference must give p = 0")
 	}
+	if d, p := PairedT([]float64{5}, []float64{1}); d != 4 || p != 1 {
+		t.Errorf("one pair: diff %v, p %v; want 4 and 1", d, p)
+	}
 }
