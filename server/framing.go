@@ -75,10 +75,3 @@ type frameGrower interface {
 	growFrame(size int) *replyError
 	grewFrame(size int)
 }
-
-// sealFrame writes the length prefix into the first frameHeader bytes of
-// frame, which the caller reserved, and returns the frame ready to write.
-func sealFrame(frame []byte) []byte {
-	binary.BigEndian.PutUint32(frame[:frameHeader], uint32(len(frame)-frameHeader))
-	return frame
-}

@@ -276,11 +276,10 @@ func (w *walker) structValue(t reflect.Type) error {
 				continue
 			}
 			start := w.pos + w.skipLen()
-			name := string(w.b[start : start+kn])
+			ft, ok := f.byName[string(w.b[start:start+kn])] // a lookup that copies nothing
 			if err := w.skipCharged(); err != nil {
 				return err
 			}
-			ft, ok := f.byName[name]
 			if !ok {
 				if err := w.skipCharged(); err != nil {
 					return err
