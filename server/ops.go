@@ -3,6 +3,7 @@ package server
 import (
 	"crypto/rand"
 	"encoding/binary"
+	"math"
 	"net"
 	"slices"
 	"strings"
@@ -147,6 +148,8 @@ func (cn *conn) opMake(q *request) *replyError {
 	var o env.Options
 	for _, v := range q.options {
 		switch {
+		case v.big:
+			return fail(codeBadConfig, "%s %d is more than any game can have", v.field.Key, uint64(v.num))
 		case v.field.Numeric:
 			v.field.SetInt(&o, v.num)
 		case v.field.Float:
@@ -174,6 +177,10 @@ func (cn *conn) opMake(q *request) *replyError {
 		bo.N = int(q.n)
 	}
 	if q.has(fieldWorkers) {
+		if q.workers == math.MaxInt64 {
+			// count reads every integer from 2^63-1 up as 2^63-1.
+			return fail(codeBadConfig, "workers 2^63-1 or more is outside 0 to %d", maxWorkers)
+		}
 		if q.workers < 0 || q.workers > maxWorkers {
 			return fail(codeBadConfig, "workers %d is outside 0 to %d", q.workers, maxWorkers)
 		}
@@ -199,7 +206,8 @@ func (cn *conn) opMake(q *request) *replyError {
 	}
 	bits := false
 	if q.has(fieldMask) {
-		switch q.mask {
+		// Case-insensitive, as the other names of make are (env's parsers).
+		switch strings.ToLower(q.mask) {
 		case "bytes":
 		case "bits":
 			bits = true
@@ -512,6 +520,9 @@ func (cn *conn) opStep(q *request) *replyError {
 		items := reader{b: q.actions} // checked by the decoder
 		for i := range n {
 			v, err := items.int()
+			if err == errTooLarge {
+				return fail(codeBadAction, "game %d: action %d is not an action id: ids are 0 to %d, and an array item must fit a uint16 (0 to 65535)", i, uint64(v), env.NumActions-1)
+			}
 			if err != nil {
 				return fail(codeInternal, "action %d: %v", i, err)
 			}

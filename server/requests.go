@@ -55,8 +55,8 @@ var requestFields = [numFields]struct {
 	fieldOp:        {"op", func(r *reader, q *request) (err error) { q.op, err = r.op(); return }},
 	fieldID:        {"id", func(r *reader, q *request) (err error) { q.id, err = r.int(); return }},
 	fieldVersion:   {"version", func(r *reader, q *request) (err error) { q.version, err = r.int(); return }},
-	fieldN:         {"n", func(r *reader, q *request) (err error) { q.n, err = r.int(); return }},
-	fieldWorkers:   {"workers", func(r *reader, q *request) (err error) { q.workers, err = r.int(); return }},
+	fieldN:         {"n", func(r *reader, q *request) (err error) { q.n, err = r.count(); return }},
+	fieldWorkers:   {"workers", func(r *reader, q *request) (err error) { q.workers, err = r.count(); return }},
 	fieldAutoreset: {"autoreset", func(r *reader, q *request) (err error) { q.autoreset, err = r.text(); return }},
 	fieldIllegal:   {"illegal", func(r *reader, q *request) (err error) { q.illegal, err = r.text(); return }},
 	fieldPenalty:   {"illegal_penalty", func(r *reader, q *request) (err error) { q.penalty, err = r.float(); return }},
@@ -127,6 +127,7 @@ type request struct {
 type option struct {
 	field env.OptionField
 	num   int64
+	big   bool // num holds the bits of a uint64 past 2^63-1
 	float float64
 	text  string
 }
@@ -194,7 +195,9 @@ func (q *request) read(r *reader, key []byte) *replyError {
 		o := option{field: of}
 		switch {
 		case of.Numeric:
-			o.num, err = r.int()
+			if o.num, err = r.int(); err == errTooLarge {
+				o.big, err = true, nil // bad_config at make, as any value out of range
+			}
 		case of.Float:
 			o.float, err = r.float()
 		default:
@@ -364,6 +367,13 @@ func (r *reader) bin() ([]byte, error) {
 
 var errWantInt = errors.New("want an integer")
 
+// errTooLarge is int's error for a msgpack uint64 past 2^63-1. It is an
+// integer, only out of every range a field has, so the fields with a
+// documented range error (actions, game options, n, workers) give that
+// error instead of bad_request; the value int returns with it holds the
+// uint64's bits, for the message.
+var errTooLarge = errors.New("integer too large")
+
 // int reads any msgpack integer that fits an int64.
 // bool reads a msgpack true or false.
 func (r *reader) bool() (bool, error) {
@@ -394,7 +404,7 @@ func (r *reader) int() (int64, error) {
 		r.off++
 		u, err := r.uint(1 << (c - 0xcc))
 		if err == nil && u > math.MaxInt64 {
-			err = errors.New("integer too large")
+			err = errTooLarge
 		}
 		return int64(u), err
 	case c >= 0xd0 && c <= 0xd3: // int 8, 16, 32, 64
@@ -424,10 +434,24 @@ func (r *reader) float() (float64, error) {
 		return math.Float64frombits(u), err
 	}
 	v, err := r.int()
-	if err == errWantInt {
+	switch err {
+	case errWantInt:
 		err = errors.New("want a number")
+	case errTooLarge:
+		return float64(uint64(v)), nil
 	}
 	return float64(v), err
+}
+
+// count reads n or workers: an integer whose range the make op checks. A
+// uint64 past 2^63-1 reads as 2^63-1, past every limit, so it gets the
+// range's error, as any other integer too large does.
+func (r *reader) count() (int64, error) {
+	v, err := r.int()
+	if err == errTooLarge {
+		return math.MaxInt64, nil
+	}
+	return v, err
 }
 
 // seed reads the reset seed: a non-negative integer up to 2^64-1, or nil,
@@ -503,7 +527,7 @@ func (r *reader) actions(q *request) error {
 	}
 	start := r.off
 	for range n {
-		if _, err := r.int(); err != nil {
+		if _, err := r.int(); err != nil && err != errTooLarge { // too large is bad_action, at the step
 			return err
 		}
 	}

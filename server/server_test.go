@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"math"
 	"net"
 	"os"
 	"strconv"
@@ -406,6 +407,12 @@ func TestBadInput(t *testing.T) {
 		{name: "TooManySlots", setup: [][]byte{helloB}, raw: frame(marshal(map[string]any{"op": "make", "face_up_slots": 105})), code: "bad_config", msg: envError(t, env.Options{}, "face_up_slots", "105")},
 		{name: "ClockUnderCardems", setup: [][]byte{helloB}, raw: frame(marshal(map[string]any{"op": "make", "rules": "cardems", "time_per_action_ms": 100})), code: "bad_config", msg: envError(t, env.Options{RuleSet: env.Cardems}, "time_per_action_ms", "100")},
 		{name: "ZeroGames", setup: [][]byte{helloB}, raw: frame(marshal(map[string]any{"op": "make", "n": 0})), code: "bad_config", msg: "n must be at least 1"},
+		// A msgpack uint64 past 2^63-1 is an integer out of range, with the
+		// code of a field's range error, not a value of the wrong type.
+		{name: "HugeGames", setup: [][]byte{helloB}, raw: frame(marshal(map[string]any{"op": "make", "n": uint64(math.MaxUint64)})), code: "limit", msg: "n must be 1 to", part: true},
+		{name: "HugeWorkers", setup: [][]byte{helloB}, raw: frame(marshal(map[string]any{"op": "make", "workers": uint64(1 << 63)})), code: "bad_config", msg: "workers 2^63-1 or more is outside 0 to 1024"},
+		{name: "HugeOption", setup: [][]byte{helloB}, raw: frame(marshal(map[string]any{"op": "make", "max_steps": uint64(1 << 63)})), code: "bad_config", msg: "max_steps 9223372036854775808 is more than any game can have"},
+		{name: "HugeFloatOption", setup: [][]byte{helloB}, raw: frame(marshal(map[string]any{"op": "make", "shaping": "progress", "shaping_gamma": uint64(1 << 63)})), code: "bad_config", msg: "shaping_gamma", part: true},
 		{name: "BadWorkers", setup: [][]byte{helloB}, raw: frame(marshal(map[string]any{"op": "make", "workers": 5000})), code: "bad_config", msg: "workers 5000 is outside 0 to 1024"},
 		{name: "BadPenalty", setup: [][]byte{helloB}, raw: frame(marshal(map[string]any{"op": "make", "illegal_penalty": -1.5})), code: "bad_config", msg: "illegal_penalty -1.5 is outside 0 to 1e6"},
 		{name: "BadMask", setup: [][]byte{helloB}, raw: frame(marshal(map[string]any{"op": "make", "mask": "nibbles"})), code: "bad_config", msg: `mask "nibbles": want bytes or bits`},
@@ -426,6 +433,7 @@ func TestBadInput(t *testing.T) {
 		{name: "ActionsAString", setup: [][]byte{helloB, makeB, resetB}, raw: frame(marshal(map[string]any{"op": "step", "actions": "deal"})), code: "bad_request", msg: `field "actions" has the wrong type or value: want a bin of uint16 or an array of integers`},
 		{name: "OutOfRangeAction", setup: [][]byte{helloB, makeB, resetB}, raw: frame(marshal(map[string]any{"op": "step", "actions": []int{1080, 70000, 1080}})), code: "bad_action", msg: "game 1: action 70000 is not an action id: ids are 0 to 1080, and an array item must fit a uint16 (0 to 65535)"},
 		{name: "NegativeAction", setup: [][]byte{helloB, makeB, resetB}, raw: frame(marshal(map[string]any{"op": "step", "actions": []int{-1, 1080, 1080}})), code: "bad_action", msg: "game 0: action -1 is not an action id: ids are 0 to 1080, and an array item must fit a uint16 (0 to 65535)"},
+		{name: "HugeAction", setup: [][]byte{helloB, makeB, resetB}, raw: frame(marshal(map[string]any{"op": "step", "actions": []uint64{1080, 1 << 63, math.MaxUint64}})), code: "bad_action", msg: "game 1: action 9223372036854775808 is not an action id: ids are 0 to 1080, and an array item must fit a uint16 (0 to 65535)"},
 		{name: "IllegalAction", setup: [][]byte{helloB, makeB, resetB}, raw: frame(marshal(map[string]any{"op": "step", "actions": []int{1080, 1080, 0}})), code: "bad_action", msg: "game 2", part: true},
 		{name: "NoActions", setup: [][]byte{helloB, makeB, resetB}, raw: frame(marshal(map[string]any{"op": "step"})), code: "bad_request", msg: `step needs "actions": a bin of uint16 or an array of integers, one per game`},
 		{name: "NoGame", setup: [][]byte{helloB, makeB, resetB}, raw: frame(marshal(map[string]any{"op": "render"})), code: "bad_request", msg: `render needs "game", the index of a game`},
@@ -629,6 +637,23 @@ func TestMakeEchoesEveryOption(t *testing.T) {
 		}
 		cl.ok(map[string]any{"op": "reset", "seed": 1})
 		cl.ok(map[string]any{"op": "step", "actions": []int{env.NumActions - 1, env.NumActions - 1}})
+	}
+}
+
+// TestMakeNamesIgnoreCase: every name make takes (the game options' and
+// the batch fields') is read whatever its case, and the reply echoes it in
+// lower case, the form a client compares with.
+func TestMakeNamesIgnoreCase(t *testing.T) {
+	_, addr := start(t, Config{})
+	cl := dial(t, addr)
+	hello(cl)
+	rep := cl.ok(map[string]any{"op": "make", "rules": "CardEms", "obs": "FLOAT32", "shaping": "Progress",
+		"autoreset": "Same-Step", "illegal": "NOOP", "mask": "BITS"})
+	for k, want := range map[string]string{"rules": "cardems", "obs": "float32", "shaping": "progress",
+		"autoreset": "same-step", "illegal": "noop", "mask": "bits"} {
+		if rep[k] != want {
+			t.Errorf("%s: the reply says %v, want %q", k, rep[k], want)
+		}
 	}
 }
 
