@@ -7,20 +7,9 @@ import (
 	"testing"
 
 	"github.com/spiderenv/spider/env"
+	"github.com/spiderenv/spider/internal/alloccount"
 	"github.com/spiderenv/spider/internal/rng"
 )
-
-// mallocsDuring returns the allocations the process made while f ran. It
-// counts every one, where testing.AllocsPerRun averages them and rounds an
-// allocation rarer than once a run (a completed run, a lost or won game,
-// an illegal action) down to 0.
-func mallocsDuring(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.Mallocs - before.Mallocs
-}
 
 // fewestMallocs runs play three times and returns the fewest allocations
 // one run made: a goroutine of the runtime may allocate during one run,
@@ -71,7 +60,7 @@ func TestEnvPathsDoNotAllocate(t *testing.T) {
 			legal := make([]env.Action, 0, env.NumActions)
 			runs, deals, undos, ends = 0, 0, 0, 0
 			var bad error
-			n := mallocsDuring(func() {
+			n := alloccount.Mallocs(func() {
 				e.Reset(0)
 				for step := range 20000 {
 					legal = env.AppendMasked(legal[:0], e.Mask())
@@ -165,7 +154,7 @@ func TestBatchPathsDoNotAllocate(t *testing.T) {
 					lastRuns := make([]uint8, n)
 					runs, illegal, ends = 0, 0, 0
 					var bad error
-					m := mallocsDuring(func() {
+					m := alloccount.Mallocs(func() {
 						for step := range 1000 {
 							pickActions(&g, b, actions)
 							if ill != env.RefuseIllegal {
@@ -271,7 +260,7 @@ func TestBatchPathsDoNotAllocate(t *testing.T) {
 				pickActions(&g, b, actions)
 				actions[1], actions[2] = win, lose
 				var bad error
-				total += mallocsDuring(func() {
+				total += alloccount.Mallocs(func() {
 					if bad = b.Step(actions); bad != nil {
 						return
 					}
@@ -335,7 +324,7 @@ func TestCardemsDealPastEmptyColumnDoesNotAllocate(t *testing.T) {
 				t.Fatal(err)
 			}
 			var bad error
-			total += mallocsDuring(func() { bad = b.Step(actions) })
+			total += alloccount.Mallocs(func() { bad = b.Step(actions) })
 			if bad != nil {
 				t.Fatal(bad)
 			}

@@ -327,6 +327,17 @@ func TestBatchIllegalPolicies(t *testing.T) {
 			t.Fatalf("after 5 illegal tries: truncated %v return %v length %v", b.Truncated[0], b.EpisodeReturn[0], b.EpisodeLength[0])
 		}
 	})
+	t.Run("noop without a penalty", func(t *testing.T) {
+		b := newBatch(t, r, env.BatchOptions{N: 1, Illegal: env.NoopIllegal})
+		b.Reset(1)
+		if err := b.Step([]env.Action{illegalFor(b, 0)}); err != nil {
+			t.Fatal(err)
+		}
+		// +0, not -0, which Python prints as "-0.0".
+		if !b.Illegal[0] || b.Rewards[0] != 0 || math.Signbit(float64(b.Rewards[0])) {
+			t.Fatalf("illegal %v reward %v", b.Illegal[0], b.Rewards[0])
+		}
+	})
 	t.Run("lose", func(t *testing.T) {
 		b := newBatch(t, r, env.BatchOptions{N: 2, Illegal: env.LoseIllegal, IllegalPenalty: 10})
 		b.Reset(1)

@@ -113,7 +113,8 @@ func (b *Batch) step(i int) {
 	if b.opts.Illegal != RefuseIllegal && !b.legal(i, a) {
 		// Under RefuseIllegal the check phase has passed every action.
 		b.Illegal[i] = true
-		reward = -b.opts.IllegalPenalty
+		// 0 - p, not -p: no -0 when there is no penalty.
+		reward = 0 - b.opts.IllegalPenalty
 		s.steps++ // an illegal try still uses up a step of the limit
 		forfeit = b.opts.Illegal == LoseIllegal
 	} else {
