@@ -122,7 +122,8 @@ runs: s s s s s s s`
 10: | Ts`
 )
 
-// TestBatchPathsDoNotAllocate steps batches with Step and StepSome under
+// TestBatchPathsDoNotAllocate steps batches with Step and StepSome (the
+// actions drawn by SampleLegal, presampled or not, or from the masks) under
 // every autoreset mode and illegal-action policy (sending illegal actions
 // to the policies that take them), both rule sets and encodings, shaping
 // and legal lists, resetting ended games with ResetGames where autoreset
@@ -144,7 +145,7 @@ func TestBatchPathsDoNotAllocate(t *testing.T) {
 			for _, ill := range []env.IllegalPolicy{env.RefuseIllegal, env.NoopIllegal, env.LoseIllegal} {
 				var runs, illegal, ends int
 				allocs := fewestMallocs(func() uint64 {
-					b := newBatch(t, r, env.BatchOptions{N: n, Autoreset: mode, Illegal: ill, Legal: o.Encoding == env.Compact})
+					b := newBatch(t, r, env.BatchOptions{N: n, Autoreset: mode, Illegal: ill, Legal: o.Encoding == env.Compact, Presample: o.RuleSet == env.Cardems})
 					b.Reset(1)
 					warmBatch(t, b)
 					g := rng.New(7)
@@ -156,7 +157,11 @@ func TestBatchPathsDoNotAllocate(t *testing.T) {
 					var bad error
 					m := alloccount.Mallocs(func() {
 						for step := range 1000 {
-							pickActions(&g, b, actions)
+							if step%3 == 0 {
+								b.SampleLegal(actions) // the batch's own sampler, presampled in the cardems batches
+							} else {
+								pickActions(&g, b, actions)
+							}
 							if ill != env.RefuseIllegal {
 								for i := range actions {
 									if (step+i)%7 == 0 && !b.Ended(i) {

@@ -2,6 +2,7 @@ package record
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -120,6 +121,74 @@ func TestLoadRefusesCorruptFiles(t *testing.T) {
 	tampered.Actions[0] = 2000 // outside the action space
 	if _, err := Replay(tampered, nil); err == nil || !strings.HasPrefix(err.Error(), "action 1: ") {
 		t.Fatalf("a tampered action: %v", err)
+	}
+}
+
+// TestLoadRefusesOutOfRangeIntegers: an action past 65535 or below 0, or a
+// negative seed, which decoding into a Game would change (a uint16 keeps an
+// action's low bits, a uint64 wraps a seed) rather than refuse, is refused.
+func TestLoadRefusesOutOfRangeIntegers(t *testing.T) {
+	dir := t.TempDir()
+	r := env.MustRules(env.Options{Suits: 1, MaxSteps: 50})
+	res := agents.Play(r, 2, &agents.Greedy{})
+	final := env.NewGame(r, 2)
+	for _, a := range res.Actions {
+		final.Step(a)
+	}
+	g := New(r, 2, "greedy", res.Actions, &final)
+	ok := filepath.Join(dir, "ok.spider")
+	if err := Save(ok, g); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(ok); err != nil {
+		t.Fatalf("the record itself: %v", err)
+	}
+	// The same record as a map, with one field changed.
+	type raw struct {
+		Version int         `msgpack:"version"`
+		Game    env.Options `msgpack:"game"`
+		Seed    any         `msgpack:"seed"`
+		Player  string      `msgpack:"player"`
+		Actions []any       `msgpack:"actions"`
+		Score   int         `msgpack:"score"`
+		Runs    int         `msgpack:"runs"`
+		Won     bool        `msgpack:"won"`
+	}
+	base := func() raw {
+		x := raw{Version: g.Version, Game: g.Game, Seed: g.Seed, Player: g.Player, Score: g.Score, Runs: g.Runs, Won: g.Won}
+		for _, a := range g.Actions {
+			x.Actions = append(x.Actions, uint64(a))
+		}
+		return x
+	}
+	for _, tc := range []struct {
+		name, want string
+		edit       func(*raw)
+	}{
+		{"action+65536", "action 1 is " + fmt.Sprint(int(g.Actions[0])+65536) + ": a record's actions are ids from 0 to 65535", func(x *raw) { x.Actions[0] = uint64(g.Actions[0]) + 65536 }},
+		{"action-1", "action 2 is -1: a record's actions are ids from 0 to 65535", func(x *raw) { x.Actions[1] = int64(-1) }},
+		{"action2^64-1", "action 3 is 18446744073709551615: a record's actions are ids from 0 to 65535", func(x *raw) { x.Actions[2] = uint64(math.MaxUint64) }},
+		{"action-2^63", "action 1 is -9223372036854775808: a record's actions are ids from 0 to 65535", func(x *raw) { x.Actions[0] = int64(math.MinInt64) }},
+		{"seed-1", "seed -1 is negative: a deal's seed is 0 to 2^64-1", func(x *raw) { x.Seed = int64(-1) }},
+	} {
+		x := base()
+		tc.edit(&x)
+		p := filepath.Join(dir, tc.name+".spider")
+		writeSealed(t, p, x)
+		if _, err := Load(p); err == nil || err.Error() != p+": "+tc.want {
+			t.Errorf("%s: %v; want %q", tc.name, err, tc.want)
+		}
+	}
+	// In range, whatever the encoding: a seed as an int 64 and an action as
+	// an int 16 load.
+	x := base()
+	a := g.Actions[0]
+	x.Seed = msgpack.RawMessage{0xd3, 0, 0, 0, 0, 0, 0, 0, 2}
+	x.Actions[0] = msgpack.RawMessage{0xd1, byte(a >> 8), byte(a)}
+	p := filepath.Join(dir, "signed.spider")
+	writeSealed(t, p, x)
+	if got, err := Load(p); err != nil || got.Seed != 2 || got.Actions[0] != g.Actions[0] {
+		t.Fatalf("signed encodings in range: %v", err)
 	}
 }
 
