@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -109,10 +110,17 @@ type Agent interface {
 // Maker builds an agent; each worker gets its own.
 type Maker func() Agent
 
+// MaxNodes is the largest search budget NewWith takes, 2^20 positions a
+// plan: about 1.2 GB of positions and index for each searching agent,
+// fifty times the default, where a larger one would only exhaust the
+// machine's memory.
+const MaxNodes = 1 << 20
+
 // Options are the settings agents share.
 type Options struct {
 	// Nodes is the search budget: positions explored per plan by search,
-	// search-hand and oracle (0: their default, 20000). Others ignore it.
+	// search-hand and oracle (0: their default, 20000; at most MaxNodes).
+	// Others ignore it.
 	Nodes int
 	// MoveTime bounds the time the searches and the oracle may plan a move (0: no
 	// bound, the default, so results stay reproducible). Others ignore it.
@@ -180,6 +188,9 @@ func New(name string) (Maker, error) { return NewWith(name, Options{}) }
 // share it.
 func NewWith(name string, o Options) (Maker, error) {
 	if path, ok := strings.CutPrefix(name, "nn:"); ok {
+		if path == "" {
+			return nil, errors.New("agents: nn: needs a checkpoint's path, as in nn:models/classic-1suit.spider")
+		}
 		net, _, err := nn.Load(path)
 		if err != nil {
 			return nil, err
@@ -190,8 +201,8 @@ func NewWith(name string, o Options) (Maker, error) {
 	if !ok {
 		return nil, fmt.Errorf("agents: unknown agent %q (known: %s)", name, strings.Join(Names(), ", "))
 	}
-	if o.Nodes < 0 {
-		return nil, fmt.Errorf("agents: a search budget of %d nodes is negative", o.Nodes)
+	if o.Nodes < 0 || o.Nodes > MaxNodes {
+		return nil, fmt.Errorf("agents: a search budget of %d nodes is outside 0 to %d", o.Nodes, MaxNodes)
 	}
 	if o.MoveTime < 0 {
 		return nil, fmt.Errorf("agents: a search time of %v a move is negative", o.MoveTime)

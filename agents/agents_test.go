@@ -201,6 +201,9 @@ func TestEvaluateStopsOnCancel(t *testing.T) {
 	if _, err := Evaluate(context.Background(), r, []string{"chess"}, []uint64{1}, 1, Options{}, nil); err == nil || !strings.Contains(err.Error(), `unknown agent "chess"`) {
 		t.Fatalf("an unknown policy: %v", err)
 	}
+	if _, err := New("nn:"); err == nil || !strings.Contains(err.Error(), "nn: needs a checkpoint's path") {
+		t.Fatalf("nn: without a path: %v", err)
+	}
 }
 
 // TestEvaluateStopsMidGame cancels an evaluation while search is in the
@@ -654,6 +657,49 @@ func TestSearchMoveTime(t *testing.T) {
 
 	if _, err := NewWith("search", Options{MoveTime: -time.Millisecond}); err == nil {
 		t.Fatal("a negative MoveTime was accepted")
+	}
+}
+
+// TestSearchStopsWithItsGame: a plan stops within clockEvery positions once
+// the game's context ends, still choosing a legal move, and PlayFrom hands
+// its context to search, so a stopped game ends at once even with a budget
+// that would plan for minutes; budgets past MaxNodes are refused.
+func TestSearchStopsWithItsGame(t *testing.T) {
+	r := env.MustRules(env.Options{Suits: 2})
+	s := env.NewGame(r, 1)
+	var legal []env.Action
+	warm := &Search{}
+	warm.Begin(1) // 60 moves into seed 1 a plan fills its 20,000 positions
+	for range 60 {
+		legal = s.AppendLegal(legal[:0])
+		s.Step(warm.Act(NewView(&s, legal, 0, false)).Action)
+	}
+	legal = s.AppendLegal(legal[:0])
+	done := make(chan struct{})
+	close(done)
+	stopped := &Search{}
+	stopped.stopOn(done)
+	stopped.Begin(7)
+	d := stopped.Act(NewView(&s, legal, 0, false))
+	if !slices.Contains(legal, d.Action) {
+		t.Fatalf("the stopped plan chose %v, not a legal action", d.Action)
+	}
+	if n := len(stopped.nodes); n > clockEvery*env.NumActions/8 {
+		t.Fatalf("the stopped plan held %d positions; it should stop after %d", n, clockEvery)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	big := &Search{Nodes: MaxNodes}
+	go func() { time.Sleep(50 * time.Millisecond); cancel() }()
+	res := PlayFrom(ctx, s, 7, big)
+	if !strings.HasPrefix(res.Failure, "stopped") {
+		t.Fatalf("the game was not stopped: %+v", res.Failure)
+	}
+	if big.stop != nil {
+		t.Fatal("search kept the finished game's stop channel")
+	}
+	if _, err := NewWith("search", Options{Nodes: MaxNodes + 1}); err == nil {
+		t.Fatal("a budget past MaxNodes was accepted")
 	}
 }
 

@@ -56,8 +56,16 @@ func PlayFrom(ctx context.Context, s env.State, seed uint64, a Agent) Result {
 // a second, and the fastest agents do not pay for a look every move.
 const checkEvery = 16
 
+// stopper is an agent whose plans can be cut short when the game's context
+// ends (Search).
+type stopper interface{ stopOn(done <-chan struct{}) }
+
 func playFrom(ctx context.Context, s env.State, seed uint64, a Agent, visit func(s *env.State, legal []env.Action, d Decision)) Result {
 	start := time.Now()
+	if st, ok := a.(stopper); ok {
+		st.stopOn(ctx.Done())
+		defer st.stopOn(nil)
+	}
 	a.Begin(seed)
 	res := Result{Seed: seed}
 	var legal []env.Action

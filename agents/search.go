@@ -68,6 +68,7 @@ type Search struct {
 	Peek bool
 
 	g     rng.Rand
+	stop  <-chan struct{}  // closed when the game's context ends (stopOn)
 	clock func() time.Time // time.Now; tests replace it
 	plan  []env.Action     // the rest of the current line
 	want  uint64           // the key the next position must have to follow it
@@ -259,9 +260,10 @@ func (a *Search) search(root *env.State) string {
 		start = a.now()
 	}
 	for i := 0; i < len(a.nodes); i++ {
-		if a.MoveTime > 0 && i&(clockEvery-1) == clockEvery-1 && a.now().Sub(start) >= a.MoveTime {
-			// Out of time: what is found so far decides, as when the
-			// budget is full and the tree is spent.
+		if i&(clockEvery-1) == clockEvery-1 && (a.MoveTime > 0 && a.now().Sub(start) >= a.MoveTime || a.stopped()) {
+			// Out of time, or the game is being stopped: what is found
+			// so far decides, as when the budget is full and the tree is
+			// spent.
 			outOfTime = true
 			break
 		}
@@ -380,9 +382,25 @@ func (a *Search) search(root *env.State) string {
 }
 
 // clockEvery is how many positions search expands between looks at the
-// clock under MoveTime (a power of two): a position takes microseconds,
-// so the limit is overrun by well under a millisecond.
+// clock under MoveTime and at the stop channel (a power of two): a
+// position takes microseconds, so either is seen well within a
+// millisecond.
 const clockEvery = 64
+
+// stopOn makes plans stop early once done is closed: PlayFrom hands search
+// its context's Done channel, so that a Ctrl-C stops a plan of millions of
+// positions at once rather than when its budget is spent.
+func (a *Search) stopOn(done <-chan struct{}) { a.stop = done }
+
+// stopped reports whether the stop channel is closed.
+func (a *Search) stopped() bool {
+	select {
+	case <-a.stop:
+		return true
+	default:
+		return false
+	}
+}
 
 // now reads the clock MoveTime is measured on.
 func (a *Search) now() time.Time {

@@ -53,9 +53,10 @@ func benchCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 	fs.IntVar(&o.workers, "workers", 0, "worker goroutines (0: GOMAXPROCS); 1 worker is also measured for the speed-up")
 	fs.IntVar(&o.steps, "steps", 500, "batch steps to time (each steps every game once)")
 	fs.IntVar(&o.warmup, "warmup", 100, "batch steps before timing")
-	fs.StringVar(&o.autoreset, "autoreset", "next-step", "autoreset mode: next-step, same-step or disabled")
+	fs.StringVar(&o.autoreset, "autoreset", "next-step", "autoreset mode: next-step or same-step (disabled never restarts a game, which a benchmark needs)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the deals and of the random policy")
 	fs.Var(&o.maxMemory, "max-memory", "refuse a batch that needs more memory than this (default: what the machine has available)")
+	fs.Lookup("max-memory").DefValue = "0" // no "(default 0B)" after the help's own default
 	o.out.register(fs)
 	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		return runBench(ctx, o, stdout, stderr)

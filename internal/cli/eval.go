@@ -73,7 +73,7 @@ func evalCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, i
 	fs.IntVar(&o.games, "games", 100, "deals to play: seeds --start to --start+games-1")
 	fs.Uint64Var(&o.start, "start", 1, "first seed with --games")
 	fs.IntVar(&o.workers, "workers", 0, "games played in parallel (0: GOMAXPROCS)")
-	fs.IntVar(&o.nodes, "nodes", 0, "per-move search budget of search and oracle: positions explored per plan (0: 20000)")
+	fs.IntVar(&o.nodes, "nodes", 0, "per-move search budget of search and oracle: positions explored per plan (0: 20000; at most 1048576, about 1.2 GB a plan)")
 	fs.IntVar(&o.moveMs, "move-ms", 0, "milliseconds search and oracle may plan a move, next to --nodes (0: no limit, so results are reproducible; with a limit they depend on the machine's speed and load)")
 	fs.Uint64Var(&o.draw, "draw", 0, "which draw of their sampled hidden cards search and search-hand play (0: the default draw the reported results use); another draw plays the same search with other luck")
 	fs.StringVar(&o.record, "record", "", "save every game into this folder as POLICY-SEED.spider (see spider replay)")
@@ -338,6 +338,9 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	}
 	if err := checkMoveMs(o.moveMs); err != nil {
 		return err
+	}
+	if o.nodes < 0 || o.nodes > agents.MaxNodes {
+		return usageError{fmt.Errorf("--nodes %d: want 0 (search's default, 20000) to %d", o.nodes, agents.MaxNodes)}
 	}
 	aopts := agents.Options{Nodes: o.nodes, MoveTime: moveTime(o.moveMs), Draw: o.draw}
 	var suite *suites.Suite

@@ -10,8 +10,16 @@ import (
 // with o's values as the defaults shown: a new field of env.Options is a
 // new flag of every command that makes games, with no change here.
 func registerGameFlags(fs *pflag.FlagSet, o *env.Options) {
+	def := env.DefaultOptions()
 	for _, f := range env.OptionFields() {
-		fs.Var(optionFlag{f, o}, f.Flag, f.Help)
+		help := f.Help
+		if d := f.Text(def); f.Numeric && d != "0" {
+			// 0 selects the game's default everywhere, which is not
+			// always the command's (train observes 8 face-up slots, play
+			// has no step limit).
+			help += " (0: the game's default, " + d + ")"
+		}
+		fs.Var(optionFlag{f, o}, f.Flag, help)
 	}
 }
 

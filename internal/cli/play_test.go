@@ -35,17 +35,19 @@ func TestPlayHintsWithSearch(t *testing.T) {
 	if g := (&agents.Greedy{}).Act(v).Action; g == want {
 		t.Fatalf("greedy and search both hint %v on seed %d: pick a deal where they differ", g, seed)
 	}
-	fs := pflag.NewFlagSet("play", pflag.ContinueOnError)
-	run := playCommand(fs)
-	if err := fs.Parse([]string{"--suits", "1", "--seed", "3"}); err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	if err := run(context.Background(), nil, strings.NewReader("hint\nq\n"), &out, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(out.String(), "hint: "+want.String()+" (") {
-		t.Fatalf("play's default hint is not search's %v:\n%s", want, out.String())
+	for _, extra := range [][]string{nil, {"--hint", ""}} { // empty is the default too
+		fs := pflag.NewFlagSet("play", pflag.ContinueOnError)
+		run := playCommand(fs)
+		if err := fs.Parse(append([]string{"--suits", "1", "--seed", "3"}, extra...)); err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		if err := run(context.Background(), nil, strings.NewReader("hint\nq\n"), &out, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out.String(), "hint: "+want.String()+" (") {
+			t.Fatalf("play %v: the hint is not search's %v:\n%s", extra, want, out.String())
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spiderenv/spider/agents"
 	"github.com/spiderenv/spider/env"
 )
 
@@ -87,6 +89,21 @@ func TestTrainRefusesNegativeBudgets(t *testing.T) {
 		o := tinyTrain(t.TempDir(), 1)
 		spoil(&o)
 		wantUsage(t, flag, runTrain(withTimeout(t, 5*time.Second), o, &bytes.Buffer{}, &bytes.Buffer{}), "is negative (0: no limit)")
+	}
+}
+
+// TestTrainRefusesEmptyOut: an empty --out is a usage error, not mkdir's.
+func TestTrainRefusesEmptyOut(t *testing.T) {
+	wantUsage(t, "--out ''", runTrain(withTimeout(t, 5*time.Second), tinyTrain("", 1), &bytes.Buffer{}, &bytes.Buffer{}), "--out needs a folder")
+}
+
+// TestEvalRefusesOutOfRangeNodes names --nodes for a budget outside 0 to
+// agents.MaxNodes, before any game.
+func TestEvalRefusesOutOfRangeNodes(t *testing.T) {
+	for _, n := range []int{-1, agents.MaxNodes + 1} {
+		o := smallEval()
+		o.nodes = n
+		wantUsage(t, fmt.Sprint("--nodes ", n), runEval(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{}), fmt.Sprintf("--nodes %d: want 0", n))
 	}
 }
 

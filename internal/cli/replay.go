@@ -118,7 +118,7 @@ func replayCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader,
 	fs.StringVar(&o.frames, "frames", "", "also write a PNG picture of every position into this folder (0000.png is the deal)")
 	fs.DurationVar(&o.delay, "delay", o.delay, "how long the GIF shows each move (the deal at least 1s, the end at least 3s)")
 	fs.BoolVar(&o.turning, "turning-point", false, "for a game not won, find by bisection the move after which the oracle (search seeing the hidden cards) no longer wins (within what is left of the step limit; a game without one, within 1000 moves of each position)")
-	fs.IntVar(&o.nodes, "nodes", 0, "with --turning-point, the oracle's budget: positions explored per plan (0: 20000)")
+	fs.IntVar(&o.nodes, "nodes", 0, "with --turning-point, the oracle's budget: positions explored per plan (0: 20000; at most 1048576)")
 	o.out.register(fs)
 	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		if err := o.out.check(); err != nil {
@@ -127,8 +127,8 @@ func replayCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader,
 		if o.turning && o.out.csv {
 			return usageError{fmt.Errorf("--turning-point writes text or --json, not --csv")}
 		}
-		if o.nodes < 0 {
-			return usageError{fmt.Errorf("--nodes %d: want 0 or more", o.nodes)}
+		if o.nodes < 0 || o.nodes > agents.MaxNodes {
+			return usageError{fmt.Errorf("--nodes %d: want 0 to %d", o.nodes, agents.MaxNodes)}
 		}
 		if o.every < 0 {
 			return usageError{fmt.Errorf("--every %d: want 0 or more", o.every)}

@@ -68,11 +68,14 @@ func serveCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 	fs.DurationVar(&o.cfg.SetupTimeout, "setup-timeout", d.SetupTimeout, "close a connection that has not made a batch this long after connecting")
 	fs.IntVar(&o.cfg.Workers, "workers", d.Workers, "default worker goroutines per batch (0: GOMAXPROCS)")
 	fs.BoolVar(&o.quiet, "quiet", false, "do not log connection errors to stderr")
-	fs.StringVar(&o.hint, "hint", "greedy", "policy that answers hint requests: greedy, search, or nn:CHECKPOINT")
+	fs.StringVar(&o.hint, "hint", "greedy", "policy that answers hint requests: greedy, search, search-hand, random or nn:CHECKPOINT (empty: greedy; never the oracle)")
 	fs.IntVar(&o.moveMs, "move-ms", 0, "milliseconds a search hint may plan, next to its node budget (0: no limit)")
 	fs.BoolVar(&o.stdinEOF, "exit-with-stdin", false, exitWithStdinUsage)
 	return func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		o.addrSet, o.memorySet = fs.Changed("addr"), fs.Changed("max-memory")
+		if fs.Changed("unix") && o.unix == "" {
+			return usageError{fmt.Errorf("--unix needs a socket path")}
+		}
 		o.stdin = stdin
 		return runServe(ctx, o, stdout, stderr)
 	}
@@ -94,12 +97,29 @@ func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) err
 	if o.maxMemory == 0 && !o.memorySet {
 		o.maxMemory = byteSize(server.DefaultConfig().MaxMemory)
 	}
-	if cfg.MaxConns < 1 || cfg.MaxPeerConns < 1 || cfg.MaxGames < 1 || cfg.MaxTotal < 1 || cfg.MaxFrame < minFrame || cfg.MaxBytes < 1 ||
-		cfg.IdleTimeout <= 0 || cfg.SetupTimeout <= 0 || cfg.Workers < 0 {
-		return usageError{fmt.Errorf("limits must be positive (max-frame at least %d bytes)", minFrame)}
+	for _, c := range []struct {
+		flag   string
+		v, min int64
+	}{
+		{"max-conns", int64(cfg.MaxConns), 1}, {"max-conns-per-peer", int64(cfg.MaxPeerConns), 1},
+		{"max-games", int64(cfg.MaxGames), 1}, {"max-total", int64(cfg.MaxTotal), 1},
+		{"max-frame", int64(cfg.MaxFrame), minFrame}, {"max-batch-bytes", int64(cfg.MaxBytes), 1},
+		{"workers", int64(cfg.Workers), 0},
+	} {
+		if c.v < c.min {
+			return usageError{fmt.Errorf("--%s %d: want at least %d", c.flag, c.v, c.min)}
+		}
+	}
+	for _, c := range []struct {
+		flag string
+		v    time.Duration
+	}{{"idle-timeout", cfg.IdleTimeout}, {"setup-timeout", cfg.SetupTimeout}} {
+		if c.v <= 0 {
+			return usageError{fmt.Errorf("--%s %v: want a positive duration", c.flag, c.v)}
+		}
 	}
 	if cfg.MaxBytes > server.MaxBatchBytes {
-		return usageError{fmt.Errorf("max-batch-bytes %d is over %d: a step reply must fit one frame", cfg.MaxBytes, server.MaxBatchBytes)}
+		return usageError{fmt.Errorf("--max-batch-bytes %d is over %d: a step reply must fit one frame", cfg.MaxBytes, server.MaxBatchBytes)}
 	}
 	if o.maxMemory < minMemory {
 		return usageError{fmt.Errorf("--max-memory %s is under %s", o.maxMemory, bytesize.Format(minMemory))}
@@ -173,9 +193,12 @@ func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) err
 // server has no authentication, so reaching it must stay a local matter
 // unless the user says otherwise.
 func checkLoopback(addr string, anyAddr bool) error {
-	host, _, err := net.SplitHostPort(addr)
+	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return usageError{fmt.Errorf("--addr %q: %v (want host:port, e.g. %s)", addr, err, DefaultAddr)}
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil {
+		return usageError{fmt.Errorf("--addr %q: port %q is not a port number from 0 to 65535 (0 picks a free one)", addr, port)}
 	}
 	if anyAddr {
 		return nil

@@ -193,8 +193,8 @@ func TestServeRefusesBadLimits(t *testing.T) {
 		o := serveOpts()
 		spoil(&o.cfg)
 		err := runServe(context.Background(), o, io.Discard, io.Discard)
-		if _, ok := err.(usageError); !ok || err.Error() != "limits must be positive (max-frame at least 64 bytes)" {
-			t.Errorf("a bad --%s: %v; want the usage error on limits", name, err)
+		if _, ok := err.(usageError); !ok || !strings.HasPrefix(err.Error(), "--"+name+" ") {
+			t.Errorf("a bad --%s: %v; want a usage error naming it", name, err)
 		}
 	}
 	o := serveOpts()
@@ -239,6 +239,11 @@ func TestServeRefusesNonLoopback(t *testing.T) {
 	for _, addr := range []string{"127.0.0.1:7878", "127.0.0.2:7878", "[::1]:7878", "localhost:7878"} {
 		if err := checkLoopback(addr, false); err != nil {
 			t.Errorf("--addr %s: %v", addr, err)
+		}
+	}
+	for _, addr := range []string{"127.0.0.1:99999", "127.0.0.1:-1", "127.0.0.1:port"} {
+		if err := checkLoopback(addr, false); !isUsage(err) || !strings.Contains(err.Error(), "is not a port number") {
+			t.Errorf("--addr %s: %v; want a usage error on its port", addr, err)
 		}
 	}
 	if err := checkLoopback("7878", false); !isUsage(err) {
@@ -377,8 +382,17 @@ func TestServeFlagDefaultsComeFromServer(t *testing.T) {
 	if err := fs.Parse([]string{"--max-frame", "10"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := run(context.Background(), nil, nil, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "max-frame at least 64 bytes") {
+	if err := run(context.Background(), nil, nil, io.Discard, io.Discard); err == nil || err.Error() != "--max-frame 10: want at least 64" {
 		t.Fatalf("--max-frame 10: %v", err)
+	}
+	// An empty --unix is refused, not taken for TCP.
+	fs = pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	run = serveCommand(fs)
+	if err := fs.Parse([]string{"--unix", ""}); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(context.Background(), nil, nil, io.Discard, io.Discard); !isUsage(err) || !strings.Contains(err.Error(), "--unix needs a socket path") {
+		t.Fatalf("--unix '': %v", err)
 	}
 }
 

@@ -87,6 +87,7 @@ func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 	fs.StringVar(&o.export, "export", "", "instead of training, write the network of --from (default: --out's checkpoint.spider) to this file, without the trainer's state: the file to ship as nn:FILE")
 	fs.StringVar(&o.from, "from", "", "with --export: the checkpoint to read (best.spider, warmstart.spider, ...)")
 	fs.Var(&o.maxMemory, "max-memory", "refuse a run whose batch, rollout and learner need more memory than this (default: what the machine has available); when given, the process stays within it plus "+bytesize.Format(server.Overhead)+" once the warm start and DAgger rounds, whose imitation data is not counted, are over")
+	fs.Lookup("max-memory").DefValue = "0" // no "(default 0B)" after the help's own default
 	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		o := o
 		o.set = map[string]bool{}
@@ -139,6 +140,8 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 		return usageError{errors.New("give a budget: --iterations, --steps or --time")}
 	case o.every < 1:
 		return usageError{errors.New("--checkpoint-every must be at least 1")}
+	case o.out == "":
+		return usageError{errors.New("--out needs a folder")}
 	}
 	ckpt := filepath.Join(o.out, "checkpoint.spider")
 	best := filepath.Join(o.out, "best.spider")      // the best validation so far

@@ -227,7 +227,7 @@ def test_server_that_cannot_start_says_why():
     with pytest.raises(SpiderError) as e:
         SpiderServer(args=["--max-games", "0"])
     assert e.value.code == "unavailable"
-    assert "exited with status" in str(e.value) and "limits must be positive" in str(e.value)
+    assert "exited with status" in str(e.value) and "--max-games 0: want at least 1" in str(e.value)
 
 
 def test_binary_lookup(monkeypatch, tmp_path, spider_bin):
