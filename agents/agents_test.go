@@ -214,9 +214,13 @@ func TestEvaluateStopsMidGame(t *testing.T) {
 	defer cancel()
 	r := env.MustRules(env.Options{Suits: 2})
 	start := time.Now()
-	ev, err := Evaluate(ctx, r, []string{"search"}, []uint64{3, 4}, 1, Options{Nodes: 20000}, nil)
+	calls := 0
+	ev, err := Evaluate(ctx, r, []string{"search"}, []uint64{3, 4}, 1, Options{Nodes: 20000}, func(int, int) { calls++ })
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("an evaluation stopped mid-game returned %v", err)
+	}
+	if calls != 0 {
+		t.Fatalf("the game cut short was counted as progress (%d calls)", calls)
 	}
 	// The game cut short is not a result: no deal was finished.
 	if ev == nil || len(ev.Seeds) != 0 || len(ev.Results) != 1 || len(ev.Results[0]) != 0 {

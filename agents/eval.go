@@ -119,7 +119,9 @@ func EvaluatePolicies(ctx context.Context, r env.Rules, ps []Policy, seeds []uin
 				// can take a minute, too long to wait for on Ctrl-C.
 				ev.Results[p][g] = playFrom(ctx, env.NewGame(r, seeds[g]), seeds[g], agents[p], nil)
 				finished[p][g] = ctx.Err() == nil
-				count()
+				if finished[p][g] { // a game cut short is no progress
+					count()
+				}
 			}
 		})
 	}

@@ -453,8 +453,10 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		if !prog.due(done, total) {
 			return
 		}
-		// Evaluate counts games, every policy's on every deal; the user
-		// asked for deals, so count those.
+		// Evaluate counts finished games, every policy's on every deal;
+		// the user asked for deals, so count those (the games of a deal
+		// are handed out together, so a fast policy runs ahead of a slow
+		// one by a deal or so).
 		deals := done / len(policies)
 		const width = 30
 		bar := strings.Repeat("#", deals*width/len(seeds)) + strings.Repeat(".", width-deals*width/len(seeds))
@@ -462,6 +464,9 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	})
 	prog.end()
 	stopped := err
+	if err != nil && ctx.Err() != nil && (ev == nil || len(ev.Seeds) == 0) {
+		return fmt.Errorf("stopped before every policy had finished a deal, so there is nothing to report: %w", err)
+	}
 	if err != nil && (ev == nil || len(ev.Seeds) == 0 || ctx.Err() == nil) {
 		return err
 	}

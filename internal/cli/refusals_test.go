@@ -107,6 +107,18 @@ func TestEvalRefusesOutOfRangeNodes(t *testing.T) {
 	}
 }
 
+// TestEvalStoppedBeforeAnyDeal says why nothing is reported, and is still
+// the context's error.
+func TestEvalStoppedBeforeAnyDeal(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out bytes.Buffer
+	err := runEval(ctx, smallEval(), &out, &bytes.Buffer{})
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "nothing to report") || out.Len() != 0 {
+		t.Fatalf("%v (stdout %q); want context.Canceled, saying there is nothing to report, and no output", err, out.String())
+	}
+}
+
 // TestTrainOutNotWritable fails before training when --out cannot take
 // files (/proc refuses them, even to root), not at the first checkpoint.
 func TestTrainOutNotWritable(t *testing.T) {
