@@ -203,6 +203,10 @@ func (c Config) validate() error {
 		return fmt.Errorf("train: DAgger rounds %d and games %d: want 0 to 1000 rounds of 0 to 1000000 games", c.DaggerRounds, c.DaggerGames)
 	case c.DaggerRounds > 0 && c.DaggerGames == 0:
 		return fmt.Errorf("train: %d DAgger rounds need at least one game each (dagger games)", c.DaggerRounds)
+	case (c.CloneGames > 0 || c.DaggerRounds > 0) && c.CloneEpochs == 0:
+		// The teacher's games would be played and labelled, then nothing
+		// learnt from them.
+		return fmt.Errorf("train: a warm start or DAgger round needs at least one pass over its labels (clone epochs)")
 	case c.ValEvery < 0 || c.ValGames < 0 || c.ValGames > 100_000:
 		return fmt.Errorf("train: validation every %d iterations on %d deals: want both at least 0, and at most 100000 deals", c.ValEvery, c.ValGames)
 	case c.ValEvery > 0 && c.ValGames == 0:

@@ -74,6 +74,17 @@ func TestDemoStopsOnCancel(t *testing.T) {
 	}
 }
 
+// TestDemoNeedsAStepLimit: random play without a step limit may never end,
+// so the demo refuses it as a usage error.
+func TestDemoNeedsAStepLimit(t *testing.T) {
+	o := demoOptions{game: env.Options{Suits: 1, MaxSteps: -1}, seed: 1, policy: 1}
+	var out bytes.Buffer
+	err := runDemo(context.Background(), o, &out)
+	if _, ok := err.(usageError); !ok || !strings.Contains(err.Error(), "needs a step limit") || out.Len() != 0 {
+		t.Fatalf("demo without a step limit: %v (printed %d bytes); want a usage error before anything", err, out.Len())
+	}
+}
+
 // Every game option is a flag of every command that makes games, and a bad
 // value is a usage error (exit 2) before anything runs.
 func TestGameFlagsComeFromOptions(t *testing.T) {

@@ -41,6 +41,11 @@ func runDemo(ctx context.Context, o demoOptions, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if r.MaxSteps() < 0 {
+		// Random play seldom ends a game by the rules: without a limit
+		// it would run, and its undo history grow, until stopped.
+		return usageError{fmt.Errorf("--max-steps %d: the demo's random policy needs a step limit to end a game", o.game.MaxSteps)}
+	}
 	e := env.New(r)
 	e.Reset(o.seed)
 	g := rng.New(o.policy)

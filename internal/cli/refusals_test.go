@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/spiderenv/spider/agents"
 	"github.com/spiderenv/spider/env"
 )
@@ -116,6 +118,32 @@ func TestEvalStoppedBeforeAnyDeal(t *testing.T) {
 	err := runEval(ctx, smallEval(), &out, &bytes.Buffer{})
 	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "nothing to report") || out.Len() != 0 {
 		t.Fatalf("%v (stdout %q); want context.Canceled, saying there is nothing to report, and no output", err, out.String())
+	}
+}
+
+// TestTrainRefusesFlagsThatDoNothing: a flag train would ignore is a
+// usage error, before --out is made.
+func TestTrainRefusesFlagsThatDoNothing(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--teacher", "search"}, "--teacher teaches only"},
+		{[]string{"--dagger-games", "5"}, "--dagger-games needs --dagger-rounds"},
+		{[]string{"--clone-games", "2", "--clone-epochs", "0"}, "at least one pass over its labels"},
+		{[]string{"--export", "x.spider"}, "--export writes a trained network"},
+	} {
+		out := filepath.Join(t.TempDir(), "run")
+		fs := pflag.NewFlagSet("train", pflag.ContinueOnError)
+		run := trainCommand(fs)
+		if err := fs.Parse(append([]string{"--iterations", "1", "--out", out}, tc.args...)); err != nil {
+			t.Fatal(err)
+		}
+		err := run(withTimeout(t, 5*time.Second), nil, nil, &bytes.Buffer{}, &bytes.Buffer{})
+		wantUsage(t, fmt.Sprint(tc.args), err, tc.want)
+		if _, serr := os.Stat(out); serr == nil {
+			t.Errorf("%v: the refused run made %s", tc.args, out)
+		}
 	}
 }
 

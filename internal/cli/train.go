@@ -100,6 +100,18 @@ func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 		for _, f := range trainingFlags {
 			o.set[f.flag] = fs.Changed(f.flag)
 		}
+		// Flags that would silently do nothing are refused.
+		imitates := o.cfg.CloneGames > 0 || o.cfg.DaggerRounds > 0
+		switch {
+		case o.resume:
+			// A resumed run's settings come from its checkpoint.
+		case fs.Changed("teacher") && !imitates:
+			return usageError{errors.New("--teacher teaches only a warm start (--clone-games) or DAgger rounds (--dagger-rounds)")}
+		case fs.Changed("dagger-games") && o.cfg.DaggerRounds == 0:
+			return usageError{errors.New("--dagger-games needs --dagger-rounds")}
+		case o.export != "" && (fs.Changed("iterations") || fs.Changed("steps") || fs.Changed("time")):
+			return usageError{errors.New("--export writes a trained network and trains nothing: give no --iterations, --steps or --time")}
+		}
 		switch o.cfg.Arch {
 		case nn.MLP:
 			o.cfg.Arch = "" // as runs before the flag recorded it
