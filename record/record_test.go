@@ -1,6 +1,7 @@
 package record
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"os"
@@ -176,6 +177,33 @@ func TestLoadRefusesOutOfRangeIntegers(t *testing.T) {
 		p := filepath.Join(dir, tc.name+".spider")
 		writeSealed(t, p, x)
 		if _, err := Load(p); err == nil || err.Error() != p+": "+tc.want {
+			t.Errorf("%s: %v; want %q", tc.name, err, tc.want)
+		}
+	}
+	// The same with the keys written as bins, which msgpack takes as field
+	// names too.
+	for _, tc := range []struct{ name, key, want string }{
+		{"bin-actions", "actions", "action 1 is "},
+		{"bin-seed", "seed", "seed -1 is negative"},
+	} {
+		x := base()
+		if tc.key == "actions" {
+			x.Actions[0] = uint64(g.Actions[0]) + 65536
+		} else {
+			x.Seed = int64(-1)
+		}
+		b, err := msgpack.Marshal(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		str := append([]byte{0xa0 | byte(len(tc.key))}, tc.key...)
+		bin := append([]byte{0xc4, byte(len(tc.key))}, tc.key...)
+		b = bytes.Replace(b, str, bin, 1)
+		p := filepath.Join(dir, tc.name+".spider")
+		if err := os.WriteFile(p, msgpackcheck.Seal(b), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Load(p); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v; want %q", tc.name, err, tc.want)
 		}
 	}

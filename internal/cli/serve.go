@@ -68,7 +68,7 @@ func serveCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 	fs.DurationVar(&o.cfg.SetupTimeout, "setup-timeout", d.SetupTimeout, "close a connection that has not made a batch this long after connecting")
 	fs.IntVar(&o.cfg.Workers, "workers", d.Workers, "default worker goroutines per batch (0: GOMAXPROCS)")
 	fs.BoolVar(&o.quiet, "quiet", false, "do not log connection errors to stderr")
-	fs.StringVar(&o.hint, "hint", "greedy", "policy that answers hint requests: greedy, search, search-hand, random or nn:CHECKPOINT (empty: greedy; never the oracle)")
+	fs.StringVar(&o.hint, "hint", "greedy", "policy that answers hint requests: greedy, search, search-hand, random, first or nn:CHECKPOINT (empty: greedy; never the oracle)")
 	fs.IntVar(&o.moveMs, "move-ms", 0, "milliseconds a search hint may plan, next to its node budget (0: no limit)")
 	fs.BoolVar(&o.stdinEOF, "exit-with-stdin", false, exitWithStdinUsage)
 	return func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {

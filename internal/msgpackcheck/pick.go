@@ -3,7 +3,8 @@ package msgpackcheck
 import "fmt"
 
 // Pick returns a msgpack map of the entries of the map at the start of b
-// (checked as Size does) whose keys are among keys, the last of each when
+// (checked as Size does) whose keys, strings or bins as msgpack's decoder
+// takes either for a field's name, are among keys, the last of each when
 // a key repeats, in the order of keys. Decoding a few fields of a large
 // value through it costs only those fields: msgpack skips another field by
 // reading it into a buffer, so decoding a file's header from the whole
@@ -28,7 +29,7 @@ func Pick(b []byte, keys ...string) ([]byte, error) {
 		start := w.pos
 		kc, kn, khdr := w.header()
 		key := w.b[w.pos+khdr : w.pos+khdr+kn]
-		isKey := isString(kc)
+		isKey := isString(kc) || isBin(kc) // msgpack reads a bin key as a field's name too
 		w.skip()
 		w.skip()
 		if !isKey {

@@ -42,6 +42,19 @@ func TestPick(t *testing.T) {
 	if err := msgpack.Unmarshal(p, &m); err != nil || len(m) != 1 || m["a"] != 2 {
 		t.Fatalf("repeated key: %v %v", m, err)
 	}
+	// A bin key names a field for msgpack's struct decoding as a string key
+	// does, so Pick takes it too: the last of either kind wins, as there.
+	type ab struct {
+		A int `msgpack:"a"`
+	}
+	mixed := []byte{0x82, 0xa1, 'a', 0x01, 0xc4, 0x01, 'a', 0x02}
+	var whole, picked ab
+	if err := msgpack.Unmarshal(mixed, &whole); err != nil || whole.A != 2 {
+		t.Fatalf("msgpack itself: %+v %v; the test expects the bin key's 2", whole, err)
+	}
+	if p, err = Pick(mixed, "a"); err != nil || msgpack.Unmarshal(p, &picked) != nil || picked != whole {
+		t.Fatalf("a bin key: picked %+v (%v), msgpack decodes %+v", picked, err, whole)
+	}
 	// Not a map, and a map that declares more than it holds, are refused.
 	if _, err := Pick([]byte{0x93, 1, 2, 3}, "a"); err == nil {
 		t.Fatal("an array was picked from")
