@@ -616,21 +616,26 @@ func BenchmarkSearchPlan(b *testing.B) {
 	}
 }
 
+// fullPlanPosition returns a two-suit position 60 moves into search's game
+// of seed 1, where a plan fills its 20,000 positions, and its legal moves.
+func fullPlanPosition() (env.State, []env.Action) {
+	s := env.NewGame(env.MustRules(env.Options{Suits: 2}), 1)
+	var legal []env.Action
+	warm := &Search{}
+	warm.Begin(1)
+	for range 60 {
+		legal = s.AppendLegal(legal[:0])
+		s.Step(warm.Act(NewView(&s, legal, 0, false)).Action)
+	}
+	return s, s.AppendLegal(legal[:0])
+}
+
 // TestSearchMoveTime checks the time control on a clock that advances a
 // millisecond at each look: the plan stops after the look that finds the
 // time spent, plays a legal move from what it found, and a plan without
 // MoveTime never reads the clock.
 func TestSearchMoveTime(t *testing.T) {
-	r := env.MustRules(env.Options{Suits: 2})
-	s := env.NewGame(r, 1)
-	var legal []env.Action
-	warm := &Search{}
-	warm.Begin(1) // 60 moves into seed 1 a plan fills its 20,000 positions
-	for range 60 {
-		legal = s.AppendLegal(legal[:0])
-		s.Step(warm.Act(NewView(&s, legal, 0, false)).Action)
-	}
-	legal = s.AppendLegal(legal[:0])
+	s, legal := fullPlanPosition()
 
 	free := &Search{clock: func() time.Time { t.Fatal("a plan without MoveTime read the clock"); return time.Time{} }}
 	free.Begin(7)
@@ -669,16 +674,7 @@ func TestSearchMoveTime(t *testing.T) {
 // its context to search, so a stopped game ends at once even with a budget
 // that would plan for minutes; budgets past MaxNodes are refused.
 func TestSearchStopsWithItsGame(t *testing.T) {
-	r := env.MustRules(env.Options{Suits: 2})
-	s := env.NewGame(r, 1)
-	var legal []env.Action
-	warm := &Search{}
-	warm.Begin(1) // 60 moves into seed 1 a plan fills its 20,000 positions
-	for range 60 {
-		legal = s.AppendLegal(legal[:0])
-		s.Step(warm.Act(NewView(&s, legal, 0, false)).Action)
-	}
-	legal = s.AppendLegal(legal[:0])
+	s, legal := fullPlanPosition()
 	done := make(chan struct{})
 	close(done)
 	stopped := &Search{}

@@ -107,18 +107,12 @@ func TestLoadRefusesCorruptFiles(t *testing.T) {
 		t.Fatalf("a record declaring 2^32-1 actions: %v", err)
 	}
 	// A tampered action or result is caught by the replay.
-	r := env.MustRules(env.Options{Suits: 1, MaxSteps: 50})
-	res := agents.Play(r, 2, &agents.Greedy{})
-	final := env.NewGame(r, 2)
-	for _, a := range res.Actions {
-		final.Step(a)
-	}
-	tampered := New(r, 2, "greedy", res.Actions, &final)
+	tampered := validRecord(t)
 	tampered.Score++
 	if _, err := Replay(tampered, nil); err == nil || !strings.Contains(err.Error(), "the record says") {
 		t.Fatalf("tampered result: %v", err)
 	}
-	tampered = New(r, 2, "greedy", res.Actions, &final)
+	tampered = validRecord(t)
 	tampered.Actions[0] = 2000 // outside the action space
 	if _, err := Replay(tampered, nil); err == nil || !strings.HasPrefix(err.Error(), "action 1: ") {
 		t.Fatalf("a tampered action: %v", err)
@@ -130,13 +124,7 @@ func TestLoadRefusesCorruptFiles(t *testing.T) {
 // action's low bits, a uint64 wraps a seed) rather than refuse, is refused.
 func TestLoadRefusesOutOfRangeIntegers(t *testing.T) {
 	dir := t.TempDir()
-	r := env.MustRules(env.Options{Suits: 1, MaxSteps: 50})
-	res := agents.Play(r, 2, &agents.Greedy{})
-	final := env.NewGame(r, 2)
-	for _, a := range res.Actions {
-		final.Step(a)
-	}
-	g := New(r, 2, "greedy", res.Actions, &final)
+	g := validRecord(t)
 	ok := filepath.Join(dir, "ok.spider")
 	if err := Save(ok, g); err != nil {
 		t.Fatal(err)
