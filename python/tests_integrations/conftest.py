@@ -46,6 +46,14 @@ def _time_limit(request: pytest.FixtureRequest) -> Iterator[None]:
         signal.signal(signal.SIGALRM, old)
 
 
+@pytest.fixture(autouse=True)
+def _sb3_logs_in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every SB3 model made without a log folder makes an empty
+    # $TMPDIR/SB3-<date> one (its logger's default); SB3_LOGDIR keeps them
+    # in the test's own folder, which pytest cleans.
+    monkeypatch.setenv("SB3_LOGDIR", str(tmp_path / "sb3-logs"))
+
+
 # The binary, the shared server and the sampler are the default suite's
 # (python/tests/conftest.py), loaded under a name of their own since both
 # files are "conftest".
