@@ -206,6 +206,25 @@ func TestEvaluateStopsOnCancel(t *testing.T) {
 	}
 }
 
+// TestEvaluateCountsDeals: progress counts deals every policy finished,
+// once each, not games, whatever order the workers finish them in.
+func TestEvaluateCountsDeals(t *testing.T) {
+	r := env.MustRules(env.Options{Suits: 1, MaxSteps: 200})
+	var calls []int
+	_, err := Evaluate(context.Background(), r, []string{"random", "greedy", "first"}, []uint64{1, 2, 3, 4, 5, 6, 7}, 2, Options{}, func(done, total int) {
+		if total != 7 {
+			t.Errorf("total %d; want the 7 deals", total)
+		}
+		calls = append(calls, done)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int{1, 2, 3, 4, 5, 6, 7}; !slices.Equal(calls, want) {
+		t.Fatalf("progress %v; want %v", calls, want)
+	}
+}
+
 // TestEvaluateStopsMidGame cancels an evaluation while search is in the
 // middle of a two-suit game (a minute of play at 20,000 nodes): it must
 // stop within seconds, not when the game ends.

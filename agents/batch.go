@@ -56,10 +56,10 @@ type slotGame struct {
 }
 
 // playBatch plays every seed with a, Width() games at a time, into
-// results, setting finished[i] and calling done as game i ends. A game
+// results, setting finished[i] and calling done(i) as game i ends. A game
 // whose call fails or whose action is illegal ends there, with its
 // Failure set; the others go on.
-func playBatch(ctx context.Context, r env.Rules, seeds []uint64, a BatchAgent, results []Result, finished []bool, done func()) {
+func playBatch(ctx context.Context, r env.Rules, seeds []uint64, a BatchAgent, results []Result, finished []bool, done func(deal int)) {
 	width := max(1, min(a.Width(), len(seeds)))
 	slots := make([]*slotGame, width)
 	next := 0
@@ -78,7 +78,7 @@ func playBatch(ctx context.Context, r env.Rules, seeds []uint64, a BatchAgent, r
 		g.res.Elapsed = time.Since(g.start)
 		g.res.Failure = failure
 		results[g.deal], finished[g.deal] = g.res, true
-		done()
+		done(g.deal)
 		deal(i)
 	}
 	for i := range slots {

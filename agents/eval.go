@@ -21,8 +21,11 @@ type Evaluation struct {
 }
 
 // Evaluate plays every seed with every named policy (made with options o)
-// on workers goroutines (0: GOMAXPROCS), each with its own agents, calling progress (if not nil)
-// after each game with the number done and the total. It stops early when
+// on workers goroutines (0: GOMAXPROCS), each with its own agents, calling
+// progress (if not nil) each time every policy has finished another deal,
+// with the number of deals so finished and the number of deals (the games
+// of a deal are handed out together, but deals can finish out of order, so
+// those finished need not be the first). It stops early when
 // ctx ends, returning ctx's error and the deals every policy finished
 // before it (an Evaluation of those alone, possibly of none), so that a
 // stopped evaluation keeps what it played.
@@ -84,14 +87,16 @@ func EvaluatePolicies(ctx context.Context, r env.Rules, ps []Policy, seeds []uin
 	for i := range finished {
 		finished[i] = make([]bool, len(seeds))
 	}
-	total := len(ps) * len(seeds)
-	var done atomic.Int64
+	// played[g] counts the policies that finished seeds[g]'s game; a deal
+	// is done when all have.
+	played := make([]atomic.Int32, len(seeds))
+	var done int
 	var mu sync.Mutex
-	count := func() {
-		n := int(done.Add(1))
-		if progress != nil {
+	count := func(g int) {
+		if int(played[g].Add(1)) == len(ps) && progress != nil {
 			mu.Lock()
-			progress(n, total)
+			done++
+			progress(done, len(seeds))
 			mu.Unlock()
 		}
 	}
@@ -120,7 +125,7 @@ func EvaluatePolicies(ctx context.Context, r env.Rules, ps []Policy, seeds []uin
 				ev.Results[p][g] = playFrom(ctx, env.NewGame(r, seeds[g]), seeds[g], agents[p], nil)
 				finished[p][g] = ctx.Err() == nil
 				if finished[p][g] { // a game cut short is no progress
-					count()
+					count(g)
 				}
 			}
 		})

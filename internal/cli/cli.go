@@ -46,11 +46,14 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 2 && args[0] == "help" {
 		args = []string{args[1], "--help"} // spider help COMMAND is spider COMMAND --help
 	}
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		usage(stdout)
-		if len(args) == 0 {
-			return 2
-		}
+	if len(args) == 0 {
+		// A command is missing: a usage error, whose usage goes with the
+		// errors (stdout may be a file the caller meant for results).
+		usage(stderr)
+		return 2
+	}
+	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(stdout) // asked for: the command's output
 		return 0
 	}
 	if args[0] == "--version" {

@@ -14,8 +14,8 @@ import (
 
 func TestMainUsage(t *testing.T) {
 	var out, errb bytes.Buffer
-	if code := Main(nil, nil, &out, &errb); code != 2 || !strings.Contains(out.String(), "demo") {
-		t.Fatalf("no arguments: code %d, usage %q", code, out.String())
+	if code := Main(nil, nil, &out, &errb); code != 2 || out.Len() != 0 || !strings.Contains(errb.String(), "demo") {
+		t.Fatalf("no arguments: code %d, stdout %q, usage on stderr %q", code, out.String(), errb.String())
 	}
 	out.Reset()
 	if code := Main([]string{"help"}, nil, &out, &errb); code != 0 || !strings.Contains(out.String(), "commands:") {

@@ -449,15 +449,10 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	}
 	labels = uniqueLabels(labels, specs)
 	prog := newProgress(stderr)
-	ev, err := agents.EvaluatePolicies(ctx, r, policies, seeds, o.workers, func(done, total int) {
-		if !prog.due(done, total) {
+	ev, err := agents.EvaluatePolicies(ctx, r, policies, seeds, o.workers, func(deals, total int) {
+		if !prog.due(deals, total) {
 			return
 		}
-		// Evaluate counts finished games, every policy's on every deal;
-		// the user asked for deals, so count those (the games of a deal
-		// are handed out together, so a fast policy runs ahead of a slow
-		// one by a deal or so).
-		deals := done / len(policies)
 		const width = 30
 		bar := strings.Repeat("#", deals*width/len(seeds)) + strings.Repeat(".", width-deals*width/len(seeds))
 		prog.write(fmt.Sprintf("eval [%s] %d/%d deals", bar, deals, len(seeds)))
@@ -650,13 +645,13 @@ func compare(a, b string, x, y []agents.Result) comparison {
 }
 
 func writeEval(w io.Writer, rep evalReport, o evalOptions) error {
-	header := []string{"rules", "suits", "policy", "games", "wins", "win_rate", "win_lo95", "win_hi95", "mean_score", "score_ci95", "mean_runs", "runs_ci95", "mean_moves", "ms_per_game", "ms_per_move", "failures", "suite", "max_steps"}
+	header := []string{"rules", "suits", "policy", "games", "wins", "win_rate", "win_lo95", "win_hi95", "mean_score", "score_ci95", "mean_runs", "runs_ci95", "mean_moves", "ms_per_game", "ms_per_move", "failures", "suite", "max_steps", "stopped"}
 	done, err := o.out.write(w, rep, header, func() (rows [][]string) {
 		f := func(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
 		for _, p := range rep.Policies {
 			rows = append(rows, []string{rep.RuleSet.String(), strconv.Itoa(rep.Suits), p.Policy, strconv.Itoa(p.Games), strconv.Itoa(p.Wins), f(p.WinRate), f(p.WinLo), f(p.WinHi),
 				f(p.Score), f(p.ScoreHalf), f(p.Runs), f(p.RunsHalf), f(p.Moves), f(p.MsPerGame), f(p.MsPerMove),
-				strconv.Itoa(p.Failures), suiteName(rep.Suite), strconv.Itoa(rep.MaxSteps)})
+				strconv.Itoa(p.Failures), suiteName(rep.Suite), strconv.Itoa(rep.MaxSteps), strconv.FormatBool(rep.Stopped)})
 		}
 		return rows
 	})
@@ -666,7 +661,11 @@ func writeEval(w io.Writer, rep evalReport, o evalOptions) error {
 	if rep.Suite != nil {
 		fmt.Fprintf(w, "suite %s (version %s): ", rep.Suite.Name, rep.Suite.Version)
 	}
-	fmt.Fprintf(w, "%s, %d suit(s), %d deals, step limit %d\n\n", rep.RuleSet, rep.Suits, rep.Seeds, rep.MaxSteps)
+	stopped := ""
+	if rep.Stopped {
+		stopped = " (stopped early: the deals every policy finished)"
+	}
+	fmt.Fprintf(w, "%s, %d suit(s), %d deals%s, step limit %d\n\n", rep.RuleSet, rep.Suits, rep.Seeds, stopped, rep.MaxSteps)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "policy\tgames\twins\twin rate (95% CI)\tmean score (95% CI)\tmean runs (95% CI)\tmean moves\tms/game\tms/move\t")
 	for _, p := range rep.Policies {

@@ -154,6 +154,46 @@ func TestEvalStoppedKeepsFinishedDeals(t *testing.T) {
 	}
 }
 
+// TestEvalStoppedSaysSoInEveryFormat: the text and CSV of a stopped
+// evaluation are marked as the JSON is, so that partial results piped on
+// are not read for whole ones.
+func TestEvalStoppedSaysSoInEveryFormat(t *testing.T) {
+	for _, asCSV := range []bool{false, true} {
+		for _, stop := range []bool{false, true} {
+			o := smallEval()
+			o.policies, o.out.csv = "first", asCSV
+			ctx, cancel := context.WithCancel(context.Background())
+			if stop {
+				o.seeds = "1-100000"
+				ctx, cancel = context.WithTimeout(context.Background(), 500*time.Millisecond)
+			}
+			var out bytes.Buffer
+			err := runEval(ctx, o, &out, &bytes.Buffer{})
+			cancel()
+			if (err != nil) != stop {
+				t.Fatalf("csv %v, stopped %v: %v", asCSV, stop, err)
+			}
+			var marked bool
+			if asCSV {
+				rows, err := csv.NewReader(&out).ReadAll()
+				if err != nil || len(rows) != 2 || rows[0][len(rows[0])-1] != "stopped" {
+					t.Fatalf("CSV %q: %v", rows, err)
+				}
+				marked = rows[1][len(rows[1])-1] == "true"
+				if v := rows[1][len(rows[1])-1]; v != "true" && v != "false" {
+					t.Fatalf("stopped column %q", v)
+				}
+			} else {
+				first, _, _ := strings.Cut(out.String(), "\n")
+				marked = strings.Contains(first, "stopped early")
+			}
+			if marked != stop {
+				t.Fatalf("csv %v, stopped %v: marked %v:\n%s", asCSV, stop, marked, out.String())
+			}
+		}
+	}
+}
+
 // TestHintMakerRefusesBadMoveMs refuses a --move-ms that play and serve
 // would pass to a search hint, before anything is served.
 func TestHintMakerRefusesBadMoveMs(t *testing.T) {

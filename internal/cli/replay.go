@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"image/png"
 	"io"
@@ -185,9 +186,11 @@ func runReplay(ctx context.Context, o replayOptions, path string, stdout, stderr
 		pics.add(s, i == len(g.Actions)-1)
 	})
 	if err != nil {
+		pics.discard()
 		return fmt.Errorf("%s: %v", path, err)
 	}
 	if err := ctx.Err(); err != nil {
+		pics.discard()
 		return err
 	}
 	var tp *turningPoint
@@ -376,6 +379,24 @@ type pictures struct {
 	png    bytes.Buffer
 	total  int       // positions to draw
 	prog   *progress // on stderr, for long games
+	made   bool      // --frames was made by this replay
+}
+
+// discard removes the frames of a replay cut short (by a stop or a file
+// that could not be written), and --frames too if this replay made it
+// and it is left empty: a part of a game's pictures would pass for the
+// whole, and would make the same command refuse the folder when run
+// again.
+func (p *pictures) discard() {
+	if p.o.frames == "" || (p.n == p.total && p.err == nil) {
+		return
+	}
+	for i := range p.n {
+		os.Remove(filepath.Join(p.o.frames, fmt.Sprintf("%0*d.png", p.digits, i)))
+	}
+	if p.made {
+		os.Remove(p.o.frames) // only if empty
+	}
 }
 
 // checkPicturePaths checks, before anything is read or drawn, that --gif
@@ -437,6 +458,8 @@ func newPictures(o replayOptions, actions int, stderr io.Writer) (*pictures, err
 		}
 	}
 	if o.frames != "" {
+		_, err := os.Stat(o.frames)
+		p.made = errors.Is(err, os.ErrNotExist)
 		if err := os.MkdirAll(o.frames, 0o755); err != nil {
 			return nil, fmt.Errorf("--frames %s: %v", o.frames, err)
 		}
@@ -487,6 +510,7 @@ func (p *pictures) finish(stdout io.Writer) error {
 		p.prog.end()
 	}
 	if p.err != nil {
+		p.discard()
 		return p.err
 	}
 	if p.o.frames != "" {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"image"
 	"image/draw"
 	"image/gif"
@@ -132,6 +134,36 @@ func TestReplayWritesGIFAndFrames(t *testing.T) {
 	}
 	if m, ok := last.(*image.Paletted); !ok || !bytes.Equal(m.Pix, want.Pix) {
 		t.Error("the last PNG is not the final position")
+	}
+}
+
+// TestReplayStoppedLeavesNoFrames stops a replay while it draws frames:
+// the frames written so far are removed (and the folder it made), so the
+// same command can run again, while a folder it did not make stays.
+func TestReplayStoppedLeavesNoFrames(t *testing.T) {
+	dir := t.TempDir()
+	path, _ := saveRandomGame(t, dir, env.Options{Suits: 4, MaxSteps: 15}, 5)
+	for _, made := range []bool{true, false} {
+		o := replayOptions{frames: filepath.Join(dir, fmt.Sprint("frames-", made)), delay: time.Second, every: 1}
+		if !made {
+			if err := os.Mkdir(o.frames, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		w := &cancelOn{text: "\n3. ", cancel: cancel}
+		if err := runReplay(ctx, o, path, w, io.Discard); !errors.Is(err, context.Canceled) {
+			t.Fatalf("a replay stopped at move 3: %v", err)
+		}
+		names, _ := filepath.Glob(filepath.Join(o.frames, "*.png"))
+		_, statErr := os.Stat(o.frames)
+		if len(names) != 0 || (statErr == nil) == made {
+			t.Fatalf("made %v: frames %v left, folder: %v", made, names, statErr)
+		}
+		var out bytes.Buffer
+		if err := runReplay(context.Background(), o, path, &out, io.Discard); err != nil || !strings.Contains(out.String(), "wrote 16 pictures") {
+			t.Fatalf("the replay run again: %v\n%s", err, out.String())
+		}
 	}
 }
 

@@ -83,7 +83,7 @@ func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 	fs.StringVar(&o.out, "out", "run", "folder for checkpoint.spider, metrics and curve.png")
 	fs.BoolVar(&o.resume, "resume", false, "continue the run saved in --out (its settings come from the checkpoint)")
 	fs.IntVar(&o.every, "checkpoint-every", 5, "save a checkpoint every this many iterations (and at the end)")
-	fs.BoolVar(&o.jsonl, "jsonl", false, "write metrics.jsonl instead of metrics.csv")
+	fs.BoolVar(&o.jsonl, "jsonl", false, "write metrics.jsonl instead of metrics.csv (a resumed run keeps the format it has)")
 	fs.StringVar(&o.export, "export", "", "instead of training, write the network of --from (default: --out's checkpoint.spider) to this file, without the trainer's state: the file to ship as nn:FILE")
 	fs.StringVar(&o.from, "from", "", "with --export: the checkpoint to read (best.spider, warmstart.spider, ...)")
 	fs.Var(&o.maxMemory, "max-memory", "refuse a run whose batch, rollout and learner need more memory than this (default: what the machine has available); when given, the process stays within it plus "+bytesize.Format(server.Overhead)+" once the warm start and DAgger rounds, whose imitation data is not counted, are over")
@@ -100,6 +100,7 @@ func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 		for _, f := range trainingFlags {
 			o.set[f.flag] = fs.Changed(f.flag)
 		}
+		o.set["jsonl"] = fs.Changed("jsonl")
 		// Flags that would silently do nothing are refused.
 		imitates := o.cfg.CloneGames > 0 || o.cfg.DaggerRounds > 0
 		switch {
@@ -174,6 +175,11 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 			return err
 		}
 	}
+	// A run stopped or refused before it wrote anything leaves no empty
+	// --out behind, when it made it: Remove takes only an empty folder.
+	if _, err := os.Stat(o.out); errors.Is(err, os.ErrNotExist) {
+		defer os.Remove(o.out)
+	}
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err
 	}
@@ -181,6 +187,14 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 	// iterations: find out now, not then, that it cannot be.
 	if err := probeWritable(o.out); err != nil {
 		return usageError{fmt.Errorf("--out %s: %v", o.out, err)}
+	}
+	if o.resume {
+		// The metrics file holds the run's whole history, written again at
+		// each save: a resumed run keeps the format it has, and a file in
+		// the other would leave a stale copy beside it.
+		if err := o.resumeMetrics(); err != nil {
+			return err
+		}
 	}
 	var t *train.Trainer
 	if o.resume {
@@ -355,6 +369,28 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 		return err
 	}
 	return writeTrainSummary(stdout, t, []string{ckpt, warm, best}, metrics, curve)
+}
+
+// resumeMetrics sets o.jsonl, for a resumed run, to the format of the
+// metrics file in --out, and refuses a --jsonl given against it.
+func (o *trainOptions) resumeMetrics() error {
+	has := func(name string) bool {
+		_, err := os.Stat(filepath.Join(o.out, name))
+		return err == nil
+	}
+	csv, jsonl := has("metrics.csv"), has("metrics.jsonl")
+	if csv == jsonl {
+		return nil // neither (or both): --jsonl decides
+	}
+	if o.set["jsonl"] && o.jsonl != jsonl {
+		file := "metrics.csv"
+		if jsonl {
+			file = "metrics.jsonl"
+		}
+		return usageError{fmt.Errorf("--jsonl=%t: the run in %s writes %s (a resumed run keeps its format); drop --jsonl", o.jsonl, o.out, file)}
+	}
+	o.jsonl = jsonl
+	return nil
 }
 
 // checkTrainMemory refuses a run of c that needs more memory than limit

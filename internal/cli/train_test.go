@@ -442,3 +442,62 @@ func TestTrainSummaryNamesOnlyWrittenFiles(t *testing.T) {
 		t.Fatalf("summary:\n%s", stdout.String())
 	}
 }
+
+// TestTrainResumeKeepsMetricsFormat: a run begun with --jsonl and resumed
+// without it goes on writing metrics.jsonl, not a metrics.csv beside a
+// stale metrics.jsonl; --jsonl given against the run's file is refused.
+func TestTrainResumeKeepsMetricsFormat(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "r")
+	o := tinyTrain(out, 1)
+	o.jsonl = true
+	if err := runTrain(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	o = tinyTrain(out, 2)
+	o.resume = true
+	var stdout bytes.Buffer
+	if err := runTrain(context.Background(), o, &stdout, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "metrics.csv")); err == nil {
+		t.Fatal("the resumed run wrote metrics.csv beside metrics.jsonl")
+	}
+	b, err := os.ReadFile(filepath.Join(out, "metrics.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Count(string(b), "\n"); lines != 3 {
+		t.Fatalf("metrics.jsonl has %d lines; want 3 (warm start, 2 iterations)", lines)
+	}
+	if !strings.Contains(stdout.String(), "metrics.jsonl") {
+		t.Fatalf("summary:\n%s", stdout.String())
+	}
+	o.iterations, o.set = 3, map[string]bool{"jsonl": true}
+	o.jsonl = false
+	if err := runTrain(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{}); !isUsage(err) || !strings.Contains(err.Error(), "writes metrics.jsonl") {
+		t.Fatalf("resuming with --jsonl=false: %v", err)
+	}
+}
+
+// TestTrainStoppedBeforeAnythingLeavesNoFolder: a run stopped before it
+// wrote a file removes the --out it made, and leaves a folder it did not
+// make.
+func TestTrainStoppedBeforeAnythingLeavesNoFolder(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	out := filepath.Join(dir, "new")
+	err := runTrain(ctx, tinyTrain(out, 2), &bytes.Buffer{}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "no checkpoint was written") {
+		t.Fatalf("a run stopped at once: %v", err)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Fatal("the stopped run left its empty --out")
+	}
+	if err := runTrain(ctx, tinyTrain(dir, 2), &bytes.Buffer{}, &bytes.Buffer{}); err == nil {
+		t.Fatal("a run stopped at once succeeded")
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("the stopped run removed a folder it did not make: %v", err)
+	}
+}
