@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"image/png"
 	"io"
@@ -170,6 +169,7 @@ func runReplay(ctx context.Context, o replayOptions, path string, stdout, stderr
 	if err != nil {
 		return err
 	}
+	defer pics.discard() // unless finish kept them
 	r, _ := g.RulesOf()
 	first := env.NewGame(r, g.Seed)
 	if !table {
@@ -186,11 +186,9 @@ func runReplay(ctx context.Context, o replayOptions, path string, stdout, stderr
 		pics.add(s, i == len(g.Actions)-1)
 	})
 	if err != nil {
-		pics.discard()
 		return fmt.Errorf("%s: %v", path, err)
 	}
 	if err := ctx.Err(); err != nil {
-		pics.discard()
 		return err
 	}
 	var tp *turningPoint
@@ -379,24 +377,23 @@ type pictures struct {
 	png    bytes.Buffer
 	total  int       // positions to draw
 	prog   *progress // on stderr, for long games
-	made   bool      // --frames was made by this replay
+	undo   func()    // removes the --frames folders this replay made, if empty
+	kept   bool      // finish wrote and reported the pictures
 }
 
-// discard removes the frames of a replay cut short (by a stop or a file
-// that could not be written), and --frames too if this replay made it
-// and it is left empty: a part of a game's pictures would pass for the
-// whole, and would make the same command refuse the folder when run
-// again.
+// discard removes the frames of a replay that fails before finish reports
+// them (a stop, a picture that cannot be written, a turning-point search
+// cut short), and the --frames folders it made, left empty: unreported
+// pictures, perhaps part of a game's, would pass for a whole game's, and
+// would make the same command refuse the folder when run again.
 func (p *pictures) discard() {
-	if p.o.frames == "" || (p.n == p.total && p.err == nil) {
+	if p.o.frames == "" || p.kept {
 		return
 	}
 	for i := range p.n {
 		os.Remove(filepath.Join(p.o.frames, fmt.Sprintf("%0*d.png", p.digits, i)))
 	}
-	if p.made {
-		os.Remove(p.o.frames) // only if empty
-	}
+	p.undo()
 }
 
 // checkPicturePaths checks, before anything is read or drawn, that --gif
@@ -458,11 +455,11 @@ func newPictures(o replayOptions, actions int, stderr io.Writer) (*pictures, err
 		}
 	}
 	if o.frames != "" {
-		_, err := os.Stat(o.frames)
-		p.made = errors.Is(err, os.ErrNotExist)
-		if err := os.MkdirAll(o.frames, 0o755); err != nil {
+		undo, err := makeFolder(o.frames)
+		if err != nil {
 			return nil, fmt.Errorf("--frames %s: %v", o.frames, err)
 		}
+		p.undo = undo
 	}
 	p.prog = newProgress(stderr)
 	p.pix = make([]uint8, picture.Size)
@@ -510,17 +507,20 @@ func (p *pictures) finish(stdout io.Writer) error {
 		p.prog.end()
 	}
 	if p.err != nil {
-		p.discard()
 		return p.err
 	}
+	var b []byte
+	if p.anim != nil {
+		b = p.anim.Bytes()
+		if err := atomicfile.Write(p.o.gif, b); err != nil {
+			return err
+		}
+	}
+	p.kept = true
 	if p.o.frames != "" {
 		fmt.Fprintf(stdout, "wrote %d pictures into %s\n", p.n, p.o.frames)
 	}
 	if p.anim != nil {
-		b := p.anim.Bytes()
-		if err := atomicfile.Write(p.o.gif, b); err != nil {
-			return err
-		}
 		fmt.Fprintf(stdout, "wrote %s: %d frames, %d KB\n", p.o.gif, p.anim.Frames(), (len(b)+1023)/1024)
 	}
 	return nil

@@ -6,7 +6,6 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"image"
 	"image/draw"
 	"image/gif"
@@ -138,32 +137,62 @@ func TestReplayWritesGIFAndFrames(t *testing.T) {
 }
 
 // TestReplayStoppedLeavesNoFrames stops a replay while it draws frames:
-// the frames written so far are removed (and the folder it made), so the
-// same command can run again, while a folder it did not make stays.
+// the frames written are removed (and the folders it made, nested or
+// not), so the same command can run again, while a folder it did not make
+// stays.
 func TestReplayStoppedLeavesNoFrames(t *testing.T) {
 	dir := t.TempDir()
 	path, _ := saveRandomGame(t, dir, env.Options{Suits: 4, MaxSteps: 15}, 5)
-	for _, made := range []bool{true, false} {
-		o := replayOptions{frames: filepath.Join(dir, fmt.Sprint("frames-", made)), delay: time.Second, every: 1}
-		if !made {
+	for _, tc := range []struct {
+		folder string
+		made   bool
+	}{{"a", true}, {"b", false}, {"c/d/e", true}} {
+		o := replayOptions{frames: filepath.Join(dir, tc.folder), delay: time.Second, every: 1}
+		if !tc.made {
 			if err := os.Mkdir(o.frames, 0o755); err != nil {
 				t.Fatal(err)
 			}
 		}
 		ctx, cancel := context.WithCancel(context.Background())
-		w := &cancelOn{text: "\n3. ", cancel: cancel}
-		if err := runReplay(ctx, o, path, w, io.Discard); !errors.Is(err, context.Canceled) {
-			t.Fatalf("a replay stopped at move 3: %v", err)
+		if err := runReplay(ctx, o, path, &cancelOn{text: "\n3. ", cancel: cancel}, io.Discard); !errors.Is(err, context.Canceled) {
+			t.Fatalf("%+v: a replay stopped at move 3: %v", tc, err)
 		}
-		names, _ := filepath.Glob(filepath.Join(o.frames, "*.png"))
-		_, statErr := os.Stat(o.frames)
-		if len(names) != 0 || (statErr == nil) == made {
-			t.Fatalf("made %v: frames %v left, folder: %v", made, names, statErr)
-		}
+		checkNoFrames(t, o.frames, filepath.Join(dir, strings.Split(tc.folder, "/")[0]), tc.made)
 		var out bytes.Buffer
 		if err := runReplay(context.Background(), o, path, &out, io.Discard); err != nil || !strings.Contains(out.String(), "wrote 16 pictures") {
-			t.Fatalf("the replay run again: %v\n%s", err, out.String())
+			t.Fatalf("%+v: the replay run again: %v\n%s", tc, err, out.String())
 		}
+	}
+}
+
+// TestReplayStoppedInTurningPointLeavesNoFrames stops a replay in its
+// turning-point search, once every frame is drawn but before they are
+// reported: they are removed as well.
+func TestReplayStoppedInTurningPointLeavesNoFrames(t *testing.T) {
+	dir := t.TempDir()
+	var stderr bytes.Buffer
+	// Greedy loses deal 3 within 200 moves, and the oracle wins it (TestReplayTurningPoint).
+	if code := Main([]string{"eval", "--policies", "greedy", "--seeds", "3", "--max-steps", "200", "--record", dir}, strings.NewReader(""), io.Discard, &stderr); code != 0 {
+		t.Fatalf("eval: exit %d: %s", code, stderr.String())
+	}
+	o := replayOptions{frames: filepath.Join(dir, "frames"), delay: time.Second, turning: true, nodes: 2000}
+	ctx, cancel := context.WithCancel(context.Background())
+	// The first bisection step is reported after every frame is drawn.
+	err := runReplay(ctx, o, filepath.Join(dir, "greedy-3.spider"), io.Discard, &cancelOn{text: "turning point: the oracle from move", cancel: cancel})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("a replay stopped in its turning-point search: %v", err)
+	}
+	checkNoFrames(t, o.frames, o.frames, true)
+}
+
+// checkNoFrames fails unless frames holds no picture, and top (frames or
+// a parent) is gone if the replay made it, there if not.
+func checkNoFrames(t *testing.T, frames, top string, made bool) {
+	t.Helper()
+	names, _ := filepath.Glob(filepath.Join(frames, "*.png"))
+	_, err := os.Stat(top)
+	if len(names) != 0 || (err == nil) == made {
+		t.Fatalf("%d frames left in %s; %s: %v", len(names), frames, top, err)
 	}
 }
 

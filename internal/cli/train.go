@@ -176,13 +176,12 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 		}
 	}
 	// A run stopped or refused before it wrote anything leaves no empty
-	// --out behind, when it made it: Remove takes only an empty folder.
-	if _, err := os.Stat(o.out); errors.Is(err, os.ErrNotExist) {
-		defer os.Remove(o.out)
-	}
-	if err := os.MkdirAll(o.out, 0o755); err != nil {
+	// --out behind, when it made it.
+	undo, err := makeFolder(o.out)
+	if err != nil {
 		return err
 	}
+	defer undo()
 	// The first checkpoint is written after the warm start or the first
 	// iterations: find out now, not then, that it cannot be.
 	if err := probeWritable(o.out); err != nil {
