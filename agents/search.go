@@ -248,6 +248,12 @@ func (a *Search) search(root *env.State) string {
 	clear(a.index)
 	a.mbuf = a.mbuf[:0]
 	bestLeafMacro, bestLeafMacroLen := int32(0), int32(0) // a macro's moves in a.mbuf, when the best leaf is one
+	if cap(a.nodes) < budget {
+		// The whole budget at once: growing by append would copy up to
+		// gigabytes at a time (1.1 KB a position), a copy the runtime
+		// cannot interrupt, which holds up even the Ctrl-C handler.
+		a.nodes = make([]node, 0, budget)
+	}
 	a.nodes = append(a.nodes[:0], node{s: *root, parent: -1})
 	a.index[a.key(root)] = 0
 	rootValue := a.Evaluate(root)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // StaleAge is how long a temporary whose writer cannot be checked (one
@@ -23,21 +24,44 @@ import (
 const StaleAge = time.Hour
 
 // Write writes data to path: first to a temporary file in the same folder,
-// synced, then renamed over path. The file is readable by all (0644), as
-// os.WriteFile would make it under the usual umask. The temporary is named
+// synced, then renamed over path. A new file is readable by all (0644), as
+// os.WriteFile would make it under the usual umask; a file it replaces
+// keeps its permission bits, and a symbolic link at path has its target
+// replaced, not the link (a hard link, though, is parted from the old
+// file: a rename cannot keep it). The temporary is named
 // ".NAME.tmp-HOST-PID-RANDOM" (HOST a hash of the host name, PID this
-// process's id); the first Write into a folder in a process removes the
+// process's id, NAME cut short so the whole fits a file name's 255
+// bytes); the first Write into a folder in a process removes the
 // temporaries of that pattern that processes killed while writing left
-// there (see removeStale).
+// there (see removeStale), and RemoveInFlight removes this process's.
 func Write(path string, data []byte) error {
+	mode := os.FileMode(0o644)
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSymlink != 0 {
+			if target, err := filepath.EvalSymlinks(path); err == nil {
+				path = target
+				fi, err = os.Stat(path)
+				if err != nil {
+					return err
+				}
+			}
+		}
+		if fi.Mode().IsRegular() {
+			mode = fi.Mode().Perm()
+		}
+	}
 	dir := filepath.Dir(path)
 	cleanOnce(dir)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-"+hostTag+"-"+strconv.Itoa(os.Getpid())+"-*")
+	tmp, err := os.CreateTemp(dir, tempPattern(filepath.Base(path)))
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name()) // fails harmlessly once renamed
-	if err := tmp.Chmod(0o644); err != nil {
+	inFlight.Store(tmp.Name(), struct{}{})
+	defer func() {
+		os.Remove(tmp.Name()) // fails harmlessly once renamed
+		inFlight.Delete(tmp.Name())
+	}()
+	if err := tmp.Chmod(mode); err != nil {
 		tmp.Close()
 		return err
 	}
@@ -56,6 +80,41 @@ func Write(path string, data []byte) error {
 		beforeRename(tmp.Name())
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// maxName is the longest file name (in bytes) the usual file systems
+// take (NAME_MAX).
+const maxName = 255
+
+// tempPattern is os.CreateTemp's pattern of a temporary for the file
+// named base: base cut short (at a character's start) where the whole
+// name, with the suffix and CreateTemp's random digits (at most 10),
+// would pass maxName, so that any name that fits can be written.
+func tempPattern(base string) string {
+	suffix := ".tmp-" + hostTag + "-" + strconv.Itoa(os.Getpid()) + "-"
+	room := maxName - len(".") - len(suffix) - 10
+	if len(base) > room {
+		cut := room
+		for cut > 0 && !utf8.RuneStart(base[cut]) {
+			cut--
+		}
+		base = base[:cut]
+	}
+	return "." + base + suffix + "*"
+}
+
+// inFlight holds the temporaries this process is writing.
+var inFlight sync.Map
+
+// RemoveInFlight removes the temporaries this process is writing: a
+// command that exits at once (a second Ctrl-C) calls it so as to leave
+// no part of a file behind. A Write under way then fails, or leaves
+// nothing (its file is gone), and the file it replaces stays whole.
+func RemoveInFlight() {
+	inFlight.Range(func(name, _ any) bool {
+		os.Remove(name.(string))
+		return true
+	})
 }
 
 // beforeRename, if set (by tests), runs between writing the temporary and

@@ -129,11 +129,11 @@ func benchOnce(ctx context.Context, r env.Rules, o benchOptions, mode env.Autore
 		b.SampleLegal(actions)
 		return b.Step(actions)
 	}
-	for i := range o.warmup {
-		if i%64 == 0 {
-			if err := ctx.Err(); err != nil {
-				return benchResult{}, err
-			}
+	for range o.warmup {
+		// At every step, untimed: a step of a million games takes half a
+		// second on one worker.
+		if err := ctx.Err(); err != nil {
+			return benchResult{}, err
 		}
 		if err := step(); err != nil {
 			return benchResult{}, err

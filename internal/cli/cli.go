@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/spiderenv/spider/internal/atomicfile"
 )
 
 // command is one subcommand: flags bind into its options, then run runs.
@@ -145,6 +147,9 @@ func interruptible(parent context.Context, name string, sigs <-chan os.Signal, r
 					code = 128 + int(s)
 				}
 				hooks.run(exitHooksLimit)
+				// A file being written keeps its old whole self, and no
+				// part of the new one is left under a temporary name.
+				atomicfile.RemoveInFlight()
 				exit(code)
 				return
 			}

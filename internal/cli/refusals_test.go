@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -282,5 +283,19 @@ func TestFlagsOutOfRangeRefused(t *testing.T) {
 		if code := Main(tc.args, strings.NewReader(""), &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), tc.want) || stdout.Len() != 0 {
 			t.Errorf("%v: exit %d, stderr %q, stdout %q; want exit 2 saying %q", tc.args, code, stderr.String(), stdout.String(), tc.want)
 		}
+	}
+}
+
+// TestReplayRefusesGIFOverMemory: an animation is refused before it is
+// drawn when its frames, at what one costs at the peak of a replay's
+// memory (gifFrameBytes, measured), would pass the memory available
+// (16 GiB here: about 840,000 frames).
+func TestReplayRefusesGIFOverMemory(t *testing.T) {
+	fakeMachine(t)
+	o := replayOptions{gif: filepath.Join(t.TempDir(), "g.gif"), delay: time.Second}
+	_, err := newPictures(o, 900_000, io.Discard)
+	wantUsage(t, "a GIF of 900,001 frames", err, "an animation of 900001 frames needs about")
+	if _, err := newPictures(o, 700_000, io.Discard); err != nil {
+		t.Fatalf("a GIF of 700,001 frames: %v", err)
 	}
 }

@@ -55,9 +55,11 @@ type resultRow struct {
 	policy policySummary
 }
 
-func runResults(_ context.Context, o resultsOptions, stdout, _ io.Writer) error {
+// runResults reads the files one by one, and stops between two when ctx
+// ends (a file takes up to a second or so), writing nothing.
+func runResults(ctx context.Context, o resultsOptions, stdout, _ io.Writer) error {
 	if o.pair {
-		return runPair(o, stdout)
+		return runPair(ctx, o, stdout)
 	}
 	if len(o.files) == 0 {
 		return usageError{fmt.Errorf("want at least one eval JSON file (spider eval --suite NAME --json)")}
@@ -68,6 +70,9 @@ func runResults(_ context.Context, o resultsOptions, stdout, _ io.Writer) error 
 	}
 	var rows []resultRow
 	for _, name := range o.files {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		rep, err := readEvalJSON(name)
 		if err != nil {
 			return err
@@ -85,6 +90,9 @@ func runResults(_ context.Context, o resultsOptions, stdout, _ io.Writer) error 
 	}
 	sort.SliceStable(rows, func(i, j int) bool { return order[rows[i].suite.Name] < order[rows[j].suite.Name] })
 	table := resultsTable(rows)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	if o.update == "" {
 		_, err := io.WriteString(stdout, table)
 		return err
@@ -209,7 +217,7 @@ func resultsTable(rows []resultRow) string {
 // two builds or two runs, which one eval cannot pair. Each side may list
 // several reports, comma-separated: parts of a seed range, or draws of
 // the same deals (eval --draw), whose plays of a deal are pooled.
-func runPair(o resultsOptions, stdout io.Writer) error {
+func runPair(ctx context.Context, o resultsOptions, stdout io.Writer) error {
 	if len(o.files) != 2 || o.update != "" {
 		return usageError{fmt.Errorf("--pair wants two eval JSON files, or two comma-separated lists of them (spider eval --json --per-game), and no --update")}
 	}
@@ -223,6 +231,9 @@ func runPair(o resultsOptions, stdout io.Writer) error {
 				return fmt.Errorf("%s is listed twice: each report may be pooled once", name)
 			}
 			seen[name] = true
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			rep, err := readEvalReport(name)
 			if err != nil {
 				return err
@@ -281,6 +292,9 @@ func runPair(o resultsOptions, stdout io.Writer) error {
 	}
 	for _, pa := range namesA {
 		for _, pb := range namesB {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			var seeds []uint64
 			for seed := range gamesA[pa] {
 				if _, ok := gamesB[pb][seed]; ok {
@@ -337,6 +351,9 @@ func runPair(o resultsOptions, stdout io.Writer) error {
 				nameA, o.files[0], nameB, o.files[1], len(seeds), plays[0], plays[1], wins[0], wins[1],
 				moreA, moreB, stats.McNemar(moreA, moreB), scoreDiff, scoreP, runsDiff, runsP)
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	_, err := io.WriteString(stdout, out.String())
 	return err

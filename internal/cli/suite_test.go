@@ -2,8 +2,11 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -170,6 +173,19 @@ func TestResultsTable(t *testing.T) {
 	}
 	if b2, _ := os.ReadFile(md); string(b2) != got {
 		t.Errorf("a failed run changed the file")
+	}
+	// A stopped run (Ctrl-C) prints and rewrites nothing, --pair neither.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	devA := filepath.Join(dir, "dev-a.json")
+	for _, o := range []resultsOptions{{files: []string{devA}}, {files: []string{devA}, update: md}, {files: []string{devA, devA}, pair: true}} {
+		var out bytes.Buffer
+		if err := runResults(ctx, o, &out, io.Discard); !errors.Is(err, context.Canceled) || out.Len() != 0 {
+			t.Errorf("%+v stopped: %v, wrote %q", o, err, out.String())
+		}
+	}
+	if b2, _ := os.ReadFile(md); string(b2) != got {
+		t.Errorf("a stopped run changed the file")
 	}
 }
 

@@ -20,6 +20,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"flag"
 	"fmt"
 	"math"
@@ -31,6 +32,7 @@ import (
 
 	"github.com/spiderenv/spider/agents"
 	"github.com/spiderenv/spider/env"
+	"github.com/spiderenv/spider/internal/atomicfile"
 )
 
 func main() {
@@ -170,33 +172,18 @@ func play(seeds []uint64, every, workers int, handOnly bool) ([][agents.NumValue
 	return x, y, at
 }
 
-// writeCSV writes one line a position to a temporary file and renames it
-// to path, so an interrupted run leaves no half file.
+// writeCSV writes one line a position to path, through a temporary file
+// (atomicfile), so an interrupted run leaves no half file.
 func writeCSV(path string, x [][agents.NumValueFeatures]float64, y []float64, at [][2]uint64) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriter(f)
+	var w bytes.Buffer
 	for i := range x {
-		fmt.Fprintf(w, "%d,%d,%g", at[i][0], at[i][1], y[i])
+		fmt.Fprintf(&w, "%d,%d,%g", at[i][0], at[i][1], y[i])
 		for _, v := range x[i] {
-			fmt.Fprintf(w, ",%g", v)
+			fmt.Fprintf(&w, ",%g", v)
 		}
 		w.WriteByte('\n')
 	}
-	err = w.Flush()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
+	return atomicfile.Write(path, w.Bytes())
 }
 
 // countGames counts the games among the positions, which come a game at a
