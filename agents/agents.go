@@ -111,10 +111,10 @@ type Agent interface {
 type Maker func() Agent
 
 // MaxNodes is the largest search budget NewWith takes, 2^20 positions a
-// plan, fifty times the default: 1.3 GB of positions for each searching
-// agent, and about 4.5 GB of memory once the tree's growth and the
-// collector's headroom are counted (an eval at this budget peaked at 4.5
-// GB RSS). A larger one would only exhaust the machine.
+// plan, fifty times the default: about 1.3 GB of positions for each
+// searching agent, reserved at its first plan (an eval at this budget
+// peaked at 1.35 GB RSS, four suits, one worker). A larger one would only
+// exhaust the machine.
 const MaxNodes = 1 << 20
 
 // Options are the settings agents share.

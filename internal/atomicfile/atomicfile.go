@@ -26,9 +26,10 @@ const StaleAge = time.Hour
 // Write writes data to path: first to a temporary file in the same folder,
 // synced, then renamed over path. A new file is readable by all (0644), as
 // os.WriteFile would make it under the usual umask; a file it replaces
-// keeps its permission bits, and a symbolic link at path has its target
-// replaced, not the link (a hard link, though, is parted from the old
-// file: a rename cannot keep it). The temporary is named
+// keeps its permission bits. What is at path is replaced: a symbolic link
+// by the file (a caller that means the link's target resolves it first,
+// where it can check that folder), and a hard link is parted from the old
+// file (a rename cannot keep it). The temporary is named
 // ".NAME.tmp-HOST-PID-RANDOM" (HOST a hash of the host name, PID this
 // process's id, NAME cut short so the whole fits a file name's 255
 // bytes); the first Write into a folder in a process removes the
@@ -36,19 +37,8 @@ const StaleAge = time.Hour
 // there (see removeStale), and RemoveInFlight removes this process's.
 func Write(path string, data []byte) error {
 	mode := os.FileMode(0o644)
-	if fi, err := os.Lstat(path); err == nil {
-		if fi.Mode()&os.ModeSymlink != 0 {
-			if target, err := filepath.EvalSymlinks(path); err == nil {
-				path = target
-				fi, err = os.Stat(path)
-				if err != nil {
-					return err
-				}
-			}
-		}
-		if fi.Mode().IsRegular() {
-			mode = fi.Mode().Perm()
-		}
+	if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() {
+		mode = fi.Mode().Perm()
 	}
 	dir := filepath.Dir(path)
 	cleanOnce(dir)
@@ -94,8 +84,10 @@ func tempPattern(base string) string {
 	suffix := ".tmp-" + hostTag + "-" + strconv.Itoa(os.Getpid()) + "-"
 	room := maxName - len(".") - len(suffix) - 10
 	if len(base) > room {
+		// At a character's start, if one is near: a name need not be
+		// UTF-8, and the name must keep some of itself.
 		cut := room
-		for cut > 0 && !utf8.RuneStart(base[cut]) {
+		for cut > room-utf8.UTFMax+1 && !utf8.RuneStart(base[cut]) {
 			cut--
 		}
 		base = base[:cut]

@@ -48,9 +48,10 @@ func TestWriteLongName(t *testing.T) {
 	}
 }
 
-// TestWriteKeepsModeAndLinkTarget: a file replaced keeps its permission
-// bits, and a symbolic link stays a link to the file written.
-func TestWriteKeepsModeAndLinkTarget(t *testing.T) {
+// TestWriteKeepsMode: a file replaced keeps its permission bits; a new
+// one is 0644; a symbolic link at the name is replaced by the file, its
+// target untouched.
+func TestWriteKeepsMode(t *testing.T) {
 	dir := t.TempDir()
 	real, link := filepath.Join(dir, "real.md"), filepath.Join(dir, "link.md")
 	if err := os.WriteFile(real, []byte("old"), 0o600); err != nil {
@@ -59,25 +60,35 @@ func TestWriteKeepsModeAndLinkTarget(t *testing.T) {
 	if err := os.Chmod(real, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink("real.md", link); err != nil {
+	if err := Write(real, []byte("new")); err != nil {
 		t.Fatal(err)
-	}
-	if err := Write(link, []byte("new")); err != nil {
-		t.Fatal(err)
-	}
-	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
-		t.Fatalf("the link was replaced: %v, %v", fi.Mode(), err)
 	}
 	fi, err := os.Stat(real)
 	if got, _ := os.ReadFile(real); err != nil || string(got) != "new" || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("the target holds %q with mode %v (%v); want \"new\" with 0600", got, fi.Mode().Perm(), err)
+		t.Fatalf("the file holds %q with mode %v (%v); want \"new\" with 0600", got, fi.Mode().Perm(), err)
 	}
-	fresh := filepath.Join(dir, "fresh")
-	if err := Write(fresh, nil); err != nil {
+	if err := os.Symlink("real.md", link); err != nil {
 		t.Fatal(err)
 	}
-	if fi, err := os.Stat(fresh); err != nil || fi.Mode().Perm() != 0o644 {
-		t.Fatalf("a new file's mode %v (%v); want 0644", fi.Mode().Perm(), err)
+	if err := Write(link, []byte("link")); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o644 {
+		t.Fatalf("the link became %v (%v); want a file of 0644", fi.Mode(), err)
+	}
+	if got, _ := os.ReadFile(real); string(got) != "new" {
+		t.Fatalf("the link's target holds %q", got)
+	}
+}
+
+// TestTempPatternKeepsPartOfTheName: a long name that is not UTF-8 keeps
+// most of itself in its temporary's name, so the sweep of stale
+// temporaries still knows it for one.
+func TestTempPatternKeepsPartOfTheName(t *testing.T) {
+	base := "a" + strings.Repeat("\x80", maxName-1)
+	p := tempPattern(base)
+	if len(p)+9 > maxName || !strings.HasPrefix(p, ".a\x80") || strings.LastIndex(p, ".tmp-") < maxName/2 {
+		t.Fatalf("pattern %q (%d bytes)", p, len(p))
 	}
 }
 

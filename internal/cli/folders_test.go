@@ -3,6 +3,7 @@ package cli
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -58,5 +59,34 @@ func TestMakeFolderUndo(t *testing.T) {
 	undo()
 	if _, err := os.Lstat(link); err != nil {
 		t.Fatalf("the dangling link is gone: %v", err)
+	}
+}
+
+// TestMakeFolderUndoesWhatItWalks: a path through ".." makes folders a
+// cleaned path would not name, and undo removes them too; a makeFolder
+// that fails partway removes what it made before it returns.
+func TestMakeFolderUndoesWhatItWalks(t *testing.T) {
+	dir := t.TempDir()
+	undo, err := makeFolder(dir + "/x/y/../../z") // not Join, which cleans the path
+	if err != nil {
+		t.Fatal(err)
+	}
+	undo()
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Fatalf("undo left %v", ents)
+	}
+	long := filepath.Join(dir, "n", "m", strings.Repeat("L", 300))
+	if _, err := makeFolder(long); err == nil {
+		t.Fatal("a name of 300 bytes was made")
+	}
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := makeFolder(dir + "/p/../file"); err == nil {
+		t.Fatal("a file was taken for a folder")
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Fatalf("a failed makeFolder left %v; want the file alone", ents)
 	}
 }

@@ -430,9 +430,10 @@ func isFrameName(name string) bool {
 // Bounds on the pictures of one replay: a record may hold millions of
 // actions. maxFrames is the most PNG files --frames writes; gifFrameBytes
 // is what a frame of the animation costs at the peak of the process's
-// memory (RSS), while the file is assembled: 15 KB a frame measured for
-// 20,001 frames (303 MB), 20 KB for 200,001 (3.98 GB), as the buffers
-// grow by doubling.
+// memory (RSS), while the file is assembled: 20-21 KB a frame measured
+// for 200,001 frames (3.98 and 4.12 GB), where a refusal matters; a
+// smaller game's varies more with the collector's timing (15-26 KB for
+// 20,001 frames), within what the rest of the machine leaves spare.
 const (
 	maxFrames     = 100_000
 	gifFrameBytes = 20 << 10

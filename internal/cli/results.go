@@ -97,7 +97,13 @@ func runResults(ctx context.Context, o resultsOptions, stdout, _ io.Writer) erro
 		_, err := io.WriteString(stdout, table)
 		return err
 	}
-	old, err := os.ReadFile(o.update)
+	// A link to the Markdown file is written through, not replaced: the
+	// file the user keeps is its target.
+	update, err := filepath.EvalSymlinks(o.update)
+	if err != nil {
+		return err
+	}
+	old, err := os.ReadFile(update)
 	if err != nil {
 		return err
 	}
@@ -109,7 +115,7 @@ func runResults(ctx context.Context, o resultsOptions, stdout, _ io.Writer) erro
 	out.Write(old[:b+len(resultsBegin)])
 	out.WriteString("\n" + table)
 	out.Write(old[e:])
-	return atomicfile.Write(o.update, out.Bytes())
+	return atomicfile.Write(update, out.Bytes())
 }
 
 // readEvalJSON reads one file of spider eval --suite NAME --json.

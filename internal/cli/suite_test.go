@@ -174,6 +174,29 @@ func TestResultsTable(t *testing.T) {
 	if b2, _ := os.ReadFile(md); string(b2) != got {
 		t.Errorf("a failed run changed the file")
 	}
+	// --update through a link rewrites the link's target, and keeps the
+	// link and the file's mode.
+	if err := os.Chmod(md, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.md")
+	if err := os.Symlink("results.md", link); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := runMain("results", "--update", link, filepath.Join(dir, "dev-a.json")); code != 0 {
+		t.Fatalf("--update through a link: exit %d: %s", code, errs)
+	}
+	fi, err := os.Lstat(link)
+	if err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the link was replaced: %v (%v)", fi.Mode(), err)
+	}
+	if fi, err = os.Stat(md); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("results.md's mode %v (%v); want 0600 kept", fi.Mode().Perm(), err)
+	}
+	if b, _ = os.ReadFile(md); strings.Count(string(b), "\n| classic-") != 2 {
+		t.Fatalf("results.md was not rewritten through the link:\n%s", b)
+	}
+	got = string(b)
 	// A stopped run (Ctrl-C) prints and rewrites nothing, --pair neither.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
