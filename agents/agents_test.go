@@ -55,38 +55,52 @@ func TestAgentsConformance(t *testing.T) {
 
 // TestAgentsNeverReadHiddenCards plays each agent on a game and, in
 // lockstep, a second instance on the same game with its unseen cards dealt
-// anew before every decision: the choices must be the same.
+// anew before every decision: the choices must be the same. It runs on
+// every configuration the conformance test does, and shows each agent the
+// last move as real play does (a View with the move, from the second
+// decision on), so a look at the cards taken only on one path is seen.
 func TestAgentsNeverReadHiddenCards(t *testing.T) {
 	for _, name := range Names() {
 		if name == "oracle" {
 			continue // it sees them by design: TestOracleReadsHiddenCards
 		}
 		m, _ := NewWith(name, testBudget)
-		for _, suits := range []int{1, 4} {
-			r := env.MustRules(env.Options{Suits: suits, MaxSteps: 200})
-			for seed := uint64(0); seed < 4; seed++ {
-				real, twin := m(), m()
-				real.Begin(seed)
-				twin.Begin(seed)
-				s := env.NewGame(r, seed)
-				var legal []env.Action
-				for step := 0; !s.Over(); step++ {
-					legal = s.AppendLegal(legal[:0])
-					other := s.Resample(uint64(step) + 1000*seed)
-					if other == s && s.TotalFaceDown()+s.StockLeft() > 10 {
-						t.Fatal("the twin should differ in its hidden cards")
-					}
-					d1 := real.Act(NewView(&s, legal, 0, false))
-					d2 := twin.Act(NewView(&other, legal, 0, false))
-					if d1 != d2 {
-						t.Fatalf("%s, %d suits, seed %d, step %d: %v with the real cards, %v with others", name, suits, seed, step, d1, d2)
-					}
-					if _, err := s.Step(d1.Action); err != nil {
-						t.Fatal(err)
-					}
+		for _, r := range configs() {
+			t.Run(fmt.Sprint(name, "/", r), func(t *testing.T) {
+				t.Parallel()
+				for seed := uint64(0); seed < 3; seed++ {
+					lockstep(t, r, seed, m(), m())
 				}
-			}
+			})
 		}
+	}
+}
+
+// lockstep plays real on the game of seed and twin, in step, on the same
+// game with its unseen cards dealt anew before every decision, and fails
+// at the first choice of theirs that differs.
+func lockstep(t *testing.T, r env.Rules, seed uint64, real, twin Agent) {
+	t.Helper()
+	real.Begin(seed)
+	twin.Begin(seed)
+	s := env.NewGame(r, seed)
+	var legal []env.Action
+	var last env.Action
+	for step := 0; !s.Over(); step++ {
+		legal = s.AppendLegal(legal[:0])
+		other := s.Resample(uint64(step) + 1000*seed)
+		if other == s && s.TotalFaceDown()+s.StockLeft() > 10 {
+			t.Fatal("the twin should differ in its hidden cards")
+		}
+		d1 := real.Act(NewView(&s, legal, last, step > 0))
+		d2 := twin.Act(NewView(&other, legal, last, step > 0))
+		if d1 != d2 {
+			t.Fatalf("%s, %v, seed %d, step %d: %v with the real cards, %v with others", real.Name(), r, seed, step, d1, d2)
+		}
+		if _, err := s.Step(d1.Action); err != nil {
+			t.Fatal(err)
+		}
+		last = d1.Action
 	}
 }
 
@@ -491,7 +505,7 @@ func tinyNet(t *testing.T, suits int) *nn.Net {
 }
 
 func TestNeuralAgentIsFairAndLegal(t *testing.T) {
-	for _, suits := range []int{1, 4} {
+	for _, suits := range []int{1, 2, 4} {
 		net := tinyNet(t, suits)
 		r := env.MustRules(env.Options{Suits: suits, MaxSteps: 150})
 		a, err := NewNeural(net)
@@ -505,18 +519,7 @@ func TestNeuralAgentIsFairAndLegal(t *testing.T) {
 		// Lockstep against a twin whose hidden cards are dealt anew.
 		real, _ := NewNeural(net)
 		twin, _ := NewNeural(net)
-		s := env.NewGame(r, 4)
-		var legal []env.Action
-		for step := 0; !s.Over(); step++ {
-			legal = s.AppendLegal(legal[:0])
-			other := s.Resample(uint64(step) + 77)
-			d1 := real.Act(NewView(&s, legal, 0, false))
-			d2 := twin.Act(NewView(&other, legal, 0, false))
-			if d1 != d2 {
-				t.Fatalf("%d suits, step %d: %v with the real cards, %v with others", suits, step, d1, d2)
-			}
-			s.Step(d1.Action)
-		}
+		lockstep(t, r, 4, real, twin)
 	}
 	other := env.MustRules(env.Options{Suits: 2})
 	if _, err := Evaluate(context.Background(), other, []string{"nn:missing.ckpt"}, []uint64{1}, 1, Options{}, nil); !errors.Is(err, fs.ErrNotExist) {

@@ -41,8 +41,9 @@ type Batch struct {
 	errs    []error // per worker: first refusal found in its shard
 	panics  []any   // per worker: what its last phase panicked with (run re-panics)
 
-	work []chan phase
-	wg   sync.WaitGroup
+	work   []chan phase
+	wg     sync.WaitGroup
+	exited sync.WaitGroup // the workers, until they have exited
 }
 
 // NewBatch returns a Batch of o.N games under r. Call Reset before Step.
@@ -106,6 +107,7 @@ func newBatch(r Rules, o BatchOptions, mem []byte) (*Batch, error) {
 	b.work = make([]chan phase, o.Workers)
 	for w := range b.work {
 		b.work[w] = make(chan phase)
+		b.exited.Add(1)
 		go b.worker(w, b.work[w])
 	}
 	return b, nil
@@ -150,15 +152,20 @@ func (b *Batch) seedGame(i int, seed uint64) {
 	b.policy[i] = rng.New(rng.Mix(^seed, 0))
 }
 
-// Close stops the workers. The Batch must not be used afterwards: Step,
-// StepSome, ResetGames, ResetGamesSeeded, ResetSeeds and Restore return
-// ErrClosed, and Reset and SampleLegal panic, rather than leave the buffers
-// as they were without a word.
+// Close stops the workers and waits until they have exited. The Batch
+// must not be used afterwards: Step, StepSome, ResetGames,
+// ResetGamesSeeded, ResetSeeds and Restore return ErrClosed, and Reset and
+// SampleLegal panic, rather than leave the buffers as they were without a
+// word.
 func (b *Batch) Close() {
 	for _, c := range b.work {
 		close(c)
 	}
 	b.work = nil
+	// Once Close returns no worker holds the Batch, so a caller that lets
+	// go of it can have it collected at once (the server does, to stay
+	// within its memory limit).
+	b.exited.Wait()
 }
 
 // ErrClosed is returned by a Batch used after Close.

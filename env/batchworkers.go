@@ -66,6 +66,7 @@ func (b *Batch) shard(w int) (lo, hi int) {
 // shard until the batch closes its channel. A phase that panics is marked
 // done with the panic kept for run, and the worker waits for the next.
 func (b *Batch) worker(w int, work <-chan phase) {
+	defer b.exited.Done()
 	for p := range work {
 		b.guarded(w, p)
 	}

@@ -228,6 +228,37 @@ func (s *Server) Memory() int64 { return s.mem.Load() }
 // replaced buffers takes the process past MaxMemory + Overhead.
 func (s *Server) MemoryLimit() int64 { return MemoryLimitFor(s.cfg.MaxMemory) }
 
+// openSegment makes a shared-memory segment for a batch of n games of
+// layout l, counting it (see OwnsMemoryLimit).
+func (s *Server) openSegment(l env.Layout, n int) (*segment, error) {
+	seg, err := newSegment(l, n)
+	if err == nil {
+		s.heldShm(int64(len(seg.buffers) + len(seg.actions)))
+	}
+	return seg, err
+}
+
+// closeSegment closes a segment of openSegment. Its batch must be closed
+// first.
+func (s *Server) closeSegment(seg *segment) {
+	n := int64(len(seg.buffers) + len(seg.actions))
+	seg.close()
+	s.heldShm(-n)
+}
+
+// heldShm counts n more bytes of shared memory held (fewer if negative)
+// and, when the server owns the Go memory limit, sets it to MemoryLimit
+// less the segments: the collector does not see them, and would let the
+// heap grow to the whole limit on top of them.
+func (s *Server) heldShm(n int64) {
+	s.shmMu.Lock()
+	defer s.shmMu.Unlock()
+	s.shm += n
+	if s.cfg.OwnsMemoryLimit {
+		debug.SetMemoryLimit(s.MemoryLimit() - s.shm)
+	}
+}
+
 // MemoryLimitFor is MemoryLimit for a server of the given MaxMemory, for a
 // program that sets it before it makes the server (while it loads a hint
 // network, say).

@@ -283,7 +283,7 @@ func (cn *conn) opMake(q *request) *replyError {
 	}
 	var seg *segment
 	if shm {
-		if seg, err = newSegment(env.BatchLayout(r, bo), bo.N); err != nil {
+		if seg, err = cn.s.openSegment(env.BatchLayout(r, bo), bo.N); err != nil {
 			// Served over the socket instead, which needs a larger reply.
 			shm, shmWhy, bits, bo.Legal = false, err.Error(), askedBits, false
 			cn.s.unreserve(need + reply)
@@ -303,7 +303,7 @@ func (cn *conn) opMake(q *request) *replyError {
 	}
 	if err != nil {
 		if seg != nil {
-			seg.close()
+			cn.s.closeSegment(seg)
 		}
 		cn.s.games.Add(-delta)
 		cn.s.unreserve(need + reply)
@@ -313,12 +313,13 @@ func (cn *conn) opMake(q *request) *replyError {
 		cn.batch.Close()
 	}
 	if cn.seg != nil {
-		cn.seg.close()
+		cn.s.closeSegment(cn.seg)
 	}
 	cn.seg = seg
 	cn.shmWhy = shmWhy
-	cn.s.unreserve(cn.held.batch + cn.held.reply)
+	old := cn.held.batch + cn.held.reply // given back below, once nothing points at it
 	cn.held.batch, cn.held.reply = need, reply
+	cn.en.dropRefs() // the last reply's views into the old batch
 	cn.en.buf = make([]byte, 0, reply)
 	cn.batch, cn.games, cn.ready, cn.bits = b, int64(bo.N), false, bits
 	cn.actions = make([]env.Action, bo.N)
@@ -332,6 +333,9 @@ func (cn *conn) opMake(q *request) *replyError {
 	if seg == nil {
 		setSendBuffer(cn.c, stepFrameBytes(r, bo, bits))
 	}
+	// Collected before another connection can take the bytes (giveBack),
+	// since the process would hold both until the collector's next cycle.
+	cn.s.giveBack(old)
 	cn.makeReply(q)
 	if q.has(fieldShm) {
 		cn.shmReply()

@@ -70,6 +70,14 @@ func (en *encoder) begin(ok bool, q *request) {
 	}
 }
 
+// dropRefs forgets the arrays the last reply wrote by reference, which
+// would otherwise keep a released batch reachable from the slice's
+// backing array, out of the collector's reach.
+func (en *encoder) dropRefs() {
+	clear(en.refs[:cap(en.refs)])
+	en.refs = en.refs[:0]
+}
+
 // failure writes the failed reply of re.
 func (en *encoder) failure(q *request, re *replyError) {
 	en.begin(false, q)

@@ -48,40 +48,10 @@ func TestServerRSSWithinMaxMemory(t *testing.T) {
 	if runtime.GOOS != "linux" || raceEnabled {
 		t.Skip("reads /proc; the race detector's memory would be measured too")
 	}
-	sock := filepath.Join(t.TempDir(), "s")
-	child := exec.Command(os.Args[0], "-test.run=^TestServerRSSWithinMaxMemory$", "-test.count=1")
-	child.Env = append(os.Environ(), "SPIDER_RSS_CHILD="+sock)
-	stdin, err := child.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := child.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	child.Stderr = os.Stderr
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		stdin.Close() // the child stops when its stdin closes
-		done := make(chan error, 1)
-		go func() { done <- child.Wait() }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			child.Process.Kill()
-			<-done
-		}
-	}()
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil || line != "ready\n" {
-		t.Fatalf("the child server did not start: %q, %v", line, err)
-	}
-	pid := child.Process.Pid
+	cfg := rssConfig()
+	sock, pid := startRSSChild(t, cfg.MaxMemory)
 	base := procStatus(t, pid, "VmRSS")
 
-	cfg := rssConfig()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -123,10 +93,52 @@ func TestServerRSSWithinMaxMemory(t *testing.T) {
 	}
 }
 
+// startRSSChild starts the child process of TestServerRSSWithinMaxMemory,
+// a server of rssConfig with the given MaxMemory, and returns its socket
+// and process id; it stops when the test ends.
+func startRSSChild(t *testing.T, maxMemory int) (sock string, pid int) {
+	t.Helper()
+	sock = filepath.Join(t.TempDir(), "s")
+	child := exec.Command(os.Args[0], "-test.run=^TestServerRSSWithinMaxMemory$", "-test.count=1")
+	child.Env = append(os.Environ(), "SPIDER_RSS_CHILD="+sock, fmt.Sprint("SPIDER_RSS_MAX=", maxMemory))
+	stdin, err := child.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	child.Stderr = os.Stderr
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close() // the child stops when its stdin closes
+		done := make(chan error, 1)
+		go func() { done <- child.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			child.Process.Kill()
+			<-done
+		}
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || line != "ready\n" {
+		t.Fatalf("the child server did not start: %q, %v", line, err)
+	}
+	return sock, child.Process.Pid
+}
+
 // rssChild is the child process: a server on the Unix socket path until
 // its stdin closes.
 func rssChild(t *testing.T, path string) {
-	srv := New(rssConfig())
+	cfg := rssConfig()
+	if _, err := fmt.Sscan(os.Getenv("SPIDER_RSS_MAX"), &cfg.MaxMemory); err != nil {
+		t.Fatal(err)
+	}
+	srv := New(cfg)
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(srv.MemoryLimit()))
 	ln, err := net.Listen("unix", path)
 	if err != nil {
@@ -303,5 +315,105 @@ func rssPictures(ctx context.Context, path string, count func(string)) {
 				count("picture")
 			}
 		}()
+	}
+}
+
+// TestServerRSSRemakeAndReconnect loads a server with the two patterns
+// that let a released batch linger on the heap after its bytes were given
+// back: a client that replaces its batch with a new make, and one that
+// opens a new connection, closes the old one and makes its batch again at
+// once. Batches here are large beside the Overhead, so that two of them
+// held at once would show; the peak RSS must stay within MaxMemory plus
+// Overhead.
+func TestServerRSSRemakeAndReconnect(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads a server for several seconds")
+	}
+	if runtime.GOOS != "linux" || raceEnabled {
+		t.Skip("reads /proc; the race detector's memory would be measured too")
+	}
+	const maxMemory = 256 << 20
+	sock, pid := startRSSChild(t, maxMemory)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	counts := map[string]int{}
+	count := func(what string) {
+		mu.Lock()
+		counts[what]++
+		mu.Unlock()
+	}
+	// makeSome makes the largest batch of sizes it can get on rc, and
+	// resets it; false when none fit.
+	makeSome := func(rc *rawClient, sizes []int) bool {
+		for _, n := range sizes {
+			ok, _, err := rc.call(map[string]any{"op": "make", "n": n, "suits": 4, "obs": "float32"})
+			if err != nil {
+				return false
+			}
+			if ok {
+				ok, _, err = rc.call(map[string]any{"op": "reset", "seed": n})
+				count("make")
+				return ok && err == nil
+			}
+			count("make refused")
+		}
+		return false
+	}
+	dial := func() *rawClient {
+		rc, err := rawDial(sock)
+		if err != nil {
+			return nil
+		}
+		if ok, _, err := rc.call(map[string]any{"op": "hello", "version": Version}); !ok || err != nil {
+			rc.c.Close()
+			return nil
+		}
+		return rc
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { // reconnects: a new connection, then the old one closed
+		var old *rawClient
+		for ctx.Err() == nil {
+			rc := dial()
+			if rc == nil {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			if old != nil {
+				old.call(map[string]any{"op": "close"})
+				old.c.Close()
+			}
+			old = rc
+			for ctx.Err() == nil && !makeSome(rc, []int{2800, 2000}) {
+				time.Sleep(5 * time.Millisecond)
+			}
+			count("reconnect")
+		}
+		if old != nil {
+			old.c.Close()
+		}
+	})
+	wg.Go(func() { // remakes its batch on one connection
+		rc := dial()
+		if rc == nil {
+			return
+		}
+		defer rc.c.Close()
+		for ctx.Err() == nil {
+			if !makeSome(rc, []int{1500, 1000, 500}) {
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+	})
+	wg.Wait()
+	peak := procStatus(t, pid, "VmHWM")
+	bound := int64(maxMemory) + Overhead
+	t.Logf("--max-memory %d MiB: peak %d MiB (bound %d MiB); load: %v", maxMemory>>20, peak>>20, bound>>20, counts)
+	if counts["reconnect"] < 3 || counts["make"] < 6 {
+		t.Errorf("the load did not remake and reconnect enough: %v", counts)
+	}
+	if peak > bound {
+		t.Errorf("peak RSS %d MiB is over max-memory + overhead = %d MiB", peak>>20, bound>>20)
 	}
 }

@@ -59,6 +59,12 @@ type Config struct {
 	// whole life, such as a trained network's weights: it is taken from
 	// MaxMemory before any connection, which gets only the rest.
 	HintShared int
+	// OwnsMemoryLimit says the process's Go memory limit is this server's
+	// (MemoryLimit, which spider serve sets): the server then lowers it by
+	// the shared-memory segments it holds, which count against MaxMemory
+	// but are not Go memory, so that the collector runs before garbage
+	// piles up on top of them.
+	OwnsMemoryLimit bool
 }
 
 // DefaultConfig returns the default limits, the values New gives the zero
@@ -128,6 +134,9 @@ type Server struct {
 	refusing atomic.Int64 // refusals being written
 	freed    atomic.Int64 // bytes given back since memory was last returned to the system
 	freeOS   chan struct{}
+
+	shmMu sync.Mutex
+	shm   int64 // bytes of the shared-memory segments held, under shmMu
 
 	mu    sync.Mutex
 	open  map[net.Conn]struct{}
@@ -451,7 +460,7 @@ func (cn *conn) release() {
 		cn.batch = nil
 	}
 	if cn.seg != nil {
-		cn.seg.close()
+		cn.s.closeSegment(cn.seg)
 		cn.seg = nil
 	}
 	cn.s.games.Add(-cn.games)
@@ -459,6 +468,7 @@ func (cn *conn) release() {
 	total := cn.held.total()
 	cn.held = held{}
 	cn.frame, cn.en.buf, cn.req = nil, nil, request{}
+	cn.en.dropRefs()
 	cn.actions, cn.resetMask, cn.seedVals, cn.seeded, cn.packed, cn.picture, cn.hint = nil, nil, nil, nil, nil, nil, nil
 	cn.ids = nil
 	cn.s.giveBack(total)

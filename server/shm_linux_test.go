@@ -9,9 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"testing"
@@ -437,4 +439,29 @@ func msgpackUnmarshalMap(b []byte) (map[string]any, error) {
 	var m map[string]any
 	err := msgpack.Unmarshal(b, &m)
 	return m, err
+}
+
+// TestShmLowersTheMemoryLimit: a server that owns the Go memory limit
+// lowers it by the shared memory it holds, which the collector does not
+// see, and raises it again when the segment goes.
+func TestShmLowersTheMemoryLimit(t *testing.T) {
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
+	srv, path := startUnix(t, Config{MaxMemory: 512 << 20, OwnsMemoryLimit: true})
+	full := srv.MemoryLimit()
+	debug.SetMemoryLimit(full)
+	cl := dialNet(t, "unix", path)
+	hello(cl)
+	sc := makeShm(t, cl, map[string]any{"op": "make", "n": 64})
+	held := int64(len(sc.buffers) + len(sc.actions))
+	if got := debug.SetMemoryLimit(-1); got != full-held {
+		t.Fatalf("Go memory limit %d with a segment of %d bytes; want %d", got, held, full-held)
+	}
+	cl.c.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for debug.SetMemoryLimit(-1) != full {
+		if time.Now().After(deadline) {
+			t.Fatalf("Go memory limit %d after the client left; want %d", debug.SetMemoryLimit(-1), full)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"path/filepath"
 	"runtime"
 	"testing"
 	"unsafe"
@@ -60,5 +61,43 @@ func checkBufferBytes(t *testing.T, c Config) {
 	t.Logf("BufferBytes %d MiB; the run holds %d MiB beside its batch", est>>20, held>>20)
 	if held > est || float64(held) < 0.6*float64(est) {
 		t.Fatalf("BufferBytes says %d MiB; the run holds %d MiB beside its batch", est>>20, held>>20)
+	}
+}
+
+// TestSaveBytes compares SaveBytes with what Save really allocates: all of
+// it (TotalAlloc) is more than it holds at its peak, and half of it less,
+// since its buffers grow by doubling; the estimate must lie between, for a
+// network small and one large enough to dominate.
+func TestSaveBytes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains an iteration of a large network")
+	}
+	for _, hidden := range [][]int{{256, 256}, {2048, 2048}} {
+		c := DefaultConfig()
+		c.Games, c.Rollout, c.Minibatch, c.Epochs, c.ValEvery, c.CloneGames, c.Hidden = 8, 16, 128, 1, 0, 0, hidden
+		tr, err := New(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tr.Run(context.Background(), until(1), nil); err != nil {
+			t.Fatal(err)
+		}
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		if err := tr.Save(filepath.Join(t.TempDir(), "c.spider")); err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&after)
+		tr.Close()
+		got := int64(after.TotalAlloc - before.TotalAlloc)
+		est, err := c.SaveBytes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("hidden %v: SaveBytes %d MiB; Save allocated %d MiB", hidden, est>>20, got>>20)
+		if est > got || est < got/2 {
+			t.Fatalf("hidden %v: SaveBytes says %d MiB; Save allocated %d MiB", hidden, est>>20, got>>20)
+		}
 	}
 }

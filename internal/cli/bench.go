@@ -12,8 +12,12 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/spiderenv/spider/env"
+	"github.com/spiderenv/spider/internal/bytesize"
 	"github.com/spiderenv/spider/server"
 )
+
+// benchOverhead is what spider bench holds beside its batch.
+const benchOverhead = 32 << 20
 
 // benchOptions are the bench command's flags.
 type benchOptions struct {
@@ -55,7 +59,7 @@ func benchCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 	fs.IntVar(&o.warmup, "warmup", 100, "batch steps before timing")
 	fs.StringVar(&o.autoreset, "autoreset", "next-step", "autoreset mode: next-step or same-step (disabled never restarts a game, which a benchmark needs)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the deals and of the random policy")
-	fs.Var(&o.maxMemory, "max-memory", "refuse a batch that needs more memory than this (default: what the machine has available)")
+	fs.Var(&o.maxMemory, "max-memory", "refuse a run whose process, its batch and the program's own "+bytesize.Format(benchOverhead)+", needs more memory than this (default: what the machine has available)")
 	fs.Lookup("max-memory").DefValue = "0" // no "(default 0B)" after the help's own default
 	o.out.register(fs)
 	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
@@ -91,7 +95,9 @@ func runBench(ctx context.Context, o benchOptions, stdout, stderr io.Writer) err
 	workers = min(workers, o.n)
 	// One batch lives at a time (each run's is collected before the next
 	// is made), with the actions.
-	need := server.BatchBytes(r, env.BatchOptions{N: o.n, Workers: workers, Autoreset: mode, Presample: true}) + 2*int64(o.n)
+	// The limit bounds the process: the program itself takes 16-18 MiB
+	// beside its batch (peak RSS measured against the estimate).
+	need := server.BatchBytes(r, env.BatchOptions{N: o.n, Workers: workers, Autoreset: mode, Presample: true}) + 2*int64(o.n) + benchOverhead
 	what := fmt.Sprintf("a batch of %d games (%s)", o.n, r)
 	if err := checkMemory(need, o.maxMemory, what, "lower --n"); err != nil {
 		return err

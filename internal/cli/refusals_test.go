@@ -74,7 +74,7 @@ func TestTrainRefusesWhatMemoryCannotHold(t *testing.T) {
 	o.cfg.Minibatch, o.hidden = 512, []int{256, 256} // the defaults
 	var stderr bytes.Buffer
 	wantUsage(t, "train --games 16384 --rollout 64 --face-up-slots 104 --suits 4", runTrain(withTimeout(t, 5*time.Second), o, &bytes.Buffer{}, &stderr),
-		"needs 74.0GiB of memory, over the 16GiB available on this machine")
+		"needs 74.3GiB of memory, over the 16GiB available on this machine")
 	o = tinyTrain(t.TempDir(), 1)
 	o.maxMemory = 1 << 20
 	wantUsage(t, "train --max-memory 1MiB", runTrain(withTimeout(t, 5*time.Second), o, &bytes.Buffer{}, &stderr), "over the 1MiB --max-memory")

@@ -169,6 +169,7 @@ func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) err
 		cfg.Log = log.New(io.Discard, "", 0)
 	}
 	cfg.Hint, cfg.HintBytes, cfg.HintShared = hint, hintBytes(o.hint), int(shared)
+	cfg.OwnsMemoryLimit = true // set above; the server lowers it by its shared memory
 	srv := server.New(cfg)
 	stdinEnded := func() bool { return false }
 	if o.stdinEOF {

@@ -86,7 +86,7 @@ func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 	fs.BoolVar(&o.jsonl, "jsonl", false, "write metrics.jsonl instead of metrics.csv (a resumed run keeps the format it has)")
 	fs.StringVar(&o.export, "export", "", "instead of training, write the network of --from (default: --out's checkpoint.spider) to this file, without the trainer's state: the file to ship as nn:FILE")
 	fs.StringVar(&o.from, "from", "", "with --export: the checkpoint to read (best.spider, warmstart.spider, ...)")
-	fs.Var(&o.maxMemory, "max-memory", "refuse a run whose batch, rollout and learner need more memory than this (default: what the machine has available); when given, the process stays within it plus "+bytesize.Format(server.Overhead)+" once the warm start and DAgger rounds, whose imitation data is not counted, are over")
+	fs.Var(&o.maxMemory, "max-memory", "refuse a run whose batch, rollout, learner and checkpoint saves need more memory than this (default: what the machine has available); when given, the process stays within it plus "+bytesize.Format(server.Overhead)+" once the warm start and DAgger rounds, whose imitation data is not counted, are over")
 	fs.Lookup("max-memory").DefValue = "0" // no "(default 0B)" after the help's own default
 	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		o := o
@@ -404,8 +404,13 @@ func checkTrainMemory(c train.Config, limit byteSize) error {
 	if err != nil {
 		return usageError{err}
 	}
+	// Saving a checkpoint allocates on top of the run's buffers.
+	save, err := c.SaveBytes()
+	if err != nil {
+		return usageError{err}
+	}
 	spec, _ := c.Spec()
-	need := server.BatchBytes(r, env.BatchOptions{N: c.Games, Autoreset: env.SameStep}) + own
+	need := server.BatchBytes(r, env.BatchOptions{N: c.Games, Autoreset: env.SameStep}) + own + save
 	what := fmt.Sprintf("training %d games x %d rollout steps (%s, %s, minibatch %d)", c.Games, c.Rollout, r, netName(spec), c.Minibatch)
 	return checkMemory(need, limit, what, "lower --games, --rollout, --minibatch or --face-up-slots")
 }

@@ -21,10 +21,10 @@ import (
 // just above what its batch, rollout and learner need: the child's peak
 // RSS must stay within the limit plus server.Overhead, as the flag's help
 // promises. Without the Go memory limit the collector let the heap grow
-// to about twice what the run holds (317 MiB at --max-memory 150MiB).
+// to about twice what the run holds (317 MiB where the limit was 150MiB).
 func TestTrainRSS(t *testing.T) {
 	if out := os.Getenv("SPIDER_TRAIN_RSS_CHILD"); out != "" {
-		args := []string{"train", "--games", "256", "--rollout", "64", "--max-memory", "150MiB", "--iterations", "1",
+		args := []string{"train", "--games", "256", "--rollout", "64", "--max-memory", "180MiB", "--iterations", "1",
 			"--val-every", "0", "--out", out}
 		var stderr bytes.Buffer
 		if code := Main(args, nil, io.Discard, &stderr); code != 0 {
@@ -64,8 +64,8 @@ func TestTrainRSS(t *testing.T) {
 		t.Fatalf("no peak RSS from the child (%v):\n%s", err, out)
 	}
 	peak := kib << 10
-	if limit := int64(150<<20) + server.Overhead; peak > limit {
-		t.Fatalf("peak RSS %d MiB, over --max-memory 150MiB plus %d MiB", peak>>20, server.Overhead>>20)
+	if limit := int64(180<<20) + server.Overhead; peak > limit {
+		t.Fatalf("peak RSS %d MiB, over --max-memory 180MiB plus %d MiB", peak>>20, server.Overhead>>20)
 	}
 	t.Logf("peak RSS %d MiB", peak>>20)
 }
