@@ -30,7 +30,10 @@ func RandomPolicy(seed uint64) Policy {
 // limit: the configurations a conformance run covers. With encodings set,
 // each comes in both observation encodings, and the classic float32 ones
 // with the simulated clock on (1.5 s an action), so that scoring path is
-// checked too.
+// checked too; and a few more take the other options to values the rest
+// leave alone: columns of 1 and 6 face-up slots (so that long runs
+// overflow them), the clock on a compact observation, shaping under
+// cardems, and a step limit of 1.
 func Configurations(maxSteps int, encodings bool) []env.Rules {
 	var out []env.Rules
 	for _, rs := range []env.RuleSet{env.Classic, env.Cardems} {
@@ -47,6 +50,17 @@ func Configurations(maxSteps int, encodings bool) []env.Rules {
 				}
 				out = append(out, env.MustRules(o))
 			}
+		}
+	}
+	if encodings {
+		for _, o := range []env.Options{
+			{Suits: 2, MaxSteps: maxSteps, FaceUpSlots: 1},
+			{RuleSet: env.Cardems, Suits: 4, MaxSteps: maxSteps, FaceUpSlots: 6, Encoding: env.Float32},
+			{Suits: 1, MaxSteps: maxSteps, TimePerActionMs: 700},
+			{RuleSet: env.Cardems, Suits: 2, MaxSteps: maxSteps, Encoding: env.Float32, Shaping: env.Progress, ShapingGamma: 0.99},
+			{Suits: 4, MaxSteps: 1},
+		} {
+			out = append(out, env.MustRules(o))
 		}
 	}
 	return out
