@@ -55,13 +55,8 @@ func TestServerRSSWithinMaxMemory(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup
-	var mu sync.Mutex
-	counts := map[string]int{}
-	count := func(what string) {
-		mu.Lock()
-		counts[what]++
-		mu.Unlock()
-	}
+	var load tally
+	count := load.add
 	for k := range 5 {
 		wg.Go(func() { rssPlayer(ctx, sock, k, count) })
 	}
@@ -70,6 +65,7 @@ func TestServerRSSWithinMaxMemory(t *testing.T) {
 	}
 	wg.Go(func() { rssPictures(ctx, sock, count) })
 	wg.Wait()
+	counts := load.m
 	peak := procStatus(t, pid, "VmHWM")
 	// Every client has closed: the memory must go back to the system.
 	var after int64
@@ -91,6 +87,22 @@ func TestServerRSSWithinMaxMemory(t *testing.T) {
 	if after > base+32<<20 {
 		t.Errorf("RSS %d MiB after every client left; it started at %d MiB", after>>20, base>>20)
 	}
+}
+
+// tally counts what a load's clients did, from any goroutine; its map is
+// read once they are done.
+type tally struct {
+	mu sync.Mutex
+	m  map[string]int
+}
+
+func (tl *tally) add(what string) {
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	if tl.m == nil {
+		tl.m = map[string]int{}
+	}
+	tl.m[what]++
 }
 
 // startRSSChild starts the child process of TestServerRSSWithinMaxMemory,
@@ -336,13 +348,8 @@ func TestServerRSSRemakeAndReconnect(t *testing.T) {
 	sock, pid := startRSSChild(t, maxMemory)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	var mu sync.Mutex
-	counts := map[string]int{}
-	count := func(what string) {
-		mu.Lock()
-		counts[what]++
-		mu.Unlock()
-	}
+	var load tally
+	count := load.add
 	// makeSome makes the largest batch of sizes it can get on rc, and
 	// resets it; false when none fit.
 	makeSome := func(rc *rawClient, sizes []int) bool {
@@ -407,6 +414,7 @@ func TestServerRSSRemakeAndReconnect(t *testing.T) {
 		}
 	})
 	wg.Wait()
+	counts := load.m
 	peak := procStatus(t, pid, "VmHWM")
 	bound := int64(maxMemory) + Overhead
 	t.Logf("--max-memory %d MiB: peak %d MiB (bound %d MiB); load: %v", maxMemory>>20, peak>>20, bound>>20, counts)
