@@ -431,3 +431,28 @@ func TestFrameGrowthCountsBothBuffers(t *testing.T) {
 		}
 	}
 }
+
+// TestGarbageCollectedOnlyWhenNeeded: bytes given back in large pieces
+// are counted as garbage, and collected only when a reservation would not
+// fit beside them, not at every give-back (a collection costs tens of
+// milliseconds on a large heap).
+func TestGarbageCollectedOnlyWhenNeeded(t *testing.T) {
+	s := New(Config{MaxMemory: 100 << 20})
+	if !s.reserve(61 << 20) {
+		t.Fatal("61 MiB of 100 refused")
+	}
+	s.giveBack(60 << 20)
+	s.giveBack(1 << 20) // small pieces are left to the collector's pacing
+	if g := s.garbage.Load(); g != 60<<20 {
+		t.Fatalf("garbage %d MiB after giving back 60 and 1; want 60", g>>20)
+	}
+	if !s.reserve(30<<20) || s.garbage.Load() != 60<<20 {
+		t.Fatalf("30 MiB beside 60 of garbage: garbage %d MiB, want 60, uncollected", s.garbage.Load()>>20)
+	}
+	if !s.reserve(20<<20) || s.garbage.Load() != 0 {
+		t.Fatalf("20 MiB more would pass the limit with the garbage: garbage %d MiB, want it collected", s.garbage.Load()>>20)
+	}
+	if s.reserve(51 << 20) {
+		t.Fatal("51 MiB reserved beside 50 of 100")
+	}
+}

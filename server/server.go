@@ -138,6 +138,9 @@ type Server struct {
 	shmMu sync.Mutex
 	shm   int64 // bytes of the shared-memory segments held, under shmMu
 
+	garbage atomic.Int64 // bytes given back in large pieces and perhaps not yet collected
+	gcMu    sync.Mutex   // one collect at a time
+
 	mu    sync.Mutex
 	open  map[net.Conn]struct{}
 	peers map[string]int // connections per peer
