@@ -59,7 +59,7 @@ func benchCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 	fs.IntVar(&o.warmup, "warmup", 100, "batch steps before timing")
 	fs.StringVar(&o.autoreset, "autoreset", "next-step", "autoreset mode: next-step or same-step (disabled never restarts a game, which a benchmark needs)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the deals and of the random policy")
-	fs.Var(&o.maxMemory, "max-memory", "refuse a run whose process, its batch and the program's own "+bytesize.Format(benchOverhead)+", needs more memory than this (default: what the machine has available)")
+	fs.Var(&o.maxMemory, "max-memory", "refuse a run whose process (its batch and the program's own "+bytesize.Format(benchOverhead)+") needs more memory than this (default: what the machine has available)")
 	fs.Lookup("max-memory").DefValue = "0" // no "(default 0B)" after the help's own default
 	o.out.register(fs)
 	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
