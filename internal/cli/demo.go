@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"unsafe"
 
 	"github.com/spf13/pflag"
 
@@ -45,6 +46,13 @@ func runDemo(ctx context.Context, o demoOptions, stdout io.Writer) error {
 		// Random play seldom ends a game by the rules: without a limit
 		// it would run, and its undo history grow, until stopped.
 		return usageError{fmt.Errorf("--max-steps %d: the demo's random policy needs a step limit to end a game", o.game.MaxSteps)}
+	}
+	// Env keeps the episode's undo history, a record a move: a step limit
+	// of billions would grow it past the machine's memory before the game
+	// ends.
+	need := int64(r.MaxSteps()) * int64(unsafe.Sizeof(env.Undo{}))
+	if err := checkMemory(need, 0, fmt.Sprintf("a demo of up to %d moves (a record of each, for undo)", r.MaxSteps()), "lower --max-steps"); err != nil {
+		return err
 	}
 	e := env.New(r)
 	e.Reset(o.seed)

@@ -299,3 +299,20 @@ func TestReplayRefusesGIFOverMemory(t *testing.T) {
 		t.Fatalf("a GIF of 700,001 frames: %v", err)
 	}
 }
+
+// TestDemoRefusesWhatMemoryCannotHold: a demo's undo history grows a
+// record a move, so a step limit whose records would not fit the memory
+// available (16 GiB here) is refused before the game starts.
+func TestDemoRefusesWhatMemoryCannotHold(t *testing.T) {
+	fakeMachine(t)
+	o := demoOptions{game: env.Options{Suits: 1, MaxSteps: 1 << 30}, seed: 1, policy: 1}
+	var out bytes.Buffer
+	wantUsage(t, "demo --max-steps 2^30", runDemo(withTimeout(t, 5*time.Second), o, &out), "lower --max-steps")
+	if out.Len() != 0 {
+		t.Fatalf("a refused demo wrote %q", out.String())
+	}
+	o.game.MaxSteps = 200
+	if err := runDemo(context.Background(), o, &out); err != nil {
+		t.Fatalf("a demo of 200 moves: %v", err)
+	}
+}
