@@ -162,11 +162,11 @@ func TestEvalStoppedSaysSoInEveryFormat(t *testing.T) {
 		for _, stop := range []bool{false, true} {
 			o := smallEval()
 			o.policies, o.out.csv = "first", asCSV
-			ctx, cancel := context.WithCancel(context.Background())
+			limit := time.Minute
 			if stop {
-				o.seeds = "1-100000"
-				ctx, cancel = context.WithTimeout(context.Background(), 500*time.Millisecond)
+				o.seeds, limit = "1-100000", 500*time.Millisecond
 			}
+			ctx, cancel := context.WithTimeout(context.Background(), limit)
 			var out bytes.Buffer
 			err := runEval(ctx, o, &out, &bytes.Buffer{})
 			cancel()

@@ -381,6 +381,11 @@ type pictures struct {
 	kept   bool      // finish wrote and reported the pictures
 }
 
+// frameName is the path of the picture of position i.
+func (p *pictures) frameName(i int) string {
+	return filepath.Join(p.o.frames, fmt.Sprintf("%0*d.png", p.digits, i))
+}
+
 // discard removes the frames of a replay that fails before finish reports
 // them (a stop, a picture that cannot be written, a turning-point search
 // cut short), and the --frames folders it made, left empty: unreported
@@ -391,7 +396,7 @@ func (p *pictures) discard() {
 		return
 	}
 	for i := range p.n {
-		os.Remove(filepath.Join(p.o.frames, fmt.Sprintf("%0*d.png", p.digits, i)))
+		os.Remove(p.frameName(i))
 	}
 	p.undo()
 }
@@ -491,7 +496,7 @@ func (p *pictures) add(s *env.State, last bool) {
 	}
 	if p.o.frames != "" {
 		p.png.Reset()
-		name := filepath.Join(p.o.frames, fmt.Sprintf("%0*d.png", p.digits, p.n))
+		name := p.frameName(p.n)
 		if err := png.Encode(&p.png, picture.Paletted(p.pix)); err != nil {
 			p.err = err
 		} else if err := atomicfile.Write(name, p.png.Bytes()); err != nil {

@@ -187,6 +187,7 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 	if err := probeWritable(o.out); err != nil {
 		return usageError{fmt.Errorf("--out %s: %v", o.out, err)}
 	}
+	var t *train.Trainer
 	if o.resume {
 		// The metrics file holds the run's whole history, written again at
 		// each save: a resumed run keeps the format it has, and a file in
@@ -194,9 +195,6 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 		if err := o.resumeMetrics(); err != nil {
 			return err
 		}
-	}
-	var t *train.Trainer
-	if o.resume {
 		// The checkpoint's settings hold, and a game, network or training
 		// flag given here must agree with them.
 		if t, err = train.Resume(ckpt, nil); err == nil {
