@@ -43,7 +43,8 @@ var commands = map[string]command{
 }
 
 // Main runs the command line args and returns the process exit code:
-// 0 on success, 1 when the command failed, 2 for a usage error.
+// 0 on success, 1 when the command failed or was stopped, 2 for a usage
+// error (usageError): a command line that cannot be run as given.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 2 && args[0] == "help" {
 		args = []string{args[1], "--help"} // spider help COMMAND is spider COMMAND --help
@@ -239,7 +240,12 @@ func (h *exitHooks) run(limit time.Duration) {
 	}
 }
 
-// usageError marks a bad flag value, for exit code 2.
+// usageError marks a command line that cannot be run as given, for exit
+// code 2: a bad or conflicting flag or argument, or a file it names
+// (a record, a report, a checkpoint, the document to update) that is
+// missing, unreadable or not what it should be. One rule for every file,
+// whether a flag or an argument names it, so that a script can tell
+// input it must fix (2) from work that failed or was stopped (1).
 type usageError struct{ error }
 
 // outputFlags are the --json and --csv switches of the commands that print
@@ -300,4 +306,6 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
 	}
+	fmt.Fprintln(w, "\nexit status: 0 done; 1 the work failed or was stopped; 2 refused before any work:")
+	fmt.Fprintln(w, "  a bad flag or argument, or a file named that is missing, unreadable or not what it should be")
 }

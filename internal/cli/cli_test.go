@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -37,6 +39,50 @@ func TestMainUsage(t *testing.T) {
 		if code := Main(args, nil, &out, &errb); code != 2 || errb.Len() == 0 {
 			t.Errorf("%v: code %d, stderr %q; want 2 and a message", args, code, errb.String())
 		}
+	}
+}
+
+// TestFileErrorsExitTwo checks the one rule for files a command line
+// names: missing or not what it should be, the command refuses with exit
+// code 2 and names the file, whether a flag or an argument names it.
+func TestFileErrorsExitTwo(t *testing.T) {
+	dir := t.TempDir()
+	missing, junk := filepath.Join(dir, "missing.spider"), filepath.Join(dir, "junk.spider")
+	if err := os.WriteFile(junk, []byte("not a file of this program"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	resume := filepath.Join(dir, "run")
+	if err := os.Mkdir(resume, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(resume, "checkpoint.spider"), []byte("junk"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out.spider")
+	for _, tc := range []struct {
+		args []string
+		name string // the file the message must name
+	}{
+		{[]string{"replay", missing}, missing},
+		{[]string{"replay", junk}, junk},
+		{[]string{"results", missing}, missing},
+		{[]string{"results", junk}, junk},
+		{[]string{"results", "--pair", junk, missing}, junk},
+		{[]string{"train", "--export", out, "--from", missing}, missing},
+		{[]string{"train", "--export", out, "--from", junk}, junk},
+		{[]string{"train", "--resume", "--out", resume, "--iterations", "1"}, filepath.Join(resume, "checkpoint.spider")},
+		{[]string{"eval", "--policies", "nn:" + missing, "--games", "1"}, missing},
+		{[]string{"eval", "--policies", "nn:" + junk, "--games", "1"}, junk},
+		{[]string{"play", "--hint", "nn:" + junk}, junk},
+		{[]string{"serve", "--hint", "nn:" + missing, "--unix", filepath.Join(dir, "s.sock")}, missing},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := Main(tc.args, strings.NewReader(""), &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), tc.name) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and a message naming %s", tc.args, code, stderr.String(), tc.name)
+		}
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 2 { // junk.spider and run
+		t.Errorf("the refused commands left files behind: %d entries in %s", len(ents), dir)
 	}
 }
 

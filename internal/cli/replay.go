@@ -155,14 +155,14 @@ func runReplay(ctx context.Context, o replayOptions, path string, stdout, stderr
 	}
 	g, err := record.Load(path)
 	if err != nil {
-		return err
+		return usageError{err}
 	}
 	table := o.out.json || o.out.csv
 	if table || o.gif != "" || o.frames != "" {
 		// A record that does not replay must leave no pictures and no
 		// table behind: check it whole (a replay takes microseconds) first.
 		if _, err := record.Replay(g, nil); err != nil {
-			return fmt.Errorf("%s: %v", path, err)
+			return usageError{fmt.Errorf("%s: %v", path, err)}
 		}
 	}
 	pics, err := newPictures(o, len(g.Actions), stderr)
@@ -186,7 +186,7 @@ func runReplay(ctx context.Context, o replayOptions, path string, stdout, stderr
 		pics.add(s, i == len(g.Actions)-1)
 	})
 	if err != nil {
-		return fmt.Errorf("%s: %v", path, err)
+		return usageError{fmt.Errorf("%s: %v", path, err)}
 	}
 	if err := ctx.Err(); err != nil {
 		return err

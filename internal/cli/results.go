@@ -75,14 +75,14 @@ func runResults(ctx context.Context, o resultsOptions, stdout, _ io.Writer) erro
 		}
 		rep, err := readEvalJSON(name)
 		if err != nil {
-			return err
+			return usageError{err}
 		}
 		cur, err := suites.Lookup(rep.Suite.Name)
 		if err != nil {
-			return fmt.Errorf("%s: %v", name, err)
+			return usageError{fmt.Errorf("%s: %v", name, err)}
 		}
 		if cur.Version != rep.Suite.Version {
-			return fmt.Errorf("%s: suite %s version %s, but the suite is now version %s: run it again", name, cur.Name, rep.Suite.Version, cur.Version)
+			return usageError{fmt.Errorf("%s: suite %s version %s, but the suite is now version %s: run it again", name, cur.Name, rep.Suite.Version, cur.Version)}
 		}
 		for _, p := range rep.Policies {
 			rows = append(rows, resultRow{suite: cur, file: filepath.Base(name), report: rep, policy: p})
@@ -101,15 +101,15 @@ func runResults(ctx context.Context, o resultsOptions, stdout, _ io.Writer) erro
 	// file the user keeps is its target.
 	update, err := filepath.EvalSymlinks(o.update)
 	if err != nil {
-		return err
+		return usageError{err}
 	}
 	old, err := os.ReadFile(update)
 	if err != nil {
-		return err
+		return usageError{err}
 	}
 	b, e := bytes.Index(old, []byte(resultsBegin)), bytes.Index(old, []byte(resultsEnd))
 	if b < 0 || e < b {
-		return fmt.Errorf("%s: no section between %q and %q to update", o.update, resultsBegin, resultsEnd)
+		return usageError{fmt.Errorf("%s: no section between %q and %q to update", o.update, resultsBegin, resultsEnd)}
 	}
 	var out bytes.Buffer
 	out.Write(old[:b+len(resultsBegin)])
@@ -234,7 +234,7 @@ func runPair(ctx context.Context, o resultsOptions, stdout io.Writer) error {
 		for _, name := range strings.Split(list, ",") {
 			if seen[name] {
 				// Pooled twice, its games would count as two draws.
-				return fmt.Errorf("%s is listed twice: each report may be pooled once", name)
+				return usageError{fmt.Errorf("%s is listed twice: each report may be pooled once", name)}
 			}
 			seen[name] = true
 			if err := ctx.Err(); err != nil {
@@ -242,20 +242,20 @@ func runPair(ctx context.Context, o resultsOptions, stdout io.Writer) error {
 			}
 			rep, err := readEvalReport(name)
 			if err != nil {
-				return err
+				return usageError{err}
 			}
 			if len(rep.Games) == 0 {
-				return fmt.Errorf("%s: no games: pairing needs spider eval --per-game", name)
+				return usageError{fmt.Errorf("%s: no games: pairing needs spider eval --per-game", name)}
 			}
 			if err := onePlayPerDeal(name, rep); err != nil {
-				return err
+				return usageError{err}
 			}
 			if first == nil {
 				first = &rep
 			}
 			a, b := first.Options, rep.Options
 			if a.RuleSet != b.RuleSet || a.Suits != b.Suits || a.MaxSteps != b.MaxSteps || a.TimePerActionMs != b.TimePerActionMs {
-				return fmt.Errorf("%s and %s played different games (rules, suits, step limit or clock differ): nothing to pair", strings.Split(o.files[0], ",")[0], name)
+				return usageError{fmt.Errorf("%s and %s played different games (rules, suits, step limit or clock differ): nothing to pair", strings.Split(o.files[0], ",")[0], name)}
 			}
 			sides[i] = append(sides[i], rep)
 		}
@@ -308,7 +308,7 @@ func runPair(ctx context.Context, o resultsOptions, stdout io.Writer) error {
 				}
 			}
 			if len(seeds) == 0 {
-				return fmt.Errorf("%s (%s) and %s (%s) share no seed: nothing to pair", pa, o.files[0], pb, o.files[1])
+				return usageError{fmt.Errorf("%s (%s) and %s (%s) share no seed: nothing to pair", pa, o.files[0], pb, o.files[1])}
 			}
 			slices.Sort(seeds)
 			nameA, nameB := strings.ReplaceAll(pa, "|", `\|`), strings.ReplaceAll(pb, "|", `\|`)

@@ -166,9 +166,12 @@ func TestResultsTable(t *testing.T) {
 		{[]string{filepath.Join(dir, "stopped.json")}, "a stopped evaluation"},
 		{[]string{md}, "invalid character"},
 		{[]string{"--update", filepath.Join(dir, "dev-a.json"), filepath.Join(dir, "dev-a.json")}, "no section between"},
+		{[]string{"--update", filepath.Join(dir, "missing.md"), filepath.Join(dir, "dev-a.json")}, "no such file"},
+		{[]string{filepath.Join(dir, "dev-a.json"), filepath.Join(dir, "missing.json")}, "no such file"},
 	} {
-		if code, _, errs := runMain(append([]string{"results"}, tc.args...)...); code != 1 || !strings.Contains(errs, tc.want) {
-			t.Errorf("results %v: exit %d, %q; want %q", tc.args, code, errs, tc.want)
+		// Input to fix, not work that failed: a usage error's 2.
+		if code, _, errs := runMain(append([]string{"results"}, tc.args...)...); code != 2 || !strings.Contains(errs, tc.want) {
+			t.Errorf("results %v: exit %d, %q; want 2 and %q", tc.args, code, errs, tc.want)
 		}
 	}
 	if b2, _ := os.ReadFile(md); string(b2) != got {
@@ -290,18 +293,17 @@ func TestResultsPair(t *testing.T) {
 	twice := crafted("twice.json", func(g map[string]any) { g["seed"] = 2 })
 	for _, tc := range []struct {
 		args []string
-		code int
 		want string
 	}{
-		{[]string{a}, 2, "--pair wants two eval JSON files"},
-		{[]string{ghost, b}, 1, `game 1 is played by "ghost", which is not among its policies`},
-		{[]string{a, twice}, 1, `"first" plays seed 2 twice`},
-		{[]string{a, noGames}, 1, "no games: pairing needs spider eval --per-game"},
-		{[]string{a, twoSuits}, 1, "played different games"},
-		{[]string{a, write("e.json", "--seeds", "50-52", "--policies", "first", "--per-game")}, 1, "share no seed"},
+		{[]string{a}, "--pair wants two eval JSON files"},
+		{[]string{ghost, b}, `game 1 is played by "ghost", which is not among its policies`},
+		{[]string{a, twice}, `"first" plays seed 2 twice`},
+		{[]string{a, noGames}, "no games: pairing needs spider eval --per-game"},
+		{[]string{a, twoSuits}, "played different games"},
+		{[]string{a, write("e.json", "--seeds", "50-52", "--policies", "first", "--per-game")}, "share no seed"},
 	} {
-		if code, _, errs := runMain(append([]string{"results", "--pair"}, tc.args...)...); code != tc.code || !strings.Contains(errs, tc.want) {
-			t.Errorf("results --pair %v: exit %d, %q; want %d, %q", tc.args, code, errs, tc.code, tc.want)
+		if code, _, errs := runMain(append([]string{"results", "--pair"}, tc.args...)...); code != 2 || !strings.Contains(errs, tc.want) {
+			t.Errorf("results --pair %v: exit %d, %q; want 2, %q", tc.args, code, errs, tc.want)
 		}
 	}
 }
@@ -369,10 +371,10 @@ func TestResultsPairLists(t *testing.T) {
 	if code != 0 || !strings.Contains(got, want) {
 		t.Fatalf("exit %d (%s); want a row starting %q, got\n%s", code, errs, want, got)
 	}
-	if code, _, errs := runMain("results", "--pair", a1+","+filepath.Join(dir, "missing.json"), b1); code != 1 || !strings.Contains(errs, "missing.json") {
+	if code, _, errs := runMain("results", "--pair", a1+","+filepath.Join(dir, "missing.json"), b1); code != 2 || !strings.Contains(errs, "missing.json") {
 		t.Errorf("a missing file in a list: exit %d, %q", code, errs)
 	}
-	if code, _, errs := runMain("results", "--pair", a1+","+a1, b1); code != 1 || !strings.Contains(errs, "listed twice") {
+	if code, _, errs := runMain("results", "--pair", a1+","+a1, b1); code != 2 || !strings.Contains(errs, "listed twice") {
 		t.Errorf("a report listed twice: exit %d, %q", code, errs)
 	}
 }

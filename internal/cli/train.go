@@ -226,9 +226,8 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 		t, err = train.New(c)
 	}
 	if err != nil {
-		if o.resume {
-			return err
-		}
+		// A checkpoint that cannot be resumed is refused input, as a bad
+		// flag is: nothing has run.
 		return usageError{err}
 	}
 	defer t.Close()
@@ -490,7 +489,7 @@ func exportPolicy(o trainOptions, stdout io.Writer) error {
 	}
 	net, _, err := nn.Load(from)
 	if err != nil {
-		return err
+		return usageError{err}
 	}
 	if err := nn.Save(o.export, net, nil); err != nil {
 		return err
