@@ -456,3 +456,31 @@ func TestGarbageCollectedOnlyWhenNeeded(t *testing.T) {
 		t.Fatal("51 MiB reserved beside 50 of 100")
 	}
 }
+
+// TestCollectionsNeverCountGarbageTwice runs the collection reserve asks
+// for and the one that returns memory to the system at the same time, as
+// a make and a closing connection can: the garbage they take off the
+// count must be taken off once. Counted twice it fell below zero, and
+// reserve then let batches in beside garbage it no longer saw.
+func TestCollectionsNeverCountGarbageTwice(t *testing.T) {
+	s := New(Config{MaxMemory: 100 << 20})
+	for round := range 20 {
+		if !s.reserve(64 << 20) {
+			t.Fatalf("round %d: 64 MiB of 100 refused", round)
+		}
+		s.giveBack(64 << 20)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for _, freeOS := range []bool{false, true} {
+			wg.Go(func() {
+				<-start
+				s.collect(freeOS)
+			})
+		}
+		close(start)
+		wg.Wait()
+		if g := s.garbage.Load(); g != 0 {
+			t.Fatalf("round %d: garbage %d bytes after both collections; want 0", round, g)
+		}
+	}
+}
