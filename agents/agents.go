@@ -70,15 +70,16 @@ func (v View) Steps() int { return v.s.Steps() }
 
 // ObserveCompact writes the compact observation of the game (what a player
 // sees; no hidden card) into dst and returns dst[:Rules().CompactLen()].
+// It panics if dst is shorter.
 func (v View) ObserveCompact(dst []uint8) []uint8 { return v.s.ObserveCompact(dst) }
 
 // ObserveFloat32 writes the float32 observation of the game into dst and
-// returns dst[:Rules().Float32Len()].
+// returns dst[:Rules().Float32Len()]. It panics if dst is shorter.
 func (v View) ObserveFloat32(dst []float32) []float32 { return v.s.ObserveFloat32(dst) }
 
-// Mask writes the game's action mask (1 for a legal id) into dst, which
-// holds at least env.NumActions bytes, and returns the number of legal
-// actions.
+// Mask writes the game's action mask (1 for a legal id) into dst and
+// returns the number of legal actions. It panics if dst holds fewer than
+// env.NumActions bytes.
 func (v View) Mask(dst []uint8) int { return v.s.Mask(dst) }
 
 // Sample returns a full game that looks the same as this one, with every
@@ -88,8 +89,8 @@ func (v View) Sample(seed uint64) env.State { return v.s.Resample(seed) }
 
 // Decision is an agent's choice and, for hints, why.
 type Decision struct {
-	Action env.Action
-	Reason string
+	Action env.Action // one of the View's legal actions
+	Reason string     // a short explanation for a hint; may be empty
 }
 
 // Agent chooses actions. Act is called only when at least one action is

@@ -38,9 +38,9 @@ type BatchAgent interface {
 // Policy is one contestant of an evaluation: agents made by Maker, each
 // playing one game at a time, or one BatchAgent playing many.
 type Policy struct {
-	Name  string
-	Maker Maker
-	Batch BatchAgent
+	Name  string     // the policy's name in the tables
+	Maker Maker      // makes one Agent per worker; nil when Batch is set
+	Batch BatchAgent // plays many games at once; nil when Maker is set
 }
 
 // slotGame is a game in progress of playBatch.

@@ -14,10 +14,10 @@ import (
 // comparisons between policies are paired: Results[p][i] is policy p's game
 // on Seeds[i].
 type Evaluation struct {
-	Rules    env.Rules
-	Policies []string
-	Seeds    []uint64
-	Results  [][]Result
+	Rules    env.Rules  // the games' rules
+	Policies []string   // the policies' names, in the order asked for
+	Seeds    []uint64   // the deals played (stopped early: those every policy finished)
+	Results  [][]Result // Results[p][i]: policy p's game on Seeds[i]
 }
 
 // Evaluate plays every seed with every named policy (made with options o)

@@ -29,7 +29,8 @@ type Neural struct {
 	sc    *nn.Scratch
 }
 
-// NewNeural returns an agent playing net.
+// NewNeural returns an agent playing net, or why net cannot play (its
+// specification names no game this program plays).
 func NewNeural(net *nn.Net) (*Neural, error) {
 	r, err := net.Spec.Rules()
 	if err != nil {
@@ -65,7 +66,9 @@ func (a *Neural) Begin(uint64) { clear(a.seen) }
 // CheckRules reports whether the network was trained for games under r.
 func (a *Neural) CheckRules(r env.Rules) error { return a.Net.Spec.Check(r) }
 
-// Act plays the network's most likely legal action.
+// Act plays the network's most likely legal action. It panics if the
+// game is not one the network was trained for (CheckRules says which),
+// which is a programming error.
 func (a *Neural) Act(v View) Decision {
 	s, err := v.s.Reframe(a.rules)
 	if err != nil {

@@ -9,13 +9,13 @@ import (
 
 // Result is one finished game.
 type Result struct {
-	Seed    uint64
-	Won     bool
-	Score   int
-	Runs    int
-	Moves   int
-	Elapsed time.Duration
-	Actions []env.Action // every action, in order, for records and replays
+	Seed    uint64        // the deal
+	Won     bool          // every run completed
+	Score   int           // the final score
+	Runs    int           // runs completed (8 wins)
+	Moves   int           // actions played, deals included
+	Elapsed time.Duration // wall-clock time the game took, the agent's thinking included
+	Actions []env.Action  // every action, in order, for records and replays
 	// Failure, when not empty, says why the game stopped before its end:
 	// an agent outside the process answered an illegal action, too late,
 	// or not at all. Such a game is not won; Score, Runs and Moves are the
@@ -25,7 +25,11 @@ type Result struct {
 
 // Play plays the game of seed under r with a to its end (won, lost or
 // truncated) and returns the result. The agent is seeded with the deal's
-// seed, so a result depends only on (r, seed, agent).
+// seed, so a result depends only on (r, seed, agent). It panics if a
+// chooses an action that is not legal, which breaks the Agent contract:
+// agents in this process are the program's own, and such a move is a bug
+// (an agent in another process that does it loses its game instead:
+// Result.Failure).
 func Play(r env.Rules, seed uint64, a Agent) Result { return PlayVisit(r, seed, a, nil) }
 
 // PlayVisit is Play that also calls visit (if not nil) with each decision
@@ -34,7 +38,7 @@ func Play(r env.Rules, seed uint64, a Agent) Result { return PlayVisit(r, seed, 
 // the call and must not be changed (copy the State to keep it). The
 // position is the whole game, hidden cards included: visit is the
 // caller's, never the agent's (a trainer reads what its teacher did). The
-// result is Play's.
+// result, and the panic on an illegal action, are Play's.
 func PlayVisit(r env.Rules, seed uint64, a Agent, visit func(s *env.State, legal []env.Action, d Decision)) Result {
 	return playFrom(context.Background(), env.NewGame(r, seed), seed, a, visit)
 }
@@ -46,7 +50,7 @@ func PlayVisit(r env.Rules, seed uint64, a Agent, visit func(s *env.State, legal
 // with the deal's seed and sees no earlier move. It is how a game is
 // picked up from a record to ask whether it could still be won. When ctx
 // ends it stops within a few moves, the game unfinished and Failure
-// saying so.
+// saying so. It panics on an illegal action, as Play does.
 func PlayFrom(ctx context.Context, s env.State, seed uint64, a Agent) Result {
 	return playFrom(ctx, s, seed, a, nil)
 }

@@ -150,7 +150,8 @@ const (
 // position whose stock can never be dealt to its end (too few cards left
 // to fill the columns a deal needs, or a cardems stock of fewer than ten
 // cards) counts as lost, and a cardems stock that only deals past empty
-// columns can end costs valueShort for each such column.
+// columns can end costs a completed run's worth (5000) for each such
+// column.
 func (a *Search) Evaluate(s *env.State) int {
 	switch s.Status() {
 	case env.Won:

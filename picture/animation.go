@@ -58,7 +58,8 @@ func NewAnimation() *Animation {
 
 // Add appends pix, a picture made by Draw, shown for delay (rounded to
 // GIF's hundredths of a second and kept between MinDelay and MaxDelay).
-// A colour outside Palette becomes the nearest one in it.
+// A colour outside Palette becomes the nearest one in it. It panics if
+// len(pix) < Size.
 func (a *Animation) Add(pix []uint8, delay time.Duration) {
 	indexPixels(a.cur, pix[:Size])
 	x0, y0, x1, y1 := 0, 0, Width, Height

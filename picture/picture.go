@@ -205,7 +205,7 @@ func drawColumn(c canvas, s *env.State, col int, buf []env.Card) {
 
 // Paletted returns a picture made by Draw as a paletted image over
 // Palette, for GIF and PNG files. A colour not in Palette (a picture from
-// elsewhere) becomes the nearest one.
+// elsewhere) becomes the nearest one. It panics if len(pix) < Size.
 func Paletted(pix []uint8) *image.Paletted {
 	m := image.NewPaletted(bounds, Palette)
 	indexPixels(m.Pix, pix[:Size])

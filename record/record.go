@@ -39,16 +39,16 @@ const MaxSize = 3*MaxActions + MaxPlayer + 64<<10
 
 // Game is one recorded game. The result fields let a replay check itself.
 type Game struct {
-	Version int `msgpack:"version"`
+	Version int `msgpack:"version"` // the file format's (Version)
 	// Game is the configuration the game was played under, defaults
 	// filled in.
 	Game    env.Options `msgpack:"game"`
-	Seed    uint64      `msgpack:"seed"`
-	Player  string      `msgpack:"player"`
-	Actions []uint16    `msgpack:"actions"`
-	Score   int         `msgpack:"score"`
-	Runs    int         `msgpack:"runs"`
-	Won     bool        `msgpack:"won"`
+	Seed    uint64      `msgpack:"seed"`    // the deal (env.NewGame)
+	Player  string      `msgpack:"player"`  // who played it: a policy's name, or "human"
+	Actions []uint16    `msgpack:"actions"` // every action, in order
+	Score   int         `msgpack:"score"`   // the final score
+	Runs    int         `msgpack:"runs"`    // runs completed
+	Won     bool        `msgpack:"won"`     // every run completed
 }
 
 // New records a finished game of r from seed.
@@ -229,8 +229,9 @@ func check(g Game) error {
 }
 
 // Replay replays g from its deal, calling visit (if not nil) after each
-// action with its index. It returns the final position, or an error if an
-// action is illegal or the result differs from the one recorded.
+// action with its index. It returns the final position; or, if an action
+// is illegal or the result differs from the one recorded, the position
+// where it stopped and an error.
 func Replay(g Game, visit func(i int, a env.Action, s *env.State)) (env.State, error) {
 	r, err := g.RulesOf()
 	if err != nil {

@@ -484,3 +484,40 @@ func TestCollectionsNeverCountGarbageTwice(t *testing.T) {
 		}
 	}
 }
+
+// TestServeOnce: a second Serve on a Server returns an error at once and
+// leaves the first serving, since the limits and the shutdown are the
+// whole server's.
+func TestServeOnce(t *testing.T) {
+	srv, addr := start(t, Config{})
+	cl := dial(t, addr)
+	hello(cl)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(context.Background(), ln) }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "Serve called twice") {
+			t.Fatalf("second Serve: %v; want an error saying it was called twice", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a second Serve did not return")
+	}
+	cl.ok(map[string]any{"op": "make", "n": 2}) // the first still serves
+}
+
+// TestMemoryLimitForDefault: MemoryLimitFor reads an unset MaxMemory as
+// New does, so a program that sets the Go limit from it before making the
+// server gets the server's own MemoryLimit.
+func TestMemoryLimitForDefault(t *testing.T) {
+	if got, want := MemoryLimitFor(0), New(Config{}).MemoryLimit(); got != want {
+		t.Errorf("MemoryLimitFor(0) = %d, New(Config{}).MemoryLimit() = %d", got, want)
+	}
+	if got := MemoryLimitFor(96 << 20); got != 96<<20+Overhead/2 {
+		t.Errorf("MemoryLimitFor(96 MiB) = %d", got)
+	}
+}

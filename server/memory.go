@@ -293,10 +293,15 @@ func (s *Server) heldShm(n int64) {
 	}
 }
 
-// MemoryLimitFor is MemoryLimit for a server of the given MaxMemory, for a
-// program that sets it before it makes the server (while it loads a hint
-// network, say).
-func MemoryLimitFor(maxMemory int) int64 { return int64(maxMemory) + Overhead/2 }
+// MemoryLimitFor is MemoryLimit for a server of the given MaxMemory (0 or
+// less: the default, as New reads it), for a program that sets it before
+// it makes the server (while it loads a hint network, say).
+func MemoryLimitFor(maxMemory int) int64 {
+	if maxMemory <= 0 {
+		maxMemory = DefaultConfig().MaxMemory
+	}
+	return int64(maxMemory) + Overhead/2
+}
 
 // giveBack returns n bytes of the memory limit that a connection held
 // and has let go of (it keeps no reference to them). n of bigGarbage or

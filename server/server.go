@@ -37,7 +37,10 @@ type Config struct {
 	// every buffer is counted (each connection's reader, writer, frame and
 	// reply buffers, its batch with its games' states and workers, its
 	// picture and hint agent). A request that would need more is refused
-	// with a limit error. The serving process stays within MemoryLimit.
+	// with a limit error. A program that runs the server sets Go's memory
+	// limit to MemoryLimit (debug.SetMemoryLimit; spider serve does), so
+	// that the collector keeps dead buffers from piling up on top: the
+	// process then stays within MaxMemory + Overhead (PROTOCOL.md).
 	MaxMemory   int
 	IdleTimeout time.Duration // a connection silent this long is closed
 	// SetupTimeout is how long a connection may go without making a batch:
@@ -125,9 +128,11 @@ func orDefault[T int | time.Duration](v *T, def T) {
 	}
 }
 
-// Server serves connections on listeners until its context ends.
+// Server serves the connections of one listener (Serve) until its
+// context ends.
 type Server struct {
 	cfg      Config
+	served   atomic.Bool // Serve was called
 	conns    atomic.Int64
 	games    atomic.Int64 // games held by all batches
 	mem      atomic.Int64 // bytes of MaxMemory the connections hold
@@ -169,9 +174,16 @@ const (
 
 // Serve accepts connections on ln until ctx ends, then closes ln and every
 // connection and waits for their handlers to finish. It returns nil after
-// such a shutdown, or the listener's error. A temporary error of Accept
-// (too many open files, say) is logged and retried after a pause.
+// such a shutdown, or the listener's error, after the same shutdown: a
+// listener that fails ends every connection too. A temporary error of
+// Accept (too many open files, say) is logged and retried after a pause.
+// A Server serves one listener: the limits and the shutdown are the
+// whole server's, so a second call returns an error at once (make a
+// Server for each listener).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if s.served.Swap(true) {
+		return errors.New("server: Serve called twice: a Server serves one listener")
+	}
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
 	freeCtx, stopFree := context.WithCancel(ctx)

@@ -152,3 +152,23 @@ func TestStopIsCheckedBeforeEveryPhase(t *testing.T) {
 		t.Fatalf("a budget spent from the start ran %d phases: %v", len(fresh.History), err)
 	}
 }
+
+// TestRunWithoutStop: a nil stop trains on until after ends the run, as
+// Run's documentation says, rather than panicking at the first phase.
+func TestRunWithoutStop(t *testing.T) {
+	tr, err := New(tinyConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	enough := errors.New("enough")
+	err = tr.Run(context.Background(), nil, func(Metrics) error {
+		if tr.Iterations() >= 2 {
+			return enough
+		}
+		return nil
+	})
+	if !errors.Is(err, enough) || tr.Iterations() != 2 {
+		t.Fatalf("Run(ctx, nil, after): %v after %d iterations; want after's error after 2", err, tr.Iterations())
+	}
+}

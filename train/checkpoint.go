@@ -66,7 +66,8 @@ func (t *Trainer) Save(path string) error {
 
 // Resume loads a checkpoint written by Save and returns the run, ready to
 // continue where it stopped. If want is not nil, the checkpoint's game
-// (want.Game, defaults filled in) and hidden layers must equal want's, or
+// (want.Game, defaults filled in), hidden layers and architecture (Arch,
+// Column, Pair) must equal want's, or
 // Resume refuses it and names the keys that differ; training settings
 // (learning rate, games...) come from the checkpoint.
 func Resume(path string, want *Config) (*Trainer, error) {

@@ -18,7 +18,7 @@ type Config struct {
 	// env.Float32; Game.FaceUpSlots is how many face-up cards per column
 	// the network sees. New fills in the defaults of fields left at zero.
 	Game   env.Options `msgpack:"game"`
-	Hidden []int       `msgpack:"hidden"`
+	Hidden []int       `msgpack:"hidden"` // the hidden layers' widths
 	// Arch is the network's architecture, nn.MLP (empty means MLP) or
 	// nn.Columns; a columns network has one hidden (mixing) layer, a column
 	// encoder Column wide and move vectors Pair wide (see nn.Spec).
@@ -26,27 +26,28 @@ type Config struct {
 	Column int    `msgpack:"column,omitempty"`
 	Pair   int    `msgpack:"pair,omitempty"`
 
-	Games     int     `msgpack:"games"`     // games stepped together
-	Rollout   int     `msgpack:"rollout"`   // steps per game per iteration
-	Epochs    int     `msgpack:"epochs"`    // passes over each rollout
-	Minibatch int     `msgpack:"minibatch"` // rows per update
-	LR        float64 `msgpack:"lr"`
-	Gamma     float64 `msgpack:"gamma"`
-	Lambda    float64 `msgpack:"lambda"`
-	Clip      float64 `msgpack:"clip"`
-	ValueCoef float64 `msgpack:"value_coef"`
-	EntCoef   float64 `msgpack:"entropy_coef"`
-	MaxNorm   float64 `msgpack:"max_grad_norm"`
+	Games     int     `msgpack:"games"`         // games stepped together
+	Rollout   int     `msgpack:"rollout"`       // steps per game per iteration
+	Epochs    int     `msgpack:"epochs"`        // passes over each rollout
+	Minibatch int     `msgpack:"minibatch"`     // rows per update
+	LR        float64 `msgpack:"lr"`            // Adam's learning rate in PPO
+	Gamma     float64 `msgpack:"gamma"`         // the discount of returns
+	Lambda    float64 `msgpack:"lambda"`        // GAE's lambda
+	Clip      float64 `msgpack:"clip"`          // PPO's clip range of the probability ratio
+	ValueCoef float64 `msgpack:"value_coef"`    // the value loss's weight
+	EntCoef   float64 `msgpack:"entropy_coef"`  // the entropy bonus's weight
+	MaxNorm   float64 `msgpack:"max_grad_norm"` // gradients are scaled down to this global L2 norm
 	// RewardScale multiplies the score change, so returns stay near 1.
 	RewardScale float64 `msgpack:"reward_scale"`
 
 	// CloneGames is the number of the teacher's games whose moves the
 	// network imitates before PPO starts (0: no warm start); CloneEpochs
-	// passes. Teacher is an agent name: "greedy" (default) or "search".
+	// passes. Teacher is an agent name: "greedy" (default), "search" or
+	// "random".
 	CloneGames  int     `msgpack:"clone_games"`
 	Teacher     string  `msgpack:"teacher"`
-	CloneEpochs int     `msgpack:"clone_epochs"`
-	CloneLR     float64 `msgpack:"clone_lr"`
+	CloneEpochs int     `msgpack:"clone_epochs"` // passes over the imitation data
+	CloneLR     float64 `msgpack:"clone_lr"`     // Adam's learning rate when imitating
 	// CloneWonOnly keeps only the warm start's games the teacher won: a
 	// lost game runs to the step limit, mostly moving cards about, so on
 	// two suits, where search loses two games in three, lost games are
@@ -92,17 +93,17 @@ type Config struct {
 	// passes, CloneLR) on all labels so far. The network then learns what
 	// the teacher would do in the positions its own mistakes lead to.
 	DaggerRounds int `msgpack:"dagger_rounds"`
-	DaggerGames  int `msgpack:"dagger_games"`
+	DaggerGames  int `msgpack:"dagger_games"` // the network's games a round
 
 	// ValEvery is how often, in PPO iterations, the network playing
 	// greedily (argmax, as agents.Neural plays) is validated on ValGames
 	// fixed deals from seed ValStart; it is also validated right after
 	// the warm start. 0 turns validation off.
 	ValEvery int    `msgpack:"val_every"`
-	ValGames int    `msgpack:"val_games"`
-	ValStart uint64 `msgpack:"val_start"`
+	ValGames int    `msgpack:"val_games"` // deals a validation plays
+	ValStart uint64 `msgpack:"val_start"` // its first deal (DefaultValStart)
 
-	Seed uint64 `msgpack:"seed"`
+	Seed uint64 `msgpack:"seed"` // the weights' initialization, the deals and the sampled actions
 }
 
 // DefaultValStart is the first validation deal: inside the seeds agents

@@ -18,8 +18,9 @@ import (
 	"github.com/spiderenv/spider/internal/atomicfile"
 )
 
-// Metrics is one phase's line of the training log: a PPO iteration, or
-// the warm start (Phase "clone"), with its validation if one ran.
+// Metrics is one phase's line of the training log: a PPO iteration, the
+// warm start (Phase "clone") or a DAgger round (Phase "dagger"), with its
+// validation if one ran.
 type Metrics struct {
 	Iter          int     `msgpack:"iter" json:"iter"`
 	Phase         string  `msgpack:"phase" json:"phase"` // "clone", "dagger" or "ppo"
@@ -144,7 +145,7 @@ func SaveMetrics(path string, history []Metrics, jsonl bool) error {
 // change per episode, divided by 100) against environment steps, as a PNG
 // at path. Games are dealt together and most end at the step limit
 // together, so a single iteration's mean is noisy: each point averages the
-// episodes that ended in the last curveWindow iterations. The warm start's
+// episodes that ended in the last 20 iterations (curveWindow). The warm start's
 // teacher is drawn as a dashed level for reference, and the validations
 // of the greedy network (the warm start's at 0 steps) as points.
 func SaveCurve(path string, history []Metrics, title string) error {

@@ -136,7 +136,7 @@ func (t *Trainer) EnvSteps() int64 { return t.steps }
 
 // Run trains until stop says so (checked before each phase: the warm
 // start, a DAgger round or an iteration, with the iterations and
-// environment steps done) or ctx ends. The warm start, if configured and
+// environment steps done; a nil stop never says so) or ctx ends. The warm start, if configured and
 // not done yet, runs first, then the DAgger rounds. After each phase, and
 // its validation when one is due (ValEvery),
 // Run appends the phase's metrics to History and calls after (if not nil)
@@ -151,6 +151,9 @@ func (t *Trainer) EnvSteps() int64 { return t.steps }
 // validation only reads the network, so a run resumed from there goes on
 // as the uninterrupted one would.
 func (t *Trainer) Run(ctx context.Context, stop func(iter int, steps int64) bool, after func(m Metrics) error) error {
+	if stop == nil {
+		stop = func(int, int64) bool { return false }
+	}
 	// phase runs one phase (the warm start, a DAgger round or an
 	// iteration), marking the trainer inconsistent while it runs, and
 	// keeps its metrics. The network is validated after the phase when

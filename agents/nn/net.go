@@ -20,9 +20,9 @@ type Spec struct {
 	// The network reads the float32 observation, so Game.Encoding is
 	// always env.Float32: SpecFor sets it and Rules refuses another.
 	Game       env.Options `msgpack:"game"`
-	ObsLen     int         `msgpack:"obs_len"`
-	NumActions int         `msgpack:"num_actions"`
-	Hidden     []int       `msgpack:"hidden"` // widths of the hidden layers
+	ObsLen     int         `msgpack:"obs_len"`     // the input: Game's float32 observation length
+	NumActions int         `msgpack:"num_actions"` // the policy head's width, env.NumActions
+	Hidden     []int       `msgpack:"hidden"`      // widths of the hidden layers
 	// Arch is the network's architecture: MLP (or empty, as in files
 	// written before it was recorded) or Columns. A columns network has
 	// one hidden (mixing) layer, a column encoder Column wide and source
@@ -85,7 +85,7 @@ func (s Spec) Check(r env.Rules) error {
 // see ColumnSpecFor). Weights are row-major (in x out) float32 slices,
 // which a trainer updates in place.
 type Net struct {
-	Spec Spec
+	Spec Spec // what the network was trained for, and its shape
 	// W[i] and B[i] are layer i's weights and biases, sized by
 	// Spec.Dims; in an MLP the last two layers are the policy head and the
 	// value head.
@@ -162,7 +162,7 @@ func New(spec Spec, seed uint64) (*Net, error) {
 // Scratch holds the forward pass's activations for up to Rows rows, so that
 // Forward allocates nothing.
 type Scratch struct {
-	Rows int
+	Rows int // the most rows one Forward may take
 	h    [][]float32
 	dims [][2]int
 	cols *columnScratch
@@ -184,8 +184,9 @@ func (n *Net) NewScratch(rows int) *Scratch {
 // Forward computes the policy logits (rows x NumActions) and values (rows)
 // of rows observations x (rows x ObsLen) into logits and values. For up
 // to 64 rows (64 / 10 on a columns network, whose layers see a row per
-// column) it allocates nothing; larger batches run gonum's parallel
-// multiply, which allocates a few small objects a layer. It panics if a
+// column) it allocates nothing; larger batches run the parallel BLAS
+// multiply (gonum's, or OpenBLAS's: see BLAS), which may allocate a few
+// small objects a layer. It panics if a
 // buffer is too short, which is a programming error.
 func (n *Net) Forward(logits, values []float32, x []float32, rows int, sc *Scratch) {
 	if rows > sc.Rows || len(x) < rows*n.Spec.ObsLen || len(logits) < rows*n.Spec.NumActions || len(values) < rows {
@@ -243,7 +244,8 @@ func layer(out, in, w, b []float32, rows int, d [2]int) {
 }
 
 // Best returns the legal action (mask byte 1) with the highest logit; ties
-// go to the lowest id. It returns false if no action is legal.
+// go to the lowest id. It returns false if no action is legal. It panics
+// if logits is shorter than mask.
 func Best(logits []float32, mask []uint8) (env.Action, bool) {
 	best, found := 0, false
 	for i, m := range mask {

@@ -46,7 +46,8 @@ const maxReply = 1 << 20
 
 // Options configure a connection to an agent.
 type Options struct {
-	// Rules are the games' rules, observation encoding included.
+	// Rules are the games' rules, observation encoding included: every
+	// game given to ActBatch must be played under them.
 	Rules env.Rules
 	// Timeout bounds the wait for each reply (hello's included); 0 means
 	// DefaultTimeout.
@@ -120,7 +121,8 @@ func ParseAddress(addr string) (network, address string, err error) {
 	return "tcp", net.JoinHostPort(host, port), nil
 }
 
-// Dial connects to the agent at addr and says hello, within o.Timeout.
+// Dial connects to the agent at addr and says hello: the connection, the
+// hello's write and its reply each within o.Timeout.
 func Dial(ctx context.Context, addr string, o Options) (*Agent, error) {
 	network, address, err := ParseAddress(addr)
 	if err != nil {
@@ -316,7 +318,9 @@ func (a *Agent) hello(ctx context.Context) error {
 }
 
 // ActBatch sends the games' observations and masks (and boards, if the
-// agent asked) in one request and reads back their actions.
+// agent asked) in one request and reads back their actions. Every game
+// must be played under Options.Rules, whose observation the agent was
+// told of at Dial: it returns an error, and sends nothing, if one is not.
 func (a *Agent) ActBatch(ctx context.Context, games []agents.BatchGame, actions []env.Action) error {
 	if a.lost != nil {
 		return a.lost
@@ -326,6 +330,11 @@ func (a *Agent) ActBatch(ctx context.Context, games []agents.BatchGame, actions 
 	}
 	n := len(games)
 	r := a.o.Rules
+	for i, g := range games {
+		if g.View.Rules() != r {
+			return fmt.Errorf("remote: game %d is played under %v, and the agent was dialled for %v", i, g.View.Rules(), r)
+		}
+	}
 	obsLen := r.ObsLen()
 	var obs []byte
 	if r.Encoding() == env.Float32 {

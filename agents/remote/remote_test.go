@@ -450,3 +450,35 @@ func TestRemoteCancelWhileAgentDoesNotRead(t *testing.T) {
 		t.Fatalf("Close took %v", took)
 	}
 }
+
+// TestRemoteRefusesGamesOfOtherRules: a game under rules other than those
+// the agent was dialled for is refused before anything is sent, since its
+// observation would not have the length the agent was told.
+func TestRemoteRefusesGamesOfOtherRules(t *testing.T) {
+	f := &fakeAgent{}
+	f.start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r := rules(t, env.Options{Suits: 1, MaxSteps: 200})
+	a, err := Dial(ctx, f.addr, Options{Rules: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	for _, o := range []env.Options{{Suits: 2, MaxSteps: 200}, {Suits: 1, MaxSteps: 200, Encoding: env.Float32}, {Suits: 1, MaxSteps: 200, FaceUpSlots: 2}} {
+		s := env.NewGame(rules(t, o), 7)
+		games := []agents.BatchGame{{Slot: 0, New: true, View: agents.NewView(&s, s.AppendLegal(nil), 0, false)}}
+		err := a.ActBatch(ctx, games, make([]env.Action, 1))
+		if err == nil || !strings.Contains(err.Error(), "dialled for") {
+			t.Errorf("%+v: %v; want a refusal naming the rules dialled for", o, err)
+		}
+	}
+	if got := f.requests.Load(); got != 0 {
+		t.Errorf("%d act requests sent; want none", got)
+	}
+	// Its own rules still play.
+	s := env.NewGame(r, 7)
+	if err := a.ActBatch(ctx, []agents.BatchGame{{Slot: 0, New: true, View: agents.NewView(&s, s.AppendLegal(nil), 0, false)}}, make([]env.Action, 1)); err != nil {
+		t.Fatalf("a game of the dialled rules: %v", err)
+	}
+}

@@ -28,9 +28,9 @@ type Suite struct {
 	Version string `json:"version"`
 	// Purpose is "test" (report results; never tune on it) or "dev" (tune).
 	Purpose  string      `json:"purpose"`
-	RuleSet  env.RuleSet `json:"rules"`
-	Suits    int         `json:"suits"`
-	MaxSteps int         `json:"max_steps"`
+	RuleSet  env.RuleSet `json:"rules"`     // the games' rule set
+	Suits    int         `json:"suits"`     // 1, 2 or 4
+	MaxSteps int         `json:"max_steps"` // each game's step limit
 	// First and Count are the seeds: First to First+Count-1.
 	First uint64 `json:"first_seed"`
 	Count int    `json:"deals"`

@@ -158,7 +158,7 @@ func checkGame(r env.Rules, policy Policy, seed uint64, sweep bool, st *Stats) e
 				return fmt.Errorf("rewards sum to %v, score moved by %v", got, want)
 			}
 			if _, _, _, _, _, err := e.Step(a); err != env.ErrEpisodeOver {
-				return fmt.Errorf("Step after the end returned %v, want ErrEpisodeOver", err)
+				return fmt.Errorf("a step after the end returned %v, want ErrEpisodeOver", err)
 			}
 			return nil
 		}

@@ -62,6 +62,7 @@ type big struct {
 type named struct {
 	N int `msgpack:"n,alias:number"`
 	S int `msgpack:"-"`
+	//lint:ignore U1000 read only by reflection: fieldsOf must skip it
 	x int
 }
 
