@@ -40,7 +40,9 @@ class BuildWithServer(build_py):
         if not (root / "go.mod").is_file() or go is None:
             raise SystemExit(
                 "building spider-env needs the spider repository (go.mod above python/) and Go, "
-                "or SPIDER_BIN naming a built server binary to package"
+                "or SPIDER_BIN naming a built server binary to package. An sdist carries no Go "
+                "sources: build the wheel from the repository (pip wheel ./python, or "
+                "python -m build --wheel python), or set SPIDER_BIN"
             )
         # Pure Go (no cgo): the binary runs on any Linux of this
         # architecture, whatever C libraries it has.

@@ -1,6 +1,6 @@
 """PPO with action masking on Spider-v0 in RLlib (new API stack).
 
-    python examples/rllib_ppo.py --env-runners 2 --iters 5
+    python python/examples/rllib_ppo.py --env-runners 2 --iters 5
 
 Registers ``spider_env.rllib.env_creator`` as "Spider-v0", trains RLlib's
 ``ActionMaskingTorchRLModule`` (from RLlib's examples: it reads the

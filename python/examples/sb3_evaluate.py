@@ -1,8 +1,8 @@
 """Evaluate a MaskablePPO model saved by Stable-Baselines3 with ``spider eval``:
 on a benchmark suite's deals, against built-in baselines, with paired tests.
 
-    python examples/sb3_evaluate.py MODEL.zip --suite classic-1suit-test --baselines greedy,search
-    python examples/sb3_evaluate.py --train 2048 --save /tmp/tiny.zip --suite classic-1suit-dev
+    python python/examples/sb3_evaluate.py MODEL.zip --suite classic-1suit-test --baselines greedy,search
+    python python/examples/sb3_evaluate.py --train 2048 --save /tmp/tiny.zip --suite classic-1suit-dev
 
 The model is served as a policy agent (``spider_env.evaluate``): ``spider
 eval`` sends it batches of observations and masks over a Unix socket and

@@ -1,7 +1,7 @@
 """MaskablePPO (sb3-contrib) on spider_env.sb3.SpiderVecEnv, then an
 evaluation against a uniformly random legal-move policy on the same deals.
 
-    python examples/sb3_maskable_ppo.py --timesteps 100000 --eval-games 200
+    python python/examples/sb3_maskable_ppo.py --timesteps 100000 --eval-games 200
 
 Training runs ``--envs`` games in one server batch (one request per step
 for all of them). ``--time-limit`` bounds the training's wall time (it

@@ -3,7 +3,7 @@
 SubprocVecEnv of SpiderEnv (one request per game per step), with a
 uniformly random legal-move policy and no learner.
 
-    python examples/sb3_vecenv_bench.py --envs 16 --steps 2000
+    python python/examples/sb3_vecenv_bench.py --envs 16 --steps 2000
 """
 
 from __future__ import annotations
@@ -13,11 +13,17 @@ import time
 from collections.abc import Callable
 
 import numpy as np
-from sb3_contrib.common.maskable.utils import get_action_masks
-from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
 from spider_env import SpiderEnv
-from spider_env.sb3 import SpiderVecEnv
+from spider_env.sb3 import SpiderVecEnv  # says how to install stable-baselines3 when it is missing
+
+try:
+    from sb3_contrib.common.maskable.utils import get_action_masks
+except ImportError as e:
+    raise SystemExit(
+        f"{e}: this example needs sb3-contrib: pip install './python[sb3]' from the spider repository"
+    ) from e
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
 
 def run(venv: VecEnv, steps: int, seed: int) -> float:

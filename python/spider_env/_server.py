@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import IO
 
 from ._client import SpiderError
+from ._version import __version__
 
 __all__ = ["SpiderServer", "find_binary"]
 
@@ -70,8 +71,12 @@ def find_binary() -> str:
     """
     env = os.environ.get("SPIDER_BIN")
     if env:
-        if not (os.path.isfile(env) and os.access(env, os.X_OK)):
-            raise FileNotFoundError(f"SPIDER_BIN={env!r} is not an executable file")
+        if not os.path.exists(env):
+            raise FileNotFoundError(f"SPIDER_BIN={env!r} does not exist")
+        if not os.path.isfile(env):
+            raise FileNotFoundError(f"SPIDER_BIN={env!r} is not a file (a directory?)")
+        if not os.access(env, os.X_OK):
+            raise PermissionError(f"SPIDER_BIN={env!r} is not executable (chmod +x it)")
         return env
     packaged = _packaged_bin()
     if packaged is not None:
@@ -311,10 +316,19 @@ class SpiderServer:
         delay = 0.002
         while True:
             if self.proc.poll() is not None:
+                said = self.stderr_text()
+                hint = ""
+                if "unknown flag" in said or "unknown command" in said:
+                    # A binary built before a flag this client passes: a
+                    # stale bin/spider after a pull, most likely.
+                    hint = (
+                        f"\n(the server may be older than this client, spider-env {__version__}: "
+                        "rebuild it with `make build`, or point SPIDER_BIN at a current one)"
+                    )
                 raise SpiderError(
                     "unavailable",
                     f"the spider server {self.binary!r} exited with status {self.proc.returncode} "
-                    f"before accepting connections; its stderr:\n{self.stderr_text()}",
+                    f"before accepting connections; its stderr:\n{said or '(nothing)'}{hint}",
                 )
             addr = self._try_connect(sock_path)
             if addr is not None:
@@ -323,7 +337,7 @@ class SpiderServer:
                 raise SpiderError(
                     "unavailable",
                     f"the spider server {self.binary!r} did not accept connections within {timeout:g} s; "
-                    f"its stderr:\n{self.stderr_text()}",
+                    f"its stderr:\n{self.stderr_text() or '(nothing)'}",
                 )
             time.sleep(delay)
             delay = min(delay * 2, 0.05)

@@ -193,7 +193,7 @@ def register(name: str = ENV_NAME) -> str:
     except ImportError as e:
         raise ImportError(
             "spider_env.rllib.register needs ray[rllib], which spider-env does not require: "
-            "pip install 'spider-env[rllib]' (or pip install 'ray[rllib]' torch)"
+            "pip install './python[rllib]' from the spider repository (or pip install 'ray[rllib]' torch)"
         ) from e
     register_env(name, env_creator)
     return name

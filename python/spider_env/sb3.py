@@ -14,7 +14,8 @@ would send. ``step_async`` sends the request and returns at once;
 ``step_wait`` reads the reply (the server plays meanwhile).
 
 Importing this module needs stable-baselines3 (``pip install
-'spider-env[sb3]'``); ``import spider_env`` never does.
+'./python[sb3]'`` from the repository root: PyPI's ``spider-env`` is
+another project); ``import spider_env`` never does.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ try:
 except ImportError as e:  # pragma: no cover - depends on the installation
     raise ImportError(
         "spider_env.sb3 needs stable-baselines3, which spider-env does not require: "
-        "pip install 'spider-env[sb3]' (or pip install stable-baselines3 sb3-contrib)"
+        "pip install './python[sb3]' from the spider repository (or pip install stable-baselines3 sb3-contrib)"
     ) from e
 
 __all__ = ["SpiderVecEnv"]

@@ -56,6 +56,11 @@ def test_vector_close_stops_the_server():
     venv.reset(seed=0)
     venv.close()
     assert proc.poll() == 0 and _gone(proc.pid)
+    # Closed for good, as AsyncVectorEnv is once closed.
+    for call in (lambda: venv.reset(seed=0), lambda: venv.step(np.zeros(4, dtype=np.int64))):
+        with pytest.raises(SpiderError) as e:
+            call()
+        assert e.value.code == "closed"
 
 
 def test_garbage_collected_env_stops_its_server():
@@ -230,12 +235,41 @@ def test_server_that_cannot_start_says_why():
     assert "exited with status" in str(e.value) and "--max-games 0: want at least 1" in str(e.value)
 
 
+def test_older_server_is_named_as_such(monkeypatch, tmp_path):
+    """A binary older than the client, refusing a flag the client passes,
+    gets an error that says to rebuild it; one that says nothing says so."""
+    old = tmp_path / "old-spider"
+    old.write_text("#!/bin/sh\necho 'spider serve: unknown flag: --exit-with-stdin' >&2\nexit 2\n")
+    old.chmod(0o755)
+    mute = tmp_path / "mute-spider"
+    mute.write_text("#!/bin/sh\nexit 3\n")
+    mute.chmod(0o755)
+    monkeypatch.setenv("SPIDER_BIN", str(old))
+    with pytest.raises(SpiderError) as e:
+        SpiderServer()
+    assert "unknown flag" in str(e.value) and "make build" in str(e.value) and spider_env.__version__ in str(e.value)
+    monkeypatch.setenv("SPIDER_BIN", str(mute))
+    with pytest.raises(SpiderError) as e:
+        SpiderServer()
+    assert "status 3" in str(e.value) and "(nothing)" in str(e.value) and "make build" not in str(e.value)
+
+
 def test_binary_lookup(monkeypatch, tmp_path, spider_bin):
     assert _server.find_binary() == spider_bin
     monkeypatch.setenv("SPIDER_BIN", str(tmp_path / "missing"))
     with pytest.raises(FileNotFoundError) as e:
         _server.find_binary()
-    assert "SPIDER_BIN" in str(e.value)
+    assert "SPIDER_BIN" in str(e.value) and "does not exist" in str(e.value)
+    monkeypatch.setenv("SPIDER_BIN", str(tmp_path))
+    with pytest.raises(FileNotFoundError) as e:
+        _server.find_binary()
+    assert "not a file" in str(e.value)
+    plain = tmp_path / "plain"
+    plain.write_text("#!/bin/sh\n")
+    monkeypatch.setenv("SPIDER_BIN", str(plain))
+    with pytest.raises(PermissionError) as e:
+        _server.find_binary()
+    assert "not executable" in str(e.value)
     monkeypatch.delenv("SPIDER_BIN")
     # The installed package carries its own server (make pytest installs it
     # as pip would), and it comes first after SPIDER_BIN.
