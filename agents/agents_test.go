@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -749,5 +750,39 @@ func TestSearchDraw(t *testing.T) {
 	}
 	if !slices.Equal(play("oracle", 0), play("oracle", 7)) {
 		t.Error("the oracle samples nothing, but Draw changed its game")
+	}
+}
+
+// TestSearchBytes checks Search.Bytes, the memory an eval counts for each
+// searching agent before it plays, against the heap an agent holds after
+// planning from a deal: its reserved budget, and the index of the
+// positions it reached.
+func TestSearchBytes(t *testing.T) {
+	for _, suits := range []int{1, 4} {
+		r := env.MustRules(env.Options{Suits: suits, MaxSteps: 1000})
+		a := &Search{Nodes: 40000}
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		a.Begin(3)
+		s := env.NewGame(r, 3)
+		for range 30 { // past the first plans, through reveals and a deal or two
+			if s.Over() {
+				break
+			}
+			d := a.Act(NewView(&s, s.AppendLegal(nil), 0, false))
+			if _, err := s.Step(d.Action); err != nil {
+				t.Fatal(err)
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		runtime.KeepAlive(a)
+		held := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+		if want := a.Bytes(); held < want*9/10 || held > want*11/10 {
+			t.Errorf("%d suits: search of %d nodes holds %d bytes after 30 moves; Bytes says %d", suits, a.Nodes, held, want)
+		} else {
+			t.Logf("%d suits: holds %.1f MB, Bytes %.1f MB", suits, float64(held)/1e6, float64(want)/1e6)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package agents
 import (
 	"slices"
 	"time"
+	"unsafe"
 
 	"github.com/spiderenv/spider/env"
 	"github.com/spiderenv/spider/internal/rng"
@@ -235,13 +236,29 @@ func (a *Search) follow(world *env.State, why string) Decision {
 	return Decision{Action: act, Reason: why}
 }
 
+// budget returns the positions one plan may explore.
+func (a *Search) budget() int {
+	if a.Nodes <= 0 {
+		return 20000
+	}
+	return a.Nodes
+}
+
+// Bytes returns the memory a holds once it has planned: its whole node
+// budget, which it reserves at its first plan and keeps, at
+// SearchNodeBytes a position. A caller that runs many searches at once
+// (an eval's workers) checks their sum against the memory there is, since
+// at MaxNodes each takes over a gigabyte.
+func (a *Search) Bytes() int64 { return int64(a.budget()) * SearchNodeBytes }
+
+// SearchNodeBytes is what search holds for each position of its budget:
+// the node (a State and its move) and its entry in the index of positions.
+const SearchNodeBytes = int64(unsafe.Sizeof(node{})) + 48
+
 // search explores the foreseeable positions from root and leaves the best
 // line in a.plan, returning why it was chosen.
 func (a *Search) search(root *env.State) string {
-	budget := a.Nodes
-	if budget <= 0 {
-		budget = 20000
-	}
+	budget := a.budget()
 	samples := a.Samples
 	if samples <= 0 {
 		samples = 4

@@ -245,7 +245,7 @@ func layer(out, in, w, b []float32, rows int, d [2]int) {
 
 // Best returns the legal action (mask byte 1) with the highest logit; ties
 // go to the lowest id. It returns false if no action is legal. It panics
-// if logits is shorter than mask.
+// if a legal action's id is outside logits.
 func Best(logits []float32, mask []uint8) (env.Action, bool) {
 	best, found := 0, false
 	for i, m := range mask {

@@ -306,6 +306,6 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintln(w, "\nexit status: 0 done; 1 the work failed or was stopped; 2 refused before any work:")
-	fmt.Fprintln(w, "  a bad flag or argument, or a file named that is missing, unreadable or not what it should be")
+	fmt.Fprintln(w, "\nexit status: 0 done; 1 the work failed or was stopped; 2 the command line cannot be used as")
+	fmt.Fprintln(w, "  given: a bad flag or argument, or a file named that is missing, unreadable or not what it should be")
 }

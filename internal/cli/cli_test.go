@@ -43,8 +43,9 @@ func TestMainUsage(t *testing.T) {
 }
 
 // TestFileErrorsExitTwo checks the one rule for files a command line
-// names: missing or not what it should be, the command refuses with exit
-// code 2 and names the file, whether a flag or an argument names it.
+// names: missing or not what it should be (or, for one it writes, a place
+// that cannot take it), the command refuses with exit code 2 and names
+// the file, whether a flag or an argument names it.
 func TestFileErrorsExitTwo(t *testing.T) {
 	dir := t.TempDir()
 	missing, junk := filepath.Join(dir, "missing.spider"), filepath.Join(dir, "junk.spider")
@@ -75,6 +76,11 @@ func TestFileErrorsExitTwo(t *testing.T) {
 		{[]string{"eval", "--policies", "nn:" + junk, "--games", "1"}, junk},
 		{[]string{"play", "--hint", "nn:" + junk}, junk},
 		{[]string{"serve", "--hint", "nn:" + missing, "--unix", filepath.Join(dir, "s.sock")}, missing},
+		// Where a command writes is checked before it reads: a folder that
+		// is not there, or a folder given for a file.
+		{[]string{"train", "--export", filepath.Join(dir, "nodir", "x.spider"), "--from", junk}, "--export " + filepath.Join(dir, "nodir", "x.spider") + ": its folder"},
+		{[]string{"train", "--export", dir, "--from", junk}, "--export " + dir + ": is a folder"},
+		{[]string{"serve", "--unix", junk}, "not a socket"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := Main(tc.args, strings.NewReader(""), &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), tc.name) {

@@ -51,7 +51,7 @@ func runDemo(ctx context.Context, o demoOptions, stdout io.Writer) error {
 	// of billions would grow it past the machine's memory before the game
 	// ends.
 	need := int64(r.MaxSteps()) * int64(unsafe.Sizeof(env.Undo{}))
-	if err := checkMemory(need, 0, fmt.Sprintf("a demo of up to %d moves (a record of each, for undo)", r.MaxSteps()), "lower --max-steps"); err != nil {
+	if err := checkAvailable(need, fmt.Sprintf("a demo of up to %d moves (a record of each, for undo)", r.MaxSteps()), "lower --max-steps"); err != nil {
 		return err
 	}
 	e := env.New(r)

@@ -13,6 +13,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -26,6 +27,7 @@ import (
 	"github.com/spiderenv/spider/agents/remote"
 	"github.com/spiderenv/spider/agents/suites"
 	"github.com/spiderenv/spider/env"
+	"github.com/spiderenv/spider/internal/bytesize"
 	"github.com/spiderenv/spider/internal/stats"
 	"github.com/spiderenv/spider/record"
 )
@@ -73,7 +75,7 @@ func evalCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, i
 	fs.IntVar(&o.games, "games", 100, "deals to play: seeds --start to --start+games-1")
 	fs.Uint64Var(&o.start, "start", 1, "first seed with --games")
 	fs.IntVar(&o.workers, "workers", 0, "games played in parallel (0: GOMAXPROCS)")
-	fs.IntVar(&o.nodes, "nodes", 0, "per-move search budget of search and oracle: positions explored per plan (0: 20000; at most 1048576, which takes about 1.4 GB of memory for each worker)")
+	fs.IntVar(&o.nodes, "nodes", 0, "per-move search budget of search and oracle: positions explored per plan (0: 20000; at most 1048576, which takes about 1.4 GB of memory for each searching policy of each worker; an eval that would need more than the machine has available is refused)")
 	fs.IntVar(&o.moveMs, "move-ms", 0, "milliseconds search and oracle may plan a move, next to --nodes (0: no limit, so results are reproducible; with a limit they depend on the machine's speed and load)")
 	fs.Uint64Var(&o.draw, "draw", 0, "which draw of their sampled hidden cards search and search-hand play (0: the default draw the reported results use); another draw plays the same search with other luck")
 	fs.StringVar(&o.record, "record", "", "save every game into this folder as POLICY-SEED.spider (see spider replay)")
@@ -424,6 +426,9 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	if err := o.out.check(); err != nil {
 		return err
 	}
+	if err := checkEvalMemory(specs, aopts, o.workers, len(seeds)); err != nil {
+		return err
+	}
 	// Remote agents are connected last, once every flag is known good, and
 	// before any game: an agent that is not there fails the eval at once.
 	policies := make([]agents.Policy, len(specs))
@@ -723,4 +728,37 @@ func writeFailures(w io.Writer, rep evalReport) {
 func programVersion() string {
 	info, _ := debug.ReadBuildInfo()
 	return strings.TrimPrefix(versionLine(Version, info), "spider ")
+}
+
+// checkEvalMemory refuses an evaluation whose searching agents need more
+// memory than the machine has available. Each worker holds an agent of
+// every local policy, and a search reserves its whole node budget at its
+// first plan (over a gigabyte at --nodes 1048576): too many workers at a
+// large budget must be refused now, with the figure, not met by the
+// kernel's out-of-memory killer partway through the games.
+func checkEvalMemory(specs []string, aopts agents.Options, workers, deals int) error {
+	var perWorker int64
+	local := 0
+	for _, p := range specs {
+		if strings.HasPrefix(p, "remote:") {
+			continue
+		}
+		local++
+		m, err := agents.NewWith(p, aopts)
+		if err != nil {
+			return usageError{err}
+		}
+		if s, ok := m().(*agents.Search); ok {
+			perWorker += s.Bytes()
+		}
+	}
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = min(workers, local*deals) // as agents.EvaluatePolicies starts them
+	if perWorker == 0 {
+		return nil
+	}
+	what := fmt.Sprintf("the evaluation's %d workers, each holding %s of search positions,", workers, bytesize.Format(perWorker))
+	return checkAvailable(int64(workers)*perWorker, what, "lower --workers or --nodes")
 }

@@ -85,13 +85,24 @@ func machineMemory() (available, total int64, ok bool) {
 // would otherwise die at its first allocation with Go's out-of-memory
 // trace, or push the machine into swap.
 func checkMemory(need int64, limit byteSize, what, lower string) error {
+	return checkMemoryOf(need, limit, "; --max-memory sets another limit", what, lower)
+}
+
+// checkAvailable is checkMemory for what no --max-memory bounds (demo's
+// undo history, eval's searches, a checkpoint's imitation data): the
+// machine's available memory is the limit.
+func checkAvailable(need int64, what, lower string) error {
+	return checkMemoryOf(need, 0, "", what, lower)
+}
+
+func checkMemoryOf(need int64, limit byteSize, other, what, lower string) error {
 	have, from := int64(limit), "--max-memory"
 	if have == 0 {
 		avail, _, ok := machineMemory()
 		if !ok {
 			return nil
 		}
-		have, from = avail, "available on this machine (MemAvailable in /proc/meminfo; --max-memory sets another limit)"
+		have, from = avail, "available on this machine (MemAvailable in /proc/meminfo"+other+")"
 	}
 	if need <= have {
 		return nil

@@ -17,6 +17,7 @@ import (
 
 	"github.com/spiderenv/spider/agents"
 	"github.com/spiderenv/spider/env"
+	"github.com/spiderenv/spider/internal/bytesize"
 )
 
 // fakeMachine makes machineMemory read a machine of 32 GiB with 16 GiB
@@ -314,5 +315,56 @@ func TestDemoRefusesWhatMemoryCannotHold(t *testing.T) {
 	o.game.MaxSteps = 200
 	if err := runDemo(context.Background(), o, &out); err != nil {
 		t.Fatalf("a demo of 200 moves: %v", err)
+	}
+}
+
+// TestEvalRefusesSearchesMemoryCannotHold: every worker holds each
+// searching policy's whole node budget, so an eval whose workers'
+// searches need more than the memory available is refused before any
+// game, saying how much; workers beyond the games to play hold nothing.
+func TestEvalRefusesSearchesMemoryCannotHold(t *testing.T) {
+	fakeMachine(t) // 16 GiB available
+	big := agents.Options{Nodes: agents.MaxNodes}
+	per := (&agents.Search{Nodes: agents.MaxNodes}).Bytes()
+	wantUsage(t, "16 workers of search and oracle at MaxNodes", checkEvalMemory([]string{"search", "oracle"}, big, 16, 100),
+		fmt.Sprintf("the evaluation's 16 workers, each holding %s of search positions,", bytesize.Format(2*per)))
+	for _, tc := range []struct {
+		specs          []string
+		workers, deals int
+	}{
+		{[]string{"search"}, 16, 1},              // one game: one worker
+		{[]string{"search"}, 4, 100},             // 4 x 1.3 GB
+		{[]string{"random", "greedy"}, 64, 1000}, // no search
+		{[]string{"remote:unix:/x", "random"}, 64, 1000},
+	} {
+		if err := checkEvalMemory(tc.specs, big, tc.workers, tc.deals); err != nil {
+			t.Errorf("%v, %d workers, %d deals: %v", tc.specs, tc.workers, tc.deals, err)
+		}
+	}
+	// Through the command: refused before any game is played.
+	code, out, errs := runMain("eval", "--policies", "search", "--nodes", fmt.Sprint(agents.MaxNodes), "--workers", "64", "--games", "100")
+	if code != 2 || out != "" || !strings.Contains(errs, "lower --workers or --nodes") || strings.Contains(errs, "--max-memory") {
+		t.Errorf("eval of 64 searches at MaxNodes: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}
+
+// TestReplayRefusesAnOracleMemoryCannotHold: --turning-point's oracle
+// reserves its whole budget, so a budget over the memory available is
+// refused before the record is replayed.
+func TestReplayRefusesAnOracleMemoryCannotHold(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "meminfo")
+	if err := os.WriteFile(path, []byte("MemTotal:       2097152 kB\nMemFree:         1000 kB\nMemAvailable:   1048576 kB\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := meminfo
+	meminfo = path
+	t.Cleanup(func() { meminfo = old })
+	game, _ := saveRandomGame(t, t.TempDir(), env.Options{Suits: 1, MaxSteps: 10}, 2)
+	code, out, errs := runMain("replay", "--turning-point", "--nodes", fmt.Sprint(agents.MaxNodes), game)
+	if code != 2 || out != "" || !strings.Contains(errs, "the oracle's search of --nodes 1048576 needs") || !strings.Contains(errs, "lower --nodes") {
+		t.Errorf("a 1 GiB machine: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	if code, _, errs := runMain("replay", "--turning-point", "--nodes", "2000", game); code != 0 {
+		t.Errorf("--nodes 2000 on a 1 GiB machine: exit %d, %s", code, errs)
 	}
 }

@@ -130,6 +130,12 @@ func replayCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader,
 		if o.nodes < 0 || o.nodes > agents.MaxNodes {
 			return usageError{fmt.Errorf("--nodes %d: want 0 to %d", o.nodes, agents.MaxNodes)}
 		}
+		if o.turning {
+			// The oracle reserves its whole budget at its first plan.
+			if err := checkAvailable((&agents.Search{Nodes: o.nodes, Peek: true}).Bytes(), fmt.Sprintf("the oracle's search of --nodes %d", o.nodes), "lower --nodes"); err != nil {
+				return err
+			}
+		}
 		if o.every < 0 {
 			return usageError{fmt.Errorf("--every %d: want 0 or more", o.every)}
 		}
@@ -158,12 +164,11 @@ func runReplay(ctx context.Context, o replayOptions, path string, stdout, stderr
 		return usageError{err}
 	}
 	table := o.out.json || o.out.csv
-	if table || o.gif != "" || o.frames != "" {
-		// A record that does not replay must leave no pictures and no
-		// table behind: check it whole (a replay takes microseconds) first.
-		if _, err := record.Replay(g, nil); err != nil {
-			return usageError{fmt.Errorf("%s: %v", path, err)}
-		}
+	// A record that does not replay is refused before anything is shown:
+	// no pictures, no table, no boards. Checking it whole first takes
+	// microseconds.
+	if _, err := record.Replay(g, nil); err != nil {
+		return usageError{fmt.Errorf("%s: %v", path, err)}
 	}
 	pics, err := newPictures(o, len(g.Actions), stderr)
 	if err != nil {

@@ -341,6 +341,12 @@ func TestReplayTable(t *testing.T) {
 	if err := runReplay(context.Background(), replayOptions{every: 1, out: outputFlags{csv: true}}, path, &out, io.Discard); err == nil || out.Len() > 0 {
 		t.Fatalf("a record that does not replay: %v, wrote %d bytes", err, out.Len())
 	}
+	// Nor any board: it is refused, as input to fix, before it is shown.
+	if err := runReplay(context.Background(), replayOptions{every: 1}, path, &out, io.Discard); out.Len() > 0 {
+		t.Fatalf("a record that does not replay, as text: %v, wrote %d bytes", err, out.Len())
+	} else {
+		wantUsage(t, "a record that does not replay, as text", err, "the record says")
+	}
 	stderr.Reset()
 	if code := Main([]string{"replay", path, "--json", "--csv"}, strings.NewReader(""), &out, &stderr); code != 2 || !strings.Contains(stderr.String(), "choose one of --json and --csv") {
 		t.Fatalf("--json --csv: exit %d, %q", code, stderr.String())

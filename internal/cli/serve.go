@@ -257,7 +257,9 @@ func listenUnix(path string) (net.Listener, error) {
 	// 15 longer than path.
 	dir, err := os.MkdirTemp(filepath.Dir(path), ".s")
 	if err != nil {
-		return nil, fmt.Errorf("--unix %s: %w", path, err)
+		// No folder there, or not one this user may write in: the path
+		// given cannot be used, as a record's path that cannot be is not.
+		return nil, usageError{fmt.Errorf("--unix %s: %w", path, err)}
 	}
 	defer os.RemoveAll(dir)
 	private := filepath.Join(dir, "s")
@@ -277,7 +279,7 @@ func listenUnix(path string) (net.Listener, error) {
 	if err := os.Link(private, path); err != nil {
 		ln.Close()
 		if errors.Is(err, fs.ErrExist) {
-			return nil, fmt.Errorf("--unix %s: a file that is not a socket is there; remove it or choose another path", path)
+			return nil, usageError{fmt.Errorf("--unix %s: a file that is not a socket is there; remove it or choose another path", path)}
 		}
 		return nil, fmt.Errorf("--unix %s: %w", path, err)
 	}

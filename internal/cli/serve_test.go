@@ -342,12 +342,13 @@ func TestServeUnixKeepsAFileThatIsNotASocket(t *testing.T) {
 	}
 	o := serveOpts()
 	o.unix = path
-	if err := runServe(context.Background(), o, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "not a socket") {
-		t.Fatalf("serve on a regular file: %v", err)
-	}
+	wantUsage(t, "serve on a regular file", runServe(context.Background(), o, io.Discard, io.Discard), "not a socket")
 	if b, err := os.ReadFile(path); err != nil || string(b) != "mine" {
 		t.Fatalf("the file is now %q, %v", b, err)
 	}
+	// A folder that is not there is a path that cannot be used too.
+	o.unix = filepath.Join(t.TempDir(), "no-such-folder", "s.sock")
+	wantUsage(t, "serve in a missing folder", runServe(context.Background(), o, io.Discard, io.Discard), "no such file or directory")
 }
 
 // TestServeUnixWithAddr refuses --unix with --addr, which it used to

@@ -206,7 +206,7 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 			// are. Its imitation data, which a new run's check does not
 			// count either, must fit in the memory left once they are
 			// made: a resumed DAgger run learns from all of it at once.
-			need := checkMemory(t.ImitationBytes(), 0, "the checkpoint's imitation data (the DAgger rounds to come learn from it)", "resume it where there is more memory")
+			need := checkAvailable(t.ImitationBytes(), "the checkpoint's imitation data (the DAgger rounds to come learn from it)", "resume it where there is more memory")
 			if need == nil && o.maxMemory != 0 {
 				need = checkTrainMemory(t.Config, o.maxMemory)
 			}
@@ -486,6 +486,11 @@ func exportPolicy(o trainOptions, stdout io.Writer) error {
 	from := o.from
 	if from == "" {
 		from = filepath.Join(o.out, "checkpoint.spider")
+	}
+	// Where the policy goes is checked before the checkpoint is read, as
+	// every other command checks where it will write.
+	if err := checkFilePath(o.export, "policy.spider"); err != nil {
+		return usageError{fmt.Errorf("--export %s: %v", o.export, err)}
 	}
 	net, _, err := nn.Load(from)
 	if err != nil {

@@ -257,6 +257,8 @@ class SpiderServer:
             cmd += ["--addr", "127.0.0.1:0"]
         if workers:
             cmd += ["--workers", str(int(workers))]
+        # The flags this client passes, which an older server may not know.
+        self._own_flags = [a for a in cmd[2:] if a.startswith("--")]
         cmd += list(args)
         # A file without a name, open for the server's lifetime (the
         # finalizer closes it): nothing to remove, however Python ends. It
@@ -318,9 +320,10 @@ class SpiderServer:
             if self.proc.poll() is not None:
                 said = self.stderr_text()
                 hint = ""
-                if "unknown flag" in said or "unknown command" in said:
-                    # A binary built before a flag this client passes: a
-                    # stale bin/spider after a pull, most likely.
+                if any(f"unknown flag: {f}" in said for f in self._own_flags) or "unknown command" in said:
+                    # A binary built before a flag this client passes (not
+                    # one of the caller's args): a stale bin/spider after a
+                    # pull, most likely.
                     hint = (
                         f"\n(the server may be older than this client, spider-env {__version__}: "
                         "rebuild it with `make build`, or point SPIDER_BIN at a current one)"

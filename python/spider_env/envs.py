@@ -900,9 +900,10 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
 
     def close_extras(self, **kwargs: Any) -> None:
         """Close the connection and stop the server this env started. Unlike
-        :class:`SpiderEnv`, a closed vector env does not open again: every
-        later call raises ``SpiderError`` (``closed``), as Gymnasium's
-        ``AsyncVectorEnv`` raises once closed; make a new one."""
+        :class:`SpiderEnv`, a closed vector env does not open again: a later
+        ``reset``, ``step``, ``hint`` or picture (``render`` in ``ansi`` or
+        ``rgb_array`` mode) raises ``SpiderError`` (``closed``), as
+        Gymnasium's ``AsyncVectorEnv`` raises once closed; make a new one."""
         backend = getattr(self, "_backend", None)
         if backend is not None:
             backend.close()

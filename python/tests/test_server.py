@@ -57,7 +57,7 @@ def test_vector_close_stops_the_server():
     venv.close()
     assert proc.poll() == 0 and _gone(proc.pid)
     # Closed for good, as AsyncVectorEnv is once closed.
-    for call in (lambda: venv.reset(seed=0), lambda: venv.step(np.zeros(4, dtype=np.int64))):
+    for call in (lambda: venv.reset(seed=0), lambda: venv.step(np.zeros(4, dtype=np.int64)), lambda: venv.hint(1)):
         with pytest.raises(SpiderError) as e:
             call()
         assert e.value.code == "closed"
@@ -235,7 +235,7 @@ def test_server_that_cannot_start_says_why():
     assert "exited with status" in str(e.value) and "--max-games 0: want at least 1" in str(e.value)
 
 
-def test_older_server_is_named_as_such(monkeypatch, tmp_path):
+def test_older_server_is_named_as_such(monkeypatch, tmp_path, spider_bin):
     """A binary older than the client, refusing a flag the client passes,
     gets an error that says to rebuild it; one that says nothing says so."""
     old = tmp_path / "old-spider"
@@ -252,6 +252,12 @@ def test_older_server_is_named_as_such(monkeypatch, tmp_path):
     with pytest.raises(SpiderError) as e:
         SpiderServer()
     assert "status 3" in str(e.value) and "(nothing)" in str(e.value) and "make build" not in str(e.value)
+    # A flag of the caller's that the current server does not know is the
+    # caller's mistake, not an old server.
+    monkeypatch.setenv("SPIDER_BIN", spider_bin)
+    with pytest.raises(SpiderError) as e:
+        SpiderServer(args=["--max-gamez", "5"])
+    assert "unknown flag: --max-gamez" in str(e.value) and "make build" not in str(e.value)
 
 
 def test_binary_lookup(monkeypatch, tmp_path, spider_bin):
