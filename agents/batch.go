@@ -59,7 +59,7 @@ type slotGame struct {
 // results, setting finished[i] and calling done(i) as game i ends. A game
 // whose call fails or whose action is illegal ends there, with its
 // Failure set; the others go on.
-func playBatch(ctx context.Context, r env.Rules, seeds []uint64, a BatchAgent, results []Result, finished []bool, done func(deal int)) {
+func playBatch(ctx context.Context, r env.Rules, seeds []uint64, a BatchAgent, results []Result, finished []bool, done func(deal int), each func(deal int, res *Result)) {
 	width := max(1, min(a.Width(), len(seeds)))
 	slots := make([]*slotGame, width)
 	next := 0
@@ -77,6 +77,9 @@ func playBatch(ctx context.Context, r env.Rules, seeds []uint64, a BatchAgent, r
 		g.res.Score, g.res.Runs, g.res.Moves = g.s.Score(), g.s.Runs(), g.s.Steps()
 		g.res.Elapsed = time.Since(g.start)
 		g.res.Failure = failure
+		if each != nil {
+			each(g.deal, &g.res)
+		}
 		results[g.deal], finished[g.deal] = g.res, true
 		done(g.deal)
 		deal(i)

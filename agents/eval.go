@@ -61,6 +61,17 @@ func EvaluateWith(ctx context.Context, r env.Rules, policies []string, makers []
 // time, on the same deals. A batch agent's failed games are results with
 // Failure set; the evaluation goes on.
 func EvaluatePolicies(ctx context.Context, r env.Rules, ps []Policy, seeds []uint64, workers int, progress func(done, total int)) (*Evaluation, error) {
+	return EvaluateEach(ctx, r, ps, seeds, workers, progress, nil)
+}
+
+// EvaluateEach is EvaluatePolicies that calls each (if not nil) with every
+// game that ends by the rules (or fails) as it ends, in the goroutine that
+// played it and before it is stored: policy p's game on seeds[g]. each
+// may keep what it needs of the game's actions (hash them, save its
+// record) and drop them (res.Actions = nil), so that an evaluation of
+// millions of games does not hold every move list (about 2 KB a game at a
+// step limit of 1000). Calls for different games may run at once.
+func EvaluateEach(ctx context.Context, r env.Rules, ps []Policy, seeds []uint64, workers int, progress func(done, total int), each func(p, g int, res *Result)) (*Evaluation, error) {
 	var local []int // the policies played by the worker pool
 	for i, p := range ps {
 		switch {
@@ -103,7 +114,11 @@ func EvaluatePolicies(ctx context.Context, r env.Rules, ps []Policy, seeds []uin
 	var wg sync.WaitGroup
 	for i, p := range ps {
 		if p.Batch != nil {
-			wg.Go(func() { playBatch(ctx, r, seeds, p.Batch, ev.Results[i], finished[i], count) })
+			var one func(g int, res *Result)
+			if each != nil {
+				one = func(g int, res *Result) { each(i, g, res) }
+			}
+			wg.Go(func() { playBatch(ctx, r, seeds, p.Batch, ev.Results[i], finished[i], count, one) })
 		}
 	}
 	jobs := len(local) * len(seeds)
@@ -122,9 +137,13 @@ func EvaluatePolicies(ctx context.Context, r env.Rules, ps []Policy, seeds []uin
 				p, g := local[j%len(local)], j/len(local)
 				// The game looks at ctx as it goes: one game of search
 				// can take a minute, too long to wait for on Ctrl-C.
-				ev.Results[p][g] = playFrom(ctx, env.NewGame(r, seeds[g]), seeds[g], agents[p], nil)
-				finished[p][g] = ctx.Err() == nil
-				if finished[p][g] { // a game cut short is no progress
+				res := playFrom(ctx, env.NewGame(r, seeds[g]), seeds[g], agents[p], nil)
+				ok := ctx.Err() == nil // a game cut short is no progress
+				if ok && each != nil {
+					each(p, g, &res)
+				}
+				ev.Results[p][g], finished[p][g] = res, ok
+				if ok {
 					count(g)
 				}
 			}

@@ -214,6 +214,11 @@ func (c Config) validate() error {
 		return fmt.Errorf("train: validation every %d iterations needs at least one deal (val games)", c.ValEvery)
 	case c.ValStart > math.MaxUint64-uint64(c.ValGames):
 		return fmt.Errorf("train: validation deals from seed %d overflow", c.ValStart)
+	case c.Game.MaxSteps < 0 && (c.CloneGames > 0 || c.ValEvery > 0):
+		// PPO's rollouts have a fixed length, but a teacher's or a
+		// validation game is played to its end: a player that loops
+		// (greedy, a network) would play one for ever.
+		return fmt.Errorf("train: a warm start or validation plays whole games, which need a step limit (max steps %d)", c.Game.MaxSteps)
 	}
 	for _, h := range c.Hidden {
 		if h < 1 || h > 1<<14 {

@@ -104,6 +104,31 @@ func GraphRowBytes(spec nn.Spec) int64 {
 // copies a multiply makes.
 const GraphParamBytes = 4 * 4
 
+// ImitationBound returns the most memory the imitation data of a run of c
+// can take, at SampleBytes a position: every warm-start game at the step
+// limit, and every DAgger game at its cap (daggerMoves), since the last
+// round learns from all of it at once. Games that end sooner (wins,
+// CloneTrim, CloneIdle) take less. It is 0 without imitation, and for a
+// configuration Validate refuses.
+func (c Config) ImitationBound() int64 {
+	r, err := c.Rules()
+	if err != nil {
+		return 0
+	}
+	clone, dagger := int64(r.MaxSteps()), int64(daggerMoves)
+	if clone < 0 { // no step limit: Validate refuses a warm start
+		clone = 0
+	} else {
+		dagger = min(dagger, clone)
+	}
+	moves := int64(c.CloneGames)*clone + int64(c.DaggerRounds)*int64(c.DaggerGames)*dagger
+	return moves * SampleBytes
+}
+
+// SampleBytes is what a position of imitation data takes once a phase
+// learns from it: the position, its label and its return.
+const SampleBytes = int64(unsafe.Sizeof(sample{}))
+
 // ImitationBytes returns the memory the imitation data a resumed run holds
 // (DAgger rounds remain) takes once a phase learns from it: a position, its
 // label and its return for each move, about 1.2 KB each. A checkpoint's few
@@ -114,5 +139,5 @@ func (t *Trainer) ImitationBytes() int64 {
 	for _, g := range t.imitation {
 		moves += int64(len(g.Played))
 	}
-	return moves * int64(unsafe.Sizeof(sample{}))
+	return moves * SampleBytes
 }

@@ -101,3 +101,31 @@ func TestSaveBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestImitationBound: every warm-start game at the step limit and every
+// DAgger game at its cap, a sample a move; and the bound holds the data a
+// real warm start keeps.
+func TestImitationBound(t *testing.T) {
+	c := tinyConfig()
+	c.Game.MaxSteps, c.CloneGames, c.DaggerRounds, c.DaggerGames = 40, 10, 2, 3
+	if got, want := c.ImitationBound(), int64(10*40+2*3*40)*SampleBytes; got != want {
+		t.Errorf("bound %d, want %d (games at 40 steps)", got, want)
+	}
+	c.Game.MaxSteps = 5000
+	if got, want := c.ImitationBound(), int64(10*5000+2*3*daggerMoves)*SampleBytes; got != want {
+		t.Errorf("bound %d, want %d (DAgger games capped at %d moves)", got, want, daggerMoves)
+	}
+	c = tinyConfig()
+	c.DaggerRounds, c.DaggerGames = 1, 2 // the warm start's data is kept for the round
+	tr, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	if err := tr.Run(context.Background(), func(int, int64) bool { return tr.cloned }, nil); err != nil {
+		t.Fatal(err)
+	}
+	if held, bound := tr.ImitationBytes(), c.ImitationBound(); c.CloneGames == 0 || held == 0 || held > bound {
+		t.Errorf("a warm start of %d games holds %d bytes of imitation data; the bound says %d", c.CloneGames, held, bound)
+	}
+}

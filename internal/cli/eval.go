@@ -20,6 +20,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unsafe"
 
 	"github.com/spf13/pflag"
 
@@ -74,7 +75,7 @@ func evalCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, i
 	fs.StringVar(&o.seeds, "seeds", "", "deals to play: a list and ranges, e.g. 1,5,10-19, each deal once (overrides --games)")
 	fs.IntVar(&o.games, "games", 100, "deals to play: seeds --start to --start+games-1")
 	fs.Uint64Var(&o.start, "start", 1, "first seed with --games")
-	fs.IntVar(&o.workers, "workers", 0, "games played in parallel (0: GOMAXPROCS)")
+	fs.IntVar(&o.workers, "workers", 0, "games played in parallel (0: GOMAXPROCS; at most 4096)")
 	fs.IntVar(&o.nodes, "nodes", 0, "per-move search budget of search and oracle: positions explored per plan (0: 20000; at most 1048576, which takes about 1.4 GB of memory for each searching policy of each worker; an eval that would need more than the machine has available is refused)")
 	fs.IntVar(&o.moveMs, "move-ms", 0, "milliseconds search and oracle may plan a move, next to --nodes (0: no limit, so results are reproducible; with a limit they depend on the machine's speed and load)")
 	fs.Uint64Var(&o.draw, "draw", 0, "which draw of their sampled hidden cards search and search-hand play (0: the default draw the reported results use); another draw plays the same search with other luck")
@@ -376,6 +377,9 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		}
 	}
 	var specs []string
+	// Each local policy's maker, made once: an nn: policy reads its
+	// checkpoint (up to 2 GiB) when its maker is made.
+	makers := map[string]agents.Maker{}
 	for _, p := range strings.Split(o.policies, ",") {
 		if p = strings.TrimSpace(p); p == "" {
 			continue
@@ -384,7 +388,7 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 			if _, _, err := remote.ParseAddress(addr); err != nil {
 				return usageError{err}
 			}
-		} else if _, err := agents.NewWith(p, aopts); err != nil {
+		} else if makers[p], err = agents.NewWith(p, aopts); err != nil {
 			return usageError{err}
 		}
 		if slices.Contains(specs, p) {
@@ -396,8 +400,16 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	if len(specs) == 0 {
 		return usageError{fmt.Errorf("no policy to evaluate")}
 	}
-	if o.workers < 0 {
-		return usageError{fmt.Errorf("--workers %d is negative (0: GOMAXPROCS)", o.workers)}
+	if o.workers < 0 || o.workers > maxWorkers {
+		return usageError{fmt.Errorf("--workers %d: want 0 (GOMAXPROCS) to %d", o.workers, maxWorkers)}
+	}
+	if r.MaxSteps() < 0 {
+		// A policy that loops (random, greedy, a search that sees no way
+		// forward) would play one game for ever.
+		return usageError{fmt.Errorf("--max-steps %d: eval needs a step limit to end every game", o.game.MaxSteps)}
+	}
+	if o.record != "" && r.MaxSteps() > record.MaxActions {
+		return usageError{fmt.Errorf("--max-steps %d with --record: a record holds at most %d actions", r.MaxSteps(), record.MaxActions)}
 	}
 	switch {
 	case o.remoteTimeout < 0:
@@ -426,7 +438,7 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	if err := o.out.check(); err != nil {
 		return err
 	}
-	if err := checkEvalMemory(specs, aopts, o.workers, len(seeds)); err != nil {
+	if err := checkEvalMemory(specs, makers, o, r.MaxSteps(), len(seeds)); err != nil {
 		return err
 	}
 	// Remote agents are connected last, once every flag is known good, and
@@ -437,9 +449,7 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		policies[i].Name, labels[i] = p, agents.Label(p)
 		addr, ok := strings.CutPrefix(p, "remote:")
 		if !ok {
-			if policies[i].Maker, err = agents.NewWith(p, aopts); err != nil {
-				return usageError{err}
-			}
+			policies[i].Maker = makers[p]
 			continue
 		}
 		a, err := remote.Dial(ctx, addr, remote.Options{Rules: r, Timeout: o.remoteTimeout, Width: o.remoteWidth, Policy: p})
@@ -454,14 +464,31 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	}
 	labels = uniqueLabels(labels, specs)
 	prog := newProgress(stderr)
-	ev, err := agents.EvaluatePolicies(ctx, r, policies, seeds, o.workers, func(deals, total int) {
+	// Each game's moves are hashed for --per-game as it ends, and kept
+	// only for --record (copied to their size): held to the end, the move
+	// lists of millions of games would take gigabytes.
+	hashes := make([][]string, len(policies))
+	for i := range hashes {
+		hashes[i] = make([]string, len(seeds))
+	}
+	each := func(p, g int, res *agents.Result) {
+		if o.perGame {
+			hashes[p][g] = actionsHash(res.Actions)
+		}
+		if o.record == "" {
+			res.Actions = nil
+		} else {
+			res.Actions = slices.Clone(res.Actions)
+		}
+	}
+	ev, err := agents.EvaluateEach(ctx, r, policies, seeds, o.workers, func(deals, total int) {
 		if !prog.due(deals, total) {
 			return
 		}
 		const width = 30
 		bar := strings.Repeat("#", deals*width/len(seeds)) + strings.Repeat(".", width-deals*width/len(seeds))
 		prog.write(fmt.Sprintf("eval [%s] %d/%d deals", bar, deals, len(seeds)))
-	})
+	}, each)
 	prog.end()
 	stopped := err
 	if err != nil && ctx.Err() != nil && (ev == nil || len(ev.Seeds) == 0) {
@@ -477,10 +504,26 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	rep.Suite = suite
 	rep.Stopped = stopped != nil
 	if o.perGame {
+		// ev holds the deals every policy finished, in seed order: those
+		// whose every game was hashed.
+		kept := func(g int) bool {
+			for p := range hashes {
+				if hashes[p][g] == "" {
+					return false
+				}
+			}
+			return true
+		}
 		for p, results := range ev.Results {
-			for _, x := range results {
+			j := 0
+			for g := range seeds {
+				if !kept(g) {
+					continue
+				}
+				x := results[j]
+				j++
 				rep.Games = append(rep.Games, gameRow{Policy: rep.Policies[p].Policy, Seed: x.Seed, Won: x.Won, Score: x.Score, Runs: x.Runs,
-					Moves: x.Moves, Failure: x.Failure, ActionsHash: actionsHash(x.Actions)})
+					Moves: x.Moves, Failure: x.Failure, ActionsHash: hashes[p][g]})
 			}
 		}
 	}
@@ -730,35 +773,57 @@ func programVersion() string {
 	return strings.TrimPrefix(versionLine(Version, info), "spider ")
 }
 
-// checkEvalMemory refuses an evaluation whose searching agents need more
-// memory than the machine has available. Each worker holds an agent of
+// maxWorkers bounds --workers: each worker is a goroutine holding an
+// agent of every policy, and far more than the machine's cores only
+// costs memory.
+const maxWorkers = 4096
+
+// Bytes eval holds for each game to the end: its agents.Result, and with
+// --per-game its row and its share of the JSON report, which is built
+// whole (measured: about 1.3 KB allocated a row).
+const (
+	evalResultBytes  = int64(unsafe.Sizeof(agents.Result{}))
+	evalPerGameBytes = int64(unsafe.Sizeof(gameRow{})) + 16 + 1400
+)
+
+// checkEvalMemory refuses an evaluation that needs more memory than the
+// machine has available, before any game: each worker holds an agent of
 // every local policy, and a search reserves its whole node budget at its
-// first plan (over a gigabyte at --nodes 1048576): too many workers at a
-// large budget must be refused now, with the figure, not met by the
-// kernel's out-of-memory killer partway through the games.
-func checkEvalMemory(specs []string, aopts agents.Options, workers, deals int) error {
+// first plan (over a gigabyte at --nodes 1048576); and each game's result
+// is held to the end, with its row for --per-game and its moves (up to
+// the step limit) for --record. Too large a run must be refused now,
+// with the figure, not met by the kernel's out-of-memory killer partway
+// through the games.
+func checkEvalMemory(specs []string, makers map[string]agents.Maker, o evalOptions, maxSteps, deals int) error {
 	var perWorker int64
 	local := 0
 	for _, p := range specs {
-		if strings.HasPrefix(p, "remote:") {
-			continue
+		m, ok := makers[p]
+		if !ok {
+			continue // remote: its agent is another process
 		}
 		local++
-		m, err := agents.NewWith(p, aopts)
-		if err != nil {
-			return usageError{err}
-		}
 		if s, ok := m().(*agents.Search); ok {
 			perWorker += s.Bytes()
 		}
 	}
+	workers := o.workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	workers = min(workers, local*deals) // as agents.EvaluatePolicies starts them
-	if perWorker == 0 {
-		return nil
+	perGame := evalResultBytes
+	if o.perGame {
+		perGame += evalPerGameBytes
 	}
-	what := fmt.Sprintf("the evaluation's %d workers, each holding %s of search positions,", workers, bytesize.Format(perWorker))
-	return checkAvailable(int64(workers)*perWorker, what, "lower --workers or --nodes")
+	if o.record != "" {
+		perGame += 2 * int64(maxSteps)
+	}
+	games := int64(len(specs)) * int64(deals)
+	need := int64(workers)*perWorker + games*perGame
+	what := fmt.Sprintf("%d games (%s each, held to the end)", games, bytesize.Format(perGame))
+	if perWorker > 0 {
+		what = fmt.Sprintf("%s and %d workers (%s of search positions each)", what, workers, bytesize.Format(perWorker))
+	}
+	return checkAvailable(need, "an evaluation of "+what, "lower --workers or --nodes, or split the seeds into ranges (--seeds A-B) and pair the parts with spider results --pair")
 }

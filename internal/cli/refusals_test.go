@@ -79,6 +79,33 @@ func TestTrainRefusesWhatMemoryCannotHold(t *testing.T) {
 	o = tinyTrain(t.TempDir(), 1)
 	o.maxMemory = 1 << 20
 	wantUsage(t, "train --max-memory 1MiB", runTrain(withTimeout(t, 5*time.Second), o, &bytes.Buffer{}, &stderr), "over the 1MiB --max-memory")
+	// The imitation data, outside --max-memory's count, must still fit
+	// the machine: 20000 warm-start games at 1000 steps may take 24 GB.
+	dir := t.TempDir()
+	o = tinyTrain(dir, 1)
+	o.cfg.CloneGames, o.cfg.Game.MaxSteps = 20000, 1000
+	wantUsage(t, "train --clone-games 20000", runTrain(withTimeout(t, 5*time.Second), o, &bytes.Buffer{}, &stderr), "the imitation data of 20000 warm-start games")
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("a refused run left %d files in --out", len(ents))
+	}
+	o = tinyTrain(t.TempDir(), 1)
+	o.cfg.CloneGames, o.cfg.DaggerRounds, o.cfg.DaggerGames = 0, 1000, 100_000 // 500 moves a game at most
+	wantUsage(t, "train --dagger-rounds 1000 --dagger-games 100000", runTrain(withTimeout(t, 5*time.Second), o, &bytes.Buffer{}, &stderr), "lower --clone-games, --dagger-rounds")
+}
+
+// TestTrainRefusesGamesWithoutEnd: a warm start's or a validation's games
+// are played to their end, so without a step limit a looping player
+// would never finish one.
+func TestTrainRefusesGamesWithoutEnd(t *testing.T) {
+	o := tinyTrain(t.TempDir(), 1)
+	o.cfg.Game.MaxSteps = -1
+	wantUsage(t, "train --max-steps -1 with a warm start", runTrain(withTimeout(t, 5*time.Second), o, &bytes.Buffer{}, &bytes.Buffer{}), "need a step limit")
+	o.cfg.CloneGames = 0 // validation is on by default
+	wantUsage(t, "train --max-steps -1 with validation", runTrain(withTimeout(t, 5*time.Second), o, &bytes.Buffer{}, &bytes.Buffer{}), "need a step limit")
+	o.cfg.ValEvery = 0 // PPO alone: rollouts have a fixed length
+	if err := runTrain(withTimeout(t, 60*time.Second), o, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
+		t.Errorf("PPO alone without a step limit: %v", err)
+	}
 }
 
 // TestTrainRefusesNegativeBudgets: a negative budget is never reached, so
@@ -168,7 +195,7 @@ func TestTrainOutNotWritable(t *testing.T) {
 func TestEvalRefusesBadWorkersAndSeeds(t *testing.T) {
 	o := smallEval()
 	o.workers = -1
-	wantUsage(t, "eval --workers -1", runEval(withTimeout(t, 10*time.Second), o, &bytes.Buffer{}, &bytes.Buffer{}), "--workers -1 is negative")
+	wantUsage(t, "eval --workers -1", runEval(withTimeout(t, 10*time.Second), o, &bytes.Buffer{}, &bytes.Buffer{}), "--workers -1: want 0 (GOMAXPROCS) to 4096")
 	o = smallEval()
 	o.seeds, o.start, o.games = "", math.MaxUint64, 2
 	wantUsage(t, "eval --start 18446744073709551615 --games 2", runEval(withTimeout(t, 10*time.Second), o, &bytes.Buffer{}, &bytes.Buffer{}),
@@ -318,33 +345,73 @@ func TestDemoRefusesWhatMemoryCannotHold(t *testing.T) {
 	}
 }
 
-// TestEvalRefusesSearchesMemoryCannotHold: every worker holds each
-// searching policy's whole node budget, so an eval whose workers'
-// searches need more than the memory available is refused before any
+// TestEvalRefusesWhatMemoryCannotHold: every worker holds each
+// searching policy's whole node budget, and every game's result is held
+// to the end (with its row for --per-game, its moves for --record), so an
+// eval that needs more than the memory available is refused before any
 // game, saying how much; workers beyond the games to play hold nothing.
-func TestEvalRefusesSearchesMemoryCannotHold(t *testing.T) {
+func TestEvalRefusesWhatMemoryCannotHold(t *testing.T) {
 	fakeMachine(t) // 16 GiB available
 	big := agents.Options{Nodes: agents.MaxNodes}
+	makers := func(specs ...string) map[string]agents.Maker {
+		m := map[string]agents.Maker{}
+		for _, p := range specs {
+			if !strings.HasPrefix(p, "remote:") {
+				mk, err := agents.NewWith(p, big)
+				if err != nil {
+					t.Fatal(err)
+				}
+				m[p] = mk
+			}
+		}
+		return m
+	}
 	per := (&agents.Search{Nodes: agents.MaxNodes}).Bytes()
-	wantUsage(t, "16 workers of search and oracle at MaxNodes", checkEvalMemory([]string{"search", "oracle"}, big, 16, 100),
-		fmt.Sprintf("the evaluation's 16 workers, each holding %s of search positions,", bytesize.Format(2*per)))
+	wantUsage(t, "16 workers of search and oracle at MaxNodes",
+		checkEvalMemory([]string{"search", "oracle"}, makers("search", "oracle"), evalOptions{workers: 16}, 1000, 100),
+		fmt.Sprintf("and 16 workers (%s of search positions each)", bytesize.Format(2*per)))
+	wantUsage(t, "ten million deals of two policies, per game",
+		checkEvalMemory([]string{"random", "greedy"}, makers("random", "greedy"), evalOptions{workers: 2, perGame: true}, 1000, 10_000_000),
+		"an evaluation of 20000000 games")
+	wantUsage(t, "a million deals recorded at a step limit of 10000",
+		checkEvalMemory([]string{"random"}, makers("random"), evalOptions{workers: 2, record: "x"}, 10000, 1_000_000),
+		"split the seeds into ranges")
 	for _, tc := range []struct {
-		specs          []string
-		workers, deals int
+		specs []string
+		o     evalOptions
+		deals int
 	}{
-		{[]string{"search"}, 16, 1},              // one game: one worker
-		{[]string{"search"}, 4, 100},             // 4 x 1.3 GB
-		{[]string{"random", "greedy"}, 64, 1000}, // no search
-		{[]string{"remote:unix:/x", "random"}, 64, 1000},
+		{[]string{"search"}, evalOptions{workers: 16}, 1},                    // one game: one worker
+		{[]string{"search"}, evalOptions{workers: 4}, 100},                   // 4 x 1.3 GB
+		{[]string{"random", "greedy"}, evalOptions{workers: 64}, 10_000_000}, // results alone: 2 GB
+		{[]string{"remote:unix:/x", "random"}, evalOptions{workers: 64, perGame: true}, 100_000},
 	} {
-		if err := checkEvalMemory(tc.specs, big, tc.workers, tc.deals); err != nil {
-			t.Errorf("%v, %d workers, %d deals: %v", tc.specs, tc.workers, tc.deals, err)
+		if err := checkEvalMemory(tc.specs, makers(tc.specs...), tc.o, 1000, tc.deals); err != nil {
+			t.Errorf("%v, %+v, %d deals: %v", tc.specs, tc.o, tc.deals, err)
 		}
 	}
 	// Through the command: refused before any game is played.
-	code, out, errs := runMain("eval", "--policies", "search", "--nodes", fmt.Sprint(agents.MaxNodes), "--workers", "64", "--games", "100")
-	if code != 2 || out != "" || !strings.Contains(errs, "lower --workers or --nodes") || strings.Contains(errs, "--max-memory") {
-		t.Errorf("eval of 64 searches at MaxNodes: exit %d, stdout %q, stderr %q", code, out, errs)
+	for _, args := range [][]string{
+		{"--policies", "search", "--nodes", fmt.Sprint(agents.MaxNodes), "--workers", "64", "--games", "100"},
+		{"--policies", "random,greedy", "--games", "10000000", "--json", "--per-game"},
+	} {
+		code, out, errs := runMain(append([]string{"eval"}, args...)...)
+		if code != 2 || out != "" || !strings.Contains(errs, "split the seeds into ranges") || strings.Contains(errs, "--max-memory") {
+			t.Errorf("eval %v: exit %d, stdout %q, stderr %q", args, code, out, errs)
+		}
+	}
+	// Settings that would never end or never save are refused too.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--policies", "random", "--games", "1", "--max-steps", "-1"}, "eval needs a step limit"},
+		{[]string{"--policies", "random", "--games", "1", "--workers", "5000"}, "--workers 5000: want 0 (GOMAXPROCS) to 4096"},
+		{[]string{"--policies", "random", "--games", "1", "--max-steps", "20000000", "--record", t.TempDir()}, "a record holds at most"},
+	} {
+		if code, _, errs := runMain(append([]string{"eval"}, tc.args...)...); code != 2 || !strings.Contains(errs, tc.want) {
+			t.Errorf("eval %v: exit %d, %q; want 2 and %q", tc.args, code, errs, tc.want)
+		}
 	}
 }
 
@@ -366,5 +433,27 @@ func TestReplayRefusesAnOracleMemoryCannotHold(t *testing.T) {
 	}
 	if code, _, errs := runMain("replay", "--turning-point", "--nodes", "2000", game); code != 0 {
 		t.Errorf("--nodes 2000 on a 1 GiB machine: exit %d, %s", code, errs)
+	}
+}
+
+// TestResultsPairRefusesWhatMemoryCannotHold: every report of a pair is
+// held decoded until the pairs are counted, so reports the machine could
+// not hold are refused before any is read.
+func TestResultsPairRefusesWhatMemoryCannotHold(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "meminfo")
+	if err := os.WriteFile(path, []byte("MemTotal:       2048 kB\nMemFree:         1000 kB\nMemAvailable:   1024 kB\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := meminfo
+	meminfo = path
+	t.Cleanup(func() { meminfo = old })
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big.json")
+	if err := os.WriteFile(big, bytes.Repeat([]byte(" "), 1<<20), 0o644); err != nil { // 1 MiB: twice over 1 MiB available
+		t.Fatal(err)
+	}
+	code, _, errs := runMain("results", "--pair", big, big+"x")
+	if code != 2 || !strings.Contains(errs, "pairing 1MiB of eval reports needs 2MiB") {
+		t.Errorf("results --pair on a 1 MiB machine: exit %d, %q", code, errs)
 	}
 }

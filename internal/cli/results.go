@@ -17,6 +17,7 @@ import (
 	"github.com/spiderenv/spider/agents"
 	"github.com/spiderenv/spider/agents/suites"
 	"github.com/spiderenv/spider/internal/atomicfile"
+	"github.com/spiderenv/spider/internal/bytesize"
 	"github.com/spiderenv/spider/internal/stats"
 )
 
@@ -77,6 +78,9 @@ func runResults(ctx context.Context, o resultsOptions, stdout, _ io.Writer) erro
 		if err != nil {
 			return usageError{err}
 		}
+		// The table reads only the policies' sums: a report's games,
+		// which --per-game adds, are not kept for it.
+		rep.Games = nil
 		cur, err := suites.Lookup(rep.Suite.Name)
 		if err != nil {
 			return usageError{fmt.Errorf("%s: %v", name, err)}
@@ -226,6 +230,20 @@ func resultsTable(rows []resultRow) string {
 func runPair(ctx context.Context, o resultsOptions, stdout io.Writer) error {
 	if len(o.files) != 2 || o.update != "" {
 		return usageError{fmt.Errorf("--pair wants two eval JSON files, or two comma-separated lists of them (spider eval --json --per-game), and no --update")}
+	}
+	// Every report is held, decoded, until the pairs are counted: about
+	// twice its file's size (each under maxResultsFile, but there may be
+	// many). What the machine cannot hold is refused before any is read.
+	var total int64
+	for _, list := range o.files {
+		for _, name := range strings.Split(list, ",") {
+			if fi, err := os.Stat(name); err == nil {
+				total += fi.Size()
+			}
+		}
+	}
+	if err := checkAvailable(2*total, fmt.Sprintf("pairing %s of eval reports", bytesize.Format(total)), "pair fewer reports at a time"); err != nil {
+		return err
 	}
 	var sides [2][]evalReport
 	var first *evalReport

@@ -174,6 +174,13 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 		if err := checkTrainMemory(c, o.maxMemory); err != nil {
 			return err
 		}
+		// The imitation data is not in --max-memory's count (its phases
+		// come before the limit is set), but it must fit the machine: the
+		// last phase learns from all of it at once.
+		if err := checkAvailable(c.ImitationBound(), fmt.Sprintf("the imitation data of %d warm-start games and %d DAgger rounds of %d games (at most a position a move, %s each)",
+			c.CloneGames, c.DaggerRounds, c.DaggerGames, bytesize.Format(train.SampleBytes)), "lower --clone-games, --dagger-rounds, --dagger-games or --max-steps"); err != nil {
+			return err
+		}
 	}
 	// A run stopped or refused before it wrote anything leaves no empty
 	// --out behind, when it made it.
