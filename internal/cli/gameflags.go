@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"strings"
+
 	"github.com/spf13/pflag"
 
 	"github.com/spiderenv/spider/env"
@@ -21,6 +23,14 @@ func registerGameFlags(fs *pflag.FlagSet, o *env.Options) {
 		}
 		fs.Var(optionFlag{f, o}, f.Flag, help)
 	}
+}
+
+// stepLimitNeeded rewrites the --max-steps help of a command that plays
+// games to their end, where a game without a limit may never end: when,
+// the case in which a negative value is refused.
+func stepLimitNeeded(fs *pflag.FlagSet, when string) {
+	f := fs.Lookup("max-steps")
+	f.Usage = strings.Replace(f.Usage, "(negative: no limit)", "(negative, no limit, is refused "+when+")", 1)
 }
 
 // optionFlag is one game option as a pflag.Value.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 
@@ -109,4 +110,18 @@ func checkMemoryOf(need int64, limit byteSize, other, what, lower string) error 
 	}
 	return usageError{fmt.Errorf("%s needs %s of memory, over the %s %s: %s",
 		what, bytesize.Format(need), bytesize.Format(have), from, lower)}
+}
+
+// limitToAvailable sets Go's memory limit to the memory the machine has
+// available, unless a lower one is set, and returns what restores the
+// old limit. A command that has checked what it holds against the
+// memory available then stays near it: the collector runs harder as the
+// heap nears the limit, rather than letting garbage double the heap.
+func limitToAvailable() (restore func()) {
+	avail, _, ok := machineMemory()
+	if !ok || avail >= debug.SetMemoryLimit(-1) {
+		return func() {}
+	}
+	old := debug.SetMemoryLimit(avail)
+	return func() { debug.SetMemoryLimit(old) }
 }

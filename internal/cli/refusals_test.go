@@ -22,10 +22,15 @@ import (
 
 // fakeMachine makes machineMemory read a machine of 32 GiB with 16 GiB
 // available, for the rest of the test.
-func fakeMachine(t *testing.T) {
+func fakeMachine(t *testing.T) { fakeMemory(t, 32<<30, 16<<30) }
+
+// fakeMemory makes machineMemory read a machine of total bytes with
+// available bytes available, for the rest of the test.
+func fakeMemory(t *testing.T, total, available int64) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "meminfo")
-	if err := os.WriteFile(path, []byte("MemTotal:       33554432 kB\nMemFree:         1000 kB\nMemAvailable:   16777216 kB\n"), 0o644); err != nil {
+	text := fmt.Sprintf("MemTotal:       %d kB\nMemFree:         1000 kB\nMemAvailable:   %d kB\n", total>>10, available>>10)
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	old := meminfo
@@ -419,13 +424,7 @@ func TestEvalRefusesWhatMemoryCannotHold(t *testing.T) {
 // reserves its whole budget, so a budget over the memory available is
 // refused before the record is replayed.
 func TestReplayRefusesAnOracleMemoryCannotHold(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "meminfo")
-	if err := os.WriteFile(path, []byte("MemTotal:       2097152 kB\nMemFree:         1000 kB\nMemAvailable:   1048576 kB\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	old := meminfo
-	meminfo = path
-	t.Cleanup(func() { meminfo = old })
+	fakeMemory(t, 2<<30, 1<<30)
 	game, _ := saveRandomGame(t, t.TempDir(), env.Options{Suits: 1, MaxSteps: 10}, 2)
 	code, out, errs := runMain("replay", "--turning-point", "--nodes", fmt.Sprint(agents.MaxNodes), game)
 	if code != 2 || out != "" || !strings.Contains(errs, "the oracle's search of --nodes 1048576 needs") || !strings.Contains(errs, "lower --nodes") {
@@ -440,13 +439,7 @@ func TestReplayRefusesAnOracleMemoryCannotHold(t *testing.T) {
 // held decoded until the pairs are counted, so reports the machine could
 // not hold are refused before any is read.
 func TestResultsPairRefusesWhatMemoryCannotHold(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "meminfo")
-	if err := os.WriteFile(path, []byte("MemTotal:       2048 kB\nMemFree:         1000 kB\nMemAvailable:   1024 kB\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	old := meminfo
-	meminfo = path
-	t.Cleanup(func() { meminfo = old })
+	fakeMemory(t, 2<<20, 1<<20)
 	dir := t.TempDir()
 	big := filepath.Join(dir, "big.json")
 	if err := os.WriteFile(big, bytes.Repeat([]byte(" "), 1<<20), 0o644); err != nil { // 1 MiB: twice over 1 MiB available

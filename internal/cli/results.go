@@ -245,6 +245,7 @@ func runPair(ctx context.Context, o resultsOptions, stdout io.Writer) error {
 	if err := checkAvailable(2*total, fmt.Sprintf("pairing %s of eval reports", bytesize.Format(total)), "pair fewer reports at a time"); err != nil {
 		return err
 	}
+	defer limitToAvailable()() // the collector keeps to what was checked
 	var sides [2][]evalReport
 	var first *evalReport
 	for i, list := range o.files {

@@ -257,9 +257,14 @@ func listenUnix(path string) (net.Listener, error) {
 	// 15 longer than path.
 	dir, err := os.MkdirTemp(filepath.Dir(path), ".s")
 	if err != nil {
-		// No folder there, or not one this user may write in: the path
-		// given cannot be used, as a record's path that cannot be is not.
-		return nil, usageError{fmt.Errorf("--unix %s: %w", path, err)}
+		err = fmt.Errorf("--unix %s: %w", path, err)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+			// No folder there, or not one this user may write in: the
+			// path given cannot be used, as a record's path that cannot
+			// be is not. A full disk is another matter.
+			err = usageError{err}
+		}
+		return nil, err
 	}
 	defer os.RemoveAll(dir)
 	private := filepath.Join(dir, "s")

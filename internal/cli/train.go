@@ -46,6 +46,7 @@ func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 	o := trainOptions{cfg: train.DefaultConfig()}
 	c := &o.cfg
 	registerGameFlags(fs, &c.Game)
+	stepLimitNeeded(fs, "with a warm start or validation, whose games must end")
 	fs.IntSliceVar(&o.hidden, "hidden", c.Hidden, "hidden layer widths (--arch columns: the one mixing layer's, default 256)")
 	fs.StringVar(&c.Arch, "arch", nn.MLP, "the network: mlp (layers over the whole observation) or columns (one encoder shared by the ten columns, and moves scored from their source and destination columns)")
 	fs.IntVar(&c.Column, "column", 0, "--arch columns: the column encoder's width (default 128)")
