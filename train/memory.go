@@ -27,10 +27,7 @@ func (c Config) BufferBytes() (int64, error) {
 	for _, h := range spec.Hidden {
 		hidden += int64(h)
 	}
-	params := int64(0)
-	for _, d := range spec.Dims() {
-		params += int64(d[0]*d[1] + d[1])
-	}
+	params := weightCount(spec)
 	// A rollout row: the observation, the mask, the action (int32),
 	// log-probability, value, reward, bootstrap value, advantage and
 	// return (float32), the done flag, and its place in the shuffled
@@ -57,11 +54,16 @@ func (c Config) SaveBytes() (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	params := int64(0)
+	return weightCount(spec)*SaveParamBytes + int64(c.Games)*4<<10 + 4<<20, nil
+}
+
+// weightCount returns the number of weights and biases of a network of spec.
+func weightCount(spec nn.Spec) int64 {
+	n := int64(0)
 	for _, d := range spec.Dims() {
-		params += int64(d[0]*d[1] + d[1])
+		n += int64(d[0]*d[1] + d[1])
 	}
-	return params*SaveParamBytes + int64(c.Games)*4<<10 + 4<<20, nil
+	return n
 }
 
 // SaveParamBytes is what Save holds at its peak for each weight of the

@@ -27,10 +27,16 @@ func registerGameFlags(fs *pflag.FlagSet, o *env.Options) {
 
 // stepLimitNeeded rewrites the --max-steps help of a command that plays
 // games to their end, where a game without a limit may never end: when,
-// the case in which a negative value is refused.
+// the case in which a negative value is refused. It panics if the help
+// no longer says what it rewrites (env.Options' help for MaxSteps), so
+// that every command's --help test catches a help left unchanged.
 func stepLimitNeeded(fs *pflag.FlagSet, when string) {
+	const unlimited = "(negative: no limit)"
 	f := fs.Lookup("max-steps")
-	f.Usage = strings.Replace(f.Usage, "(negative: no limit)", "(negative, no limit, is refused "+when+")", 1)
+	if !strings.Contains(f.Usage, unlimited) {
+		panic("cli: the --max-steps help does not say " + unlimited)
+	}
+	f.Usage = strings.Replace(f.Usage, unlimited, "(negative, no limit, is refused "+when+")", 1)
 }
 
 // optionFlag is one game option as a pflag.Value.

@@ -96,6 +96,8 @@ func checkAvailable(need int64, what, lower string) error {
 	return checkMemoryOf(need, 0, "", what, lower)
 }
 
+// checkMemoryOf is checkMemory and checkAvailable: other follows
+// MemAvailable in the message when the machine's memory is the limit.
 func checkMemoryOf(need int64, limit byteSize, other, what, lower string) error {
 	have, from := int64(limit), "--max-memory"
 	if have == 0 {

@@ -284,13 +284,7 @@ func TestTrainResumeChecksImitationMemory(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "the checkpoint is saved") {
 		t.Fatalf("stopping after the first DAgger round: %v", err)
 	}
-	path := filepath.Join(t.TempDir(), "meminfo")
-	if err := os.WriteFile(path, []byte("MemTotal:       33554432 kB\nMemFree:         1 kB\nMemAvailable:   1 kB\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	old := meminfo
-	meminfo = path
-	t.Cleanup(func() { meminfo = old }) // after fakeMachine's, below
+	fakeMemory(t, 32<<30, 1<<10) // 1 kB available; fakeMachine below replaces it
 	o.resume = true
 	wantUsage(t, "resume with 1 kB available", runTrain(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{}),
 		"the checkpoint's imitation data (the DAgger rounds to come learn from it) needs")
