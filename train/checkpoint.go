@@ -69,8 +69,21 @@ func (t *Trainer) Save(path string) error {
 // (want.Game, defaults filled in), hidden layers and architecture (Arch,
 // Column, Pair) must equal want's, or
 // Resume refuses it and names the keys that differ; training settings
-// (learning rate, games...) come from the checkpoint.
+// (learning rate, games...) come from the checkpoint. Resume allocates
+// the batch and the buffers the checkpoint's configuration asks for
+// (Config.BufferBytes), which a file of a few kilobytes can set to
+// gigabytes: a caller that does not trust the file checks them with
+// ResumeIf.
 func Resume(path string, want *Config) (*Trainer, error) {
+	return ResumeIf(path, want, nil)
+}
+
+// ResumeIf is Resume with a say before the run's memory is allocated:
+// once the checkpoint is read and checked (and want's test passed), admit,
+// if not nil, is called with its configuration, before the batch and the
+// buffers are made. An error from admit is returned as it is, and nothing
+// more is allocated.
+func ResumeIf(path string, want *Config, admit func(Config) error) (*Trainer, error) {
 	net, raw, err := nn.Load(path)
 	if err != nil {
 		return nil, err
@@ -137,6 +150,11 @@ func Resume(path string, want *Config) (*Trainer, error) {
 	if want != nil {
 		if d := configDiff(*want, c); d != "" {
 			return nil, fmt.Errorf("%s: the checkpoint does not match the requested run: %s", path, d)
+		}
+	}
+	if admit != nil {
+		if err := admit(c); err != nil {
+			return nil, err
 		}
 	}
 	t := &Trainer{Config: c, Net: net, rules: r, g: rng.New(st.RNG), iter: st.Iter, steps: st.Steps, eps: st.Eps,

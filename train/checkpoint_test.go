@@ -3,6 +3,7 @@ package train
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -83,6 +84,45 @@ func TestResumeRefusesHostileCheckpoints(t *testing.T) {
 	if got > 64<<10 || time.Since(start) > time.Second {
 		t.Fatalf("refusing it took %d bytes and %v", got, time.Since(start))
 	}
+}
+
+// TestResumeIfAsksBeforeAllocating: a checkpoint of a few kilobytes whose
+// configuration asks for 16384 games of 64 rollout steps made Resume
+// allocate some 2.5 GB of buffers before its batch of 4 games was found
+// not to match. ResumeIf hands admit the configuration first, and a
+// refusal there allocates nothing of the sort; Resume alone still refuses
+// the file.
+func TestResumeIfAsksBeforeAllocating(t *testing.T) {
+	dir := t.TempDir()
+	net, st := savedState(t, dir)
+	c := st["config"].(map[string]any)
+	c["games"], c["rollout"] = 1<<14, 64
+	p := saveState(t, dir, "huge.spider", net, st)
+	refused := errors.New("over the limit")
+	var seen Config
+	var err error
+	got := alloccount.Bytes(func() {
+		_, err = ResumeIf(p, nil, func(c Config) error { seen = c; return refused })
+	})
+	if err != refused || seen.Games != 1<<14 || seen.Rollout != 64 {
+		t.Fatalf("ResumeIf: %v, admit saw %d games x %d steps", err, seen.Games, seen.Rollout)
+	}
+	if got > 16<<20 {
+		t.Fatalf("refusing it allocated %d bytes", got)
+	}
+	if need, err := seen.BufferBytes(); err != nil || need < 1<<30 {
+		t.Fatalf("the buffers it asks for: %d bytes, %v; want over 1 GiB", need, err)
+	}
+	if _, err := Resume(p, nil); err == nil || !strings.Contains(err.Error(), "snapshot of 4 games for a batch of 16384") {
+		t.Fatalf("Resume: %v", err)
+	}
+	// An admit that accepts resumes the run as Resume does.
+	fresh := filepath.Join(dir, "fresh.spider")
+	tr, err := ResumeIf(fresh, nil, func(Config) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Close()
 }
 
 // TestResumeRefusesNilHistory: a training state whose history declares a

@@ -14,10 +14,14 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/spiderenv/spider/agents"
+	"github.com/spiderenv/spider/agents/nn"
 	"github.com/spiderenv/spider/env"
+	"github.com/spiderenv/spider/internal/alloccount"
 	"github.com/spiderenv/spider/internal/bytesize"
+	"github.com/spiderenv/spider/train"
 )
 
 // fakeMachine makes machineMemory read a machine of 32 GiB with 16 GiB
@@ -286,12 +290,77 @@ func TestTrainResumeChecksImitationMemory(t *testing.T) {
 	}
 	fakeMemory(t, 32<<30, 1<<10) // 1 kB available; fakeMachine below replaces it
 	o.resume = true
+	// The buffers come first, against the memory available as a new
+	// run's are; --max-memory makes room for them, so the imitation data
+	// is what the 1 kB refuses.
 	wantUsage(t, "resume with 1 kB available", runTrain(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{}),
-		"the checkpoint's imitation data (the DAgger rounds to come learn from it) needs")
+		"training 4 games x 16 rollout steps")
+	o.maxMemory = 1 << 30
+	wantUsage(t, "resume with 1 kB available and --max-memory 1GiB", runTrain(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{}),
+		"the checkpoint's imitation data and the DAgger rounds still to play (the last learns from all of it at once) needs")
+	// What the rounds still to play will add counts too: memory for the
+	// data held but not for the bound is refused.
+	tr, err := train.Resume(filepath.Join(out, "checkpoint.spider"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, bound := tr.ImitationBytes(), tr.Config.ImitationBound()
+	tr.Close()
+	if held == 0 || bound <= held {
+		t.Fatalf("imitation data held %d, bound %d", held, bound)
+	}
+	fakeMemory(t, 32<<30, (held+bound)/2)
+	wantUsage(t, "resume with memory for the data held only", runTrain(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{}),
+		"the DAgger rounds still to play (the last learns from all of it at once) needs")
+	o.maxMemory = 0
 	fakeMachine(t)
 	if err := runTrain(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
 		t.Fatalf("resume with 16 GiB available: %v", err)
 	}
+}
+
+// TestTrainResumeChecksBuffersFirst: a checkpoint whose settings ask for
+// 16384 games of 64 rollout steps (its batch holds 4) is refused by what
+// those buffers need before any is made. Before, a resume checked them
+// only with --max-memory, and only after allocating them: some 2.5 GB
+// from a file of a few kilobytes.
+func TestTrainResumeChecksBuffersFirst(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "run")
+	o := tinyTrain(out, 1)
+	if err := runTrain(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	ckpt := filepath.Join(out, "checkpoint.spider")
+	net, raw, err := nn.Load(ckpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st map[string]any
+	if err := msgpack.Unmarshal(raw, &st); err != nil {
+		t.Fatal(err)
+	}
+	c := st["config"].(map[string]any)
+	c["games"], c["rollout"] = 1<<14, 64
+	if raw, err = msgpack.Marshal(st); err != nil {
+		t.Fatal(err)
+	}
+	if err := nn.Save(ckpt, net, raw); err != nil {
+		t.Fatal(err)
+	}
+	fakeMemory(t, 32<<30, 1<<30)
+	o.resume, o.iterations = true, 2
+	var run error
+	got := alloccount.Bytes(func() { run = runTrain(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{}) })
+	wantUsage(t, "the crafted resume", run, "training 16384 games x 64 rollout steps")
+	if !strings.Contains(run.Error(), "over the 1GiB available") || !strings.Contains(run.Error(), "resume it where there is more memory") {
+		t.Errorf("the refusal: %v", run)
+	}
+	if got > 64<<20 {
+		t.Errorf("refusing it allocated %d bytes", got)
+	}
+	o.maxMemory = 2 << 30
+	wantUsage(t, "the crafted resume under --max-memory 2GiB", runTrain(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{}),
+		"over the 2GiB --max-memory: its settings are the checkpoint's: raise --max-memory")
 }
 
 // TestFlagsOutOfRangeRefused: values a flag's help rules out are usage

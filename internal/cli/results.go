@@ -18,6 +18,7 @@ import (
 	"github.com/spiderenv/spider/agents/suites"
 	"github.com/spiderenv/spider/internal/atomicfile"
 	"github.com/spiderenv/spider/internal/bytesize"
+	"github.com/spiderenv/spider/internal/printable"
 	"github.com/spiderenv/spider/internal/stats"
 )
 
@@ -162,6 +163,21 @@ func readEvalReport(name string) (evalReport, error) {
 	case len(rep.Policies) == 0:
 		return rep, fmt.Errorf("%s: no policy", name)
 	}
+	// The tables print a report's names and program as they are: text
+	// no eval writes (a terminal's escape sequence, a line break that
+	// would split a Markdown row) is refused, not printed.
+	text := []string{rep.Program}
+	if rep.Suite != nil {
+		text = append(text, rep.Suite.Name, rep.Suite.Version)
+	}
+	for _, p := range rep.Policies {
+		text = append(text, p.Policy, p.Spec)
+	}
+	for _, t := range text {
+		if !printable.Is(t) {
+			return rep, fmt.Errorf("%s: %q is not printable text: not an eval report", name, printable.Cut(t, 80))
+		}
+	}
 	// The per-game rows must belong to the policies listed: --pair looks
 	// each game up by its policy.
 	listed := make(map[string]bool, len(rep.Policies))
@@ -217,11 +233,15 @@ func resultsTable(rows []resultRow) string {
 			}
 		}
 		fmt.Fprintf(&b, "| %s (v%s) | %s | %d | %d | %s | %d | %.1f%% (%.1f-%.1f) | %.1f ± %.1f | %.2f ± %.2f | %.0f | %d | %s | %s |\n",
-			s.Name, s.Version, s.RuleSet, s.Suits, r.report.MaxSteps, strings.ReplaceAll(p.Policy, "|", `\|`), p.Games,
-			100*p.WinRate, 100*p.WinLo, 100*p.WinHi, p.Score, p.ScoreHalf, p.Runs, p.RunsHalf, p.Moves, p.Failures, r.report.Program, r.file)
+			s.Name, s.Version, s.RuleSet, s.Suits, r.report.MaxSteps, cell(p.Policy), p.Games,
+			100*p.WinRate, 100*p.WinLo, 100*p.WinHi, p.Score, p.ScoreHalf, p.Runs, p.RunsHalf, p.Moves, p.Failures, cell(r.report.Program), cell(r.file))
 	}
 	return b.String()
 }
+
+// cell is s fit for a cell of a Markdown table: a | in it would end the
+// cell.
+func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 
 // runPair compares the policies of two reports deal by deal: the games of
 // two builds or two runs, which one eval cannot pair. Each side may list
@@ -330,7 +350,7 @@ func runPair(ctx context.Context, o resultsOptions, stdout io.Writer) error {
 				return usageError{fmt.Errorf("%s (%s) and %s (%s) share no seed: nothing to pair", pa, o.files[0], pb, o.files[1])}
 			}
 			slices.Sort(seeds)
-			nameA, nameB := strings.ReplaceAll(pa, "|", `\|`), strings.ReplaceAll(pb, "|", `\|`)
+			nameA, nameB := cell(pa), cell(pb)
 			if single {
 				var x, y []agents.Result
 				wa, wb := 0, 0
@@ -347,7 +367,7 @@ func runPair(ctx context.Context, o resultsOptions, stdout io.Writer) error {
 				}
 				c := compare(pa, pb, x, y)
 				fmt.Fprintf(&out, "| %s (%s) | %s (%s) | %d | %d | %d | %d | %d | %.2g | %+.1f (%.2g) | %+.2f (%.2g) |\n",
-					nameA, o.files[0], nameB, o.files[1],
+					nameA, cell(o.files[0]), nameB, cell(o.files[1]),
 					c.GamesPairs, wa, wb, c.OnlyAWon, c.OnlyBWon, c.WinsP, c.ScoreDiff, c.ScoreP, c.RunsDiff, c.RunsP)
 				continue
 			}
@@ -373,7 +393,7 @@ func runPair(ctx context.Context, o resultsOptions, stdout io.Writer) error {
 			scoreDiff, scoreP := stats.PairedT(score[0], score[1])
 			runsDiff, runsP := stats.PairedT(runs[0], runs[1])
 			fmt.Fprintf(&out, "| %s (%s) | %s (%s) | %d | %d | %d | %d | %d | %d | %d | %.2g | %+.1f (%.2g) | %+.2f (%.2g) |\n",
-				nameA, o.files[0], nameB, o.files[1], len(seeds), plays[0], plays[1], wins[0], wins[1],
+				nameA, cell(o.files[0]), nameB, cell(o.files[1]), len(seeds), plays[0], plays[1], wins[0], wins[1],
 				moreA, moreB, stats.McNemar(moreA, moreB), scoreDiff, scoreP, runsDiff, runsP)
 		}
 	}

@@ -270,15 +270,15 @@ func TestResultsPair(t *testing.T) {
 	if strings.Count(out, "\n") != 6 || !strings.Contains(out, same) || !strings.Contains(out, against) {
 		t.Fatalf("want rows %q and %q...; got\n%s", same, against, out)
 	}
-	// crafted writes a's report with its first game changed by edit: a
-	// report is input like any other file.
-	crafted := func(name string, edit func(g map[string]any)) string {
+	// crafted writes a's report changed by edit: a report is input like
+	// any other file.
+	crafted := func(name string, edit func(rep map[string]any)) string {
 		t.Helper()
 		var rep map[string]any
 		if b, err := os.ReadFile(a); err != nil || json.Unmarshal(b, &rep) != nil {
 			t.Fatalf("%s: %v", a, err)
 		}
-		edit(rep["games"].([]any)[0].(map[string]any))
+		edit(rep)
 		out, err := json.Marshal(rep)
 		if err != nil {
 			t.Fatal(err)
@@ -289,8 +289,18 @@ func TestResultsPair(t *testing.T) {
 		}
 		return path
 	}
-	ghost := crafted("ghost.json", func(g map[string]any) { g["policy"] = "ghost" })
-	twice := crafted("twice.json", func(g map[string]any) { g["seed"] = 2 })
+	firstGame := func(rep map[string]any) map[string]any { return rep["games"].([]any)[0].(map[string]any) }
+	ghost := crafted("ghost.json", func(rep map[string]any) { firstGame(rep)["policy"] = "ghost" })
+	twice := crafted("twice.json", func(rep map[string]any) { firstGame(rep)["seed"] = 2 })
+	// Text the tables would print as it is: an escape sequence that
+	// clears the terminal, a line break that splits a Markdown row.
+	escape := crafted("escape.json", func(rep map[string]any) {
+		rep["policies"].([]any)[0].(map[string]any)["policy"] = "first\x1b[2J"
+		for _, g := range rep["games"].([]any) {
+			g.(map[string]any)["policy"] = "first\x1b[2J"
+		}
+	})
+	lineBreak := crafted("break.json", func(rep map[string]any) { rep["program_version"] = "spider\n| forged | row |" })
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -298,6 +308,8 @@ func TestResultsPair(t *testing.T) {
 		{[]string{a}, "--pair wants two eval JSON files"},
 		{[]string{ghost, b}, `game 1 is played by "ghost", which is not among its policies`},
 		{[]string{a, twice}, `"first" plays seed 2 twice`},
+		{[]string{escape, b}, `"first\x1b[2J" is not printable text`},
+		{[]string{a, lineBreak}, `"spider\n| forged | row |" is not printable text`},
 		{[]string{a, noGames}, "no games: pairing needs spider eval --per-game"},
 		{[]string{a, twoSuits}, "played different games"},
 		{[]string{a, write("e.json", "--seeds", "50-52", "--policies", "first", "--per-game")}, "share no seed"},

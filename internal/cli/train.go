@@ -172,7 +172,7 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 		}
 		// A resumed run's settings are in its checkpoint, checked once it
 		// is read; a new run is checked before New allocates it all.
-		if err := checkTrainMemory(c, o.maxMemory); err != nil {
+		if err := checkTrainMemory(c, o.maxMemory, "lower --games, --rollout, --minibatch or --face-up-slots"); err != nil {
 			return err
 		}
 		// The imitation data is not in --max-memory's count (its phases
@@ -204,23 +204,32 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 			return err
 		}
 		// The checkpoint's settings hold, and a game, network or training
-		// flag given here must agree with them.
-		if t, err = train.Resume(ckpt, nil); err == nil {
-			if d := resumeDiff(o, c, t.Config); d != "" {
-				t.Close()
+		// flag given here must agree with them. Its buffers are checked
+		// against --max-memory (or the memory available) as a new run's
+		// are, before they are made: a small file can ask for gigabytes.
+		admit := func(got train.Config) error {
+			if d := resumeDiff(o, c, got); d != "" {
 				return usageError{fmt.Errorf("%s: the checkpoint does not match the requested run: %s", ckpt, d)}
 			}
-			// Its buffers are checked against --max-memory as a new run's
-			// are. Its imitation data, which a new run's check does not
-			// count either, must fit in the memory left once they are
-			// made: a resumed DAgger run learns from all of it at once.
-			need := checkAvailable(t.ImitationBytes(), "the checkpoint's imitation data (the DAgger rounds to come learn from it)", "resume it where there is more memory")
-			if need == nil && o.maxMemory != 0 {
-				need = checkTrainMemory(t.Config, o.maxMemory)
+			lower := "its settings are the checkpoint's: resume it where there is more memory"
+			if o.maxMemory != 0 {
+				lower = "its settings are the checkpoint's: raise --max-memory"
 			}
-			if need != nil {
+			return checkTrainMemory(got, o.maxMemory, lower)
+		}
+		if t, err = train.ResumeIf(ckpt, nil, admit); err == nil {
+			// Its imitation data, which the buffers' check does not count,
+			// must fit in the memory left once they are made, with what the
+			// rounds still to play add: the last learns from all of it at
+			// once. ImitationBound, as for a new run, counts every game
+			// at its cap; the games held are within it.
+			need := t.ImitationBytes()
+			if t.Imitating() {
+				need = max(need, t.Config.ImitationBound())
+			}
+			if err := checkAvailable(need, "the checkpoint's imitation data and the DAgger rounds still to play (the last learns from all of it at once)", "resume it where there is more memory"); err != nil {
 				t.Close()
-				return need
+				return err
 			}
 		}
 	} else {
@@ -399,8 +408,8 @@ func (o *trainOptions) resumeMetrics() error {
 
 // checkTrainMemory refuses a run of c that needs more memory than limit
 // (or the machine has available): its batch, and its rollout, acting and
-// learning buffers.
-func checkTrainMemory(c train.Config, limit byteSize) error {
+// learning buffers. lower says what the user can change.
+func checkTrainMemory(c train.Config, limit byteSize, lower string) error {
 	r, err := c.Rules()
 	if err != nil {
 		return usageError{err}
@@ -417,7 +426,7 @@ func checkTrainMemory(c train.Config, limit byteSize) error {
 	spec, _ := c.Spec()
 	need := server.BatchBytes(r, env.BatchOptions{N: c.Games, Autoreset: env.SameStep}) + own + save
 	what := fmt.Sprintf("training %d games x %d rollout steps (%s, %s, minibatch %d)", c.Games, c.Rollout, r, netName(spec), c.Minibatch)
-	return checkMemory(need, limit, what, "lower --games, --rollout, --minibatch or --face-up-slots")
+	return checkMemory(need, limit, what, lower)
 }
 
 // probeWritable reports whether files can be created in dir, by creating
