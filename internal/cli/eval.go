@@ -67,7 +67,7 @@ func evalCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, i
 	o.game = env.DefaultOptions()
 	registerGameFlags(fs, &o.game)
 	stepLimitNeeded(fs, "by eval, whose games must end")
-	fs.StringVar(&o.policies, "policies", "random,greedy", "comma-separated policies to compare: "+strings.Join(agents.Names(), ", ")+", nn:CHECKPOINT, remote:ADDRESS (an agent on unix:/path or a loopback host:port; PROTOCOL.md)")
+	fs.StringVar(&o.policies, "policies", "random,greedy", "comma-separated policies to compare: "+strings.Join(agents.Names(), ", ")+", nn:CHECKPOINT, remote:ADDRESS (an agent on unix:/path or a loopback host:port; PROTOCOL.md); at most 256")
 	fs.StringVar(&o.suite, "suite", "", "play a benchmark suite's deals under its rules, suits and step limit: "+strings.Join(suites.Names(), ", "))
 	fs.BoolVar(&o.listSuites, "list-suites", false, "list the benchmark suites and exit")
 	fs.DurationVar(&o.remoteTimeout, "remote-timeout", remote.DefaultTimeout, "how long a remote agent may take to answer one request; past it the request's games fail (0: the default)")
@@ -398,8 +398,12 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		}
 		specs = append(specs, p)
 	}
-	if len(specs) == 0 {
+	switch {
+	case len(specs) == 0:
 		return usageError{fmt.Errorf("no policy to evaluate")}
+	case len(specs) > maxReportPolicies:
+		// Its report would list more than spider results reads.
+		return usageError{fmt.Errorf("%d policies: at most %d in one evaluation", len(specs), maxReportPolicies)}
 	}
 	if o.workers < 0 || o.workers > maxWorkers {
 		return usageError{fmt.Errorf("--workers %d: want 0 (GOMAXPROCS) to %d", o.workers, maxWorkers)}

@@ -219,6 +219,14 @@ func TestEvalRefusesBadWorkersAndSeeds(t *testing.T) {
 	o = smallEval()
 	o.policies = "random,greedy,random"
 	wantUsage(t, "eval --policies random,greedy,random", runEval(withTimeout(t, 10*time.Second), o, &bytes.Buffer{}, &bytes.Buffer{}), `policy "random" is listed twice`)
+	// A report lists at most what spider results reads.
+	o = smallEval()
+	var many []string
+	for i := range maxReportPolicies + 1 {
+		many = append(many, fmt.Sprintf("remote:unix:/nonexistent/agent-%d.sock", i))
+	}
+	o.policies = strings.Join(many, ",")
+	wantUsage(t, "eval --policies of 257 agents", runEval(withTimeout(t, 10*time.Second), o, &bytes.Buffer{}, &bytes.Buffer{}), "257 policies: at most 256 in one evaluation")
 	// A run refused after its flags were read leaves no --record folder.
 	dir := filepath.Join(t.TempDir(), "a", "records")
 	o = smallEval()
@@ -505,11 +513,11 @@ func TestResultsPairRefusesWhatMemoryCannotHold(t *testing.T) {
 	fakeMemory(t, 2<<20, 1<<20)
 	dir := t.TempDir()
 	big := filepath.Join(dir, "big.json")
-	if err := os.WriteFile(big, bytes.Repeat([]byte(" "), 1<<20), 0o644); err != nil { // 1 MiB: twice over 1 MiB available
+	if err := os.WriteFile(big, bytes.Repeat([]byte(" "), 1<<20), 0o644); err != nil { // 1 MiB: 8 MiB held, over 1 MiB available
 		t.Fatal(err)
 	}
 	code, _, errs := runMain("results", "--pair", big, big+"x")
-	if code != 2 || !strings.Contains(errs, "pairing 1MiB of eval reports needs 2MiB") {
+	if code != 2 || !strings.Contains(errs, "pairing 1MiB of eval reports needs 8.0MiB") {
 		t.Errorf("results --pair on a 1 MiB machine: exit %d, %q", code, errs)
 	}
 }

@@ -117,7 +117,7 @@ func replayCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader,
 	fs.StringVar(&o.gif, "gif", "", "also write the game to this file as an animated GIF, a frame per move")
 	fs.StringVar(&o.frames, "frames", "", "also write a PNG picture of every position into this folder (0000.png is the deal)")
 	fs.DurationVar(&o.delay, "delay", o.delay, "how long the GIF shows each move (the deal at least 1s, the end at least 3s)")
-	fs.BoolVar(&o.turning, "turning-point", false, "for a game not won, find by bisection the move after which the oracle (search seeing the hidden cards) no longer wins (within what is left of the step limit; a game without one, within 1000 moves of each position)")
+	fs.BoolVar(&o.turning, "turning-point", false, "for a game not won, find by bisection the move after which the oracle (search seeing the hidden cards) no longer wins (within what is left of the step limit, and within 1000 moves of each position)")
 	fs.IntVar(&o.nodes, "nodes", 0, "with --turning-point, the oracle's budget: positions explored per plan (0: 20000; at most 1048576)")
 	o.out.register(fs)
 	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
@@ -298,8 +298,10 @@ func shown(every, i, n int) bool {
 	return (every > 0 && (i+1)%every == 0) || i == n-1
 }
 
-// oracleHorizon is how many moves the oracle may play from a position of
-// a game without a step limit: the default step limit.
+// oracleHorizon is how many moves the oracle may play from a position:
+// the default step limit. A game without a step limit, or with one far
+// beyond it (a record may hold up to 2^30), would let the oracle play on
+// for years from a position it cannot win.
 const oracleHorizon = 1000
 
 // findTurningPoint bisects the positions of a game that was not won, and
@@ -321,10 +323,11 @@ func findTurningPoint(ctx context.Context, g record.Game, nodes int, stderr io.W
 		for _, a := range g.Actions[:i] {
 			s.Step(env.Action(a)) // legal: the record replayed whole before
 		}
-		if r.MaxSteps() < 0 {
+		if r.MaxSteps() < 0 || r.MaxSteps()-i > oracleHorizon {
 			// A game without a step limit (spider play records such
-			// games): the oracle, which plays on when it sees no way
-			// forward, would never end one it cannot win.
+			// games), or with a distant one: the oracle, which plays on
+			// when it sees no way forward, would not end one it cannot
+			// win.
 			o := r.Options()
 			o.MaxSteps = i + oracleHorizon
 			if h, err := env.NewRules(o); err == nil {

@@ -478,18 +478,22 @@ func randomRecord(t *testing.T, o env.Options, seed uint64, n int) string {
 }
 
 // TestTurningPointEndsWithoutStepLimit: in a game without a step limit
-// (as spider play records them), the oracle plays within 1000 moves of
-// each position, so the bisection ends even where it cannot win.
+// (as spider play records them), or with a step limit of 2^30 (a record
+// of 196 bytes made the oracle play on for years), the oracle plays
+// within 1000 moves of each position, so the bisection ends even where
+// it cannot win.
 func TestTurningPointEndsWithoutStepLimit(t *testing.T) {
-	path := randomRecord(t, env.Options{Suits: 2, MaxSteps: -1}, 7, 50)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var out bytes.Buffer
-	if err := runReplay(ctx, replayOptions{turning: true, nodes: 500}, path, &out, io.Discard); err != nil {
-		t.Fatalf("%v\n%s", err, out.String())
-	}
-	if !strings.Contains(out.String(), "turning point:") {
-		t.Fatalf("no turning point line:\n%s", out.String())
+	for _, limit := range []int{-1, 1 << 30} {
+		path := randomRecord(t, env.Options{Suits: 2, MaxSteps: limit}, 7, 50)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		var out bytes.Buffer
+		if err := runReplay(ctx, replayOptions{turning: true, nodes: 500}, path, &out, io.Discard); err != nil {
+			t.Fatalf("step limit %d: %v\n%s", limit, err, out.String())
+		}
+		if !strings.Contains(out.String(), "turning point:") {
+			t.Fatalf("step limit %d: no turning point line:\n%s", limit, out.String())
+		}
 	}
 }
 

@@ -3,7 +3,9 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -79,9 +81,6 @@ func runResults(ctx context.Context, o resultsOptions, stdout, _ io.Writer) erro
 		if err != nil {
 			return usageError{err}
 		}
-		// The table reads only the policies' sums: a report's games,
-		// which --per-game adds, are not kept for it.
-		rep.Games = nil
 		cur, err := suites.Lookup(rep.Suite.Name)
 		if err != nil {
 			return usageError{fmt.Errorf("%s: %v", name, err)}
@@ -125,7 +124,7 @@ func runResults(ctx context.Context, o resultsOptions, stdout, _ io.Writer) erro
 
 // readEvalJSON reads one file of spider eval --suite NAME --json.
 func readEvalJSON(name string) (evalReport, error) {
-	rep, err := readEvalReport(name)
+	rep, err := readEvalReport(name, false)
 	if err != nil {
 		return rep, err
 	}
@@ -139,8 +138,9 @@ func readEvalJSON(name string) (evalReport, error) {
 }
 
 // readEvalReport reads one file of spider eval --json, with or without a
-// suite.
-func readEvalReport(name string) (evalReport, error) {
+// suite, and its per-game rows if games: the results table does not read
+// them.
+func readEvalReport(name string, games bool) (evalReport, error) {
 	var rep evalReport
 	f, err := os.Open(name)
 	if err != nil {
@@ -154,7 +154,20 @@ func readEvalReport(name string) (evalReport, error) {
 	if len(b) > maxResultsFile {
 		return rep, fmt.Errorf("%s: over %d bytes: not an eval report", name, maxResultsFile)
 	}
-	if err := json.Unmarshal(b, &rep); err != nil {
+	// A report's arrays are read an item at a time and each item checked
+	// before the next: items that eval never writes (an empty {} is three
+	// bytes) would otherwise cost a hundred bytes of memory per byte of
+	// file. The arrays results does not use are skipped.
+	in := struct {
+		*evalReport
+		Policies    jsonRows[policySummary] `json:"policies"`
+		Games       jsonRows[gameRow]       `json:"games"`
+		Comparisons jsonSkip                `json:"comparisons"`
+		Failures    jsonSkip                `json:"failures"`
+	}{evalReport: &rep}
+	in.Policies = jsonRows[policySummary]{rows: &rep.Policies, max: maxReportPolicies, what: "policies", check: checkPolicyRow}
+	in.Games = jsonRows[gameRow]{rows: &rep.Games, max: maxResultsFile / minGameRowBytes, what: "games", check: checkGameRow, skip: !games}
+	if err := json.Unmarshal(b, &in); err != nil {
 		return rep, fmt.Errorf("%s: %v", name, err)
 	}
 	switch {
@@ -179,18 +192,95 @@ func readEvalReport(name string) (evalReport, error) {
 		}
 	}
 	// The per-game rows must belong to the policies listed: --pair looks
-	// each game up by its policy.
-	listed := make(map[string]bool, len(rep.Policies))
+	// each game up by its policy. Each row then shares its policy's name.
+	listed := make(map[string]string, len(rep.Policies))
 	for _, p := range rep.Policies {
-		listed[p.Policy] = true
+		listed[p.Policy] = p.Policy
 	}
 	for i, g := range rep.Games {
-		if !listed[g.Policy] {
-			return rep, fmt.Errorf("%s: game %d is played by %q, which is not among its policies", name, i+1, g.Policy)
+		p, ok := listed[g.Policy]
+		if !ok {
+			return rep, fmt.Errorf("%s: game %d is played by %q, which is not among its policies", name, i+1, printable.Cut(g.Policy, 80))
 		}
+		rep.Games[i].Policy = p
 	}
 	return rep, nil
 }
+
+// maxReportPolicies is the most policies a report may list: eval refuses
+// more.
+const maxReportPolicies = 256
+
+// minGameRowBytes is the fewest bytes of JSON a per-game row that eval
+// writes takes: its policy and the 16 hex digits of its actions' hash,
+// with their keys, come to 49.
+const minGameRowBytes = 48
+
+// pairRowBytes is what results --pair holds at its peak for each per-game
+// row: the row, its place in the pairing's maps and its hash. Measured: a
+// pair of two reports of 1.1 million rows at 58 MB each peaked at 391 MB
+// of live heap (GOGC=10 GODEBUG=gctrace=1), 350 bytes a row; of 1.8
+// million rows of 65 bytes, at 663 MB, 368 bytes a row.
+const pairRowBytes = 384
+
+// checkPolicyRow refuses a policy of a report that eval would not write.
+func checkPolicyRow(p *policySummary) error {
+	if p.Policy == "" || p.Spec == "" {
+		return errors.New("a policy without its name or spec")
+	}
+	return nil
+}
+
+// checkGameRow refuses a per-game row that eval would not write.
+func checkGameRow(g *gameRow) error {
+	if g.Policy == "" {
+		return errors.New("a game without its policy")
+	}
+	if _, err := hex.DecodeString(g.ActionsHash); err != nil || len(g.ActionsHash) != 16 {
+		return fmt.Errorf("a game whose actions_sha256 is not 16 hex digits (%q)", printable.Cut(g.ActionsHash, 40))
+	}
+	return nil
+}
+
+// jsonRows decodes a JSON array into *rows one item at a time, checking
+// each with check before it reads the next, and refusing more than max
+// items (with skip, it reads none).
+type jsonRows[T any] struct {
+	rows  *[]T
+	max   int
+	what  string
+	check func(*T) error
+	skip  bool
+}
+
+func (r jsonRows[T]) UnmarshalJSON(b []byte) error {
+	if r.skip || string(b) == "null" {
+		return nil
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	if t, err := d.Token(); err != nil || t != json.Delim('[') {
+		return fmt.Errorf("%s: not an array", r.what)
+	}
+	for d.More() {
+		if len(*r.rows) == r.max {
+			return fmt.Errorf("%s: more than %d", r.what, r.max)
+		}
+		var item T
+		if err := d.Decode(&item); err != nil {
+			return fmt.Errorf("%s: item %d: %v", r.what, len(*r.rows)+1, err)
+		}
+		if err := r.check(&item); err != nil {
+			return fmt.Errorf("%s: item %d: %v", r.what, len(*r.rows)+1, err)
+		}
+		*r.rows = append(*r.rows, item)
+	}
+	return nil
+}
+
+// jsonSkip is a JSON value that is not read.
+type jsonSkip struct{}
+
+func (jsonSkip) UnmarshalJSON([]byte) error { return nil }
 
 // onePlayPerDeal refuses a report in which a policy plays a deal twice:
 // --pair pools a deal's plays across the reports of a side as draws, and
@@ -251,9 +341,10 @@ func runPair(ctx context.Context, o resultsOptions, stdout io.Writer) error {
 	if len(o.files) != 2 || o.update != "" {
 		return usageError{fmt.Errorf("--pair wants two eval JSON files, or two comma-separated lists of them (spider eval --json --per-game), and no --update")}
 	}
-	// Every report is held, decoded, until the pairs are counted: about
-	// twice its file's size (each under maxResultsFile, but there may be
-	// many). What the machine cannot hold is refused before any is read.
+	// Every report is held, decoded, until the pairs are counted, at
+	// pairRowBytes a per-game row of at least minGameRowBytes of file
+	// (each file under maxResultsFile, but there may be many). What the
+	// machine cannot hold is refused before any is read.
 	var total int64
 	for _, list := range o.files {
 		for _, name := range strings.Split(list, ",") {
@@ -262,7 +353,7 @@ func runPair(ctx context.Context, o resultsOptions, stdout io.Writer) error {
 			}
 		}
 	}
-	if err := checkAvailable(2*total, fmt.Sprintf("pairing %s of eval reports", bytesize.Format(total)), "pair fewer reports at a time"); err != nil {
+	if err := checkAvailable(total/minGameRowBytes*pairRowBytes, fmt.Sprintf("pairing %s of eval reports", bytesize.Format(total)), "pair fewer reports at a time"); err != nil {
 		return err
 	}
 	defer limitToAvailable()() // the collector keeps to what was checked
@@ -279,7 +370,7 @@ func runPair(ctx context.Context, o resultsOptions, stdout io.Writer) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			rep, err := readEvalReport(name)
+			rep, err := readEvalReport(name, true)
 			if err != nil {
 				return usageError{err}
 			}

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/spiderenv/spider/agents/suites"
+	"github.com/spiderenv/spider/internal/alloccount"
 )
 
 func runMain(args ...string) (code int, stdout, stderr string) {
@@ -388,5 +389,81 @@ func TestResultsPairLists(t *testing.T) {
 	}
 	if code, _, errs := runMain("results", "--pair", a1+","+a1, b1); code != 2 || !strings.Contains(errs, "listed twice") {
 		t.Errorf("a report listed twice: exit %d, %q", code, errs)
+	}
+}
+
+// TestResultsRefusesRowsEvalNeverWrites: a report's arrays are read an
+// item at a time, and an item eval never writes is refused before the
+// next is read. Before, a report of a million empty policies ({}, 3 MB)
+// took 1.8 GB of memory to print, and one of 21 million, 63 MB, ended
+// results with Go's fatal out of memory.
+func TestResultsRefusesRowsEvalNeverWrites(t *testing.T) {
+	dir := t.TempDir()
+	head := `{"schema":"spider-eval/1","suite":{"name":"classic-1suit-test","version":"1"},"deals":1000,"program_version":"x",`
+	write := func(name, body string, items string, n int) string {
+		t.Helper()
+		var b strings.Builder
+		b.WriteString(head + body + "[")
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(strings.ReplaceAll(items, "N", fmt.Sprint(i)))
+		}
+		b.WriteString("]}")
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	policy := `"policies":[{"policy":"first","spec":"first"}],`
+	empty := write("empty.json", `"policies":`, `{}`, 1_000_000)
+	many := write("many.json", `"policies":`, `{"policy":"pN","spec":"first"}`, maxReportPolicies+1)
+	games := write("games.json", policy+`"games":`, `{}`, 1_000_000)
+	hash := write("hash.json", policy+`"games":`, `{"policy":"first","seed":N,"actions_sha256":"not hex digits!"}`, 3)
+	good := write("good.json", policy+`"games":`, `{"policy":"first","seed":N,"actions_sha256":"0123456789abcdef"}`, 3)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{empty}, "policies: item 1: a policy without its name or spec"},
+		{[]string{many}, "policies: more than 256"},
+		{[]string{"--pair", empty, good}, "policies: item 1: a policy without its name or spec"},
+		{[]string{"--pair", good, games}, "games: item 1: a game without its policy"},
+		{[]string{"--pair", hash, good}, `games: item 1: a game whose actions_sha256 is not 16 hex digits ("not hex digits!")`},
+	} {
+		var code int
+		var errs string
+		got := alloccount.Bytes(func() { code, _, errs = runMain(append([]string{"results"}, tc.args...)...) })
+		if code != 2 || !strings.Contains(errs, tc.want) {
+			t.Errorf("results %v: exit %d, %q; want 2, %q", tc.args, code, errs, tc.want)
+		}
+		// The file is read whole (up to 64 MiB); its items are not all
+		// decoded.
+		if got > 32<<20 {
+			t.Errorf("results %v allocated %d bytes", tc.args, got)
+		}
+	}
+	// The plain table does not read the games; the pairing reads good's.
+	if code, _, errs := runMain("results", games); code == 2 {
+		t.Errorf("results of a suite report with games it does not read: exit %d: %s", code, errs)
+	}
+	if code, out, errs := runMain("results", "--pair", good, good+"x"); code != 2 || !strings.Contains(errs, "no such file") {
+		t.Errorf("results --pair with a missing file: exit %d: %s%s", code, out, errs)
+	}
+	// What --pair holds is checked before it reads: 8 times the files'
+	// bytes (pairRowBytes a row of at least minGameRowBytes).
+	fi, err := os.Stat(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fakeMemory(t, 32<<30, 2*fi.Size()*6)
+	if code, _, errs := runMain("results", "--pair", good, good); code != 2 || !strings.Contains(errs, "pairing") || !strings.Contains(errs, "pair fewer reports at a time") {
+		t.Errorf("results --pair with %d bytes available: exit %d: %s", 2*fi.Size()*6, code, errs)
+	}
+	fakeMachine(t)
+	if code, out, errs := runMain("results", "--pair", good, good); code != 0 || !strings.Contains(out, "| first (") {
+		t.Errorf("results --pair of good reports: exit %d: %s%s", code, out, errs)
 	}
 }
