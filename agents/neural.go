@@ -48,6 +48,13 @@ func NewNeural(net *nn.Net) (*Neural, error) {
 		sc: net.NewScratch(1)}, nil
 }
 
+// Bytes returns the memory the agent allocates beside the network it
+// shares: its observation, logits and forward pass. The positions it
+// remembers grow with the game, within MoveBytes a move.
+func (a *Neural) Bytes() int64 {
+	return 4*int64(len(a.obs)+len(a.logit)) + a.Net.ScratchBytes(1)
+}
+
 // NeuralMaker returns the maker of agents playing net, which they share
 // (read only), or why net cannot play.
 func NeuralMaker(net *nn.Net) (Maker, error) {

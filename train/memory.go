@@ -1,8 +1,10 @@
 package train
 
 import (
+	"runtime"
 	"unsafe"
 
+	"github.com/spiderenv/spider/agents"
 	"github.com/spiderenv/spider/agents/nn"
 	"github.com/spiderenv/spider/env"
 )
@@ -42,6 +44,27 @@ func (c Config) BufferBytes() (int64, error) {
 	learner := rows*(GraphRowBytes(spec)) + params*GraphParamBytes
 	return rollout + acting + network + learner, nil
 }
+
+// ValidationBytes returns the most memory a validation of c holds beside
+// the run's buffers (0 without validation): each of GOMAXPROCS games in
+// play at agents.MoveBytes a move up to the step limit, and each deal's
+// result to the end. A step limit of 2^30, which a checkpoint may hold,
+// asks for 64 GiB a game.
+func (c Config) ValidationBytes() int64 {
+	if c.ValEvery <= 0 || c.ValGames <= 0 {
+		return 0
+	}
+	r, err := c.Rules()
+	if err != nil || r.MaxSteps() < 0 { // Validate refuses validation without a step limit
+		return 0
+	}
+	inPlay := int64(min(runtime.GOMAXPROCS(0), c.ValGames)) * agents.MoveBytes * int64(r.MaxSteps())
+	return inPlay + int64(c.ValGames)*validationResultBytes
+}
+
+// validationResultBytes is what a validation holds for each deal to its
+// end: the game's result (its moves dropped) and its finished flag.
+const validationResultBytes = int64(unsafe.Sizeof(agents.Result{})) + 8
 
 // SaveBytes returns the memory Save holds at its peak beside a run's
 // buffers while it writes a checkpoint of c: the trainer's state with

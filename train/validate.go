@@ -19,7 +19,10 @@ func (t *Trainer) validate(ctx context.Context) (winRate, runs float64, err erro
 	if err != nil {
 		return 0, 0, err
 	}
-	ev, err := agents.EvaluateWith(ctx, t.rules, []string{"nn"}, []agents.Maker{maker}, t.Config.valSeeds(), 0, nil)
+	// A finished game's moves are dropped as it ends: a validation of
+	// 100,000 deals would otherwise hold every move list to the end.
+	drop := func(_, _ int, res *agents.Result) { res.Actions = nil }
+	ev, err := agents.EvaluateEach(ctx, t.rules, []agents.Policy{{Name: "nn", Maker: maker}}, t.Config.valSeeds(), 0, nil, drop)
 	if err != nil {
 		return 0, 0, err
 	}

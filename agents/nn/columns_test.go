@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/spiderenv/spider/env"
+	"github.com/spiderenv/spider/internal/alloccount"
 )
 
 // TestColumnsNetworkRoundTrip saves and loads a columns network: the
@@ -80,4 +81,26 @@ func TestLoadRefusesInconsistentColumns(t *testing.T) {
 	bad("pair", func(c *checkpoint) { c.Spec.Pair = 1 << 20 }, fmt.Sprintf("pair width %d", 1<<20))
 	bad("pair-layer", func(c *checkpoint) { c.Spec.Pair = 3 }, "layer 4 has")
 	bad("layers", func(c *checkpoint) { c.W, c.B = c.W[:7], c.B[:7] }, "7 weight layers, the specification has 8")
+}
+
+// TestScratchBytes: ScratchBytes is what NewScratch allocates, for a
+// columns network (whose forward pass can be several times its weights:
+// one with a column of 1 and pairs of 1024 is a 111 KB file and a 637 KB
+// forward pass) and a multilayer one, so that eval can count it per
+// worker.
+func TestScratchBytes(t *testing.T) {
+	r := env.MustRules(env.Options{Suits: 2, FaceUpSlots: 4})
+	for _, spec := range []Spec{ColumnSpecFor(r, 1, 1, 1024), ColumnSpecFor(r, 64, 32, 16), SpecFor(r, []int{64, 32})} {
+		n, err := New(spec, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rows := range []int{1, 64} {
+			want := n.ScratchBytes(rows)
+			got := int64(alloccount.Bytes(func() { n.NewScratch(rows) }))
+			if got < want || got > want+want/8+1024 {
+				t.Errorf("%v, %d rows: NewScratch allocated %d bytes, ScratchBytes says %d", spec.Arch, rows, got, want)
+			}
+		}
+	}
 }

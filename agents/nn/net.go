@@ -168,6 +168,24 @@ type Scratch struct {
 	cols *columnScratch
 }
 
+// ScratchBytes returns the memory NewScratch(rows) allocates: for a
+// columns network, whose layers see a row per column and a row per move
+// a column can make, it can be several times the weights.
+func (n *Net) ScratchBytes(rows int) int64 {
+	s, r := n.Spec, int64(rows)
+	if s.columns() {
+		const N, K = int64(env.NumColumns), int64(env.MaxMove)
+		C, H, P := int64(s.Column), int64(s.Hidden[0]), int64(s.Pair)
+		floats := N*int64(s.ColumnIn()) + Globals + N*C + (N*C + Globals) + H + C + N*C + N*K*(P+1) + N*(P+1)
+		return 4 * r * floats
+	}
+	floats := int64(0)
+	for _, h := range s.Hidden {
+		floats += int64(h)
+	}
+	return 4 * r * floats
+}
+
 // NewScratch returns buffers for rows rows of n.
 func (n *Net) NewScratch(rows int) *Scratch {
 	s := &Scratch{Rows: rows, dims: n.Spec.Dims()}

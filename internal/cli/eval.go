@@ -803,9 +803,11 @@ const (
 // checkEvalMemory refuses an evaluation that needs more memory than the
 // machine has available, before any game: each worker holds an agent of
 // every local policy, and a search reserves its whole node budget at its
-// first plan (over a gigabyte at --nodes 1048576); and each game's result
-// is held to the end, with its row for --per-game and its moves (up to
-// the step limit) for --record. Too large a run must be refused now,
+// first plan (over a gigabyte at --nodes 1048576); each game in play, a
+// worker's or one of a remote agent's width, holds agents.MoveBytes a
+// move up to the step limit; and each game's result is held to the end,
+// with its row for --per-game and its moves (up to the step limit) for
+// --record. Too large a run must be refused now,
 // with the figure, not met by the kernel's out-of-memory killer partway
 // through the games.
 func checkEvalMemory(specs []string, makers map[string]agents.Maker, o evalOptions, maxSteps, deals int) error {
@@ -817,8 +819,13 @@ func checkEvalMemory(specs []string, makers map[string]agents.Maker, o evalOptio
 			continue // remote: its agent is another process
 		}
 		local++
-		if s, ok := m().(*agents.Search); ok {
-			perWorker += s.Bytes()
+		switch a := m().(type) {
+		case *agents.Search:
+			perWorker += a.Bytes()
+		case *agents.Neural:
+			// A columns network's forward pass can be several times
+			// its weights, which the workers share.
+			perWorker += a.Bytes()
 		}
 	}
 	workers := o.workers
@@ -826,6 +833,11 @@ func checkEvalMemory(specs []string, makers map[string]agents.Maker, o evalOptio
 		workers = runtime.GOMAXPROCS(0)
 	}
 	workers = min(workers, local*deals) // as agents.EvaluatePolicies starts them
+	// Each worker's game in play, and each remote agent's width of games,
+	// holds its moves so far, up to the step limit.
+	inPlay := agents.MoveBytes * int64(maxSteps)
+	perWorker += inPlay
+	remoteGames := int64(len(specs)-local) * int64(cmp.Or(o.remoteWidth, remote.DefaultWidth))
 	perGame := evalResultBytes
 	if o.perGame {
 		perGame += evalPerGameBytes
@@ -834,10 +846,11 @@ func checkEvalMemory(specs []string, makers map[string]agents.Maker, o evalOptio
 		perGame += 2 * int64(maxSteps)
 	}
 	games := int64(len(specs)) * int64(deals)
-	need := int64(workers)*perWorker + games*perGame
-	what := fmt.Sprintf("%d games (%s each, held to the end)", games, bytesize.Format(perGame))
-	if perWorker > 0 {
-		what = fmt.Sprintf("%s and %d workers (%s of search positions each)", what, workers, bytesize.Format(perWorker))
+	need := int64(workers)*perWorker + remoteGames*inPlay + games*perGame
+	what := fmt.Sprintf("%d games (%s each, held to the end) and %d workers (%s each: a game in play at %s a move up to the step limit, and search positions)",
+		games, bytesize.Format(perGame), workers, bytesize.Format(perWorker), bytesize.Format(agents.MoveBytes))
+	if remoteGames > 0 {
+		what += fmt.Sprintf(" and %d remote games in play (%s each)", remoteGames, bytesize.Format(inPlay))
 	}
-	return checkAvailable(need, "an evaluation of "+what, "lower --workers or --nodes, or split the seeds into ranges (--seeds A-B) and pair the parts with spider results --pair")
+	return checkAvailable(need, "an evaluation of "+what, "lower --workers, --nodes, --max-steps or --remote-batch, or split the seeds into ranges (--seeds A-B) and pair the parts with spider results --pair")
 }

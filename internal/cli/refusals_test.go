@@ -369,6 +369,40 @@ func TestTrainResumeChecksBuffersFirst(t *testing.T) {
 	o.maxMemory = 2 << 30
 	wantUsage(t, "the crafted resume under --max-memory 2GiB", runTrain(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{}),
 		"over the 2GiB --max-memory: its settings are the checkpoint's: raise --max-memory")
+	// A step limit of 2^30 with validation: each game validated holds its
+	// moves, up to 64 GiB at agents.MoveBytes a move. Before, a resume
+	// under --max-memory 64MiB grew past 100 MB and on, a game taking
+	// hours.
+	long := tinyTrain(filepath.Join(t.TempDir(), "long"), 1)
+	long.cfg.Game.MaxSteps, long.cfg.CloneGames, long.cfg.ValEvery = 1<<30, 0, 0
+	if err := runTrain(context.Background(), long, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	ckpt = filepath.Join(long.out, "checkpoint.spider")
+	if net, raw, err = nn.Load(ckpt); err != nil {
+		t.Fatal(err)
+	}
+	st = nil
+	if err := msgpack.Unmarshal(raw, &st); err != nil {
+		t.Fatal(err)
+	}
+	c = st["config"].(map[string]any)
+	c["val_every"], c["val_games"] = 1, 2
+	if raw, err = msgpack.Marshal(st); err != nil {
+		t.Fatal(err)
+	}
+	if err := nn.Save(ckpt, net, raw); err != nil {
+		t.Fatal(err)
+	}
+	fakeMachine(t)
+	long.resume, long.iterations = true, 2
+	wantUsage(t, "a resume with validation at a step limit of 2^30", runTrain(context.Background(), long, &bytes.Buffer{}, &bytes.Buffer{}),
+		"with validation on 2 deals (")
+	// So is a new run asking for it.
+	n := tinyTrain(filepath.Join(t.TempDir(), "new"), 1)
+	n.cfg.Game.MaxSteps, n.cfg.ValEvery, n.cfg.ValGames = 1<<30, 1, 2
+	wantUsage(t, "a new run with validation at a step limit of 2^30", runTrain(context.Background(), n, &bytes.Buffer{}, &bytes.Buffer{}),
+		"lower --games, --rollout, --minibatch, --face-up-slots, or with validation --val-games or --max-steps")
 }
 
 // TestFlagsOutOfRangeRefused: values a flag's help rules out are usage
@@ -445,7 +479,14 @@ func TestEvalRefusesWhatMemoryCannotHold(t *testing.T) {
 	per := (&agents.Search{Nodes: agents.MaxNodes}).Bytes()
 	wantUsage(t, "16 workers of search and oracle at MaxNodes",
 		checkEvalMemory([]string{"search", "oracle"}, makers("search", "oracle"), evalOptions{workers: 16}, 1000, 100),
-		fmt.Sprintf("and 16 workers (%s of search positions each)", bytesize.Format(2*per)))
+		fmt.Sprintf("and 16 workers (%s each: a game in play at 64B a move up to the step limit, and search positions)", bytesize.Format(2*per+agents.MoveBytes*1000)))
+	// A game in play holds its moves: at a step limit of 2^30, 64 GiB.
+	wantUsage(t, "two workers at a step limit of 2^30",
+		checkEvalMemory([]string{"random"}, makers("random"), evalOptions{workers: 2}, 1<<30, 10),
+		"and 2 workers (64GiB each")
+	wantUsage(t, "a remote agent's 64 games at a step limit of 2^28",
+		checkEvalMemory([]string{"remote:unix:/x"}, makers(), evalOptions{workers: 1, remoteWidth: 64}, 1<<28, 100),
+		"and 64 remote games in play (16GiB each)")
 	wantUsage(t, "ten million deals of two policies, per game",
 		checkEvalMemory([]string{"random", "greedy"}, makers("random", "greedy"), evalOptions{workers: 2, perGame: true}, 1000, 10_000_000),
 		"an evaluation of 20000000 games")

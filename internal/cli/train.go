@@ -172,7 +172,7 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 		}
 		// A resumed run's settings are in its checkpoint, checked once it
 		// is read; a new run is checked before New allocates it all.
-		if err := checkTrainMemory(c, o.maxMemory, "lower --games, --rollout, --minibatch or --face-up-slots"); err != nil {
+		if err := checkTrainMemory(c, o.maxMemory, "lower --games, --rollout, --minibatch, --face-up-slots, or with validation --val-games or --max-steps"); err != nil {
 			return err
 		}
 		// The imitation data is not in --max-memory's count (its phases
@@ -407,8 +407,9 @@ func (o *trainOptions) resumeMetrics() error {
 }
 
 // checkTrainMemory refuses a run of c that needs more memory than limit
-// (or the machine has available): its batch, and its rollout, acting and
-// learning buffers. lower says what the user can change.
+// (or the machine has available): its batch, its rollout, acting and
+// learning buffers, what a save holds and what a validation holds. lower
+// says what the user can change.
 func checkTrainMemory(c train.Config, limit byteSize, lower string) error {
 	r, err := c.Rules()
 	if err != nil {
@@ -424,8 +425,11 @@ func checkTrainMemory(c train.Config, limit byteSize, lower string) error {
 		return usageError{err}
 	}
 	spec, _ := c.Spec()
-	need := server.BatchBytes(r, env.BatchOptions{N: c.Games, Autoreset: env.SameStep}) + own + save
+	need := server.BatchBytes(r, env.BatchOptions{N: c.Games, Autoreset: env.SameStep}) + own + save + c.ValidationBytes()
 	what := fmt.Sprintf("training %d games x %d rollout steps (%s, %s, minibatch %d)", c.Games, c.Rollout, r, netName(spec), c.Minibatch)
+	if v := c.ValidationBytes(); v > 0 {
+		what += fmt.Sprintf(" with validation on %d deals (%s)", c.ValGames, bytesize.Format(v))
+	}
 	return checkMemory(need, limit, what, lower)
 }
 
