@@ -52,7 +52,7 @@ func NewNeural(net *nn.Net) (*Neural, error) {
 // shares: its observation, logits and forward pass. The positions it
 // remembers grow with the game, within MoveBytes a move.
 func (a *Neural) Bytes() int64 {
-	return 4*int64(len(a.obs)+len(a.logit)) + a.Net.ScratchBytes(1)
+	return 4*int64(len(a.obs)+len(a.logit)) + a.Net.Spec.ScratchBytes(1)
 }
 
 // NeuralMaker returns the maker of agents playing net, which they share

@@ -152,6 +152,12 @@ func ResumeIf(path string, want *Config, admit func(Config) error) (*Trainer, er
 			return nil, fmt.Errorf("%s: the checkpoint does not match the requested run: %s", path, d)
 		}
 	}
+	// The saved games must be the run's: checked before admit, so that
+	// the number of games the buffers are made for is one the file's
+	// bytes back.
+	if n := len(st.Batch.States); n != c.Games {
+		return nil, fmt.Errorf("%s: a snapshot of %d games for a run of %d", path, n, c.Games)
+	}
 	if admit != nil {
 		if err := admit(c); err != nil {
 			return nil, err

@@ -87,24 +87,33 @@ func TestResumeRefusesHostileCheckpoints(t *testing.T) {
 }
 
 // TestResumeIfAsksBeforeAllocating: a checkpoint of a few kilobytes whose
-// configuration asks for 16384 games of 64 rollout steps made Resume
+// configuration asked for 16384 games of 64 rollout steps made Resume
 // allocate some 2.5 GB of buffers before its batch of 4 games was found
-// not to match. ResumeIf hands admit the configuration first, and a
-// refusal there allocates nothing of the sort; Resume alone still refuses
-// the file.
+// not to match. The saved games are now counted first, and ResumeIf
+// hands admit the configuration before any buffer is made: 4 games of
+// 262144 steps, which the 4 saved games match, ask for gigabytes too.
 func TestResumeIfAsksBeforeAllocating(t *testing.T) {
 	dir := t.TempDir()
 	net, st := savedState(t, dir)
 	c := st["config"].(map[string]any)
 	c["games"], c["rollout"] = 1<<14, 64
 	p := saveState(t, dir, "huge.spider", net, st)
-	refused := errors.New("over the limit")
-	var seen Config
+	admitted := false
 	var err error
 	got := alloccount.Bytes(func() {
+		_, err = ResumeIf(p, nil, func(Config) error { admitted = true; return nil })
+	})
+	if err == nil || admitted || !strings.Contains(err.Error(), "a snapshot of 4 games for a run of 16384") || got > 16<<20 {
+		t.Fatalf("16384 games, 4 saved: %v (admit called: %v), %d bytes allocated", err, admitted, got)
+	}
+	c["games"], c["rollout"] = 4, 1<<18
+	p = saveState(t, dir, "long.spider", net, st)
+	refused := errors.New("over the limit")
+	var seen Config
+	got = alloccount.Bytes(func() {
 		_, err = ResumeIf(p, nil, func(c Config) error { seen = c; return refused })
 	})
-	if err != refused || seen.Games != 1<<14 || seen.Rollout != 64 {
+	if err != refused || seen.Games != 4 || seen.Rollout != 1<<18 {
 		t.Fatalf("ResumeIf: %v, admit saw %d games x %d steps", err, seen.Games, seen.Rollout)
 	}
 	if got > 16<<20 {
@@ -112,9 +121,6 @@ func TestResumeIfAsksBeforeAllocating(t *testing.T) {
 	}
 	if need, err := seen.BufferBytes(); err != nil || need < 1<<30 {
 		t.Fatalf("the buffers it asks for: %d bytes, %v; want over 1 GiB", need, err)
-	}
-	if _, err := Resume(p, nil); err == nil || !strings.Contains(err.Error(), "snapshot of 4 games for a batch of 16384") {
-		t.Fatalf("Resume: %v", err)
 	}
 	// An admit that accepts resumes the run as Resume does.
 	fresh := filepath.Join(dir, "fresh.spider")

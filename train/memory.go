@@ -46,20 +46,23 @@ func (c Config) BufferBytes() (int64, error) {
 }
 
 // ValidationBytes returns the most memory a validation of c holds beside
-// the run's buffers (0 without validation): each of GOMAXPROCS games in
-// play at agents.MoveBytes a move up to the step limit, and each deal's
-// result to the end. A step limit of 2^30, which a checkpoint may hold,
-// asks for 64 GiB a game.
+// the run's buffers (0 without validation): for each of GOMAXPROCS
+// workers, its network player (agents.Neural.Bytes) and its game in play
+// at agents.MoveBytes a move up to the step limit, and each deal's result
+// to the end. A step limit of 2^30, which a checkpoint may hold, asks for
+// 64 GiB a game.
 func (c Config) ValidationBytes() int64 {
 	if c.ValEvery <= 0 || c.ValGames <= 0 {
 		return 0
 	}
 	r, err := c.Rules()
-	if err != nil || r.MaxSteps() < 0 { // Validate refuses validation without a step limit
+	spec, specErr := c.Spec()
+	if err != nil || specErr != nil || r.MaxSteps() < 0 { // Validate refuses validation without a step limit
 		return 0
 	}
-	inPlay := int64(min(runtime.GOMAXPROCS(0), c.ValGames)) * agents.MoveBytes * int64(r.MaxSteps())
-	return inPlay + int64(c.ValGames)*validationResultBytes
+	player := 4*int64(spec.ObsLen+spec.NumActions) + spec.ScratchBytes(1)
+	workers := int64(min(runtime.GOMAXPROCS(0), c.ValGames))
+	return workers*(player+agents.MoveBytes*int64(r.MaxSteps())) + int64(c.ValGames)*validationResultBytes
 }
 
 // validationResultBytes is what a validation holds for each deal to its

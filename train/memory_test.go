@@ -7,6 +7,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/spiderenv/spider/agents"
 	"github.com/spiderenv/spider/agents/nn"
 	"github.com/spiderenv/spider/env"
 )
@@ -127,5 +128,29 @@ func TestImitationBound(t *testing.T) {
 	}
 	if held, bound := tr.ImitationBytes(), c.ImitationBound(); c.CloneGames == 0 || held == 0 || held > bound {
 		t.Errorf("a warm start of %d games holds %d bytes of imitation data; the bound says %d", c.CloneGames, held, bound)
+	}
+}
+
+// TestValidationBytes: a validation holds, for each worker, a game in
+// play at agents.MoveBytes a move up to the step limit and its network
+// player (a columns network's forward pass is several times its
+// weights); nothing without validation.
+func TestValidationBytes(t *testing.T) {
+	c := tinyConfig()
+	c.ValEvery, c.ValGames = 1, 2
+	workers := int64(min(runtime.GOMAXPROCS(0), 2))
+	c.Game.MaxSteps = 1 << 30
+	if got, least := c.ValidationBytes(), workers*agents.MoveBytes<<30; got < least || got > least+1<<20 {
+		t.Errorf("a step limit of 2^30: %d bytes, want a little over %d", got, least)
+	}
+	c.Game.MaxSteps = 100
+	mlp := c.ValidationBytes()
+	c.Arch, c.Column, c.Hidden, c.Pair = nn.Columns, 1, []int{1}, 1024
+	if cols := c.ValidationBytes(); cols < mlp+workers*500<<10 {
+		t.Errorf("a columns network with pairs of 1024: %d bytes, the MLP's %d", cols, mlp)
+	}
+	c.ValEvery = 0
+	if got := c.ValidationBytes(); got != 0 {
+		t.Errorf("without validation: %d bytes", got)
 	}
 }

@@ -96,7 +96,7 @@ func TestScratchBytes(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, rows := range []int{1, 64} {
-			want := n.ScratchBytes(rows)
+			want := spec.ScratchBytes(rows)
 			got := int64(alloccount.Bytes(func() { n.NewScratch(rows) }))
 			if got < want || got > want+want/8+1024 {
 				t.Errorf("%v, %d rows: NewScratch allocated %d bytes, ScratchBytes says %d", spec.Arch, rows, got, want)

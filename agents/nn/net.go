@@ -168,11 +168,12 @@ type Scratch struct {
 	cols *columnScratch
 }
 
-// ScratchBytes returns the memory NewScratch(rows) allocates: for a
-// columns network, whose layers see a row per column and a row per move
-// a column can make, it can be several times the weights.
-func (n *Net) ScratchBytes(rows int) int64 {
-	s, r := n.Spec, int64(rows)
+// ScratchBytes returns the memory NewScratch(rows) allocates for a
+// network of s: for a columns network, whose layers see a row per column
+// and a row per move a column can make, it can be several times the
+// weights.
+func (s Spec) ScratchBytes(rows int) int64 {
+	r := int64(rows)
 	if s.columns() {
 		const N, K = int64(env.NumColumns), int64(env.MaxMove)
 		C, H, P := int64(s.Column), int64(s.Hidden[0]), int64(s.Pair)

@@ -29,6 +29,7 @@ import (
 	"github.com/spiderenv/spider/agents/suites"
 	"github.com/spiderenv/spider/env"
 	"github.com/spiderenv/spider/internal/bytesize"
+	"github.com/spiderenv/spider/internal/printable"
 	"github.com/spiderenv/spider/internal/stats"
 	"github.com/spiderenv/spider/record"
 )
@@ -377,13 +378,23 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 			seeds = append(seeds, o.start+uint64(i))
 		}
 	}
-	var specs []string
-	// Each local policy's maker, made once: an nn: policy reads its
+	// Counted before any maker is made: an nn: policy reads its
 	// checkpoint (up to 2 GiB) when its maker is made.
+	if n := len(slices.DeleteFunc(strings.Split(o.policies, ","), func(p string) bool { return strings.TrimSpace(p) == "" })); n > maxReportPolicies {
+		// Its report would list more than spider results reads.
+		return usageError{fmt.Errorf("%d policies: at most %d in one evaluation", n, maxReportPolicies)}
+	}
+	var specs []string
+	// Each local policy's maker, made once.
 	makers := map[string]agents.Maker{}
 	for _, p := range strings.Split(o.policies, ",") {
 		if p = strings.TrimSpace(p); p == "" {
 			continue
+		}
+		if !printable.Is(p) {
+			// Reports and tables print it as it is, and spider results
+			// refuses text that is not printable.
+			return usageError{fmt.Errorf("policy %q is not printable text", p)}
 		}
 		if addr, ok := strings.CutPrefix(p, "remote:"); ok {
 			if _, _, err := remote.ParseAddress(addr); err != nil {
@@ -398,12 +409,8 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		}
 		specs = append(specs, p)
 	}
-	switch {
-	case len(specs) == 0:
+	if len(specs) == 0 {
 		return usageError{fmt.Errorf("no policy to evaluate")}
-	case len(specs) > maxReportPolicies:
-		// Its report would list more than spider results reads.
-		return usageError{fmt.Errorf("%d policies: at most %d in one evaluation", len(specs), maxReportPolicies)}
 	}
 	if o.workers < 0 || o.workers > maxWorkers {
 		return usageError{fmt.Errorf("--workers %d: want 0 (GOMAXPROCS) to %d", o.workers, maxWorkers)}
@@ -803,16 +810,17 @@ const (
 // checkEvalMemory refuses an evaluation that needs more memory than the
 // machine has available, before any game: each worker holds an agent of
 // every local policy, and a search reserves its whole node budget at its
-// first plan (over a gigabyte at --nodes 1048576); each game in play, a
-// worker's or one of a remote agent's width, holds agents.MoveBytes a
-// move up to the step limit; and each game's result is held to the end,
+// first plan (over a gigabyte at --nodes 1048576); a worker's game in
+// play, and each greedy or nn: agent it keeps, holds agents.MoveBytes a
+// move up to the step limit, and each of a remote agent's games in play
+// its move list; and each game's result is held to the end,
 // with its row for --per-game and its moves (up to the step limit) for
 // --record. Too large a run must be refused now,
 // with the figure, not met by the kernel's out-of-memory killer partway
 // through the games.
 func checkEvalMemory(specs []string, makers map[string]agents.Maker, o evalOptions, maxSteps, deals int) error {
 	var perWorker int64
-	local := 0
+	local, remembering, searching := 0, 0, false
 	for _, p := range specs {
 		m, ok := makers[p]
 		if !ok {
@@ -822,10 +830,14 @@ func checkEvalMemory(specs []string, makers map[string]agents.Maker, o evalOptio
 		switch a := m().(type) {
 		case *agents.Search:
 			perWorker += a.Bytes()
+			searching = true
 		case *agents.Neural:
 			// A columns network's forward pass can be several times
 			// its weights, which the workers share.
 			perWorker += a.Bytes()
+			remembering++
+		case *agents.Greedy:
+			remembering++
 		}
 	}
 	workers := o.workers
@@ -833,11 +845,15 @@ func checkEvalMemory(specs []string, makers map[string]agents.Maker, o evalOptio
 		workers = runtime.GOMAXPROCS(0)
 	}
 	workers = min(workers, local*deals) // as agents.EvaluatePolicies starts them
-	// Each worker's game in play, and each remote agent's width of games,
-	// holds its moves so far, up to the step limit.
+	// A worker's game in play holds its moves so far, up to the step
+	// limit; a greedy or nn: agent, which a worker keeps for the whole
+	// run, holds the positions of the longest game it played (clearing a
+	// map keeps its memory): MoveBytes a move for each, at least one.
 	inPlay := agents.MoveBytes * int64(maxSteps)
-	perWorker += inPlay
-	remoteGames := int64(len(specs)-local) * int64(cmp.Or(o.remoteWidth, remote.DefaultWidth))
+	perWorker += int64(max(1, remembering)) * inPlay
+	// A remote agent's games in play hold only their move lists here.
+	remoteGames := int64(len(specs)-local) * int64(min(cmp.Or(o.remoteWidth, remote.DefaultWidth), deals))
+	remoteInPlay := agents.MoveListBytes * int64(maxSteps)
 	perGame := evalResultBytes
 	if o.perGame {
 		perGame += evalPerGameBytes
@@ -846,11 +862,17 @@ func checkEvalMemory(specs []string, makers map[string]agents.Maker, o evalOptio
 		perGame += 2 * int64(maxSteps)
 	}
 	games := int64(len(specs)) * int64(deals)
-	need := int64(workers)*perWorker + remoteGames*inPlay + games*perGame
-	what := fmt.Sprintf("%d games (%s each, held to the end) and %d workers (%s each: a game in play at %s a move up to the step limit, and search positions)",
-		games, bytesize.Format(perGame), workers, bytesize.Format(perWorker), bytesize.Format(agents.MoveBytes))
+	need := int64(workers)*perWorker + remoteGames*remoteInPlay + games*perGame
+	what := fmt.Sprintf("%d games (%s each, held to the end)", games, bytesize.Format(perGame))
+	if workers > 0 {
+		what += fmt.Sprintf(" and %d workers (%s each: games in play at %s a move up to the step limit", workers, bytesize.Format(perWorker), bytesize.Format(agents.MoveBytes))
+		if searching {
+			what += ", and search positions"
+		}
+		what += ")"
+	}
 	if remoteGames > 0 {
-		what += fmt.Sprintf(" and %d remote games in play (%s each)", remoteGames, bytesize.Format(inPlay))
+		what += fmt.Sprintf(" and %d remote games in play (%s each)", remoteGames, bytesize.Format(remoteInPlay))
 	}
 	return checkAvailable(need, "an evaluation of "+what, "lower --workers, --nodes, --max-steps or --remote-batch, or split the seeds into ranges (--seeds A-B) and pair the parts with spider results --pair")
 }

@@ -219,6 +219,10 @@ func TestEvalRefusesBadWorkersAndSeeds(t *testing.T) {
 	o = smallEval()
 	o.policies = "random,greedy,random"
 	wantUsage(t, "eval --policies random,greedy,random", runEval(withTimeout(t, 10*time.Second), o, &bytes.Buffer{}, &bytes.Buffer{}), `policy "random" is listed twice`)
+	// A name spider results would refuse to print is refused here.
+	o = smallEval()
+	o.policies = "greedy,nn:/tmp/we\tird/c.spider"
+	wantUsage(t, "eval --policies with a tab", runEval(withTimeout(t, 10*time.Second), o, &bytes.Buffer{}, &bytes.Buffer{}), `policy "nn:/tmp/we\tird/c.spider" is not printable text`)
 	// A report lists at most what spider results reads.
 	o = smallEval()
 	var many []string
@@ -328,38 +332,22 @@ func TestTrainResumeChecksImitationMemory(t *testing.T) {
 }
 
 // TestTrainResumeChecksBuffersFirst: a checkpoint whose settings ask for
-// 16384 games of 64 rollout steps (its batch holds 4) is refused by what
-// those buffers need before any is made. Before, a resume checked them
-// only with --max-memory, and only after allocating them: some 2.5 GB
-// from a file of a few kilobytes.
+// 4 games of 262144 rollout steps is refused by what those buffers need
+// before any is made. Before, a resume checked them only with
+// --max-memory, and only after allocating them: gigabytes from a file of
+// a few kilobytes.
 func TestTrainResumeChecksBuffersFirst(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "run")
 	o := tinyTrain(out, 1)
 	if err := runTrain(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
 		t.Fatal(err)
 	}
-	ckpt := filepath.Join(out, "checkpoint.spider")
-	net, raw, err := nn.Load(ckpt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st map[string]any
-	if err := msgpack.Unmarshal(raw, &st); err != nil {
-		t.Fatal(err)
-	}
-	c := st["config"].(map[string]any)
-	c["games"], c["rollout"] = 1<<14, 64
-	if raw, err = msgpack.Marshal(st); err != nil {
-		t.Fatal(err)
-	}
-	if err := nn.Save(ckpt, net, raw); err != nil {
-		t.Fatal(err)
-	}
+	editConfig(t, filepath.Join(out, "checkpoint.spider"), func(c map[string]any) { c["rollout"] = 1 << 18 })
 	fakeMemory(t, 32<<30, 1<<30)
 	o.resume, o.iterations = true, 2
 	var run error
 	got := alloccount.Bytes(func() { run = runTrain(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{}) })
-	wantUsage(t, "the crafted resume", run, "training 16384 games x 64 rollout steps")
+	wantUsage(t, "the crafted resume", run, "training 4 games x 262144 rollout steps")
 	if !strings.Contains(run.Error(), "over the 1GiB available") || !strings.Contains(run.Error(), "resume it where there is more memory") {
 		t.Errorf("the refusal: %v", run)
 	}
@@ -378,22 +366,7 @@ func TestTrainResumeChecksBuffersFirst(t *testing.T) {
 	if err := runTrain(context.Background(), long, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
 		t.Fatal(err)
 	}
-	ckpt = filepath.Join(long.out, "checkpoint.spider")
-	if net, raw, err = nn.Load(ckpt); err != nil {
-		t.Fatal(err)
-	}
-	st = nil
-	if err := msgpack.Unmarshal(raw, &st); err != nil {
-		t.Fatal(err)
-	}
-	c = st["config"].(map[string]any)
-	c["val_every"], c["val_games"] = 1, 2
-	if raw, err = msgpack.Marshal(st); err != nil {
-		t.Fatal(err)
-	}
-	if err := nn.Save(ckpt, net, raw); err != nil {
-		t.Fatal(err)
-	}
+	editConfig(t, filepath.Join(long.out, "checkpoint.spider"), func(c map[string]any) { c["val_every"], c["val_games"] = 1, 2 })
 	fakeMachine(t)
 	long.resume, long.iterations = true, 2
 	wantUsage(t, "a resume with validation at a step limit of 2^30", runTrain(context.Background(), long, &bytes.Buffer{}, &bytes.Buffer{}),
@@ -403,6 +376,27 @@ func TestTrainResumeChecksBuffersFirst(t *testing.T) {
 	n.cfg.Game.MaxSteps, n.cfg.ValEvery, n.cfg.ValGames = 1<<30, 1, 2
 	wantUsage(t, "a new run with validation at a step limit of 2^30", runTrain(context.Background(), n, &bytes.Buffer{}, &bytes.Buffer{}),
 		"lower --games, --rollout, --minibatch, --face-up-slots, or with validation --val-games or --max-steps")
+}
+
+// editConfig rewrites the training configuration of the checkpoint at
+// path with edit, sealed as a trainer seals it: a crafted checkpoint.
+func editConfig(t *testing.T, path string, edit func(config map[string]any)) {
+	t.Helper()
+	net, raw, err := nn.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st map[string]any
+	if err := msgpack.Unmarshal(raw, &st); err != nil {
+		t.Fatal(err)
+	}
+	edit(st["config"].(map[string]any))
+	if raw, err = msgpack.Marshal(st); err != nil {
+		t.Fatal(err)
+	}
+	if err := nn.Save(path, net, raw); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestFlagsOutOfRangeRefused: values a flag's help rules out are usage
@@ -479,14 +473,27 @@ func TestEvalRefusesWhatMemoryCannotHold(t *testing.T) {
 	per := (&agents.Search{Nodes: agents.MaxNodes}).Bytes()
 	wantUsage(t, "16 workers of search and oracle at MaxNodes",
 		checkEvalMemory([]string{"search", "oracle"}, makers("search", "oracle"), evalOptions{workers: 16}, 1000, 100),
-		fmt.Sprintf("and 16 workers (%s each: a game in play at 64B a move up to the step limit, and search positions)", bytesize.Format(2*per+agents.MoveBytes*1000)))
+		fmt.Sprintf("and 16 workers (%s each: games in play at 64B a move up to the step limit, and search positions)", bytesize.Format(2*per+agents.MoveBytes*1000)))
 	// A game in play holds its moves: at a step limit of 2^30, 64 GiB.
-	wantUsage(t, "two workers at a step limit of 2^30",
-		checkEvalMemory([]string{"random"}, makers("random"), evalOptions{workers: 2}, 1<<30, 10),
-		"and 2 workers (64GiB each")
-	wantUsage(t, "a remote agent's 64 games at a step limit of 2^28",
-		checkEvalMemory([]string{"remote:unix:/x"}, makers(), evalOptions{workers: 1, remoteWidth: 64}, 1<<28, 100),
-		"and 64 remote games in play (16GiB each)")
+	err := checkEvalMemory([]string{"random"}, makers("random"), evalOptions{workers: 2}, 1<<30, 10)
+	wantUsage(t, "two workers at a step limit of 2^30", err, "and 2 workers (64GiB each: games in play at 64B a move up to the step limit)")
+	// Each greedy or nn: agent a worker keeps holds the positions of its
+	// longest game: two of them, twice.
+	greedy := makers("greedy")["greedy"]
+	two := map[string]agents.Maker{"g1": greedy, "g2": greedy}
+	if err := checkEvalMemory([]string{"g1"}, two, evalOptions{workers: 1}, 1<<27, 10_000); err != nil {
+		t.Errorf("one greedy policy at a step limit of 2^27 (8 GiB): %v", err)
+	}
+	wantUsage(t, "two greedy policies at a step limit of 2^27",
+		checkEvalMemory([]string{"g1", "g2"}, two, evalOptions{workers: 1}, 1<<27, 10_000), "and 1 workers (16GiB each")
+	// A remote agent's games in play hold their move lists here, as many
+	// as its width, or as the deals when fewer.
+	wantUsage(t, "a remote agent's 64 games at a step limit of 2^30",
+		checkEvalMemory([]string{"remote:unix:/x"}, makers(), evalOptions{workers: 1, remoteWidth: 64}, 1<<30, 100),
+		"an evaluation of 100 games (184B each, held to the end) and 64 remote games in play (5GiB each)")
+	wantUsage(t, "a remote agent's 4 deals at a step limit of 2^30",
+		checkEvalMemory([]string{"remote:unix:/x"}, makers(), evalOptions{workers: 1, remoteWidth: 64}, 1<<30, 4),
+		"and 4 remote games in play (5GiB each)")
 	wantUsage(t, "ten million deals of two policies, per game",
 		checkEvalMemory([]string{"random", "greedy"}, makers("random", "greedy"), evalOptions{workers: 2, perGame: true}, 1000, 10_000_000),
 		"an evaluation of 20000000 games")

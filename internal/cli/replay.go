@@ -306,7 +306,8 @@ const oracleHorizon = 1000
 
 // findTurningPoint bisects the positions of a game that was not won, and
 // whose record replays, for the last one from which the oracle, playing on
-// (within what is left of the step limit), still wins. Position 0 is the
+// (within what is left of the step limit, and within oracleHorizon moves
+// of the position), still wins. Position 0 is the
 // deal and position len(g.Actions) the final one, which is not won.
 func findTurningPoint(ctx context.Context, g record.Game, nodes int, stderr io.Writer) (*turningPoint, error) {
 	tp := &turningPoint{}

@@ -167,7 +167,16 @@ func readEvalReport(name string, games bool) (evalReport, error) {
 	}{evalReport: &rep}
 	in.Policies = jsonRows[policySummary]{rows: &rep.Policies, max: maxReportPolicies, what: "policies", check: checkPolicyRow}
 	in.Games = jsonRows[gameRow]{rows: &rep.Games, max: maxResultsFile / minGameRowBytes, what: "games", check: checkGameRow, skip: !games}
+	if t := bytes.TrimLeft(b, " \t\r\n"); len(t) == 0 || t[0] != '{' {
+		return rep, fmt.Errorf("%s: not an eval report: want a JSON object", name)
+	}
 	if err := json.Unmarshal(b, &in); err != nil {
+		// Not the decoder's own words, which name this program's Go types.
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			field := te.Field[strings.LastIndex(te.Field, ".")+1:]
+			return rep, fmt.Errorf("%s: not an eval report: %q holds a JSON %s", name, field, te.Value)
+		}
 		return rep, fmt.Errorf("%s: %v", name, err)
 	}
 	switch {
@@ -213,7 +222,7 @@ const maxReportPolicies = 256
 
 // minGameRowBytes is the fewest bytes of JSON a per-game row that eval
 // writes takes: its policy and the 16 hex digits of its actions' hash,
-// with their keys, come to 49.
+// with their keys, come to 50.
 const minGameRowBytes = 48
 
 // pairRowBytes is what results --pair holds at its peak for each per-game
@@ -244,16 +253,22 @@ func checkGameRow(g *gameRow) error {
 
 // jsonRows decodes a JSON array into *rows one item at a time, checking
 // each with check before it reads the next, and refusing more than max
-// items (with skip, it reads none).
+// items (with skip, it reads none) and a second array under its key.
 type jsonRows[T any] struct {
 	rows  *[]T
 	max   int
 	what  string
 	check func(*T) error
 	skip  bool
+	read  bool
 }
 
-func (r jsonRows[T]) UnmarshalJSON(b []byte) error {
+func (r *jsonRows[T]) UnmarshalJSON(b []byte) error {
+	if r.read {
+		// Decoding would add the second array's items to the first's.
+		return fmt.Errorf("%s given twice", r.what)
+	}
+	r.read = true
 	if r.skip || string(b) == "null" {
 		return nil
 	}

@@ -165,7 +165,7 @@ func TestResultsTable(t *testing.T) {
 	}{
 		{[]string{filepath.Join(dir, "seeds.json")}, "no suite: the results table takes only runs of spider eval --suite NAME"},
 		{[]string{filepath.Join(dir, "stopped.json")}, "a stopped evaluation"},
-		{[]string{md}, "invalid character"},
+		{[]string{md}, "not an eval report: want a JSON object"},
 		{[]string{"--update", filepath.Join(dir, "dev-a.json"), filepath.Join(dir, "dev-a.json")}, "no section between"},
 		{[]string{"--update", filepath.Join(dir, "missing.md"), filepath.Join(dir, "dev-a.json")}, "no such file"},
 		{[]string{filepath.Join(dir, "dev-a.json"), filepath.Join(dir, "missing.json")}, "no such file"},
@@ -423,6 +423,13 @@ func TestResultsRefusesRowsEvalNeverWrites(t *testing.T) {
 	games := write("games.json", policy+`"games":`, `{}`, 1_000_000)
 	hash := write("hash.json", policy+`"games":`, `{"policy":"first","seed":N,"actions_sha256":"not hex digits!"}`, 3)
 	good := write("good.json", policy+`"games":`, `{"policy":"first","seed":N,"actions_sha256":"0123456789abcdef"}`, 3)
+	// A key given twice would add its second array to the first.
+	twice := write("twice.json", policy+`"policies":`, `{"policy":"second","spec":"first"}`, 1)
+	array := filepath.Join(dir, "array.json")
+	wrong := filepath.Join(dir, "wrong.json")
+	if os.WriteFile(array, []byte(" []"), 0o644) != nil || os.WriteFile(wrong, []byte(`{"deals":"many"}`), 0o644) != nil {
+		t.Fatal("writing the reports")
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -432,6 +439,9 @@ func TestResultsRefusesRowsEvalNeverWrites(t *testing.T) {
 		{[]string{"--pair", empty, good}, "policies: item 1: a policy without its name or spec"},
 		{[]string{"--pair", good, games}, "games: item 1: a game without its policy"},
 		{[]string{"--pair", hash, good}, `games: item 1: a game whose actions_sha256 is not 16 hex digits ("not hex digits!")`},
+		{[]string{twice}, "policies given twice"},
+		{[]string{array}, "not an eval report: want a JSON object"},
+		{[]string{wrong}, `not an eval report: "deals" holds a JSON string`},
 	} {
 		var code int
 		var errs string
@@ -446,8 +456,8 @@ func TestResultsRefusesRowsEvalNeverWrites(t *testing.T) {
 		}
 	}
 	// The plain table does not read the games; the pairing reads good's.
-	if code, _, errs := runMain("results", games); code == 2 {
-		t.Errorf("results of a suite report with games it does not read: exit %d: %s", code, errs)
+	if code, out, errs := runMain("results", games); code != 0 || !strings.Contains(out, "| first |") {
+		t.Errorf("results of a suite report with games it does not read: exit %d: %s%s", code, out, errs)
 	}
 	if code, out, errs := runMain("results", "--pair", good, good+"x"); code != 2 || !strings.Contains(errs, "no such file") {
 		t.Errorf("results --pair with a missing file: exit %d: %s%s", code, out, errs)
