@@ -88,6 +88,11 @@ func ResumeIf(path string, want *Config, admit func(Config) error) (*Trainer, er
 	if err != nil {
 		return nil, err
 	}
+	return resume(path, net, raw, want, admit)
+}
+
+// resume is ResumeIf of the network and training state read from path.
+func resume(path string, net *nn.Net, raw []byte, want *Config, admit func(Config) error) (*Trainer, error) {
 	if len(raw) == 0 {
 		return nil, fmt.Errorf("%s: a policy without training state: it cannot be resumed", path)
 	}

@@ -154,6 +154,12 @@ func readEvalReport(name string, games bool) (evalReport, error) {
 	if len(b) > maxResultsFile {
 		return rep, fmt.Errorf("%s: over %d bytes: not an eval report", name, maxResultsFile)
 	}
+	return parseEvalReport(name, b, games)
+}
+
+// parseEvalReport is readEvalReport of the file name's bytes b.
+func parseEvalReport(name string, b []byte, games bool) (evalReport, error) {
+	var rep evalReport
 	// A report's arrays are read an item at a time and each item checked
 	// before the next: items that eval never writes (an empty {} is three
 	// bytes) would otherwise cost a hundred bytes of memory per byte of
