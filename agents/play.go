@@ -59,8 +59,9 @@ func PlayFrom(ctx context.Context, s env.State, seed uint64, a Agent) Result {
 // move made so far: its move list (Result.Actions, 2 bytes a move, and the
 // copy append makes as the list grows) and, for greedy and nn: players,
 // the positions seen. Measured (heap at its peak over a game of 200,000
-// moves or more): 4.5 bytes a move for random, 40 for greedy and 45 for
-// an nn: player. A step limit of 2^30 is 64 GiB a game in play: a command
+// moves or more, garbage included): 4.5 bytes a move for random, 40 for
+// greedy and 45 for an nn: player; TestMoveBytes reads 39 held by each of
+// the last two. A step limit of 2^30 is 64 GiB a game in play: a command
 // that plays games of a step limit it did not choose counts it.
 const MoveBytes = 64
 

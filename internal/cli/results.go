@@ -162,8 +162,8 @@ func parseEvalReport(name string, b []byte, games bool) (evalReport, error) {
 	var rep evalReport
 	// A report's arrays are read an item at a time and each item checked
 	// before the next: items that eval never writes (an empty {} is three
-	// bytes) would otherwise cost a hundred bytes of memory per byte of
-	// file. The arrays results does not use are skipped.
+	// bytes) would otherwise cost hundreds of bytes of memory per byte
+	// of file. The arrays results does not use are skipped.
 	in := struct {
 		*evalReport
 		Policies    jsonRows[policySummary] `json:"policies"`
@@ -269,6 +269,7 @@ type jsonRows[T any] struct {
 	read  bool
 }
 
+// UnmarshalJSON reads the array b into *r.rows, checking each item.
 func (r *jsonRows[T]) UnmarshalJSON(b []byte) error {
 	if r.read {
 		// Decoding would add the second array's items to the first's.
@@ -301,6 +302,7 @@ func (r *jsonRows[T]) UnmarshalJSON(b []byte) error {
 // jsonSkip is a JSON value that is not read.
 type jsonSkip struct{}
 
+// UnmarshalJSON reads nothing.
 func (jsonSkip) UnmarshalJSON([]byte) error { return nil }
 
 // onePlayPerDeal refuses a report in which a policy plays a deal twice:
