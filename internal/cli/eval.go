@@ -384,6 +384,22 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		// Its report would list more than spider results reads.
 		return usageError{fmt.Errorf("%d policies: at most %d in one evaluation", n, maxReportPolicies)}
 	}
+	// An nn: policy's checkpoint is read whole when its maker is made,
+	// and its weights held to the end: checkpoints the machine cannot
+	// hold are refused before any is read (loading holds a file and the
+	// weights read from it, at most as large again).
+	var files, largest int64
+	for _, p := range strings.Split(o.policies, ",") {
+		if path, ok := strings.CutPrefix(strings.TrimSpace(p), "nn:"); ok {
+			if fi, err := os.Stat(path); err == nil {
+				files += fi.Size()
+				largest = max(largest, fi.Size())
+			}
+		}
+	}
+	if err := checkAvailable(files+largest, fmt.Sprintf("loading %s of nn: checkpoints", bytesize.Format(files)), "evaluate fewer networks at a time"); err != nil {
+		return err
+	}
 	var specs []string
 	// Each local policy's maker, made once.
 	makers := map[string]agents.Maker{}
@@ -819,7 +835,7 @@ const (
 // with the figure, not met by the kernel's out-of-memory killer partway
 // through the games.
 func checkEvalMemory(specs []string, makers map[string]agents.Maker, o evalOptions, maxSteps, deals int) error {
-	var perWorker int64
+	var perWorker, shared int64
 	local, remembering, searching := 0, 0, false
 	for _, p := range specs {
 		m, ok := makers[p]
@@ -836,6 +852,9 @@ func checkEvalMemory(specs []string, makers map[string]agents.Maker, o evalOptio
 			// its weights, which the workers share.
 			perWorker += a.Bytes()
 			remembering++
+			for _, w := range a.Net.Params() {
+				shared += 4 * int64(len(w))
+			}
 		case *agents.Greedy:
 			remembering++
 		}
@@ -862,8 +881,11 @@ func checkEvalMemory(specs []string, makers map[string]agents.Maker, o evalOptio
 		perGame += 2 * int64(maxSteps)
 	}
 	games := int64(len(specs)) * int64(deals)
-	need := int64(workers)*perWorker + remoteGames*remoteInPlay + games*perGame
+	need := shared + int64(workers)*perWorker + remoteGames*remoteInPlay + games*perGame
 	what := fmt.Sprintf("%d games (%s each, held to the end)", games, bytesize.Format(perGame))
+	if shared > 0 {
+		what += fmt.Sprintf(", networks' weights (%s)", bytesize.Format(shared))
+	}
 	if workers > 0 {
 		what += fmt.Sprintf(" and %d workers (%s each: games in play at %s a move up to the step limit", workers, bytesize.Format(perWorker), bytesize.Format(agents.MoveBytes))
 		if searching {

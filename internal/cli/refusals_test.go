@@ -569,3 +569,48 @@ func TestResultsPairRefusesWhatMemoryCannotHold(t *testing.T) {
 		t.Errorf("results --pair on a 1 MiB machine: exit %d, %q", code, errs)
 	}
 }
+
+// TestEvalRefusesCheckpointsMemoryCannotHold: an nn: policy's checkpoint
+// is read whole, and its weights held to the end, so checkpoints the
+// machine could not load are refused before any is read, and the weights
+// count in the evaluation's memory.
+func TestEvalRefusesCheckpointsMemoryCannotHold(t *testing.T) {
+	r := env.MustRules(env.Options{Suits: 1})
+	net, err := nn.New(nn.SpecFor(r, []int{512}), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "big.spider")
+	if err := nn.Save(path, net, nil); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	weights := int64(0)
+	for _, w := range net.Params() {
+		weights += 4 * int64(len(w))
+	}
+	if fi.Size() < 1<<20 || weights < 1<<20 {
+		t.Fatalf("a checkpoint of %d bytes, %d of weights: too small to tell", fi.Size(), weights)
+	}
+	fakeMemory(t, 32<<30, fi.Size()) // room for the file, not for loading it
+	o := smallEval()
+	o.policies = "random,nn:" + path
+	wantUsage(t, "eval of a checkpoint the machine cannot load", runEval(withTimeout(t, 10*time.Second), o, &bytes.Buffer{}, &bytes.Buffer{}),
+		fmt.Sprintf("loading %s of nn: checkpoints needs %s", bytesize.Format(fi.Size()), bytesize.Format(2*fi.Size())))
+	// Loaded, the weights count once, beside the workers'.
+	fakeMemory(t, 32<<30, weights)
+	mk, err := agents.NeuralMaker(net)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantUsage(t, "the weights held to the end",
+		checkEvalMemory([]string{"nn"}, map[string]agents.Maker{"nn": mk}, evalOptions{workers: 1}, 1000, 1),
+		fmt.Sprintf("networks' weights (%s)", bytesize.Format(weights)))
+	fakeMachine(t)
+	if err := checkEvalMemory([]string{"nn"}, map[string]agents.Maker{"nn": mk}, evalOptions{workers: 1}, 1000, 1); err != nil {
+		t.Errorf("on a machine of 16 GiB available: %v", err)
+	}
+}
