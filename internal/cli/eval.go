@@ -852,9 +852,7 @@ func checkEvalMemory(specs []string, makers map[string]agents.Maker, o evalOptio
 			// its weights, which the workers share.
 			perWorker += a.Bytes()
 			remembering++
-			for _, w := range a.Net.Params() {
-				shared += 4 * int64(len(w))
-			}
+			shared += weightBytes(a.Net)
 		case *agents.Greedy:
 			remembering++
 		}

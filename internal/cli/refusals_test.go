@@ -575,23 +575,7 @@ func TestResultsPairRefusesWhatMemoryCannotHold(t *testing.T) {
 // machine could not load are refused before any is read, and the weights
 // count in the evaluation's memory.
 func TestEvalRefusesCheckpointsMemoryCannotHold(t *testing.T) {
-	r := env.MustRules(env.Options{Suits: 1})
-	net, err := nn.New(nn.SpecFor(r, []int{512}), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "big.spider")
-	if err := nn.Save(path, net, nil); err != nil {
-		t.Fatal(err)
-	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	weights := int64(0)
-	for _, w := range net.Params() {
-		weights += 4 * int64(len(w))
-	}
+	net, path, fi, weights := savedNet(t, 512)
 	if fi.Size() < 1<<20 || weights < 1<<20 {
 		t.Fatalf("a checkpoint of %d bytes, %d of weights: too small to tell", fi.Size(), weights)
 	}
@@ -613,4 +597,26 @@ func TestEvalRefusesCheckpointsMemoryCannotHold(t *testing.T) {
 	if err := checkEvalMemory([]string{"nn"}, map[string]agents.Maker{"nn": mk}, evalOptions{workers: 1}, 1000, 1); err != nil {
 		t.Errorf("on a machine of 16 GiB available: %v", err)
 	}
+}
+
+// savedNet saves a fresh one-suit network of one hidden layer of hidden
+// units and returns it, its file, the file's size and its weights' bytes
+// (counted here, apart from the code under test).
+func savedNet(t *testing.T, hidden int) (net *nn.Net, path string, fi os.FileInfo, weights int64) {
+	t.Helper()
+	net, err := nn.New(nn.SpecFor(env.MustRules(env.Options{Suits: 1}), []int{hidden}), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path = filepath.Join(t.TempDir(), "net.spider")
+	if err := nn.Save(path, net, nil); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err = os.Stat(path); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range net.Params() {
+		weights += 4 * int64(len(p))
+	}
+	return net, path, fi, weights
 }

@@ -304,6 +304,15 @@ type publicListener struct {
 
 func (l publicListener) Addr() net.Addr { return l.addr }
 
+// weightBytes returns what the weights and biases of n take.
+func weightBytes(n *nn.Net) int64 {
+	b := int64(0)
+	for _, p := range n.Params() {
+		b += 4 * int64(len(p))
+	}
+	return b
+}
+
 // serveHint is hintMaker for a server of maxMemory bytes (--max-memory),
 // which also returns the bytes its agents share for the server's life: a
 // network's weights (--hint nn:PATH), which count against --max-memory
@@ -332,10 +341,7 @@ func serveHint(name string, moveMs int, maxMemory int64) (agents.Maker, int64, e
 	if err != nil {
 		return nil, 0, usageError{fmt.Errorf("--hint %s: %v", name, err)}
 	}
-	var shared int64
-	for _, p := range net.Params() {
-		shared += 4 * int64(len(p))
-	}
+	shared := weightBytes(net)
 	m, err := agents.NeuralMaker(net)
 	if err != nil {
 		return nil, 0, usageError{fmt.Errorf("--hint %s: %v", name, err)}

@@ -18,8 +18,6 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/vmihailenco/msgpack/v5"
 
-	"github.com/spiderenv/spider/agents/nn"
-	"github.com/spiderenv/spider/env"
 	"github.com/spiderenv/spider/internal/bytesize"
 	"github.com/spiderenv/spider/server"
 )
@@ -402,23 +400,7 @@ func TestServeFlagDefaultsComeFromServer(t *testing.T) {
 // could not be loaded within it (file and weights, keeping 16 MiB for the
 // connections) is refused before it is read.
 func TestServeHintNetworkCountsAgainstMaxMemory(t *testing.T) {
-	r := env.MustRules(env.Options{Suits: 1})
-	net, err := nn.New(nn.SpecFor(r, []int{64}), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "net.spider")
-	if err := nn.Save(path, net, nil); err != nil {
-		t.Fatal(err)
-	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	weights := int64(0)
-	for _, p := range net.Params() {
-		weights += 4 * int64(len(p))
-	}
+	_, path, fi, weights := savedNet(t, 64)
 	enough := minMemory + 2*fi.Size()
 	m, shared, err := serveHint("nn:"+path, 0, enough)
 	if err != nil || m == nil || shared != weights {
