@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import tempfile
@@ -240,10 +241,20 @@ spider_env.evaluate(slow, seeds="1-400", baselines=["search"], workers=1)
 """
 
 
+_CLEANS = """
+import spider_env
+spider_env.evaluate(lambda obs, masks: masks.argmax(axis=1), seeds="1", baselines=[], game={"max_steps": 5})
+"""
+
+
 def test_killed_python_leaves_no_eval_running(spider_bin: str) -> None:
     """eval stops when the Python process that runs evaluate() is killed,
-    and the next evaluate() removes the socket folder it left."""
-    p = subprocess.Popen([os.sys.executable, "-c", _KILLED], env={**os.environ, "SPIDER_BIN": spider_bin})
+    and the next evaluate() removes the socket folder it left. Both run in
+    a temporary folder of their own: another test run's evaluate() on the
+    machine would remove the folder first."""
+    parent = tempfile.mkdtemp(prefix="spk", dir="/tmp")  # short: a socket path holds 108 bytes
+    env = {**os.environ, "SPIDER_BIN": spider_bin, "TMPDIR": parent}
+    p = subprocess.Popen([os.sys.executable, "-c", _KILLED], env=env)
 
     def evals() -> list[int]:
         out = []
@@ -270,11 +281,13 @@ def test_killed_python_leaves_no_eval_running(spider_bin: str) -> None:
     for pid in left:
         os.kill(pid, 9)
     assert not left, "eval kept running after its Python process was killed"
-    parent = tempfile.gettempdir() if len(tempfile.gettempdir()) <= 50 else "/tmp"
-    stale = [e for e in os.listdir(parent) if e.startswith(f"spider-agent-{p.pid}-")]
-    assert stale, "the killed process left no folder (nothing to check)"
-    spider_env.evaluate(first_legal, seeds="1", baselines=[], game={"max_steps": 5})
-    assert not [e for e in os.listdir(parent) if e.startswith(f"spider-agent-{p.pid}-")]
+    try:
+        stale = [e for e in os.listdir(parent) if e.startswith(f"spider-agent-{p.pid}-")]
+        assert stale, "the killed process left no folder (nothing to check)"
+        subprocess.run([os.sys.executable, "-c", _CLEANS], env=env, check=True, timeout=60)
+        assert not [e for e in os.listdir(parent) if e.startswith(f"spider-agent-{p.pid}-")]
+    finally:
+        shutil.rmtree(parent, ignore_errors=True)
 
 
 def test_cut_error_texts_can_always_be_sent() -> None:
