@@ -378,19 +378,25 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 			seeds = append(seeds, o.start+uint64(i))
 		}
 	}
-	// Counted before any maker is made: an nn: policy reads its
-	// checkpoint (up to 2 GiB) when its maker is made.
-	if n := len(slices.DeleteFunc(strings.Split(o.policies, ","), func(p string) bool { return strings.TrimSpace(p) == "" })); n > maxReportPolicies {
-		// Its report would list more than spider results reads.
-		return usageError{fmt.Errorf("%d policies: at most %d in one evaluation", n, maxReportPolicies)}
-	}
-	// An nn: policy's checkpoint is read whole when its maker is made,
-	// and its weights held to the end: checkpoints the machine cannot
-	// hold are refused before any is read (loading holds a file and the
-	// weights read from it, at most as large again).
-	var files, largest int64
+	// The policies, counted and their checkpoints sized before any maker
+	// is made: an nn: policy reads its checkpoint (up to 2 GiB) whole
+	// when its maker is made, and holds its weights to the end.
+	var names []string
 	for _, p := range strings.Split(o.policies, ",") {
-		if path, ok := strings.CutPrefix(strings.TrimSpace(p), "nn:"); ok {
+		if p = strings.TrimSpace(p); p != "" {
+			names = append(names, p)
+		}
+	}
+	if len(names) > maxReportPolicies {
+		// Its report would list more than spider results reads.
+		return usageError{fmt.Errorf("%d policies: at most %d in one evaluation", len(names), maxReportPolicies)}
+	}
+	// Loading holds a file and the weights read from it, at most as
+	// large again: checkpoints the machine cannot hold are refused before
+	// any is read.
+	var files, largest int64
+	for _, p := range names {
+		if path, ok := strings.CutPrefix(p, "nn:"); ok {
 			if fi, err := os.Stat(path); err == nil {
 				files += fi.Size()
 				largest = max(largest, fi.Size())
@@ -403,10 +409,7 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	var specs []string
 	// Each local policy's maker, made once.
 	makers := map[string]agents.Maker{}
-	for _, p := range strings.Split(o.policies, ",") {
-		if p = strings.TrimSpace(p); p == "" {
-			continue
-		}
+	for _, p := range names {
 		if !printable.Is(p) {
 			// Reports and tables print it as it is, and spider results
 			// refuses text that is not printable.
@@ -826,14 +829,14 @@ const (
 // checkEvalMemory refuses an evaluation that needs more memory than the
 // machine has available, before any game: each worker holds an agent of
 // every local policy, and a search reserves its whole node budget at its
-// first plan (over a gigabyte at --nodes 1048576); a worker's game in
-// play, and each greedy or nn: agent it keeps, holds agents.MoveBytes a
-// move up to the step limit, and each of a remote agent's games in play
-// its move list; and each game's result is held to the end,
-// with its row for --per-game and its moves (up to the step limit) for
-// --record. Too large a run must be refused now,
-// with the figure, not met by the kernel's out-of-memory killer partway
-// through the games.
+// first plan (over a gigabyte at --nodes 1048576); the nn: policies'
+// weights are shared; a worker's game in play, and each greedy or nn:
+// agent it keeps, holds agents.MoveBytes a move up to the step limit, and
+// each of a remote agent's games in play its move list; and each game's
+// result is held to the end, with its row for --per-game and its moves
+// (up to the step limit) for --record. Too large a run must be refused
+// now, with the figure, not met by the kernel's out-of-memory killer
+// partway through the games.
 func checkEvalMemory(specs []string, makers map[string]agents.Maker, o evalOptions, maxSteps, deals int) error {
 	var perWorker, shared int64
 	local, remembering, searching := 0, 0, false

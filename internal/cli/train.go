@@ -425,10 +425,11 @@ func checkTrainMemory(c train.Config, limit byteSize, lower string) error {
 		return usageError{err}
 	}
 	spec, _ := c.Spec()
-	need := server.BatchBytes(r, env.BatchOptions{N: c.Games, Autoreset: env.SameStep}) + own + save + c.ValidationBytes()
+	val := c.ValidationBytes()
+	need := server.BatchBytes(r, env.BatchOptions{N: c.Games, Autoreset: env.SameStep}) + own + save + val
 	what := fmt.Sprintf("training %d games x %d rollout steps (%s, %s, minibatch %d)", c.Games, c.Rollout, r, netName(spec), c.Minibatch)
-	if v := c.ValidationBytes(); v > 0 {
-		what += fmt.Sprintf(" with validation on %d deals (%s)", c.ValGames, bytesize.Format(v))
+	if val > 0 {
+		what += fmt.Sprintf(" with validation on %d deals (%s)", c.ValGames, bytesize.Format(val))
 	}
 	return checkMemory(need, limit, what, lower)
 }
