@@ -79,39 +79,41 @@ const (
 // (Validate) and turns them into an immutable Rules.
 //
 // Every field carries its key (the msgpack and JSON name, also the socket's
-// make field and, with '-' for '_', the command-line flag), a help text and
+// make field and, with '-' for '_', the command-line flag), its kind
+// ("game" for a field that changes the games themselves, "view" for one
+// that changes only what a player is shown or rewarded), a help text and
 // an example (a valid value other than the default, which generic tests in
-// every package use):
-// OptionFields reads them, so adding a field here is all it takes for files,
-// the server and the flags to carry it.
+// every package use): OptionFields reads them, so adding a field here is
+// all it takes for files, the server, the flags, benchmark suites and the
+// pairing of eval reports to carry it.
 type Options struct {
-	RuleSet RuleSet `msgpack:"rules" json:"rules" help:"rule set: classic or cardems" example:"cardems"`
+	RuleSet RuleSet `msgpack:"rules" json:"rules" kind:"game" help:"rule set: classic or cardems" example:"cardems"`
 	// Suits is 1 (spades), 2 (spades and hearts) or 4; 0 selects 1.
 	// Cardems is one-suit in its sheet; 2 and 4 suits under cardems rules
 	// are our extension.
-	Suits int `msgpack:"suits" json:"suits" help:"number of suits: 1, 2 or 4" example:"2"`
+	Suits int `msgpack:"suits" json:"suits" kind:"game" help:"number of suits: 1, 2 or 4" example:"2"`
 	// MaxSteps truncates an episode after that many actions. 0 selects
 	// DefaultMaxSteps; a negative value means no limit, for human play.
-	MaxSteps int `msgpack:"max_steps" json:"max_steps" help:"truncate a game after this many actions (negative: no limit)" example:"300"`
+	MaxSteps int `msgpack:"max_steps" json:"max_steps" kind:"game" help:"truncate a game after this many actions (negative: no limit)" example:"300"`
 	// TimePerActionMs is the simulated game time one action takes, in
 	// milliseconds, for the classic rule of one point per two seconds. 0
 	// (the default) turns the time penalty off. The wall clock is never
 	// used. Classic only.
-	TimePerActionMs int `msgpack:"time_per_action_ms" json:"time_per_action_ms" help:"classic's simulated clock: game time one action takes, in milliseconds (0: no time penalty)" example:"1500"`
+	TimePerActionMs int `msgpack:"time_per_action_ms" json:"time_per_action_ms" kind:"game" help:"classic's simulated clock: game time one action takes, in milliseconds (0: no time penalty)" example:"1500"`
 	// FaceUpSlots is how many face-up cards per column the observation
 	// shows, counted from the top. 0 selects DefaultFaceUpSlots (78), the
 	// most any classic game can reach (RULES.md proves it); a smaller value
 	// shrinks the observation at the risk of hiding the deepest face-up
 	// cards of very long columns, which the face-up count still reports.
-	FaceUpSlots int `msgpack:"face_up_slots" json:"face_up_slots" help:"face-up cards per column the observation shows, from the top" example:"12"`
+	FaceUpSlots int `msgpack:"face_up_slots" json:"face_up_slots" kind:"view" help:"face-up cards per column the observation shows, from the top" example:"12"`
 	// Encoding is the observation encoding the Env returns.
-	Encoding Encoding `msgpack:"obs" json:"obs" help:"observation encoding: compact or float32" example:"float32"`
+	Encoding Encoding `msgpack:"obs" json:"obs" kind:"view" help:"observation encoding: compact or float32" example:"float32"`
 	// Shaping adds potential-based shaping to the reward (Shaping's doc);
 	// the default, NoShaping, leaves the reward the score's change.
-	Shaping Shaping `msgpack:"shaping" json:"shaping" help:"reward shaping: none or progress (potential-based; the best policy is unchanged)" example:"progress"`
+	Shaping Shaping `msgpack:"shaping" json:"shaping" kind:"view" help:"reward shaping: none or progress (potential-based; the best policy is unchanged)" example:"progress"`
 	// ShapingGamma is the discount of the learner the shaping is for,
 	// in (0, 1]; 0 selects 1. It matters only with shaping.
-	ShapingGamma float64 `msgpack:"shaping_gamma" json:"shaping_gamma" help:"the learner's discount, for reward shaping (0: 1)" example:"0.99"`
+	ShapingGamma float64 `msgpack:"shaping_gamma" json:"shaping_gamma" kind:"view" help:"the learner's discount, for reward shaping (0: 1)" example:"0.99"`
 }
 
 // MaxTimePerActionMs is the largest TimePerActionMs Validate accepts (about
@@ -260,6 +262,9 @@ func (r Rules) String() string {
 	s := fmt.Sprintf("%s %d-suit, max-steps %d, slots %d, %s", r.ruleSet, r.suits, r.maxSteps, r.slots, r.encoding)
 	if r.tick > 0 {
 		s += fmt.Sprintf(", %v per action", r.tick)
+	}
+	if r.shaping != NoShaping {
+		s += fmt.Sprintf(", %s shaping (gamma %v)", r.shaping, r.gamma)
 	}
 	return s
 }

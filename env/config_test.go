@@ -73,6 +73,97 @@ func TestOptionsMarshalling(t *testing.T) {
 	}
 }
 
+// A file's game options are read strictly: a key this build does not know
+// (an option a newer build added) or a key given twice is refused, not
+// skipped, and a refused map changes nothing; nil is the zero Options.
+func TestOptionsDecodeRefusesUnknownKeys(t *testing.T) {
+	in := env.Options{RuleSet: env.Cardems, Suits: 2, MaxSteps: 300}
+	var asMap map[string]any
+	if err := msgpack.Unmarshal(mustMsgpack(t, in), &asMap); err != nil {
+		t.Fatal(err)
+	}
+	asMap["run_bonus"] = 7
+	keep := env.Options{Suits: 4}
+	got := keep
+	err := msgpack.Unmarshal(mustMsgpack(t, asMap), &got)
+	if err == nil || !strings.Contains(err.Error(), `unknown game option "run_bonus"`) || !strings.Contains(err.Error(), "newer") {
+		t.Fatalf("an unknown option was read: %v", err)
+	}
+	if got != keep {
+		t.Fatalf("a refused map changed the options: %+v", got)
+	}
+	// Inside a file's struct, as records and checkpoints hold it.
+	type file struct {
+		Version int         `msgpack:"version"`
+		Game    env.Options `msgpack:"game"`
+	}
+	var f file
+	if err := msgpack.Unmarshal(mustMsgpack(t, map[string]any{"version": 3, "game": asMap}), &f); err == nil || !strings.Contains(err.Error(), "run_bonus") {
+		t.Fatalf("an unknown option inside a file was read: %v", err)
+	}
+	delete(asMap, "run_bonus")
+	if err := msgpack.Unmarshal(mustMsgpack(t, map[string]any{"version": 3, "game": asMap}), &f); err != nil || f.Game != in {
+		t.Fatalf("the known options came back as %+v (%v)", f.Game, err)
+	}
+	// A duplicate key: two maps' bytes spliced by hand.
+	twice := append([]byte{0x82}, mustMsgpack(t, "suits")...)
+	twice = append(twice, mustMsgpack(t, 2)...)
+	twice = append(twice, mustMsgpack(t, "suits")...)
+	twice = append(twice, mustMsgpack(t, 4)...)
+	if err := msgpack.Unmarshal(twice, &got); err == nil || !strings.Contains(err.Error(), "twice") {
+		t.Fatalf("a key given twice was read: %v", err)
+	}
+	if err := msgpack.Unmarshal(mustMsgpack(t, map[string]any{"suits": "two"}), &got); err == nil || !strings.Contains(err.Error(), `"suits"`) {
+		t.Fatalf("a value of the wrong type was read: %v", err)
+	}
+	got = env.Options{Suits: 4}
+	if err := msgpack.Unmarshal([]byte{0xc0}, &got); err != nil || got != (env.Options{}) {
+		t.Fatalf("nil came back as %+v (%v)", got, err)
+	}
+	// Every field, at its example, comes back.
+	for _, fl := range env.OptionFields() {
+		var o, back env.Options
+		if err := fl.Set(&o, fl.Example); err != nil {
+			t.Fatal(err)
+		}
+		if err := msgpack.Unmarshal(mustMsgpack(t, o), &back); err != nil || back != o {
+			t.Errorf("%s: %+v came back as %+v (%v)", fl.Key, o, back, err)
+		}
+	}
+}
+
+// SameGame compares the fields of kind game, with defaults filled in, and
+// nothing else; Copy moves one field.
+func TestSameGame(t *testing.T) {
+	if !(env.Options{}).SameGame(env.Options{Suits: 1, MaxSteps: env.DefaultMaxSteps}) {
+		t.Fatal("the default options and the same filled in are not one game")
+	}
+	if !(env.Options{MaxSteps: -5}).SameGame(env.Options{MaxSteps: -1}) {
+		t.Fatal("two ways to say no step limit are not one game")
+	}
+	games := 0
+	for _, f := range env.OptionFields() {
+		var o env.Options
+		if err := f.Set(&o, f.Example); err != nil {
+			t.Fatal(err)
+		}
+		if got := (env.Options{}).SameGame(o); got == f.Game {
+			t.Errorf("%s at %s: SameGame %v, but the field's Game is %v", f.Key, f.Example, got, f.Game)
+		}
+		games += map[bool]int{true: 1}[f.Game]
+		var c env.Options
+		f.Copy(&c, o)
+		if c != o {
+			t.Errorf("%s: Copy gave %+v, want %+v", f.Key, c, o)
+		}
+	}
+	// The fields that decide the games: the deal, the moves, the score and
+	// the step limit. The observation and the reward's shaping do not.
+	if games != 4 {
+		t.Fatalf("%d fields of kind game, want rules, suits, max_steps and time_per_action_ms", games)
+	}
+}
+
 func mustMsgpack(t *testing.T, v any) []byte {
 	t.Helper()
 	b, err := msgpack.Marshal(v)
@@ -200,5 +291,21 @@ func TestOptionsValidateNamesTheField(t *testing.T) {
 		if _, err2 := env.NewRules(tc.o); err2 == nil || err2.Error() != err.Error() {
 			t.Errorf("NewRules disagrees with Validate: %v vs %v", err2, err)
 		}
+	}
+}
+
+// Rules.String names every option that is not at its default in a way the
+// programs print: a shaped game does not read as an unshaped one.
+func TestRulesString(t *testing.T) {
+	plain := env.MustRules(env.Options{}).String()
+	if plain != "classic 1-suit, max-steps 1000, slots 78, compact" {
+		t.Fatalf("default rules read %q", plain)
+	}
+	shaped := env.MustRules(env.Options{Shaping: env.Progress, ShapingGamma: 0.99}).String()
+	if shaped != plain+", progress shaping (gamma 0.99)" {
+		t.Fatalf("shaped rules read %q", shaped)
+	}
+	if got := env.MustRules(env.Options{TimePerActionMs: 1500}).String(); got != plain+", 1.5s per action" {
+		t.Fatalf("a clocked game reads %q", got)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/spiderenv/spider/internal/printable"
 )
 
 // MarshalText returns the rule set's name, so files, JSON and the socket
@@ -68,6 +70,11 @@ type OptionField struct {
 	// are names (enums) that travel as strings.
 	Numeric bool
 	Float   bool
+	// Game reports a field that changes the games themselves: the deal,
+	// the legal moves, the score or where a game ends. The others change
+	// only what a player is shown or rewarded, so two runs that differ
+	// in them played the same games (SameGame).
+	Game bool
 	// Example is a valid value other than the default, as text: what tests
 	// that cover every option set it to.
 	Example string
@@ -82,8 +89,9 @@ var optionFields = func() []OptionField {
 	for i := range fields {
 		sf := t.Field(i)
 		key := sf.Tag.Get("msgpack")
-		if key == "" || key != sf.Tag.Get("json") || sf.Tag.Get("help") == "" || sf.Tag.Get("example") == "" {
-			panic("env: Options." + sf.Name + " needs equal msgpack and json keys, a help tag and an example tag")
+		kind := sf.Tag.Get("kind")
+		if key == "" || key != sf.Tag.Get("json") || sf.Tag.Get("help") == "" || sf.Tag.Get("example") == "" || (kind != "game" && kind != "view") {
+			panic("env: Options." + sf.Name + " needs equal msgpack and json keys, a kind tag (game or view), a help tag and an example tag")
 		}
 		numeric, float := sf.Type.Kind() == reflect.Int, sf.Type.Kind() == reflect.Float64
 		if !numeric && !float && !reflect.PointerTo(sf.Type).Implements(textType) {
@@ -91,7 +99,7 @@ var optionFields = func() []OptionField {
 		}
 		fields[i] = OptionField{
 			Key: key, Flag: strings.ReplaceAll(key, "_", "-"), Help: sf.Tag.Get("help"),
-			Numeric: numeric, Float: float, Example: sf.Tag.Get("example"), index: i,
+			Numeric: numeric, Float: float, Game: kind == "game", Example: sf.Tag.Get("example"), index: i,
 		}
 	}
 	return fields
@@ -157,6 +165,77 @@ func (f OptionField) Set(o *Options, text string) error {
 	}
 	return v.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(text))
 }
+
+// Copy sets the field of dst to its value in src.
+func (f OptionField) Copy(dst *Options, src Options) {
+	reflect.ValueOf(dst).Elem().Field(f.index).Set(reflect.ValueOf(src).Field(f.index))
+}
+
+// SameGame reports whether o and p play the same games: whether every
+// field of kind game (OptionField.Game) agrees once defaults are filled
+// in, so that Suits 0 and 1 are one game. Fields that change only what a
+// player is shown or rewarded are not compared.
+func (o Options) SameGame(p Options) bool {
+	o, p = o.resolved(), p.resolved()
+	for _, f := range optionFields {
+		if f.Game && f.Text(o) != f.Text(p) {
+			return false
+		}
+	}
+	return true
+}
+
+// resolved returns o with its defaults filled in, or o as it is if no
+// game can have it.
+func (o Options) resolved() Options {
+	if r, err := NewRules(o); err == nil {
+		return r.Options()
+	}
+	return o
+}
+
+// DecodeMsgpack reads Options from a msgpack map (or nil, the zero
+// Options) and refuses a key that no field has, or one given twice: a
+// file written by a newer build with an option this build does not know
+// would otherwise be read as a game it is not, and written back without
+// the option. The values decode as the struct's would.
+func (o *Options) DecodeMsgpack(d *msgpack.Decoder) error {
+	n, err := d.DecodeMapLen()
+	if err != nil {
+		return fmt.Errorf("env: game options: %w", err)
+	}
+	var out Options
+	var seen uint64
+	v := reflect.ValueOf(&out).Elem()
+	for range max(n, 0) {
+		key, err := d.DecodeString()
+		if err != nil {
+			return fmt.Errorf("env: game options: a key: %w", err)
+		}
+		f, ok := LookupOption(key)
+		switch {
+		case !ok:
+			return fmt.Errorf("env: unknown game option %q (this build knows %s; was it written by a newer one?)", printable.Cut(key, 40), optionKeys)
+		case seen&(1<<f.index) != 0:
+			return fmt.Errorf("env: game option %q given twice", key)
+		}
+		seen |= 1 << f.index
+		if err := d.DecodeValue(v.Field(f.index)); err != nil {
+			return fmt.Errorf("env: game option %q: %w", key, err)
+		}
+	}
+	*o = out
+	return nil
+}
+
+// optionKeys lists the keys of Options for messages.
+var optionKeys = func() string {
+	keys := make([]string, len(optionFields))
+	for i, f := range optionFields {
+		keys[i] = f.Key
+	}
+	return strings.Join(keys, ", ")
+}()
 
 // SetFloat sets a float field of o to x.
 //

@@ -239,3 +239,38 @@ func TestLoadRefusesVersion1(t *testing.T) {
 		t.Fatalf("a version-1 record: %v; want %q", err, want)
 	}
 }
+
+// TestLoadRefusesUnknownGameOption: a record written by a newer build with
+// a game option this build does not know is refused, naming the option,
+// rather than replayed as another game.
+func TestLoadRefusesUnknownGameOption(t *testing.T) {
+	dir := t.TempDir()
+	g := validRecord(t)
+	ok := filepath.Join(dir, "ok.spider")
+	if err := Save(ok, g); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(ok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := msgpackcheck.Size(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := msgpack.Unmarshal(b[:n], &m); err != nil {
+		t.Fatal(err)
+	}
+	m["game"].(map[string]any)["run_bonus"] = 7
+	p := filepath.Join(dir, "newer.spider")
+	writeSealed(t, p, m)
+	if _, err := Load(p); err == nil || !strings.HasPrefix(err.Error(), p+": ") || !strings.Contains(err.Error(), `unknown game option "run_bonus"`) {
+		t.Fatalf("a record with an unknown game option: %v", err)
+	}
+	delete(m["game"].(map[string]any), "run_bonus")
+	writeSealed(t, p, m)
+	if got, err := Load(p); err != nil || got.Game != g.Game {
+		t.Fatalf("the record itself: %+v, %v", got.Game, err)
+	}
+}

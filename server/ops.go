@@ -84,6 +84,16 @@ func init() {
 	}
 }
 
+// optionKeys are the game options make takes, in env.Options' order, as
+// the hello reply lists them: a client can check that it knows each.
+var optionKeys = func() []string {
+	var keys []string
+	for _, f := range env.OptionFields() {
+		keys = append(keys, f.Key)
+	}
+	return keys
+}()
+
 func lookupOp(name string) *operation {
 	for i := range operations {
 		if operations[i].name == name {
@@ -129,6 +139,7 @@ func (cn *conn) opHello(q *request) *replyError {
 	en.int("version", Version)
 	en.str("server", "spider")
 	en.strs("ops", opNames)
+	en.strs("options", optionKeys)
 	en.int("max_games", int64(cn.s.cfg.MaxGames))
 	en.int("max_frame", int64(cn.s.cfg.MaxFrame))
 	return nil

@@ -29,6 +29,16 @@ func TestProtocolDocumentsEveryOption(t *testing.T) {
 			t.Errorf("PROTOCOL.md's game option table has no row for %q", f.Key)
 		}
 	}
+	// Nor a row for an option the server does not take.
+	rows := regexp.MustCompile("(?m)^\\| `([a-z_]+)` \\|").FindAllStringSubmatch(table, -1)
+	if len(rows) != len(env.OptionFields()) {
+		t.Errorf("PROTOCOL.md's game option table has %d rows for %d game options", len(rows), len(env.OptionFields()))
+	}
+	for _, row := range rows {
+		if _, ok := env.LookupOption(row[1]); !ok {
+			t.Errorf("PROTOCOL.md's game option table has a row for %q, which is not a game option", row[1])
+		}
+	}
 	for f := range numFields {
 		if !strings.Contains(doc, "`"+requestFields[f].key+"`") && !strings.Contains(doc, `"`+requestFields[f].key+`"`) {
 			t.Errorf("PROTOCOL.md never mentions the request field %q", requestFields[f].key)

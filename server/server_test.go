@@ -561,7 +561,7 @@ func TestOrderComesFromTheTable(t *testing.T) {
 }
 
 // TestHelloListsTheTable checks the hello reply against the table of
-// operations and the server's limits.
+// operations, the game options and the server's limits.
 func TestHelloListsTheTable(t *testing.T) {
 	_, addr := start(t, Config{MaxGames: 50, MaxFrame: 4096})
 	cl := dial(t, addr)
@@ -570,12 +570,17 @@ func TestHelloListsTheTable(t *testing.T) {
 	for _, op := range operations {
 		names = append(names, op.name)
 	}
+	var options []string
+	for _, f := range env.OptionFields() {
+		options = append(options, f.Key)
+	}
 	if fmt.Sprint(r["ops"]) != fmt.Sprint(names) || fmt.Sprint(r["version"]) != fmt.Sprint(Version) || r["server"] != "spider" ||
-		fmt.Sprint(r["max_games"]) != "50" || fmt.Sprint(r["max_frame"]) != "4096" || fmt.Sprint(r["id"]) != "2" {
+		fmt.Sprint(r["max_games"]) != "50" || fmt.Sprint(r["max_frame"]) != "4096" || fmt.Sprint(r["id"]) != "2" ||
+		fmt.Sprint(r["options"]) != fmt.Sprint(options) || len(options) == 0 {
 		t.Fatalf("hello reply %v", r)
 	}
-	if len(r) != 7 {
-		t.Fatalf("hello reply has %d fields, want 7: %v", len(r), r)
+	if len(r) != 8 {
+		t.Fatalf("hello reply has %d fields, want 8: %v", len(r), r)
 	}
 }
 

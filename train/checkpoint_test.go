@@ -272,3 +272,23 @@ func TestResumeRefusesBadHistoryAndImitation(t *testing.T) {
 		}
 	}
 }
+
+// TestResumeRefusesUnknownGameOption: a checkpoint saved by a newer build
+// with a game option this build does not know is refused, naming the
+// option, rather than trained on (and saved again) without it.
+func TestResumeRefusesUnknownGameOption(t *testing.T) {
+	dir := t.TempDir()
+	net, st := savedState(t, dir)
+	st["config"].(map[string]any)["game"].(map[string]any)["run_bonus"] = 7
+	p := saveState(t, dir, "newer.spider", net, st)
+	if _, err := Resume(p, nil); err == nil || !strings.HasPrefix(err.Error(), p+": ") || !strings.Contains(err.Error(), `unknown game option "run_bonus"`) {
+		t.Fatalf("a checkpoint with an unknown game option: %v", err)
+	}
+	delete(st["config"].(map[string]any)["game"].(map[string]any), "run_bonus")
+	p = saveState(t, dir, "same.spider", net, st)
+	tr, err := Resume(p, nil)
+	if err != nil {
+		t.Fatalf("the checkpoint itself: %v", err)
+	}
+	tr.Close()
+}

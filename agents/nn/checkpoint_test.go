@@ -273,3 +273,37 @@ func readCheckpoint(t *testing.T, b []byte) {
 		t.Fatalf("saved back, it reads %v", err)
 	}
 }
+
+// TestLoadRefusesUnknownGameOption: a network saved by a newer build with a
+// game option this build does not know is refused, naming the option, not
+// read as the default game.
+func TestLoadRefusesUnknownGameOption(t *testing.T) {
+	b, err := encode(smallNet(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := msgpackcheck.Size(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := msgpack.Unmarshal(b[:n], &m); err != nil {
+		t.Fatal(err)
+	}
+	m["spec"].(map[string]any)["game"].(map[string]any)["run_bonus"] = 7
+	edited, err := msgpack.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := parse("new.spider", msgpackcheck.Seal(edited)); err == nil || !strings.HasPrefix(err.Error(), "new.spider: ") || !strings.Contains(err.Error(), `unknown game option "run_bonus"`) {
+		t.Fatalf("a network with an unknown game option: %v", err)
+	}
+	// The same map without the option reads.
+	delete(m["spec"].(map[string]any)["game"].(map[string]any), "run_bonus")
+	if edited, err = msgpack.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := parse("same.spider", msgpackcheck.Seal(edited)); err != nil {
+		t.Fatalf("the network itself: %v", err)
+	}
+}

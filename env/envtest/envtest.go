@@ -33,7 +33,8 @@ func RandomPolicy(seed uint64) Policy {
 // checked too; and a few more take the other options to values the rest
 // leave alone: columns of 1 and 6 face-up slots (so that long runs
 // overflow them), the clock on a compact observation, shaping under
-// cardems, and a step limit of 1.
+// cardems, a step limit of 1, and any option of env.Options that none of
+// these sets to its example value (OptionField.Example) set to it alone.
 func Configurations(maxSteps int, encodings bool) []env.Rules {
 	var out []env.Rules
 	for _, rs := range []env.RuleSet{env.Classic, env.Cardems} {
@@ -60,6 +61,19 @@ func Configurations(maxSteps int, encodings bool) []env.Rules {
 			{RuleSet: env.Cardems, Suits: 2, MaxSteps: maxSteps, Encoding: env.Float32, Shaping: env.Progress, ShapingGamma: 0.99},
 			{Suits: 4, MaxSteps: 1},
 		} {
+			out = append(out, env.MustRules(o))
+		}
+		// Each option at its example value, alone where no configuration
+		// above has it there, so that an option added to env.Options is
+		// played by the conformance checker before any line here names it.
+		for _, f := range env.OptionFields() {
+			if slices.ContainsFunc(out, func(r env.Rules) bool { return f.Text(r.Options()) == f.Example }) {
+				continue
+			}
+			o := env.Options{MaxSteps: maxSteps}
+			if err := f.Set(&o, f.Example); err != nil {
+				panic(err)
+			}
 			out = append(out, env.MustRules(o))
 		}
 	}

@@ -101,13 +101,11 @@ func evalCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, i
 	}
 }
 
-// suiteFixed are the game flags a suite fixes: given with --suite, they
-// must agree with it. The others (--obs, --face-up-slots, --shaping) change
-// only what a policy is shown or rewarded, not the games.
-var suiteFixed = []string{"rules", "suits", "max-steps", "time-per-action-ms"}
-
 // applySuite sets o's deals and game options from its suite, refusing
-// flags that contradict it.
+// flags that contradict it. A suite fixes every option of kind game
+// (env.OptionField.Game: the rules, suits, step limit, clock and any
+// added later); the others (--obs, --face-up-slots, --shaping) change
+// only what a policy is shown or rewarded, not the games.
 func applySuite(o *evalOptions) (*suites.Suite, []uint64, error) {
 	s, err := suites.Lookup(o.suite)
 	if err != nil {
@@ -119,17 +117,15 @@ func applySuite(o *evalOptions) (*suites.Suite, []uint64, error) {
 		}
 	}
 	want := s.Options()
-	for _, name := range suiteFixed {
-		if !o.set[name] {
+	for _, f := range env.OptionFields() {
+		if !f.Game {
 			continue
 		}
-		for _, f := range env.OptionFields() {
-			if f.Flag == name && f.Text(o.game) != f.Text(want) {
-				return nil, nil, usageError{fmt.Errorf("--suite %s plays --%s %s, not %s: drop --%s", s.Name, name, f.Text(want), f.Text(o.game), name)}
-			}
+		if o.set[f.Flag] && f.Text(o.game) != f.Text(want) {
+			return nil, nil, usageError{fmt.Errorf("--suite %s plays --%s %s, not %s: drop --%s", s.Name, f.Flag, f.Text(want), f.Text(o.game), f.Flag)}
 		}
+		f.Copy(&o.game, want)
 	}
-	o.game.RuleSet, o.game.Suits, o.game.MaxSteps, o.game.TimePerActionMs = want.RuleSet, want.Suits, want.MaxSteps, want.TimePerActionMs
 	return &s, s.Seeds(), nil
 }
 

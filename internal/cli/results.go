@@ -18,6 +18,7 @@ import (
 
 	"github.com/spiderenv/spider/agents"
 	"github.com/spiderenv/spider/agents/suites"
+	"github.com/spiderenv/spider/env"
 	"github.com/spiderenv/spider/internal/atomicfile"
 	"github.com/spiderenv/spider/internal/bytesize"
 	"github.com/spiderenv/spider/internal/printable"
@@ -87,6 +88,9 @@ func runResults(ctx context.Context, o resultsOptions, stdout, _ io.Writer) erro
 		}
 		if cur.Version != rep.Suite.Version {
 			return usageError{fmt.Errorf("%s: suite %s version %s, but the suite is now version %s: run it again", name, cur.Name, rep.Suite.Version, cur.Version)}
+		}
+		if !rep.Options.SameGame(cur.Options()) {
+			return usageError{fmt.Errorf("%s: names suite %s but played another game (%s): not a run of the suite", name, cur.Name, gameDiff(cur.Options(), rep.Options))}
 		}
 		for _, p := range rep.Policies {
 			rows = append(rows, resultRow{suite: cur, file: filepath.Base(name), report: rep, policy: p})
@@ -406,9 +410,8 @@ func runPair(ctx context.Context, o resultsOptions, stdout io.Writer) error {
 			if first == nil {
 				first = &rep
 			}
-			a, b := first.Options, rep.Options
-			if a.RuleSet != b.RuleSet || a.Suits != b.Suits || a.MaxSteps != b.MaxSteps || a.TimePerActionMs != b.TimePerActionMs {
-				return usageError{fmt.Errorf("%s and %s played different games (rules, suits, step limit or clock differ): nothing to pair", strings.Split(o.files[0], ",")[0], name)}
+			if !first.Options.SameGame(rep.Options) {
+				return usageError{fmt.Errorf("%s and %s played different games (%s): nothing to pair", strings.Split(o.files[0], ",")[0], name, gameDiff(first.Options, rep.Options))}
 			}
 			sides[i] = append(sides[i], rep)
 		}
@@ -528,4 +531,21 @@ func pool(games []gameRow) (won int, score, runs float64) {
 		runs += float64(g.Runs)
 	}
 	return won, score, runs
+}
+
+// gameDiff names the options of kind game in which a and b differ, as
+// flags with a's value and b's: "--suits 1 and 2".
+func gameDiff(a, b env.Options) string {
+	var diff []string
+	for _, f := range env.OptionFields() {
+		// Each field alone, so that its default and its value spelled
+		// out (a step limit of 0 and of 1000) are the same.
+		var x, y env.Options
+		f.Copy(&x, a)
+		f.Copy(&y, b)
+		if f.Game && !x.SameGame(y) {
+			diff = append(diff, fmt.Sprintf("--%s %s and %s", f.Flag, f.Text(a), f.Text(b)))
+		}
+	}
+	return strings.Join(diff, ", ")
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/spiderenv/spider/agents/suites"
+	"github.com/spiderenv/spider/env"
 	"github.com/spiderenv/spider/internal/alloccount"
 )
 
@@ -57,6 +58,16 @@ func TestEvalSuiteRefusesContradictingFlags(t *testing.T) {
 		code, out, errs := runMain(args...)
 		if code != 2 || !strings.Contains(errs, tc.want) || out != "" {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, errs, tc.want)
+		}
+	}
+	// Every option of kind game, those added later too, is fixed by the
+	// suite; the others are the player's to choose.
+	for _, f := range env.OptionFields() {
+		if !f.Game {
+			continue
+		}
+		if code, _, errs := runMain("eval", "--suite", "classic-1suit-dev", "--policies", "first", "--"+f.Flag, f.Example); code != 2 || !strings.Contains(errs, "drop --"+f.Flag) {
+			t.Errorf("--%s %s with a suite: exit %d, %q", f.Flag, f.Example, code, errs)
 		}
 	}
 	if code, _, errs := runMain("eval", "--suite", "classic-9suit-dev"); code != 2 || !strings.Contains(errs, `unknown suite "classic-9suit-dev"`) {
@@ -159,11 +170,18 @@ func TestResultsTable(t *testing.T) {
 	if b, err := json.Marshal(stopped); err != nil || os.WriteFile(filepath.Join(dir, "stopped.json"), b, 0o644) != nil {
 		t.Fatalf("stopped.json: %v", err)
 	}
+	// A report that names a suite but whose games are not the suite's.
+	delete(stopped, "stopped")
+	stopped["time_per_action_ms"] = 1500
+	if b, err := json.Marshal(stopped); err != nil || os.WriteFile(filepath.Join(dir, "other-game.json"), b, 0o644) != nil {
+		t.Fatalf("other-game.json: %v", err)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{filepath.Join(dir, "seeds.json")}, "no suite: the results table takes only runs of spider eval --suite NAME"},
+		{[]string{filepath.Join(dir, "other-game.json")}, "names suite classic-1suit-dev but played another game (--time-per-action-ms 0 and 1500)"},
 		{[]string{filepath.Join(dir, "stopped.json")}, "a stopped evaluation"},
 		{[]string{md}, "not an eval report: want a JSON object"},
 		{[]string{"--update", filepath.Join(dir, "dev-a.json"), filepath.Join(dir, "dev-a.json")}, "no section between"},
@@ -312,11 +330,26 @@ func TestResultsPair(t *testing.T) {
 		{[]string{escape, b}, `"first\x1b[2J" is not printable text`},
 		{[]string{a, lineBreak}, `"spider\n| forged | row |" is not printable text`},
 		{[]string{a, noGames}, "no games: pairing needs spider eval --per-game"},
-		{[]string{a, twoSuits}, "played different games"},
+		{[]string{a, twoSuits}, "played different games (--suits 1 and 2)"},
 		{[]string{a, write("e.json", "--seeds", "50-52", "--policies", "first", "--per-game")}, "share no seed"},
 	} {
 		if code, _, errs := runMain(append([]string{"results", "--pair"}, tc.args...)...); code != 2 || !strings.Contains(errs, tc.want) {
 			t.Errorf("results --pair %v: exit %d, %q; want 2, %q", tc.args, code, errs, tc.want)
+		}
+	}
+	// Each option of kind game, those added later too, keeps two reports
+	// apart; the others (what a policy is shown or rewarded) do not.
+	for _, f := range env.OptionFields() {
+		var o env.Options
+		if err := f.Set(&o, f.Example); err != nil {
+			t.Fatal(err)
+		}
+		other := crafted(f.Key+".json", func(rep map[string]any) { rep[f.Key] = f.Value(o) })
+		code, _, errs := runMain("results", "--pair", a, other)
+		if want := "played different games (--" + f.Flag + " "; f.Game && (code != 2 || !strings.Contains(errs, want)) {
+			t.Errorf("%s at %s: exit %d, %q; want 2, %q", f.Key, f.Example, code, errs, want)
+		} else if !f.Game && code != 0 {
+			t.Errorf("%s at %s: exit %d, %q; want the pair", f.Key, f.Example, code, errs)
 		}
 	}
 }

@@ -65,8 +65,9 @@ func sliceCost(n int, size uintptr) int64 {
 // (msgpack.CustomDecoder, Unmarshaler, or the binary and text unmarshalers
 // msgpack calls) is opaque: it is charged three bytes per byte of its value,
 // plus 32, which holds for the ones in this project (a float32 array, an
-// enumeration's name, msgpack.RawMessage). A field of type any is charged
-// what a generic decode allocates.
+// enumeration's name, msgpack.RawMessage, a game's env.Options, whose
+// keys are its few known ones). A field of type any is charged what a
+// generic decode allocates.
 func Alloc(b []byte, t reflect.Type, limit int64) (int64, error) {
 	n, err := Size(b)
 	if err != nil {

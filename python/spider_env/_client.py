@@ -74,6 +74,10 @@ class HelloReply(TypedDict):
     version: int
     server: str
     ops: list[str]
+    #: The game options ``make`` takes (:class:`SpiderConfig`'s fields, if
+    #: this client and the server are of one release); empty from a server
+    #: older than this client, which does not list them.
+    options: list[str]
     max_games: int
     max_frame: int
 
@@ -690,6 +694,7 @@ class Client:
             version=_field("hello", r, "version", int),
             server=_field("hello", r, "server", str),
             ops=[str(op) for op in _field("hello", r, "ops", list)],
+            options=[str(k) for k in _field("hello", r, "options", list)] if "options" in r else [],
             max_games=_field("hello", r, "max_games", int),
             max_frame=_field("hello", r, "max_frame", int),
         )

@@ -200,6 +200,13 @@ def test_zero_is_the_server_default(server, name):
 # The typed replies hold the keys the server sends.
 
 
+def test_config_knows_every_game_option(server):
+    # Both ways: a field the server does not take would be refused at make,
+    # and an option the dataclass lacks could not be set from Python.
+    with Client(server.address) as c:
+        assert c.server_info["options"] == FIELDS
+
+
 def test_typed_replies_match_the_server(server):
     with Client(server.address) as c:
         assert set(c.server_info) == set(typing.get_type_hints(HelloReply))
