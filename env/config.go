@@ -257,6 +257,10 @@ func (r Rules) Encoding() Encoding { return r.encoding }
 // Rules value.
 func (r Rules) NumActions() int { return NumActions }
 
+// stringNames are the options Rules.String names in its own words.
+var stringNames = map[string]bool{"rules": true, "suits": true, "max_steps": true, "face_up_slots": true, "obs": true,
+	"time_per_action_ms": true, "shaping": true}
+
 // String describes r on one line, as the command-line programs print it.
 func (r Rules) String() string {
 	s := fmt.Sprintf("%s %d-suit, max-steps %d, slots %d, %s", r.ruleSet, r.suits, r.maxSteps, r.slots, r.encoding)
@@ -264,7 +268,15 @@ func (r Rules) String() string {
 		s += fmt.Sprintf(", %v per action", r.tick)
 	}
 	if r.shaping != NoShaping {
-		s += fmt.Sprintf(", %s shaping (gamma %v)", r.shaping, r.gamma)
+		s += fmt.Sprintf(", %s shaping", r.shaping)
+	}
+	// Any other option (one added since this was written) away from its
+	// default, by its flag, so that no two configurations read the same.
+	o, def := r.Options(), DefaultOptions()
+	for _, f := range optionFields {
+		if !stringNames[f.Key] && f.Text(o) != f.Text(def) {
+			s += fmt.Sprintf(", %s %s", f.Flag, f.Text(o))
+		}
 	}
 	return s
 }

@@ -82,11 +82,16 @@ func TestOptionsDecodeRefusesUnknownKeys(t *testing.T) {
 	if err := msgpack.Unmarshal(mustMsgpack(t, in), &asMap); err != nil {
 		t.Fatal(err)
 	}
-	asMap["run_bonus"] = 7
+	// A key no option will ever have, so that this test stands when
+	// options are added.
+	if _, ok := env.LookupOption("from_a_newer_build"); ok {
+		t.Fatal("from_a_newer_build is an option now: pick another unknown key")
+	}
+	asMap["from_a_newer_build"] = 7
 	keep := env.Options{Suits: 4}
 	got := keep
 	err := msgpack.Unmarshal(mustMsgpack(t, asMap), &got)
-	if err == nil || !strings.Contains(err.Error(), `unknown game option "run_bonus"`) || !strings.Contains(err.Error(), "newer") {
+	if err == nil || !strings.Contains(err.Error(), `unknown game option "from_a_newer_build"`) || !strings.Contains(err.Error(), "newer") {
 		t.Fatalf("an unknown option was read: %v", err)
 	}
 	if got != keep {
@@ -98,10 +103,10 @@ func TestOptionsDecodeRefusesUnknownKeys(t *testing.T) {
 		Game    env.Options `msgpack:"game"`
 	}
 	var f file
-	if err := msgpack.Unmarshal(mustMsgpack(t, map[string]any{"version": 3, "game": asMap}), &f); err == nil || !strings.Contains(err.Error(), "run_bonus") {
+	if err := msgpack.Unmarshal(mustMsgpack(t, map[string]any{"version": 3, "game": asMap}), &f); err == nil || !strings.Contains(err.Error(), "from_a_newer_build") {
 		t.Fatalf("an unknown option inside a file was read: %v", err)
 	}
-	delete(asMap, "run_bonus")
+	delete(asMap, "from_a_newer_build")
 	if err := msgpack.Unmarshal(mustMsgpack(t, map[string]any{"version": 3, "game": asMap}), &f); err != nil || f.Game != in {
 		t.Fatalf("the known options came back as %+v (%v)", f.Game, err)
 	}
@@ -302,8 +307,18 @@ func TestRulesString(t *testing.T) {
 		t.Fatalf("default rules read %q", plain)
 	}
 	shaped := env.MustRules(env.Options{Shaping: env.Progress, ShapingGamma: 0.99}).String()
-	if shaped != plain+", progress shaping (gamma 0.99)" {
+	if shaped != plain+", progress shaping, shaping-gamma 0.99" {
 		t.Fatalf("shaped rules read %q", shaped)
+	}
+	// Every option away from its default shows, those added later too.
+	for _, f := range env.OptionFields() {
+		var o env.Options
+		if err := f.Set(&o, f.Example); err != nil {
+			t.Fatal(err)
+		}
+		if got := env.MustRules(o).String(); got == plain {
+			t.Errorf("%s at %s reads as the default: %q", f.Key, f.Example, got)
+		}
 	}
 	if got := env.MustRules(env.Options{TimePerActionMs: 1500}).String(); got != plain+", 1.5s per action" {
 		t.Fatalf("a clocked game reads %q", got)

@@ -85,6 +85,9 @@ type OptionField struct {
 var optionFields = func() []OptionField {
 	t := reflect.TypeFor[Options]()
 	textType := reflect.TypeFor[encoding.TextUnmarshaler]()
+	if t.NumField() > 64 {
+		panic("env: Options has more than 64 fields: DecodeMsgpack's set of keys seen is a uint64")
+	}
 	fields := make([]OptionField, t.NumField())
 	for i := range fields {
 		sf := t.Field(i)

@@ -262,13 +262,13 @@ func TestLoadRefusesUnknownGameOption(t *testing.T) {
 	if err := msgpack.Unmarshal(b[:n], &m); err != nil {
 		t.Fatal(err)
 	}
-	m["game"].(map[string]any)["run_bonus"] = 7
+	m["game"].(map[string]any)["from_a_newer_build"] = 7
 	p := filepath.Join(dir, "newer.spider")
 	writeSealed(t, p, m)
-	if _, err := Load(p); err == nil || !strings.HasPrefix(err.Error(), p+": ") || !strings.Contains(err.Error(), `unknown game option "run_bonus"`) {
+	if _, err := Load(p); err == nil || !strings.HasPrefix(err.Error(), p+": ") || !strings.Contains(err.Error(), `unknown game option "from_a_newer_build"`) {
 		t.Fatalf("a record with an unknown game option: %v", err)
 	}
-	delete(m["game"].(map[string]any), "run_bonus")
+	delete(m["game"].(map[string]any), "from_a_newer_build")
 	writeSealed(t, p, m)
 	if got, err := Load(p); err != nil || got.Game != g.Game {
 		t.Fatalf("the record itself: %+v, %v", got.Game, err)

@@ -29,6 +29,21 @@ func TestProtocolDocumentsEveryOption(t *testing.T) {
 			t.Errorf("PROTOCOL.md's game option table has no row for %q", f.Key)
 		}
 	}
+	// The examples that show every option (make's reply, a remote agent's
+	// hello) show each one.
+	for _, anchor := range []string{"<- {\"ok\": true, \"n\": 64,", "\"game\": {\"rules\":"} {
+		i := strings.Index(doc, anchor)
+		if i < 0 {
+			t.Fatalf("PROTOCOL.md has no example starting %s", anchor)
+		}
+		example := doc[i:]
+		example = example[:strings.Index(example, "```")]
+		for _, f := range env.OptionFields() {
+			if !strings.Contains(example, `"`+f.Key+`":`) {
+				t.Errorf("PROTOCOL.md's example %s... does not show %q", anchor, f.Key)
+			}
+		}
+	}
 	// Nor a row for an option the server does not take.
 	rows := regexp.MustCompile("(?m)^\\| `([a-z_]+)` \\|").FindAllStringSubmatch(table, -1)
 	if len(rows) != len(env.OptionFields()) {

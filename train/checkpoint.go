@@ -203,8 +203,12 @@ func resume(path string, net *nn.Net, raw []byte, want *Config, admit func(Confi
 	return t, nil
 }
 
+// specEqual reports whether a and b describe one network. The games are
+// compared with their defaults filled in, since a file from before an
+// option was added holds no key for it (its zero, the default) where the
+// configuration read back holds the default spelled out.
 func specEqual(a, b nn.Spec) bool {
-	return a.Game == b.Game && a.ObsLen == b.ObsLen && a.NumActions == b.NumActions && slices.Equal(a.Hidden, b.Hidden) &&
+	return normalized(a.Game) == normalized(b.Game) && a.ObsLen == b.ObsLen && a.NumActions == b.NumActions && slices.Equal(a.Hidden, b.Hidden) &&
 		arch(a.Arch) == arch(b.Arch) && a.Column == b.Column && a.Pair == b.Pair
 }
 

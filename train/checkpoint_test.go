@@ -279,16 +279,41 @@ func TestResumeRefusesBadHistoryAndImitation(t *testing.T) {
 func TestResumeRefusesUnknownGameOption(t *testing.T) {
 	dir := t.TempDir()
 	net, st := savedState(t, dir)
-	st["config"].(map[string]any)["game"].(map[string]any)["run_bonus"] = 7
+	st["config"].(map[string]any)["game"].(map[string]any)["from_a_newer_build"] = 7
 	p := saveState(t, dir, "newer.spider", net, st)
-	if _, err := Resume(p, nil); err == nil || !strings.HasPrefix(err.Error(), p+": ") || !strings.Contains(err.Error(), `unknown game option "run_bonus"`) {
+	if _, err := Resume(p, nil); err == nil || !strings.HasPrefix(err.Error(), p+": ") || !strings.Contains(err.Error(), `unknown game option "from_a_newer_build"`) {
 		t.Fatalf("a checkpoint with an unknown game option: %v", err)
 	}
-	delete(st["config"].(map[string]any)["game"].(map[string]any), "run_bonus")
+	delete(st["config"].(map[string]any)["game"].(map[string]any), "from_a_newer_build")
 	p = saveState(t, dir, "same.spider", net, st)
 	tr, err := Resume(p, nil)
 	if err != nil {
 		t.Fatalf("the checkpoint itself: %v", err)
 	}
 	tr.Close()
+}
+
+// TestResumeFillsInDefaults: a checkpoint from before an option was added
+// holds no key for it, so its network's game reads the option as zero,
+// the default, while the configuration read back spells the default out.
+// The two are one game, and the run resumes. (Shown with shaping_gamma,
+// whose zero is the default 1.)
+func TestResumeFillsInDefaults(t *testing.T) {
+	dir := t.TempDir()
+	net, st := savedState(t, dir)
+	if net.Spec.Game.ShapingGamma != 1 {
+		t.Fatalf("the saved network's game has shaping_gamma %v, not the default spelled out", net.Spec.Game.ShapingGamma)
+	}
+	net.Spec.Game.ShapingGamma = 0
+	p := saveState(t, dir, "older.spider", net, st)
+	tr, err := Resume(p, nil)
+	if err != nil {
+		t.Fatalf("a checkpoint whose network leaves a default unsaid: %v", err)
+	}
+	tr.Close()
+	net.Spec.Game.ShapingGamma = 0.5
+	p = saveState(t, dir, "other.spider", net, st)
+	if _, err := Resume(p, nil); err == nil || !strings.Contains(err.Error(), "does not match its training configuration") {
+		t.Fatalf("a network of another game: %v", err)
+	}
 }

@@ -290,16 +290,16 @@ func TestLoadRefusesUnknownGameOption(t *testing.T) {
 	if err := msgpack.Unmarshal(b[:n], &m); err != nil {
 		t.Fatal(err)
 	}
-	m["spec"].(map[string]any)["game"].(map[string]any)["run_bonus"] = 7
+	m["spec"].(map[string]any)["game"].(map[string]any)["from_a_newer_build"] = 7
 	edited, err := msgpack.Marshal(m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := parse("new.spider", msgpackcheck.Seal(edited)); err == nil || !strings.HasPrefix(err.Error(), "new.spider: ") || !strings.Contains(err.Error(), `unknown game option "run_bonus"`) {
+	if _, _, err := parse("new.spider", msgpackcheck.Seal(edited)); err == nil || !strings.HasPrefix(err.Error(), "new.spider: ") || !strings.Contains(err.Error(), `unknown game option "from_a_newer_build"`) {
 		t.Fatalf("a network with an unknown game option: %v", err)
 	}
 	// The same map without the option reads.
-	delete(m["spec"].(map[string]any)["game"].(map[string]any), "run_bonus")
+	delete(m["spec"].(map[string]any)["game"].(map[string]any), "from_a_newer_build")
 	if edited, err = msgpack.Marshal(m); err != nil {
 		t.Fatal(err)
 	}

@@ -218,3 +218,17 @@ func TestCommandHelpNamesArguments(t *testing.T) {
 		}
 	}
 }
+
+// TestEvalTextNamesTheGame: eval's text summary names every option of kind
+// game away from its default, so a run of another game does not read as
+// the default's.
+func TestEvalTextNamesTheGame(t *testing.T) {
+	code, out, errs := runMain("eval", "--seeds", "1", "--policies", "first", "--time-per-action-ms", "1500")
+	if code != 0 || !strings.Contains(out, "1 deals, step limit 1000, time-per-action-ms 1500\n") {
+		t.Fatalf("exit %d: %s%s", code, out, errs)
+	}
+	code, out, errs = runMain("eval", "--seeds", "1", "--policies", "first", "--obs", "float32")
+	if code != 0 || !strings.Contains(out, "1 deals, step limit 1000\n") {
+		t.Fatalf("exit %d: %s%s", code, out, errs)
+	}
+}

@@ -747,7 +747,7 @@ func writeEval(w io.Writer, rep evalReport, o evalOptions) error {
 	if rep.Stopped {
 		stopped = " (stopped early: the deals every policy finished)"
 	}
-	fmt.Fprintf(w, "%s, %d suit(s), %d deals%s, step limit %d\n\n", rep.RuleSet, rep.Suits, rep.Seeds, stopped, rep.MaxSteps)
+	fmt.Fprintf(w, "%s, %d suit(s), %d deals%s, step limit %d%s\n\n", rep.RuleSet, rep.Suits, rep.Seeds, stopped, rep.MaxSteps, otherGameOptions(rep.Options))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "policy\tgames\twins\twin rate (95% CI)\tmean score (95% CI)\tmean runs (95% CI)\tmean moves\tms/game\tms/move\t")
 	for _, p := range rep.Policies {
@@ -894,4 +894,19 @@ func checkEvalMemory(specs []string, makers map[string]agents.Maker, o evalOptio
 		what += fmt.Sprintf(" and %d remote games in play (%s each)", remoteGames, bytesize.Format(remoteInPlay))
 	}
 	return checkAvailable(need, "an evaluation of "+what, "lower --workers, --nodes, --max-steps or --remote-batch, or split the seeds into ranges (--seeds A-B) and pair the parts with spider results --pair")
+}
+
+// otherGameOptions names the options of kind game, besides the rule set,
+// suits and step limit the summary names anyway, that o sets away from
+// their defaults (", time-per-action-ms 1500"), so that the text of a
+// run of another game does not read as the default's.
+func otherGameOptions(o env.Options) string {
+	var b strings.Builder
+	def := env.DefaultOptions()
+	for _, f := range env.OptionFields() {
+		if f.Game && f.Key != "rules" && f.Key != "suits" && f.Key != "max_steps" && f.Text(o) != f.Text(def) {
+			fmt.Fprintf(&b, ", %s %s", f.Flag, f.Text(o))
+		}
+	}
+	return b.String()
 }

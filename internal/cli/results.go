@@ -2,14 +2,17 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -188,6 +191,20 @@ func parseEvalReport(name string, b []byte, games bool) (evalReport, error) {
 			return rep, fmt.Errorf("%s: not an eval report: %q holds a JSON %s", name, field, te.Value)
 		}
 		return rep, fmt.Errorf("%s: %v", name, err)
+	}
+	// A field this build's eval does not write is refused, not skipped:
+	// a newer build's report may hold a game option this one does not
+	// know, and its games are not the ones this build would pair or
+	// tabulate it as. (The keys are read again with their values
+	// skipped, which costs a second scan and no copy of the file.)
+	var keys map[string]jsonSkip
+	if err := json.Unmarshal(b, &keys); err != nil {
+		return rep, fmt.Errorf("%s: %v", name, err)
+	}
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		if !reportKeys[k] {
+			return rep, fmt.Errorf("%s: the field %q is not one this build's eval writes (a newer spider's report? this build would read its games as others)", name, printable.Cut(k, 80))
+		}
 	}
 	switch {
 	case rep.Schema != evalSchema:
@@ -549,3 +566,25 @@ func gameDiff(a, b env.Options) string {
 	}
 	return strings.Join(diff, ", ")
 }
+
+// reportKeys are the top-level keys of an eval report: evalReport's JSON
+// names, the game options' among them.
+var reportKeys = func() map[string]bool {
+	keys := map[string]bool{}
+	var add func(t reflect.Type)
+	add = func(t reflect.Type) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if f.Anonymous && f.Type.Kind() == reflect.Struct {
+				add(f.Type)
+				continue
+			}
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if f.IsExported() && name != "-" {
+				keys[cmp.Or(name, f.Name)] = true
+			}
+		}
+	}
+	add(reflect.TypeFor[evalReport]())
+	return keys
+}()

@@ -320,6 +320,8 @@ func TestResultsPair(t *testing.T) {
 		}
 	})
 	lineBreak := crafted("break.json", func(rep map[string]any) { rep["program_version"] = "spider\n| forged | row |" })
+	// A field eval does not write, such as a newer build's game option.
+	newer := crafted("newer.json", func(rep map[string]any) { rep["from_a_newer_build"] = 7 })
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -330,6 +332,7 @@ func TestResultsPair(t *testing.T) {
 		{[]string{escape, b}, `"first\x1b[2J" is not printable text`},
 		{[]string{a, lineBreak}, `"spider\n| forged | row |" is not printable text`},
 		{[]string{a, noGames}, "no games: pairing needs spider eval --per-game"},
+		{[]string{a, newer}, `the field "from_a_newer_build" is not one this build's eval writes`},
 		{[]string{a, twoSuits}, "played different games (--suits 1 and 2)"},
 		{[]string{a, write("e.json", "--seeds", "50-52", "--policies", "first", "--per-game")}, "share no seed"},
 	} {
