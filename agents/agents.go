@@ -147,11 +147,53 @@ var makers = map[string]func(Options) Agent{
 	"oracle": func(o Options) Agent { return &Search{Nodes: o.Nodes, MoveTime: o.MoveTime, Peek: true} },
 }
 
-// Label returns how tables name the agent called name: the oracle, which
-// sees the hidden cards, is always marked as such.
+// Traits are what tables, hints and help texts need to know of an agent
+// beyond its moves, declared by the agent (TraitsOf) rather than read
+// from its name.
+type Traits struct {
+	// Peeks reports an agent that chooses by the hidden cards, as only
+	// the labelled oracle does: tables mark it, and it never answers
+	// hints. Any other agent must pass TestAgentsNeverReadHiddenCards.
+	Peeks bool
+	// Budget reports an agent that plays by Options.Nodes and MoveTime.
+	Budget bool
+	// Draws reports an agent that samples the hidden cards by
+	// Options.Draw.
+	Draws bool
+}
+
+// traitsOf is an agent that declares its Traits; others have none.
+type traitsOf interface{ Traits() Traits }
+
+// TraitsOf returns the traits of the built-in agent called name (any
+// case); a network, a remote agent or an unknown name has none.
+func TraitsOf(name string) Traits {
+	mk, ok := makers[strings.ToLower(name)]
+	if !ok {
+		return Traits{}
+	}
+	if t, ok := mk(Options{}).(traitsOf); ok {
+		return t.Traits()
+	}
+	return Traits{}
+}
+
+// NamesWith returns the names of Names whose traits keep says to keep.
+func NamesWith(keep func(Traits) bool) []string {
+	var out []string
+	for _, n := range Names() {
+		if keep(TraitsOf(n)) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Label returns how tables name the agent called name: an agent that sees
+// the hidden cards (the oracle) is always marked as such.
 func Label(name string) string {
-	if strings.ToLower(name) == "oracle" {
-		return "oracle (sees hidden cards)"
+	if TraitsOf(name).Peeks {
+		return name + " (sees hidden cards)"
 	}
 	return name
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -17,7 +19,12 @@ import (
 	"github.com/spiderenv/spider/env/envtest"
 )
 
-func configs() []env.Rules { return envtest.Configurations(250, false) }
+// configs are the conformance checker's configurations, and one that
+// shows fewer face-up cards in float32, so that an agent that assumed the
+// default observation would fail.
+func configs() []env.Rules {
+	return append(envtest.Configurations(250, false), env.MustRules(env.Options{Suits: 2, MaxSteps: 250, FaceUpSlots: 6, Encoding: env.Float32}))
+}
 
 // asPolicy runs agent a under the conformance checker, which checks every
 // invariant after each of its moves (and that each move is legal).
@@ -62,8 +69,8 @@ func TestAgentsConformance(t *testing.T) {
 // decision on), so a look at the cards taken only on one path is seen.
 func TestAgentsNeverReadHiddenCards(t *testing.T) {
 	for _, name := range Names() {
-		if name == "oracle" {
-			continue // it sees them by design: TestOracleReadsHiddenCards
+		if TraitsOf(name).Peeks {
+			continue // it sees them, labelled: TestPeekingAgentsReadHiddenCards
 		}
 		m, _ := NewWith(name, testBudget)
 		for _, r := range configs() {
@@ -277,30 +284,68 @@ func TestGreedyReasons(t *testing.T) {
 	}
 }
 
-// TestOracleReadsHiddenCards is the other side of the lockstep test: the
-// oracle's choices do change with the hidden cards, which is why it is
-// labelled wherever it appears.
-func TestOracleReadsHiddenCards(t *testing.T) {
+// TestPeekingAgentsReadHiddenCards is the other side of the lockstep test:
+// the agents that declare they peek (Traits.Peeks: the oracle) are
+// labelled, and their choices do change with the hidden cards.
+func TestPeekingAgentsReadHiddenCards(t *testing.T) {
 	r := env.MustRules(env.Options{Suits: 1})
-	if Label("oracle") == "oracle" || Label("search") != "search" {
-		t.Fatalf("labels: oracle %q, search %q", Label("oracle"), Label("search"))
+	if Label("search") != "search" || !TraitsOf("oracle").Peeks || TraitsOf("search").Peeks {
+		t.Fatalf("traits: oracle %+v, search %+v", TraitsOf("oracle"), TraitsOf("search"))
 	}
-	differ := 0
-	for seed := uint64(0); seed < 6; seed++ {
-		s := env.NewGame(r, seed)
-		legal := s.AppendLegal(nil)
-		for k := uint64(0); k < 4; k++ {
-			other := s.Resample(k + 1)
-			a, b := &Search{Nodes: 2000, Peek: true}, &Search{Nodes: 2000, Peek: true}
-			a.Begin(seed)
-			b.Begin(seed)
-			if a.Act(NewView(&s, legal, 0, false)) != b.Act(NewView(&other, legal, 0, false)) {
-				differ++
+	peekers := NamesWith(func(t Traits) bool { return t.Peeks })
+	if !slices.Contains(peekers, "oracle") {
+		t.Fatalf("the agents that peek are %v, without the oracle", peekers)
+	}
+	for _, name := range peekers {
+		if Label(name) != name+" (sees hidden cards)" {
+			t.Errorf("%s is labelled %q", name, Label(name))
+		}
+		// What it declares is true: its first move changes with the
+		// hidden cards.
+		m, err := NewWith(name, Options{Nodes: 2000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		differ := 0
+		for seed := uint64(0); seed < 6; seed++ {
+			s := env.NewGame(r, seed)
+			legal := s.AppendLegal(nil)
+			for k := uint64(0); k < 4; k++ {
+				other := s.Resample(k + 1)
+				a, b := m(), m()
+				a.Begin(seed)
+				b.Begin(seed)
+				if a.Act(NewView(&s, legal, 0, false)) != b.Act(NewView(&other, legal, 0, false)) {
+					differ++
+				}
 			}
 		}
+		if differ == 0 {
+			t.Errorf("%s chose the same first move whatever the hidden cards: it does not see them", name)
+		}
 	}
-	if differ == 0 {
-		t.Fatal("the oracle chose the same first move whatever the hidden cards: it does not see them")
+}
+
+// TestDocsListEveryAgent: docs/results.md's list of the names eval takes
+// names each built-in agent, and nothing else but nn:PATH.
+func TestDocsListEveryAgent(t *testing.T) {
+	b, err := os.ReadFile("../docs/results.md")
+	if err != nil {
+		t.Skipf("docs/results.md: %v", err)
+	}
+	doc := string(b)
+	i := strings.Index(doc, "## The agents")
+	if i < 0 {
+		t.Fatal("docs/results.md has no section The agents")
+	}
+	section := doc[i+1:]
+	section = section[:strings.Index(section, "\n## ")]
+	var listed []string
+	for _, m := range regexp.MustCompile("(?m)^- `([^`]+)`:").FindAllStringSubmatch(section, -1) {
+		listed = append(listed, m[1])
+	}
+	if want := append(Names(), "nn:PATH"); !slices.Equal(slices.Sorted(slices.Values(listed)), slices.Sorted(slices.Values(want))) {
+		t.Fatalf("docs/results.md lists %v; the agents are %v", listed, want)
 	}
 }
 

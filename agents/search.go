@@ -244,6 +244,10 @@ func (a *Search) budget() int {
 	return a.Nodes
 }
 
+// Traits says that search plays by its node budget and time limit, and
+// that the oracle (Peek) sees the hidden cards and samples nothing.
+func (a *Search) Traits() Traits { return Traits{Peeks: a.Peek, Budget: true, Draws: !a.Peek} }
+
 // Bytes returns the memory a holds once it has planned: its whole node
 // budget, which it reserves at its first plan and keeps, at
 // SearchNodeBytes a position. A caller that runs many searches at once

@@ -68,6 +68,7 @@ func evalCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, i
 	o.game = env.DefaultOptions()
 	registerGameFlags(fs, &o.game)
 	stepLimitNeeded(fs, "by eval, whose games must end")
+	budgeted := listed(agents.NamesWith(func(t agents.Traits) bool { return t.Budget }), "and")
 	fs.StringVar(&o.policies, "policies", "random,greedy", "comma-separated policies to compare: "+strings.Join(agents.Names(), ", ")+", nn:CHECKPOINT, remote:ADDRESS (an agent on unix:/path or a loopback host:port; PROTOCOL.md); at most 256")
 	fs.StringVar(&o.suite, "suite", "", "play a benchmark suite's deals under its rules, suits and step limit: "+strings.Join(suites.Names(), ", "))
 	fs.BoolVar(&o.listSuites, "list-suites", false, "list the benchmark suites and exit")
@@ -78,9 +79,9 @@ func evalCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, i
 	fs.IntVar(&o.games, "games", 100, "deals to play: seeds --start to --start+games-1")
 	fs.Uint64Var(&o.start, "start", 1, "first seed with --games")
 	fs.IntVar(&o.workers, "workers", 0, "games played in parallel (0: GOMAXPROCS; at most 4096)")
-	fs.IntVar(&o.nodes, "nodes", 0, "per-move search budget of search and oracle: positions explored per plan (0: 20000; at most 1048576, which takes about 1.4 GB of memory for each searching policy of each worker; an eval that would need more than the machine has available is refused)")
-	fs.IntVar(&o.moveMs, "move-ms", 0, "milliseconds search and oracle may plan a move, next to --nodes (0: no limit, so results are reproducible; with a limit they depend on the machine's speed and load)")
-	fs.Uint64Var(&o.draw, "draw", 0, "which draw of their sampled hidden cards search and search-hand play (0: the default draw the reported results use); another draw plays the same search with other luck")
+	fs.IntVar(&o.nodes, "nodes", 0, "per-move search budget of "+budgeted+": positions explored per plan (0: 20000; at most 1048576, which takes about 1.4 GB of memory for each searching policy of each worker; an eval that would need more than the machine has available is refused)")
+	fs.IntVar(&o.moveMs, "move-ms", 0, "milliseconds "+budgeted+" may plan a move, next to --nodes (0: no limit, so results are reproducible; with a limit they depend on the machine's speed and load)")
+	fs.Uint64Var(&o.draw, "draw", 0, "which draw of their sampled hidden cards "+listed(agents.NamesWith(func(t agents.Traits) bool { return t.Draws }), "and")+" play (0: the default draw the reported results use); another draw plays the same search with other luck")
 	fs.StringVar(&o.record, "record", "", "save every game into this folder as POLICY-SEED.spider (see spider replay)")
 	fs.BoolVar(&o.stdinEOF, "exit-with-stdin", false, exitWithStdinUsage)
 	o.out.register(fs)
@@ -909,4 +910,12 @@ func otherGameOptions(o env.Options) string {
 		}
 	}
 	return b.String()
+}
+
+// listed joins names as a sentence does: "a, b and c" (conj "and").
+func listed(names []string, conj string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " " + conj + " " + names[len(names)-1]
 }

@@ -39,7 +39,7 @@ func playCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, i
 	// player who follows them lets search follow its plan, so a hint costs
 	// what a move costs in eval (serve keeps greedy: there every hint is
 	// planned afresh).
-	fs.StringVar(&o.hint, "hint", "search", "policy that answers hint: search, search-hand, greedy, random, first or nn:CHECKPOINT (empty: search; never the oracle)")
+	fs.StringVar(&o.hint, "hint", "search", "policy that answers hint: "+hintNames()+" (empty: search; never the oracle, which sees the hidden cards)")
 	fs.IntVar(&o.moveMs, "move-ms", 0, "milliseconds a search hint may plan, next to its node budget (0: no limit)")
 	fs.StringVar(&o.record, "record", "", "save each finished or abandoned game with a move to this file (the last one wins)")
 	return func(ctx context.Context, args []string, stdin io.Reader, stdout, _ io.Writer) error {

@@ -351,7 +351,7 @@ func resultsTable(rows []resultRow) string {
 	b.WriteString("| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |\n")
 	for _, r := range rows {
 		p, s := r.policy, r.suite
-		if strings.EqualFold(p.Spec, "search") || strings.EqualFold(p.Spec, "search-hand") || strings.EqualFold(p.Spec, "oracle") {
+		if t := agents.TraitsOf(p.Spec); t.Budget {
 			var budget []string
 			if r.report.Nodes != 0 {
 				budget = append(budget, fmt.Sprintf("%d nodes", r.report.Nodes))
@@ -359,7 +359,7 @@ func resultsTable(rows []resultRow) string {
 			if r.report.MoveMs != 0 {
 				budget = append(budget, fmt.Sprintf("at most %d ms a move", r.report.MoveMs))
 			}
-			if r.report.Draw != 0 && !strings.EqualFold(p.Spec, "oracle") {
+			if r.report.Draw != 0 && t.Draws {
 				budget = append(budget, fmt.Sprintf("draw %d", r.report.Draw))
 			}
 			if len(budget) > 0 {

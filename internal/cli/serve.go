@@ -68,7 +68,7 @@ func serveCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 	fs.DurationVar(&o.cfg.SetupTimeout, "setup-timeout", d.SetupTimeout, "close a connection that has not made a batch this long after connecting")
 	fs.IntVar(&o.cfg.Workers, "workers", d.Workers, "default worker goroutines per batch (0: GOMAXPROCS)")
 	fs.BoolVar(&o.quiet, "quiet", false, "do not log connection errors to stderr")
-	fs.StringVar(&o.hint, "hint", "greedy", "policy that answers hint requests: greedy, search, search-hand, random, first or nn:CHECKPOINT (empty: greedy; never the oracle)")
+	fs.StringVar(&o.hint, "hint", "greedy", "policy that answers hint requests: "+hintNames()+" (empty: greedy; never the oracle, which sees the hidden cards)")
 	fs.IntVar(&o.moveMs, "move-ms", 0, "milliseconds a search hint may plan, next to its node budget (0: no limit)")
 	fs.BoolVar(&o.stdinEOF, "exit-with-stdin", false, exitWithStdinUsage)
 	return func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -350,14 +350,14 @@ func serveHint(name string, moveMs int, maxMemory int64) (agents.Maker, int64, e
 }
 
 // hintMaker returns the maker of the agent that answers hints (--hint):
-// greedy when name is empty, never the oracle, whose hints would give the
-// hidden cards away. moveMs is --move-ms, the time a search may plan.
+// greedy when name is empty, never an agent that peeks (the oracle),
+// whose hints would give the hidden cards away. moveMs is --move-ms, the time a search may plan.
 func hintMaker(name string, moveMs int) (agents.Maker, error) {
 	if name == "" {
 		name = "greedy"
 	}
-	if strings.EqualFold(name, "oracle") {
-		return nil, usageError{fmt.Errorf("--hint oracle: the oracle sees the hidden cards, so its hints would give them away")}
+	if agents.TraitsOf(name).Peeks {
+		return nil, usageError{fmt.Errorf("--hint %s: it sees the hidden cards, so its hints would give them away", name)}
 	}
 	if err := checkMoveMs(moveMs); err != nil {
 		return nil, err
@@ -367,6 +367,12 @@ func hintMaker(name string, moveMs int) (agents.Maker, error) {
 		return nil, usageError{err}
 	}
 	return m, nil
+}
+
+// hintNames lists the policies --hint takes: every built-in one that does
+// not peek, and a network.
+func hintNames() string {
+	return listed(append(agents.NamesWith(func(t agents.Traits) bool { return !t.Peeks }), "nn:CHECKPOINT"), "or")
 }
 
 // maxMoveMs is the largest --move-ms, an hour: far past any use, and far

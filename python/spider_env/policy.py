@@ -414,8 +414,9 @@ def evaluate(
     PROTOCOL.md's table, e.g. ``{"suits": 2, "max_steps": 500}``). ``obs``
     is the observation encoding ``fn`` gets (``compact`` or ``float32``);
     ``batch`` and ``board`` are :class:`PolicyServer`'s. The baselines are
-    built-in policies (``random``, ``greedy``, ``search``, ``first``,
-    ``nn:PATH``; a list, or one string with commas); ``search`` takes
+    built-in policies (any ``spider eval --policies`` takes: ``random``,
+    ``greedy``, ``search``, ``nn:PATH``, ...; a list, or one string with
+    commas); ``search`` takes
     minutes on a 1000-deal suite. ``remote_timeout`` (seconds) bounds one
     request of ``remote_batch`` games (default 64, or 8 with
     ``batch=False``, where each game is a call of ``fn``).
