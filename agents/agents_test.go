@@ -339,7 +339,9 @@ func TestDocsListEveryAgent(t *testing.T) {
 		t.Fatal("docs/results.md has no section The agents")
 	}
 	section := doc[i+1:]
-	section = section[:strings.Index(section, "\n## ")]
+	if j := strings.Index(section, "\n## "); j >= 0 {
+		section = section[:j]
+	}
 	var listed []string
 	for _, m := range regexp.MustCompile("(?m)^- `([^`]+)`:").FindAllStringSubmatch(section, -1) {
 		listed = append(listed, m[1])

@@ -3,6 +3,8 @@ package env
 import (
 	"fmt"
 	"strings"
+
+	"github.com/spiderenv/spider/internal/printable"
 )
 
 // names holds an enumerated type's names, value i named list[i]: the one
@@ -28,7 +30,9 @@ func (n names[T]) parse(s string) (T, error) {
 			return T(i), nil
 		}
 	}
-	return 0, fmt.Errorf("env: unknown %s %q (want %s)", n.what, s, strings.Join(n.list, " or "))
+	// Cut, so that the message of a hostile name is no longer than a
+	// line: %q alone could make it four times the name.
+	return 0, fmt.Errorf("env: unknown %s %q (want %s)", n.what, printable.Cut(s, 40), strings.Join(n.list, " or "))
 }
 
 // text is v's MarshalText: its name, or an error for a value without one.

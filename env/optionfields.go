@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/vmihailenco/msgpack/v5"
+	"github.com/vmihailenco/msgpack/v5/msgpcode"
 
 	"github.com/spiderenv/spider/internal/printable"
 )
@@ -51,8 +52,15 @@ func decodeName(d *msgpack.Decoder, v encoding.TextUnmarshaler) error {
 	if err != nil {
 		return err
 	}
+	if len(s) > maxName {
+		return fmt.Errorf("env: a name of %d bytes: no name is longer than %d", len(s), maxName)
+	}
 	return v.UnmarshalText([]byte(s))
 }
+
+// maxName is the longest name a file may give an enumerated option, as
+// PROTOCOL.md's make takes: the longest real one is a few bytes.
+const maxName = 256
 
 // OptionField describes one field of Options as every outside form of it
 // sees it: files and JSON (through the struct tags), the server's make
@@ -203,6 +211,16 @@ func (o Options) resolved() Options {
 // would otherwise be read as a game it is not, and written back without
 // the option. The values decode as the struct's would.
 func (o *Options) DecodeMsgpack(d *msgpack.Decoder) error {
+	// A map or nil, nothing else: DecodeMapLen would also read a map from
+	// inside an extension, whose bytes internal/msgpackcheck counted as
+	// this value's alone, so the values after it would be decoded
+	// unchecked.
+	switch c, err := d.PeekCode(); {
+	case err != nil:
+		return fmt.Errorf("env: game options: %w", err)
+	case c != msgpcode.Nil && !msgpcode.IsFixedMap(c) && c != msgpcode.Map16 && c != msgpcode.Map32:
+		return fmt.Errorf("env: game options: not a map (code 0x%02x)", c)
+	}
 	n, err := d.DecodeMapLen()
 	if err != nil {
 		return fmt.Errorf("env: game options: %w", err)

@@ -184,6 +184,7 @@ func FuzzReadRecord(f *testing.F) {
 	old, _ := msgpack.Marshal(v2)
 	f.Add(old)
 	f.Add(HostileRecord())
+	f.Add(extRecord())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		readRecord(t, b)
 		// Most changes break the checksum, which then hides the decoder
@@ -215,5 +216,61 @@ func readRecord(t *testing.T, b []byte) {
 	back, err := parse("again", sealed(t, got))
 	if err != nil || !reflect.DeepEqual(back, got) {
 		t.Fatalf("saved back, it reads %+v, %v", back, err)
+	}
+}
+
+// TestLoadRefusesGameInsideAnExtension: a record whose game options are a
+// map wrapped in an msgpack extension. The allocation check counts the
+// extension's bytes as the options' alone; a decoder that read a map out
+// of it went on to read the record's next field from inside it (here an
+// array of 50 million actions declared in 5 bytes) unchecked, allocating
+// 200 MB for a file of 59 bytes.
+func TestLoadRefusesGameInsideAnExtension(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "ext.spider")
+	if err := os.WriteFile(p, extRecord(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	got := alloccount.Bytes(func() { _, err = Load(p) })
+	if err == nil || !strings.HasPrefix(err.Error(), p+": ") || !strings.Contains(err.Error(), "game options: not a map") {
+		t.Fatalf("the record: %v", err)
+	}
+	if got > 64<<10 {
+		t.Fatalf("refusing it allocated %d bytes", got)
+	}
+}
+
+// extRecord is TestLoadRefusesGameInsideAnExtension's record, sealed.
+func extRecord() []byte {
+	key := func(b []byte, k string) []byte { return append(append(b, 0xa0|byte(len(k))), k...) }
+	payload := key([]byte{0x80}, "actions")
+	payload = append(payload, 0xdd, 0x02, 0xfa, 0xf0, 0x80) // an array of 5e7 items
+	b := append(key([]byte{0x83}, "version"), 3)
+	b = append(key(b, "game"), 0xc7, byte(len(payload)), 1)
+	b = append(b, payload...)
+	b = append(key(b, "x"), 0xc0)
+	return msgpackcheck.Seal(b)
+}
+
+// TestLoadRefusesLongNames: a name of megabytes where a rule set's name
+// goes is refused by its length, and its message stays short (quoted
+// whole, it took over 200 MB for a 4 MiB record).
+func TestLoadRefusesLongNames(t *testing.T) {
+	g := validRecord(t)
+	var m map[string]any
+	b, err := msgpack.Marshal(g)
+	if err != nil || msgpack.Unmarshal(b, &m) != nil {
+		t.Fatal(err)
+	}
+	m["game"].(map[string]any)["rules"] = strings.Repeat("\x01", 4<<20)
+	p := filepath.Join(t.TempDir(), "long.spider")
+	writeSealed(t, p, m)
+	var lerr error
+	got := alloccount.Bytes(func() { _, lerr = Load(p) })
+	if lerr == nil || !strings.Contains(lerr.Error(), "a name of 4194304 bytes") || len(lerr.Error()) > 400 {
+		t.Fatalf("the record: %.400v", lerr)
+	}
+	if limit := uint64(msgpackcheck.Budget(4 << 20)); got > limit {
+		t.Fatalf("refusing it allocated %d bytes, over the %d its size allows", got, limit)
 	}
 }

@@ -49,6 +49,12 @@ func TestProtocolDocumentsEveryOption(t *testing.T) {
 	if len(rows) != len(env.OptionFields()) {
 		t.Errorf("PROTOCOL.md's game option table has %d rows for %d game options", len(rows), len(env.OptionFields()))
 	}
+	// In env.Options' order, the order hello lists them in.
+	for i, f := range env.OptionFields() {
+		if i < len(rows) && rows[i][1] != f.Key {
+			t.Errorf("PROTOCOL.md's game option table has %q in row %d, where hello lists %q", rows[i][1], i+1, f.Key)
+		}
+	}
 	for _, row := range rows {
 		if _, ok := env.LookupOption(row[1]); !ok {
 			t.Errorf("PROTOCOL.md's game option table has a row for %q, which is not a game option", row[1])

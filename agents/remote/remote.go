@@ -27,6 +27,7 @@ import (
 	"unsafe"
 
 	"github.com/vmihailenco/msgpack/v5"
+	"github.com/vmihailenco/msgpack/v5/msgpcode"
 
 	"github.com/spiderenv/spider/agents"
 	"github.com/spiderenv/spider/env"
@@ -426,6 +427,12 @@ func decodeReply(b []byte) (reply, error) {
 		return rep, err
 	} else if size != len(b) {
 		return rep, fmt.Errorf("%d bytes follow the reply map", len(b)-size)
+	}
+	// A map, not one wrapped in an extension, which DecodeMapLen would
+	// unwrap: Size checked the extension as opaque bytes, so the lengths
+	// declared inside it (an array of 2^32 actions) are unchecked.
+	if c := b[0]; !msgpcode.IsFixedMap(c) && c != msgpcode.Map16 && c != msgpcode.Map32 {
+		return rep, fmt.Errorf("the reply is not a map (code 0x%02x)", c)
 	}
 	d := msgpack.NewDecoder(bytes.NewReader(b))
 	fields, err := d.DecodeMapLen()

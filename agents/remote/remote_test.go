@@ -19,6 +19,7 @@ import (
 
 	"github.com/spiderenv/spider/agents"
 	"github.com/spiderenv/spider/env"
+	"github.com/spiderenv/spider/internal/alloccount"
 )
 
 // fakeAgent is a policy agent in the test's process, on a Unix socket,
@@ -384,8 +385,15 @@ func TestDecodeReplyRefusesBadReplies(t *testing.T) {
 		"odd bin":        {enc(map[string]any{"ok": true, "id": 1, "actions": []byte{1, 2, 3}}), "not uint16s"},
 		"huge array":     {[]byte{0x81, 0xa7, 'a', 'c', 't', 'i', 'o', 'n', 's', 0xdd, 0xff, 0xff, 0xff, 0xff}, ""},
 		"trailing bytes": {append(enc(map[string]any{"ok": true}), 0xc0), "follow"},
+		// 50 million actions declared inside an extension, where Size
+		// does not look: 100 MB allocated for 18 bytes, before.
+		"map in an extension": {[]byte{0xc7, 15, 1, 0x81, 0xa7, 'a', 'c', 't', 'i', 'o', 'n', 's', 0xdd, 0x02, 0xfa, 0xf0, 0x80, 0xc0}, "not a map"},
 	} {
-		rep, err := decodeReply(c.b)
+		var rep reply
+		var err error
+		if got := alloccount.Bytes(func() { rep, err = decodeReply(c.b) }); got > 64<<10 {
+			t.Errorf("%s: decoding allocated %d bytes", name, got)
+		}
 		if err == nil {
 			err = rep.check(2)
 		}

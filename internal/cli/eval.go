@@ -250,7 +250,9 @@ type comparison struct {
 const evalSchema = "spider-eval/1"
 
 // evalReport is the whole result. The game's options are embedded, so
-// JSON carries each under its own key (rules, suits, max_steps, ...).
+// JSON carries each under its own key (rules, suits, max_steps, ...). It
+// is JSON only: embedded, env.Options' DecodeMsgpack would read a whole
+// msgpack report as game options.
 type evalReport struct {
 	Schema string `json:"schema"`
 	// Suite is the benchmark suite played, nil for deals named by seed.

@@ -556,12 +556,13 @@ func gameDiff(a, b env.Options) string {
 	var diff []string
 	for _, f := range env.OptionFields() {
 		// Each field alone, so that its default and its value spelled
-		// out (a step limit of 0 and of 1000) are the same.
+		// out (a step limit of 0 and of 1000) are the same, and shown
+		// with defaults filled in.
 		var x, y env.Options
 		f.Copy(&x, a)
 		f.Copy(&y, b)
 		if f.Game && !x.SameGame(y) {
-			diff = append(diff, fmt.Sprintf("--%s %s and %s", f.Flag, f.Text(a), f.Text(b)))
+			diff = append(diff, fmt.Sprintf("--%s %s and %s", f.Flag, f.Text(filled(x)), f.Text(filled(y))))
 		}
 	}
 	return strings.Join(diff, ", ")
@@ -588,3 +589,12 @@ var reportKeys = func() map[string]bool {
 	add(reflect.TypeFor[evalReport]())
 	return keys
 }()
+
+// filled returns o with its defaults filled in, or o as it is if no game
+// can have it.
+func filled(o env.Options) env.Options {
+	if r, err := env.NewRules(o); err == nil {
+		return r.Options()
+	}
+	return o
+}

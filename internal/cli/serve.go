@@ -82,10 +82,11 @@ func serveCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 }
 
 // hintBytes is the memory one hint agent of the named policy may hold:
-// search (either value) keeps up to its node budget (20000 positions of about 1.2 KB) of
-// game states; greedy and a network's agent keep a few buffers.
+// an agent that plays by a node budget (search, either value) keeps up to
+// it (20000 positions of about 1.2 KB) of game states; greedy and a
+// network's agent keep a few buffers.
 func hintBytes(name string) int {
-	if strings.EqualFold(name, "search") || strings.EqualFold(name, "search-hand") {
+	if agents.TraitsOf(name).Budget {
 		return 48 << 20
 	}
 	return 1 << 20

@@ -65,9 +65,12 @@ func sliceCost(n int, size uintptr) int64 {
 // (msgpack.CustomDecoder, Unmarshaler, or the binary and text unmarshalers
 // msgpack calls) is opaque: it is charged three bytes per byte of its value,
 // plus 32, which holds for the ones in this project (a float32 array, an
-// enumeration's name, msgpack.RawMessage, a game's env.Options, whose
-// keys are its few known ones). A field of type any is charged what a
-// generic decode allocates.
+// enumeration's name, msgpack.RawMessage, a game's env.Options, which
+// reads only a map of its few keys and refuses a name over 256 bytes),
+// and must not read inside an extension as msgpack's DecodeMapLen does. A
+// field of type any is charged what a generic decode allocates. An
+// extension anywhere else is refused: msgpack would read a map out of it
+// unchecked.
 func Alloc(b []byte, t reflect.Type, limit int64) (int64, error) {
 	n, err := Size(b)
 	if err != nil {
@@ -191,8 +194,14 @@ func (w *walker) value(t reflect.Type) error {
 		}
 		return w.value(t.Elem())
 	}
-	if decodesItself(t) || isExt(c) {
+	if decodesItself(t) || (isExt(c) && t.Kind() == reflect.Interface) {
 		return w.charge(3*w.skip() + 32)
+	}
+	if isExt(c) {
+		// msgpack refuses an extension for most types, but for a map it
+		// skips the extension's header and reads a map from inside it,
+		// whose lengths this walk would never see.
+		return fmt.Errorf("an msgpack extension where a %v goes", t)
 	}
 	switch t.Kind() {
 	case reflect.Interface:

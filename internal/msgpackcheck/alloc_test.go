@@ -164,6 +164,32 @@ func TestDecodeRefusesNilItemsOfLargeStructs(t *testing.T) {
 	}
 }
 
+// TestDecodeRefusesMapsInsideExtensions: msgpack reads a map out of an
+// extension, whose bytes Size and Alloc see as opaque, so the lengths
+// inside it would go unchecked (here 50 million uint16s declared in 5
+// bytes: 100 MB).
+func TestDecodeRefusesMapsInsideExtensions(t *testing.T) {
+	type withMap struct {
+		M map[string][]uint16 `msgpack:"m"`
+	}
+	inner := []byte{0x81, 0xa1, 'a', 0xdd, 0x02, 0xfa, 0xf0, 0x80}
+	b := append([]byte{0x81, 0xa1, 'm', 0xc7, byte(len(inner)), 1}, inner...)
+	var v withMap
+	var err error
+	got := alloccount.Bytes(func() { err = Decode(b, &v) })
+	if err == nil || !strings.Contains(err.Error(), "an msgpack extension where a map[string][]uint16 goes") {
+		t.Fatalf("a map inside an extension: %v", err)
+	}
+	if got > 64<<10 {
+		t.Fatalf("refusing it allocated %d bytes", got)
+	}
+	// The same map, not wrapped, decodes (as far as its bytes go).
+	ok := []byte{0x81, 0xa1, 'm', 0x81, 0xa1, 'a', 0x92, 1, 2}
+	if err := Decode(ok, &v); err != nil || len(v.M["a"]) != 2 {
+		t.Fatalf("the map itself: %+v, %v", v, err)
+	}
+}
+
 func TestDecodeRefusesTrailingBytes(t *testing.T) {
 	b, _ := msgpack.Marshal(small{A: 1, S: "x"})
 	var v small
