@@ -146,6 +146,12 @@ func TestSameGame(t *testing.T) {
 	if !(env.Options{MaxSteps: -5}).SameGame(env.Options{MaxSteps: -1}) {
 		t.Fatal("two ways to say no step limit are not one game")
 	}
+	if got := (env.Options{}).Filled(); got != env.DefaultOptions() {
+		t.Fatalf("Options{} filled in: %+v", got)
+	}
+	if bad := (env.Options{Suits: 3}); bad.Filled() != bad {
+		t.Fatalf("options no game can have were changed: %+v", bad.Filled())
+	}
 	games := 0
 	for _, f := range env.OptionFields() {
 		var o env.Options

@@ -187,7 +187,7 @@ func (f OptionField) Copy(dst *Options, src Options) {
 // in, so that Suits 0 and 1 are one game. Fields that change only what a
 // player is shown or rewarded are not compared.
 func (o Options) SameGame(p Options) bool {
-	o, p = o.resolved(), p.resolved()
+	o, p = o.Filled(), p.Filled()
 	for _, f := range optionFields {
 		if f.Game && f.Text(o) != f.Text(p) {
 			return false
@@ -196,9 +196,11 @@ func (o Options) SameGame(p Options) bool {
 	return true
 }
 
-// resolved returns o with its defaults filled in, or o as it is if no
-// game can have it.
-func (o Options) resolved() Options {
+// Filled returns o with its defaults filled in (what NewRules makes of
+// it), or o as it is if no game can have it, so that two Options that
+// describe one configuration compare equal: Suits 0 and 1, or a file's
+// Options without an option added since and the same with its default.
+func (o Options) Filled() Options {
 	if r, err := NewRules(o); err == nil {
 		return r.Options()
 	}

@@ -208,7 +208,7 @@ func resume(path string, net *nn.Net, raw []byte, want *Config, admit func(Confi
 // option was added holds no key for it (its zero, the default) where the
 // configuration read back holds the default spelled out.
 func specEqual(a, b nn.Spec) bool {
-	return normalized(a.Game) == normalized(b.Game) && a.ObsLen == b.ObsLen && a.NumActions == b.NumActions && slices.Equal(a.Hidden, b.Hidden) &&
+	return a.Game.Filled() == b.Game.Filled() && a.ObsLen == b.ObsLen && a.NumActions == b.NumActions && slices.Equal(a.Hidden, b.Hidden) &&
 		arch(a.Arch) == arch(b.Arch) && a.Column == b.Column && a.Pair == b.Pair
 }
 
@@ -227,7 +227,7 @@ func arch(s string) string {
 // its key.
 func configDiff(want, got Config) string {
 	var d []string
-	wg, gg := normalized(want.Game), normalized(got.Game)
+	wg, gg := want.Game.Filled(), got.Game.Filled()
 	if wg != gg {
 		for _, f := range env.OptionFields() {
 			if w, g := f.Text(wg), f.Text(gg); w != g {
@@ -243,15 +243,6 @@ func configDiff(want, got Config) string {
 			arch(want.Arch), want.Column, want.Pair, arch(got.Arch), got.Column, got.Pair))
 	}
 	return strings.Join(d, "; ")
-}
-
-// normalized returns o with its defaults filled in, or o itself if it is
-// not valid (then it differs from any valid checkpoint's game).
-func normalized(o env.Options) env.Options {
-	if r, err := env.NewRules(o); err == nil {
-		return r.Options()
-	}
-	return o
 }
 
 // checkImitation checks the imitation games of a checkpoint, before

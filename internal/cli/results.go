@@ -562,7 +562,7 @@ func gameDiff(a, b env.Options) string {
 		f.Copy(&x, a)
 		f.Copy(&y, b)
 		if f.Game && !x.SameGame(y) {
-			diff = append(diff, fmt.Sprintf("--%s %s and %s", f.Flag, f.Text(filled(x)), f.Text(filled(y))))
+			diff = append(diff, fmt.Sprintf("--%s %s and %s", f.Flag, f.Text(x.Filled()), f.Text(y.Filled())))
 		}
 	}
 	return strings.Join(diff, ", ")
@@ -589,12 +589,3 @@ var reportKeys = func() map[string]bool {
 	add(reflect.TypeFor[evalReport]())
 	return keys
 }()
-
-// filled returns o with its defaults filled in, or o as it is if no game
-// can have it.
-func filled(o env.Options) env.Options {
-	if r, err := env.NewRules(o); err == nil {
-		return r.Options()
-	}
-	return o
-}

@@ -582,10 +582,7 @@ var trainingFlags = []struct {
 // flags.
 func resumeDiff(o trainOptions, want, got train.Config) string {
 	var d []string
-	wg := want.Game
-	if r, err := env.NewRules(wg); err == nil {
-		wg = r.Options()
-	}
+	wg := want.Game.Filled()
 	for _, f := range env.OptionFields() {
 		if w, g := f.Text(wg), f.Text(got.Game); o.set[f.Flag] && w != g {
 			d = append(d, fmt.Sprintf("--%s is %s, the checkpoint's %s", f.Flag, w, g))
