@@ -108,7 +108,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzReadRecord -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./record/
 	$(GO) test -run '^$$' -fuzz FuzzParseEvalReport -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./internal/cli/
 	$(GO) test -run '^$$' -fuzz FuzzResume -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./train/
-	$(GO) test -run '^$$' -fuzz FuzzDecodeReply -fuzztime $(FUZZTIME) ./agents/remote/
+	$(GO) test -run '^$$' -fuzz FuzzDecodeReply -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./agents/remote/
 
 # The server under the worst load its limits admit (largest batches,
 # pictures, oversize frames from many clients, on loopback, about 20 s):

@@ -317,3 +317,34 @@ func TestResumeFillsInDefaults(t *testing.T) {
 		t.Fatalf("a network of another game: %v", err)
 	}
 }
+
+// TestResumeRefusesGameInsideAnExtension: a training state whose game
+// options are a map wrapped in an msgpack extension, followed inside it by
+// 50 million hidden widths declared in 5 bytes (800 MB, read out of the
+// extension unchecked). Keys are written in order, so the widths come
+// where "hidden" follows "game".
+func TestResumeRefusesGameInsideAnExtension(t *testing.T) {
+	dir := t.TempDir()
+	net, st := savedState(t, dir)
+	payload := append([]byte{0x80, 0xa6}, "hidden"...)
+	payload = append(payload, 0xdd, 0x02, 0xfa, 0xf0, 0x80)
+	st["config"].(map[string]any)["game"] = msgpack.RawMessage(append([]byte{0xc7, byte(len(payload)), 1}, payload...))
+	var buf bytes.Buffer
+	enc := msgpack.NewEncoder(&buf)
+	enc.SetSortMapKeys(true)
+	if err := enc.Encode(st); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "ext.spider")
+	if err := nn.Save(p, net, buf.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	got := alloccount.Bytes(func() { _, err = Resume(p, nil) })
+	if err == nil || !strings.HasPrefix(err.Error(), p+": ") || !strings.Contains(err.Error(), "not a map") {
+		t.Fatalf("a state whose game is inside an extension: %v", err)
+	}
+	if got > 1<<20 {
+		t.Fatalf("refusing it allocated %d bytes", got)
+	}
+}

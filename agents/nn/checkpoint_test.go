@@ -307,3 +307,40 @@ func TestLoadRefusesUnknownGameOption(t *testing.T) {
 		t.Fatalf("the network itself: %v", err)
 	}
 }
+
+// TestLoadRefusesGameInsideAnExtension: a network whose game options are
+// a map wrapped in an msgpack extension, followed inside it by 50 million
+// hidden widths declared in 5 bytes. Read out of the extension, they went
+// unchecked: a file of about 60 bytes took 800 MB. Keys are written in
+// order, so the widths come where "hidden" follows "game".
+func TestLoadRefusesGameInsideAnExtension(t *testing.T) {
+	b, err := encode(smallNet(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := msgpackcheck.Size(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := msgpack.Unmarshal(b[:n], &m); err != nil {
+		t.Fatal(err)
+	}
+	payload := append([]byte{0x80, 0xa6}, "hidden"...)
+	payload = append(payload, 0xdd, 0x02, 0xfa, 0xf0, 0x80)
+	m["spec"].(map[string]any)["game"] = msgpack.RawMessage(append([]byte{0xc7, byte(len(payload)), 1}, payload...))
+	var buf bytes.Buffer
+	enc := msgpack.NewEncoder(&buf)
+	enc.SetSortMapKeys(true)
+	if err := enc.Encode(m); err != nil {
+		t.Fatal(err)
+	}
+	var perr error
+	got := alloccount.Bytes(func() { _, _, perr = parse("ext.spider", msgpackcheck.Seal(buf.Bytes())) })
+	if perr == nil || !strings.HasPrefix(perr.Error(), "ext.spider: ") || !strings.Contains(perr.Error(), "game options: not a map") {
+		t.Fatalf("a network whose game is inside an extension: %v", perr)
+	}
+	if got > 1<<20 {
+		t.Fatalf("refusing it allocated %d bytes", got)
+	}
+}

@@ -69,8 +69,9 @@ func sliceCost(n int, size uintptr) int64 {
 // reads only a map of its few keys and refuses a name over 256 bytes),
 // and must not read inside an extension as msgpack's DecodeMapLen does. A
 // field of type any is charged what a generic decode allocates. An
-// extension anywhere else is refused: msgpack would read a map out of it
-// unchecked.
+// extension where any other type is decoded is refused (msgpack would
+// read a map out of one unchecked); one that msgpack skips, as an unknown
+// field's value, is charged its bytes.
 func Alloc(b []byte, t reflect.Type, limit int64) (int64, error) {
 	n, err := Size(b)
 	if err != nil {
