@@ -278,32 +278,14 @@ func readCheckpoint(t *testing.T, b []byte) {
 // game option this build does not know is refused, naming the option, not
 // read as the default game.
 func TestLoadRefusesUnknownGameOption(t *testing.T) {
-	b, err := encode(smallNet(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := msgpackcheck.Size(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := msgpack.Unmarshal(b[:n], &m); err != nil {
-		t.Fatal(err)
-	}
+	m := smallNetAsMap(t)
 	m["spec"].(map[string]any)["game"].(map[string]any)["from_a_newer_build"] = 7
-	edited, err := msgpack.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := parse("new.spider", msgpackcheck.Seal(edited)); err == nil || !strings.HasPrefix(err.Error(), "new.spider: ") || !strings.Contains(err.Error(), `unknown game option "from_a_newer_build"`) {
+	if _, _, err := parse("new.spider", sealedMap(t, m)); err == nil || !strings.HasPrefix(err.Error(), "new.spider: ") || !strings.Contains(err.Error(), `unknown game option "from_a_newer_build"`) {
 		t.Fatalf("a network with an unknown game option: %v", err)
 	}
 	// The same map without the option reads.
 	delete(m["spec"].(map[string]any)["game"].(map[string]any), "from_a_newer_build")
-	if edited, err = msgpack.Marshal(m); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := parse("same.spider", msgpackcheck.Seal(edited)); err != nil {
+	if _, _, err := parse("same.spider", sealedMap(t, m)); err != nil {
 		t.Fatalf("the network itself: %v", err)
 	}
 }
@@ -314,6 +296,25 @@ func TestLoadRefusesUnknownGameOption(t *testing.T) {
 // unchecked: a file of about 60 bytes took 800 MB. Keys are written in
 // order, so the widths come where "hidden" follows "game".
 func TestLoadRefusesGameInsideAnExtension(t *testing.T) {
+	m := smallNetAsMap(t)
+	payload := append([]byte{0x80, 0xa6}, "hidden"...)
+	payload = append(payload, 0xdd, 0x02, 0xfa, 0xf0, 0x80)
+	m["spec"].(map[string]any)["game"] = msgpack.RawMessage(append([]byte{0xc7, byte(len(payload)), 1}, payload...))
+	sealed := sealedMap(t, m)
+	var perr error
+	got := alloccount.Bytes(func() { _, _, perr = parse("ext.spider", sealed) })
+	if perr == nil || !strings.HasPrefix(perr.Error(), "ext.spider: ") || !strings.Contains(perr.Error(), "game options: not a map") {
+		t.Fatalf("a network whose game is inside an extension: %v", perr)
+	}
+	if got > 1<<20 {
+		t.Fatalf("refusing it allocated %d bytes", got)
+	}
+}
+
+// smallNetAsMap returns smallNet's checkpoint as a generic map, to edit
+// and write again with sealedMap.
+func smallNetAsMap(t *testing.T) map[string]any {
+	t.Helper()
 	b, err := encode(smallNet(t), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -326,21 +327,18 @@ func TestLoadRefusesGameInsideAnExtension(t *testing.T) {
 	if err := msgpack.Unmarshal(b[:n], &m); err != nil {
 		t.Fatal(err)
 	}
-	payload := append([]byte{0x80, 0xa6}, "hidden"...)
-	payload = append(payload, 0xdd, 0x02, 0xfa, 0xf0, 0x80)
-	m["spec"].(map[string]any)["game"] = msgpack.RawMessage(append([]byte{0xc7, byte(len(payload)), 1}, payload...))
+	return m
+}
+
+// sealedMap returns m as a checkpoint file's bytes: its keys in order
+// (so that a crafted value's place among them is known) and its checksum.
+func sealedMap(t *testing.T, m map[string]any) []byte {
+	t.Helper()
 	var buf bytes.Buffer
 	enc := msgpack.NewEncoder(&buf)
 	enc.SetSortMapKeys(true)
 	if err := enc.Encode(m); err != nil {
 		t.Fatal(err)
 	}
-	var perr error
-	got := alloccount.Bytes(func() { _, _, perr = parse("ext.spider", msgpackcheck.Seal(buf.Bytes())) })
-	if perr == nil || !strings.HasPrefix(perr.Error(), "ext.spider: ") || !strings.Contains(perr.Error(), "game options: not a map") {
-		t.Fatalf("a network whose game is inside an extension: %v", perr)
-	}
-	if got > 1<<20 {
-		t.Fatalf("refusing it allocated %d bytes", got)
-	}
+	return msgpackcheck.Seal(buf.Bytes())
 }
