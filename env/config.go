@@ -228,6 +228,23 @@ func (r Rules) Options() Options {
 	}
 }
 
+// Reframes reports why a game under r cannot be watched as a game under
+// to (State.Reframe), or nil if it can: every option of to must match r's
+// except what a player is shown or rewarded (the observation, shaping),
+// the step limit and the clock, which change where a game ends and its
+// score, never its positions or moves. An option added later must match
+// until it is named here, so a game is never read under rules it does not
+// follow.
+func (r Rules) Reframes(to Rules) error {
+	same := r
+	same.slots, same.encoding, same.shaping, same.gamma = to.slots, to.encoding, to.shaping, to.gamma
+	same.maxSteps, same.tick = to.maxSteps, to.tick
+	if same != to {
+		return fmt.Errorf("env: cannot reframe a %v game as %v: only the observation, shaping, step limit and clock may differ", r, to)
+	}
+	return nil
+}
+
 // RuleSet returns the rule set.
 func (r Rules) RuleSet() RuleSet { return r.ruleSet }
 

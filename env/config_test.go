@@ -175,6 +175,33 @@ func TestSameGame(t *testing.T) {
 	}
 }
 
+// TestReframes checks which options a game may be watched across
+// (State.Reframe): every option of kind view, and of kind game only the
+// step limit and the clock. Any other game option, one added later
+// included, must match, so a policy never reads a game under rules it does
+// not follow.
+func TestReframes(t *testing.T) {
+	free := map[string]bool{"max_steps": true, "time_per_action_ms": true}
+	for _, f := range env.OptionFields() {
+		var o env.Options
+		if err := f.Set(&o, f.Example); err != nil {
+			t.Fatal(err)
+		}
+		from, to := env.MustRules(env.Options{}), env.MustRules(o)
+		err := from.Reframes(to)
+		if want := !f.Game || free[f.Key]; (err == nil) != want {
+			t.Errorf("%s at %s: Reframes says %v; want it accepted: %v", f.Key, f.Example, err, want)
+		}
+		s, err2 := env.NewGame(from, 3).Reframe(to)
+		if (err == nil) != (err2 == nil) || (err2 == nil && s.Rules() != to) {
+			t.Errorf("%s: Reframe (%v) disagrees with Reframes (%v), or kept the old rules", f.Key, err2, err)
+		}
+	}
+	if err := env.MustRules(env.Options{Suits: 2}).Reframes(env.MustRules(env.Options{Suits: 2, FaceUpSlots: 6, MaxSteps: -1})); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func mustMsgpack(t *testing.T, v any) []byte {
 	t.Helper()
 	b, err := msgpack.Marshal(v)

@@ -218,13 +218,13 @@ func (s *State) Key() uint64 {
 	return h
 }
 
-// Reframe returns the same game under rules r, which must have the same
-// rule set and number of suits: only what the observation shows (slots and
-// encoding), the step limit and the clock may differ. A policy trained
-// under one observation shape uses it to watch games played under another.
+// Reframe returns the same game under rules r, which Rules.Reframes
+// accepts: only what the observation shows or rewards, the step limit and
+// the clock may differ. A policy trained under one observation shape uses
+// it to watch games played under another.
 func (s State) Reframe(r Rules) (State, error) {
-	if r.ruleSet != s.rules.ruleSet || r.suits != s.rules.suits {
-		return State{}, fmt.Errorf("env: cannot reframe a %v game as %v: the rule set and suits must match", s.rules, r)
+	if err := s.rules.Reframes(r); err != nil {
+		return State{}, err
 	}
 	s.rules = r
 	return s, nil

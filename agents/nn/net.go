@@ -51,9 +51,11 @@ func (s Spec) Rules() (env.Rules, error) {
 }
 
 // Check reports whether a game under r can be played by this network, and
-// if not, says what differs. The rule set and the suits must match; the
-// network observes the game through its own face-up slots and ignores the
-// game's step limit and clock, which its observation does not show.
+// if not, says what differs. The game must be one the network's rules can
+// watch (env.Rules.Reframes): the rule set, the suits and any other option
+// of the game's moves must match; the network observes the game through
+// its own face-up slots and ignores the game's step limit and clock,
+// which its observation does not show.
 func (s Spec) Check(r env.Rules) error {
 	var diffs []string
 	mine, err := s.Rules()
@@ -65,6 +67,9 @@ func (s Spec) Check(r env.Rules) error {
 		}
 		if r.Suits() != mine.Suits() {
 			diffs = append(diffs, fmt.Sprintf("%d suits, the network's %d", r.Suits(), mine.Suits()))
+		}
+		if err := r.Reframes(mine); err != nil && len(diffs) == 0 {
+			diffs = append(diffs, err.Error()) // an option named above in no other way
 		}
 		if mine.Float32Len() != s.ObsLen {
 			diffs = append(diffs, fmt.Sprintf("observation of %d values, the network's %d", mine.Float32Len(), s.ObsLen))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"strconv"
 	"text/tabwriter"
 	"time"
@@ -34,9 +35,11 @@ type benchOptions struct {
 
 // benchResult is one measured run, as the table, JSON and CSV print it.
 type benchResult struct {
-	Rules       string  `json:"rules"`
-	Suits       int     `json:"suits"`
-	Obs         string  `json:"obs"`
+	// Options are the game's, defaults filled in: rules, suits and obs
+	// first, as before, and every option that changes what a step does,
+	// such as the face-up slots an observation writes.
+	env.Options
+	Seed        uint64  `json:"seed"`
 	Autoreset   string  `json:"autoreset"`
 	N           int     `json:"n"`
 	Workers     int     `json:"workers"`
@@ -173,30 +176,50 @@ func benchOnce(ctx context.Context, r env.Rules, o benchOptions, mode env.Autore
 	sec := time.Since(start).Seconds()
 	total := int64(o.steps) * int64(o.n)
 	return benchResult{
-		Rules: r.RuleSet().String(), Suits: r.Suits(), Obs: r.Encoding().String(), Autoreset: mode.String(),
+		Options: r.Options(), Seed: o.seed, Autoreset: mode.String(),
 		N: o.n, Workers: workers, Steps: o.steps, EnvSteps: total, Seconds: sec,
 		StepsPerSec: float64(total) / sec, NsPerStep: sec * 1e9 / float64(total), Episodes: episodes,
 	}, nil
 }
 
 func writeBench(w io.Writer, results []benchResult, o benchOptions) error {
+	// The columns after speedup_vs_1_worker came later, at the end so that
+	// older readers' column numbers still hold: the other options, read
+	// from env's table so that a new one gets its column, and the seed.
 	header := []string{"rules", "suits", "obs", "autoreset", "n", "workers", "steps", "env_steps", "seconds", "env_steps_per_sec", "ns_per_env_step", "episodes", "speedup_vs_1_worker"}
+	var others []env.OptionField
+	for _, f := range env.OptionFields() {
+		if !slices.Contains(header, f.Key) {
+			others = append(others, f)
+			header = append(header, f.Key)
+		}
+	}
+	header = append(header, "seed")
 	done, err := o.out.write(w, results, header, func() (rows [][]string) {
 		for _, r := range results {
-			rows = append(rows, []string{r.Rules, strconv.Itoa(r.Suits), r.Obs, r.Autoreset, strconv.Itoa(r.N), strconv.Itoa(r.Workers),
+			row := []string{r.RuleSet.String(), strconv.Itoa(r.Suits), r.Encoding.String(), r.Autoreset, strconv.Itoa(r.N), strconv.Itoa(r.Workers),
 				strconv.Itoa(r.Steps), strconv.FormatInt(r.EnvSteps, 10), fmt.Sprintf("%.3f", r.Seconds),
-				fmt.Sprintf("%.0f", r.StepsPerSec), fmt.Sprintf("%.1f", r.NsPerStep), strconv.FormatInt(r.Episodes, 10), fmt.Sprintf("%.2f", r.SpeedUp)})
+				fmt.Sprintf("%.0f", r.StepsPerSec), fmt.Sprintf("%.1f", r.NsPerStep), strconv.FormatInt(r.Episodes, 10), fmt.Sprintf("%.2f", r.SpeedUp)}
+			for _, f := range others {
+				row = append(row, f.Text(r.Options))
+			}
+			rows = append(rows, append(row, strconv.FormatUint(r.Seed, 10)))
 		}
 		return rows
 	})
 	if done || err != nil {
 		return err
 	}
+	// The table's columns give rules, suits and obs; the line above it
+	// every option, so that two runs that differ say so.
+	if len(results) > 0 {
+		fmt.Fprintf(w, "%s, seed %d\n\n", env.MustRules(results[0].Options), results[0].Seed)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "rules\tsuits\tobs\tautoreset\tN\tworkers\tenv-steps/s\tns/env-step\tepisodes\tspeed-up\t")
 	for _, r := range results {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d\t%.0f\t%.1f\t%d\t%.2fx\t\n",
-			r.Rules, r.Suits, r.Obs, r.Autoreset, r.N, r.Workers, r.StepsPerSec, r.NsPerStep, r.Episodes, r.SpeedUp)
+			r.RuleSet, r.Suits, r.Encoding, r.Autoreset, r.N, r.Workers, r.StepsPerSec, r.NsPerStep, r.Episodes, r.SpeedUp)
 	}
 	return tw.Flush()
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -33,7 +34,7 @@ func TestBenchJSON(t *testing.T) {
 		t.Fatalf("want runs with 1 and 2 workers, got %+v", res)
 	}
 	for _, r := range res {
-		if r.EnvSteps != 16*30 || r.StepsPerSec <= 0 || r.NsPerStep <= 0 || r.Obs != "compact" || r.Autoreset != "same-step" {
+		if r.EnvSteps != 16*30 || r.StepsPerSec <= 0 || r.NsPerStep <= 0 || r.Encoding != env.Compact || r.Autoreset != "same-step" || r.Suits != 2 || r.MaxSteps != 20 || r.Seed != 1 {
 			t.Errorf("bad result %+v", r)
 		}
 		// 16 games of at most 20 steps over 32 steps: every one has ended.
@@ -52,15 +53,18 @@ func TestBenchJSON(t *testing.T) {
 	}
 }
 
+// TestBenchTableAndCSV also checks that every format says what was
+// measured: every option (face-up slots and shaping change a step's cost)
+// and the seed, each CSV column of before in its place.
 func TestBenchTableAndCSV(t *testing.T) {
 	o := smallBench()
-	o.game.Encoding = env.Float32
+	o.game.Encoding, o.game.FaceUpSlots, o.game.Shaping, o.seed = env.Float32, 12, env.Progress, 9
 	var out bytes.Buffer
 	if err := runBench(context.Background(), o, &out, &bytes.Buffer{}); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 3 || !strings.Contains(lines[0], "env-steps/s") || !strings.Contains(lines[2], "float32") {
+	if len(lines) != 5 || lines[0] != env.MustRules(o.game).String()+", seed 9" || !strings.Contains(lines[2], "env-steps/s") || !strings.Contains(lines[4], "float32") {
 		t.Fatalf("table:\n%s", out.String())
 	}
 	o.out.csv = true
@@ -69,8 +73,21 @@ func TestBenchTableAndCSV(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows, err := csv.NewReader(&out).ReadAll()
-	if err != nil || len(rows) != 3 || rows[0][9] != "env_steps_per_sec" {
+	if err != nil || len(rows) != 3 || strings.Join(rows[0][:13], ",") != "rules,suits,obs,autoreset,n,workers,steps,env_steps,seconds,env_steps_per_sec,ns_per_env_step,episodes,speedup_vs_1_worker" {
 		t.Fatalf("csv %v %v", rows, err)
+	}
+	want := map[string]string{"seed": "9"}
+	for _, f := range env.OptionFields() {
+		want[f.Key] = f.Text(env.MustRules(o.game).Options())
+	}
+	for key, v := range want {
+		col := slices.Index(rows[0], key)
+		if col < 0 || rows[1][col] != v || rows[2][col] != v {
+			t.Errorf("column %s (at %d): want %s in %q", key, col, v, rows[1:])
+		}
+	}
+	if want["face_up_slots"] != "12" || want["shaping"] != "progress" {
+		t.Fatalf("options %v", want)
 	}
 }
 

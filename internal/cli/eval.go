@@ -730,13 +730,29 @@ func compare(a, b string, x, y []agents.Result) comparison {
 }
 
 func writeEval(w io.Writer, rep evalReport, o evalOptions) error {
+	// The columns after stopped came later, at the end so that older
+	// readers' column numbers still hold: the other game options, read
+	// from env's table so that a new one gets its column, then the
+	// settings that change how search and the oracle play.
 	header := []string{"rules", "suits", "policy", "games", "wins", "win_rate", "win_lo95", "win_hi95", "mean_score", "score_ci95", "mean_runs", "runs_ci95", "mean_moves", "ms_per_game", "ms_per_move", "failures", "suite", "max_steps", "stopped"}
+	var others []env.OptionField
+	for _, f := range env.OptionFields() {
+		if f.Game && !slices.Contains(header, f.Key) {
+			others = append(others, f)
+			header = append(header, f.Key)
+		}
+	}
+	header = append(header, "nodes", "move_ms", "draw")
 	done, err := o.out.write(w, rep, header, func() (rows [][]string) {
 		f := func(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
 		for _, p := range rep.Policies {
-			rows = append(rows, []string{rep.RuleSet.String(), strconv.Itoa(rep.Suits), p.Policy, strconv.Itoa(p.Games), strconv.Itoa(p.Wins), f(p.WinRate), f(p.WinLo), f(p.WinHi),
+			row := []string{rep.RuleSet.String(), strconv.Itoa(rep.Suits), p.Policy, strconv.Itoa(p.Games), strconv.Itoa(p.Wins), f(p.WinRate), f(p.WinLo), f(p.WinHi),
 				f(p.Score), f(p.ScoreHalf), f(p.Runs), f(p.RunsHalf), f(p.Moves), f(p.MsPerGame), f(p.MsPerMove),
-				strconv.Itoa(p.Failures), suiteName(rep.Suite), strconv.Itoa(rep.MaxSteps), strconv.FormatBool(rep.Stopped)})
+				strconv.Itoa(p.Failures), suiteName(rep.Suite), strconv.Itoa(rep.MaxSteps), strconv.FormatBool(rep.Stopped)}
+			for _, field := range others {
+				row = append(row, field.Text(rep.Options))
+			}
+			rows = append(rows, append(row, strconv.Itoa(rep.Nodes), strconv.Itoa(rep.MoveMs), strconv.FormatUint(rep.Draw, 10)))
 		}
 		return rows
 	})
@@ -755,7 +771,7 @@ func writeEval(w io.Writer, rep evalReport, o evalOptions) error {
 	fmt.Fprintln(tw, "policy\tgames\twins\twin rate (95% CI)\tmean score (95% CI)\tmean runs (95% CI)\tmean moves\tms/game\tms/move\t")
 	for _, p := range rep.Policies {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f%% (%.1f-%.1f)\t%.1f ± %.1f\t%.2f ± %.2f\t%.0f\t%.1f\t%.2f\t\n",
-			p.Policy, p.Games, p.Wins, 100*p.WinRate, 100*p.WinLo, 100*p.WinHi, p.Score, p.ScoreHalf, p.Runs, p.RunsHalf, p.Moves, p.MsPerGame, p.MsPerMove)
+			p.Policy+budgetNote(p.Spec, rep), p.Games, p.Wins, 100*p.WinRate, 100*p.WinLo, 100*p.WinHi, p.Score, p.ScoreHalf, p.Runs, p.RunsHalf, p.Moves, p.MsPerGame, p.MsPerMove)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

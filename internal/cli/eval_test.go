@@ -176,11 +176,15 @@ func TestEvalStoppedSaysSoInEveryFormat(t *testing.T) {
 			var marked bool
 			if asCSV {
 				rows, err := csv.NewReader(&out).ReadAll()
-				if err != nil || len(rows) != 2 || rows[0][len(rows[0])-1] != "stopped" {
+				col := -1
+				if err == nil && len(rows) == 2 {
+					col = slices.Index(rows[0], "stopped")
+				}
+				if col < 0 {
 					t.Fatalf("CSV %q: %v", rows, err)
 				}
-				marked = rows[1][len(rows[1])-1] == "true"
-				if v := rows[1][len(rows[1])-1]; v != "true" && v != "false" {
+				marked = rows[1][col] == "true"
+				if v := rows[1][col]; v != "true" && v != "false" {
 					t.Fatalf("stopped column %q", v)
 				}
 			} else {
@@ -191,6 +195,51 @@ func TestEvalStoppedSaysSoInEveryFormat(t *testing.T) {
 				t.Fatalf("csv %v, stopped %v: marked %v:\n%s", asCSV, stop, marked, out.String())
 			}
 		}
+	}
+}
+
+// TestEvalSaysHowItPlayed checks that the CSV and the text table say what
+// the JSON says of how the games were played: every game option (a new
+// one gets its CSV column from env's table), and search's budget and draw,
+// which change its games as much.
+func TestEvalSaysHowItPlayed(t *testing.T) {
+	o := smallEval()
+	o.policies, o.seeds, o.nodes, o.draw = "greedy,search", "1-2", 300, 2
+	o.game.TimePerActionMs = 1500
+	o.out.csv = true
+	var out bytes.Buffer
+	if err := runEval(context.Background(), o, &out, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&out).ReadAll()
+	if err != nil || len(rows) != 3 {
+		t.Fatalf("CSV %q: %v", rows, err)
+	}
+	// Every column keeps its place: older readers count them.
+	if got := strings.Join(rows[0][:19], ","); got != "rules,suits,policy,games,wins,win_rate,win_lo95,win_hi95,mean_score,score_ci95,mean_runs,runs_ci95,mean_moves,ms_per_game,ms_per_move,failures,suite,max_steps,stopped" {
+		t.Fatalf("first columns %s", got)
+	}
+	want := map[string]string{"nodes": "300", "move_ms": "0", "draw": "2"}
+	for _, f := range env.OptionFields() {
+		if f.Game {
+			want[f.Key] = f.Text(env.MustRules(o.game).Options())
+		}
+	}
+	want["time_per_action_ms"] = "1500"
+	for key, v := range want {
+		col := slices.Index(rows[0], key)
+		if col < 0 || rows[1][col] != v || rows[2][col] != v {
+			t.Errorf("column %s (at %d): want %s in %q", key, col, v, rows[1:])
+		}
+	}
+	o.out.csv = false
+	out.Reset()
+	if err := runEval(context.Background(), o, &out, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	if !strings.Contains(text, "time-per-action-ms 1500") || !strings.Contains(text, "search (300 nodes, draw 2)") || strings.Contains(text, "greedy (") {
+		t.Fatalf("table:\n%s", text)
 	}
 }
 

@@ -351,26 +351,36 @@ func resultsTable(rows []resultRow) string {
 	b.WriteString("| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |\n")
 	for _, r := range rows {
 		p, s := r.policy, r.suite
-		if t := agents.TraitsOf(p.Spec); t.Budget {
-			var budget []string
-			if r.report.Nodes != 0 {
-				budget = append(budget, fmt.Sprintf("%d nodes", r.report.Nodes))
-			}
-			if r.report.MoveMs != 0 {
-				budget = append(budget, fmt.Sprintf("at most %d ms a move", r.report.MoveMs))
-			}
-			if r.report.Draw != 0 && t.Draws {
-				budget = append(budget, fmt.Sprintf("draw %d", r.report.Draw))
-			}
-			if len(budget) > 0 {
-				p.Policy += " (" + strings.Join(budget, ", ") + ")"
-			}
-		}
+		p.Policy += budgetNote(p.Spec, r.report)
 		fmt.Fprintf(&b, "| %s (v%s) | %s | %d | %d | %s | %d | %.1f%% (%.1f-%.1f) | %.1f ± %.1f | %.2f ± %.2f | %.0f | %d | %s | %s |\n",
 			s.Name, s.Version, s.RuleSet, s.Suits, r.report.MaxSteps, cell(p.Policy), p.Games,
 			100*p.WinRate, 100*p.WinLo, 100*p.WinHi, p.Score, p.ScoreHalf, p.Runs, p.RunsHalf, p.Moves, p.Failures, cell(r.report.Program), cell(r.file))
 	}
 	return b.String()
+}
+
+// budgetNote is what sets the play of the policy spec in rep apart from
+// its defaults, for its name in a table: " (2 nodes, draw 3)", or "" for
+// a policy played at its defaults or one that has no budget.
+func budgetNote(spec string, rep evalReport) string {
+	t := agents.TraitsOf(spec)
+	if !t.Budget {
+		return ""
+	}
+	var budget []string
+	if rep.Nodes != 0 {
+		budget = append(budget, fmt.Sprintf("%d nodes", rep.Nodes))
+	}
+	if rep.MoveMs != 0 {
+		budget = append(budget, fmt.Sprintf("at most %d ms a move", rep.MoveMs))
+	}
+	if rep.Draw != 0 && t.Draws {
+		budget = append(budget, fmt.Sprintf("draw %d", rep.Draw))
+	}
+	if len(budget) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(budget, ", ") + ")"
 }
 
 // cell is s fit for a cell of a Markdown table: a | in it would end the
