@@ -36,7 +36,7 @@ import (
 // Search is deterministic given its seed (unless MoveTime is set) and keeps
 // its buffers between moves, so use one per goroutine.
 type Search struct {
-	Nodes   int // positions explored per plan; 0 means 20000
+	Nodes   int // positions explored per plan; 0 means DefaultNodes
 	Samples int // games sampled per chance move; 0 means 4
 
 	// MoveTime, when positive, bounds the time one move may spend
@@ -236,10 +236,14 @@ func (a *Search) follow(world *env.State, why string) Decision {
 	return Decision{Action: act, Reason: why}
 }
 
+// DefaultNodes is the positions a plan of search and the oracle may
+// explore when Nodes is 0.
+const DefaultNodes = 20000
+
 // budget returns the positions one plan may explore.
 func (a *Search) budget() int {
 	if a.Nodes <= 0 {
-		return 20000
+		return DefaultNodes
 	}
 	return a.Nodes
 }

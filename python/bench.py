@@ -179,6 +179,7 @@ def measure(server: SpiderServer, n: int, path: str, policy: str, steps: int, se
         "n": n,
         "path": path,
         "policy": policy,
+        "seed": seed,
         "steps": steps,
         "env_steps": total,
         "episodes": episodes,
@@ -257,7 +258,12 @@ def main(argv: list[str] | None = None) -> int:
                     )
     elapsed = time.perf_counter() - start
 
+    version = subprocess.run([binary, "version"], capture_output=True, text=True)
     machine = {
+        # What was measured: the server's build (as spider eval and bench
+        # record it) and the client's.
+        "spider": version.stdout.strip().removeprefix("spider "),
+        "spider_env": spider_env.__version__,
         "cpus": os.cpu_count(),
         "python": platform.python_version(),
         "numpy": np.__version__,

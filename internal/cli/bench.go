@@ -40,6 +40,8 @@ type benchResult struct {
 	// such as the face-up slots an observation writes.
 	env.Options
 	Seed        uint64  `json:"seed"`
+	Warmup      int     `json:"warmup"`
+	Program     string  `json:"program_version"`
 	Autoreset   string  `json:"autoreset"`
 	N           int     `json:"n"`
 	Workers     int     `json:"workers"`
@@ -176,7 +178,7 @@ func benchOnce(ctx context.Context, r env.Rules, o benchOptions, mode env.Autore
 	sec := time.Since(start).Seconds()
 	total := int64(o.steps) * int64(o.n)
 	return benchResult{
-		Options: r.Options(), Seed: o.seed, Autoreset: mode.String(),
+		Options: r.Options(), Seed: o.seed, Warmup: o.warmup, Program: programVersion(), Autoreset: mode.String(),
 		N: o.n, Workers: workers, Steps: o.steps, EnvSteps: total, Seconds: sec,
 		StepsPerSec: float64(total) / sec, NsPerStep: sec * 1e9 / float64(total), Episodes: episodes,
 	}, nil
@@ -185,7 +187,8 @@ func benchOnce(ctx context.Context, r env.Rules, o benchOptions, mode env.Autore
 func writeBench(w io.Writer, results []benchResult, o benchOptions) error {
 	// The columns after speedup_vs_1_worker came later, at the end so that
 	// older readers' column numbers still hold: the other options, read
-	// from env's table so that a new one gets its column, and the seed.
+	// from env's table so that a new one gets its column, the seed, the
+	// untimed steps and the build.
 	header := []string{"rules", "suits", "obs", "autoreset", "n", "workers", "steps", "env_steps", "seconds", "env_steps_per_sec", "ns_per_env_step", "episodes", "speedup_vs_1_worker"}
 	var others []env.OptionField
 	for _, f := range env.OptionFields() {
@@ -194,7 +197,7 @@ func writeBench(w io.Writer, results []benchResult, o benchOptions) error {
 			header = append(header, f.Key)
 		}
 	}
-	header = append(header, "seed")
+	header = append(header, "seed", "warmup", "program_version")
 	done, err := o.out.write(w, results, header, func() (rows [][]string) {
 		for _, r := range results {
 			row := []string{r.RuleSet.String(), strconv.Itoa(r.Suits), r.Encoding.String(), r.Autoreset, strconv.Itoa(r.N), strconv.Itoa(r.Workers),
@@ -203,7 +206,7 @@ func writeBench(w io.Writer, results []benchResult, o benchOptions) error {
 			for _, f := range others {
 				row = append(row, f.Text(r.Options))
 			}
-			rows = append(rows, append(row, strconv.FormatUint(r.Seed, 10)))
+			rows = append(rows, append(row, strconv.FormatUint(r.Seed, 10), strconv.Itoa(r.Warmup), r.Program))
 		}
 		return rows
 	})

@@ -76,7 +76,7 @@ func TestBenchTableAndCSV(t *testing.T) {
 	if err != nil || len(rows) != 3 || strings.Join(rows[0][:13], ",") != "rules,suits,obs,autoreset,n,workers,steps,env_steps,seconds,env_steps_per_sec,ns_per_env_step,episodes,speedup_vs_1_worker" {
 		t.Fatalf("csv %v %v", rows, err)
 	}
-	want := map[string]string{"seed": "9"}
+	want := map[string]string{"seed": "9", "warmup": "2", "program_version": programVersion()}
 	for _, f := range env.OptionFields() {
 		want[f.Key] = f.Text(env.MustRules(o.game).Options())
 	}

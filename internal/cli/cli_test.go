@@ -219,16 +219,20 @@ func TestCommandHelpNamesArguments(t *testing.T) {
 	}
 }
 
-// TestEvalTextNamesTheGame: eval's text summary names every option of kind
-// game away from its default, so a run of another game does not read as
-// the default's.
+// TestEvalTextNamesTheGame: eval's text summary names every option away
+// from its default, so a run of another game does not read as the
+// default's, nor one that showed a remote agent another observation.
 func TestEvalTextNamesTheGame(t *testing.T) {
-	code, out, errs := runMain("eval", "--seeds", "1", "--policies", "first", "--time-per-action-ms", "1500")
-	if code != 0 || !strings.Contains(out, "1 deals, step limit 1000, time-per-action-ms 1500\n") {
+	code, out, errs := runMain("eval", "--seeds", "1", "--policies", "first", "--time-per-action-ms", "1500", "--workers", "1")
+	if code != 0 || !strings.Contains(out, "1 deals (seeds 1), step limit 1000, time-per-action-ms 1500, 1 worker(s)\n") {
 		t.Fatalf("exit %d: %s%s", code, out, errs)
 	}
-	code, out, errs = runMain("eval", "--seeds", "1", "--policies", "first", "--obs", "float32")
-	if code != 0 || !strings.Contains(out, "1 deals, step limit 1000\n") {
+	code, out, errs = runMain("eval", "--seeds", "1", "--policies", "first", "--obs", "float32", "--workers", "1")
+	if code != 0 || !strings.Contains(out, "1 deals (seeds 1), step limit 1000, obs float32, 1 worker(s)\n") {
+		t.Fatalf("exit %d: %s%s", code, out, errs)
+	}
+	code, out, errs = runMain("eval", "--seeds", "1", "--policies", "first", "--workers", "1")
+	if code != 0 || !strings.Contains(out, "1 deals (seeds 1), step limit 1000, 1 worker(s)\n") {
 		t.Fatalf("exit %d: %s%s", code, out, errs)
 	}
 }

@@ -228,6 +228,10 @@ type policySummary struct {
 	Moves     float64 `json:"mean_moves"`
 	MsPerGame float64 `json:"ms_per_game"`
 	MsPerMove float64 `json:"ms_per_move"`
+	// Checkpoint is the SHA-256 of an nn: policy's file when the eval began
+	// (hex, as sha256sum prints it), since a trainer rewrites its
+	// checkpoints under the same names; empty for the others.
+	Checkpoint string `json:"checkpoint_sha256,omitempty"`
 }
 
 // comparison is one pair of policies on the same deals.
@@ -261,7 +265,8 @@ type evalReport struct {
 	Seeds    int    `json:"deals"`
 	SeedList string `json:"seeds"`
 	Program  string `json:"program_version"`
-	// Nodes is --nodes, the search and oracle budget (0: their default),
+	// Nodes is --nodes, the search and oracle budget, default filled in
+	// (reports written before it was filled in say 0 for the default),
 	// since it changes how those policies play.
 	Nodes int `json:"nodes"`
 	// MoveMs is --move-ms, the time search and oracle may plan a move
@@ -269,7 +274,10 @@ type evalReport struct {
 	MoveMs int `json:"move_ms"`
 	// Draw is --draw, the draw of hidden cards search and search-hand
 	// sample (0: the default), since another draw plays other games.
-	Draw        uint64          `json:"draw"`
+	Draw uint64 `json:"draw"`
+	// Workers is how many games were played at once, which the times a
+	// game and a move depend on (and, with MoveMs, the moves).
+	Workers     int             `json:"workers"`
 	Policies    []policySummary `json:"policies"`
 	Comparisons []comparison    `json:"comparisons"`
 	Failures    []gameFailure   `json:"failures"`
@@ -406,8 +414,10 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		return err
 	}
 	var specs []string
-	// Each local policy's maker, made once.
+	// Each local policy's maker, made once, and each nn: policy's file's
+	// hash.
 	makers := map[string]agents.Maker{}
+	checkpoints := map[string]string{}
 	for _, p := range names {
 		if !printable.Is(p) {
 			// Reports and tables print it as it is, and spider results
@@ -420,6 +430,10 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 			}
 		} else if makers[p], err = agents.NewWith(p, aopts); err != nil {
 			return usageError{err}
+		} else if path, ok := strings.CutPrefix(p, "nn:"); ok {
+			if checkpoints[p], err = fileSHA256(path); err != nil {
+				return err
+			}
 		}
 		if slices.Contains(specs, p) {
 			// Its games would be written twice under one name.
@@ -537,7 +551,17 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	// A stop keeps the deals every policy finished: their results follow,
 	// marked as stopped, and the command still fails.
 	rep := summarize(ev, labels)
-	rep.Nodes, rep.MoveMs, rep.Draw = o.nodes, o.moveMs, o.draw
+	for i := range rep.Policies {
+		rep.Policies[i].Checkpoint = checkpoints[rep.Policies[i].Spec]
+	}
+	rep.Nodes, rep.MoveMs, rep.Draw = cmp.Or(o.nodes, agents.DefaultNodes), o.moveMs, o.draw
+	local := 0
+	for _, p := range policies {
+		if p.Maker != nil {
+			local++
+		}
+	}
+	rep.Workers = evalWorkers(o.workers, local*len(seeds))
 	rep.Suite = suite
 	rep.Stopped = stopped != nil
 	if o.perGame {
@@ -570,7 +594,7 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	// The records come after the results, so that a record that cannot
 	// be saved (a full disk) does not cost the evaluation's report.
 	if o.record != "" {
-		if err := saveRecords(o.record, ev); err != nil {
+		if err := saveRecords(o.record, ev, rep); err != nil {
 			return fmt.Errorf("the results are written, but not every game's record: %w", err)
 		}
 	}
@@ -597,12 +621,21 @@ func uniqueLabels(labels, specs []string) []string {
 	return out
 }
 
-// saveRecords writes every game of ev into dir.
-func saveRecords(dir string, ev *agents.Evaluation) error {
+// saveRecords writes every game of ev into dir. A search or oracle played
+// away from its defaults (rep's budget and draw) says so in its records'
+// player and file names ("search (500 nodes, draw 1)" in
+// search-n500-draw1-3.spider), so that the records of two draws saved into
+// one folder do not overwrite each other.
+func saveRecords(dir string, ev *agents.Evaluation, rep evalReport) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	names := recordNames(ev.Policies)
+	tagged := make([]string, len(ev.Policies))
+	for p, spec := range ev.Policies {
+		_, tags := budgetOf(spec, rep)
+		tagged[p] = strings.Join(append([]string{spec}, tags...), "-")
+	}
+	names := recordNames(tagged)
 	for p, results := range ev.Results {
 		for _, res := range results {
 			s := env.NewGame(ev.Rules, res.Seed)
@@ -610,7 +643,8 @@ func saveRecords(dir string, ev *agents.Evaluation) error {
 				s.Step(a)
 			}
 			name := filepath.Join(dir, fmt.Sprintf("%s-%d.spider", names[p], res.Seed))
-			if err := record.Save(name, record.New(ev.Rules, res.Seed, ev.Policies[p], res.Actions, &s)); err != nil {
+			player := ev.Policies[p] + budgetNote(ev.Policies[p], rep)
+			if err := record.Save(name, record.New(ev.Rules, res.Seed, player, res.Actions, &s)); err != nil {
 				return err
 			}
 		}
@@ -731,18 +765,19 @@ func compare(a, b string, x, y []agents.Result) comparison {
 
 func writeEval(w io.Writer, rep evalReport, o evalOptions) error {
 	// The columns after stopped came later, at the end so that older
-	// readers' column numbers still hold: the other game options, read
-	// from env's table so that a new one gets its column, then the
-	// settings that change how search and the oracle play.
+	// readers' column numbers still hold: the other options, read from
+	// env's table so that a new one gets its column (what a remote agent
+	// is shown changes its games too), then what else the JSON says of
+	// how the games were played and timed.
 	header := []string{"rules", "suits", "policy", "games", "wins", "win_rate", "win_lo95", "win_hi95", "mean_score", "score_ci95", "mean_runs", "runs_ci95", "mean_moves", "ms_per_game", "ms_per_move", "failures", "suite", "max_steps", "stopped"}
 	var others []env.OptionField
 	for _, f := range env.OptionFields() {
-		if f.Game && !slices.Contains(header, f.Key) {
+		if !slices.Contains(header, f.Key) {
 			others = append(others, f)
 			header = append(header, f.Key)
 		}
 	}
-	header = append(header, "nodes", "move_ms", "draw")
+	header = append(header, "nodes", "move_ms", "draw", "seeds", "suite_version", "workers", "program_version", "checkpoint_sha256")
 	done, err := o.out.write(w, rep, header, func() (rows [][]string) {
 		f := func(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
 		for _, p := range rep.Policies {
@@ -752,7 +787,12 @@ func writeEval(w io.Writer, rep evalReport, o evalOptions) error {
 			for _, field := range others {
 				row = append(row, field.Text(rep.Options))
 			}
-			rows = append(rows, append(row, strconv.Itoa(rep.Nodes), strconv.Itoa(rep.MoveMs), strconv.FormatUint(rep.Draw, 10)))
+			version := ""
+			if rep.Suite != nil {
+				version = rep.Suite.Version
+			}
+			rows = append(rows, append(row, strconv.Itoa(rep.Nodes), strconv.Itoa(rep.MoveMs), strconv.FormatUint(rep.Draw, 10),
+				rep.SeedList, version, strconv.Itoa(rep.Workers), rep.Program, p.Checkpoint))
 		}
 		return rows
 	})
@@ -766,7 +806,8 @@ func writeEval(w io.Writer, rep evalReport, o evalOptions) error {
 	if rep.Stopped {
 		stopped = " (stopped early: the deals every policy finished)"
 	}
-	fmt.Fprintf(w, "%s, %d suit(s), %d deals%s, step limit %d%s\n\n", rep.RuleSet, rep.Suits, rep.Seeds, stopped, rep.MaxSteps, otherGameOptions(rep.Options))
+	fmt.Fprintf(w, "%s, %d suit(s), %d deals (seeds %s)%s, step limit %d%s, %d worker(s)\n\n", rep.RuleSet, rep.Suits, rep.Seeds,
+		printable.Cut(rep.SeedList, 60), stopped, rep.MaxSteps, otherOptions(rep.Options), rep.Workers)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "policy\tgames\twins\twin rate (95% CI)\tmean score (95% CI)\tmean runs (95% CI)\tmean moves\tms/game\tms/move\t")
 	for _, p := range rep.Policies {
@@ -875,11 +916,7 @@ func checkEvalMemory(specs []string, makers map[string]agents.Maker, o evalOptio
 			remembering++
 		}
 	}
-	workers := o.workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	workers = min(workers, local*deals) // as agents.EvaluatePolicies starts them
+	workers := evalWorkers(o.workers, local*deals)
 	// A worker's game in play holds its moves so far, up to the step
 	// limit; a greedy or nn: agent, which a worker keeps for the whole
 	// run, holds the positions of the longest game it played (clearing a
@@ -915,15 +952,41 @@ func checkEvalMemory(specs []string, makers map[string]agents.Maker, o evalOptio
 	return checkAvailable(need, "an evaluation of "+what, "lower --workers, --nodes, --max-steps or --remote-batch, or split the seeds into ranges (--seeds A-B) and pair the parts with spider results --pair")
 }
 
-// otherGameOptions names the options of kind game, besides the rule set,
-// suits and step limit the summary names anyway, that o sets away from
-// their defaults (", time-per-action-ms 1500"), so that the text of a
-// run of another game does not read as the default's.
-func otherGameOptions(o env.Options) string {
+// fileSHA256 returns the SHA-256 of the file at path in hex, read a
+// little at a time.
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// evalWorkers is how many games of the policies in this process an eval
+// plays at once, as agents.EvaluatePolicies starts them: --workers (0:
+// GOMAXPROCS), at most one a game.
+func evalWorkers(flag, games int) int {
+	if flag <= 0 {
+		flag = runtime.GOMAXPROCS(0)
+	}
+	return min(flag, games)
+}
+
+// otherOptions names the options, besides the rule set, suits and step
+// limit the summary names anyway, that o sets away from their defaults
+// (", time-per-action-ms 1500", ", obs float32"), so that the text of a
+// run of another game, or of one that showed a remote agent another
+// observation, does not read as the default's.
+func otherOptions(o env.Options) string {
 	var b strings.Builder
 	def := env.DefaultOptions()
 	for _, f := range env.OptionFields() {
-		if f.Game && f.Key != "rules" && f.Key != "suits" && f.Key != "max_steps" && f.Text(o) != f.Text(def) {
+		if f.Key != "rules" && f.Key != "suits" && f.Key != "max_steps" && f.Text(o) != f.Text(def) {
 			fmt.Fprintf(&b, ", %s %s", f.Flag, f.Text(o))
 		}
 	}

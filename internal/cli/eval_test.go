@@ -3,7 +3,9 @@ package cli
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/csv"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"os"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/spiderenv/spider/agents"
 	"github.com/spiderenv/spider/env"
+	"github.com/spiderenv/spider/record"
 )
 
 func TestParseSeeds(t *testing.T) {
@@ -205,7 +208,7 @@ func TestEvalStoppedSaysSoInEveryFormat(t *testing.T) {
 func TestEvalSaysHowItPlayed(t *testing.T) {
 	o := smallEval()
 	o.policies, o.seeds, o.nodes, o.draw = "greedy,search", "1-2", 300, 2
-	o.game.TimePerActionMs = 1500
+	o.game.TimePerActionMs, o.game.Encoding = 1500, env.Float32 // a remote agent would be shown float32
 	o.out.csv = true
 	var out bytes.Buffer
 	if err := runEval(context.Background(), o, &out, &bytes.Buffer{}); err != nil {
@@ -219,13 +222,13 @@ func TestEvalSaysHowItPlayed(t *testing.T) {
 	if got := strings.Join(rows[0][:19], ","); got != "rules,suits,policy,games,wins,win_rate,win_lo95,win_hi95,mean_score,score_ci95,mean_runs,runs_ci95,mean_moves,ms_per_game,ms_per_move,failures,suite,max_steps,stopped" {
 		t.Fatalf("first columns %s", got)
 	}
-	want := map[string]string{"nodes": "300", "move_ms": "0", "draw": "2"}
+	want := map[string]string{"nodes": "300", "move_ms": "0", "draw": "2", "seeds": "1-2", "workers": "2", "suite_version": "", "program_version": programVersion()}
 	for _, f := range env.OptionFields() {
-		if f.Game {
-			want[f.Key] = f.Text(env.MustRules(o.game).Options())
-		}
+		want[f.Key] = f.Text(env.MustRules(o.game).Options())
 	}
-	want["time_per_action_ms"] = "1500"
+	if want["time_per_action_ms"] != "1500" || want["obs"] != "float32" {
+		t.Fatalf("options %v", want)
+	}
 	for key, v := range want {
 		col := slices.Index(rows[0], key)
 		if col < 0 || rows[1][col] != v || rows[2][col] != v {
@@ -238,8 +241,20 @@ func TestEvalSaysHowItPlayed(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := out.String()
-	if !strings.Contains(text, "time-per-action-ms 1500") || !strings.Contains(text, "search (300 nodes, draw 2)") || strings.Contains(text, "greedy (") {
+	if !strings.Contains(text, "2 deals (seeds 1-2)") || !strings.Contains(text, "time-per-action-ms 1500, obs float32, 2 worker(s)") ||
+		!strings.Contains(text, "search (300 nodes, draw 2)") || strings.Contains(text, "greedy (") {
 		t.Fatalf("table:\n%s", text)
+	}
+	// The default budget is written as the number it is, and does not
+	// name a row: a run with --nodes 20000 reads as one without.
+	o.nodes, o.draw, o.out.json = 0, 0, true
+	out.Reset()
+	if err := runEval(context.Background(), o, &out, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	var rep evalReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil || rep.Nodes != agents.DefaultNodes || rep.Workers != 2 || budgetNote("search", rep) != "" {
+		t.Fatalf("nodes %d, workers %d, note %q (%v)", rep.Nodes, rep.Workers, budgetNote("search", rep), err)
 	}
 }
 
@@ -291,6 +306,57 @@ func TestEvalWritesResultsBeforeRecords(t *testing.T) {
 	code := Main([]string{"eval", "--policies", "random", "--games", "2", "--max-steps", "20", "--json", "--record", rec}, nil, &stdout, &stderr)
 	if code != 1 || !strings.Contains(stdout.String(), `"games": 2`) || !strings.Contains(stderr.String(), "the results are written, but not every game's record") {
 		t.Fatalf("exit %d, stdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+}
+
+// TestEvalHashesCheckpoints: an nn: policy's report says which network
+// its file held, which its path alone does not once a trainer rewrites it.
+func TestEvalHashesCheckpoints(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "net.spider")
+	b, err := os.ReadFile(filepath.Join("..", "..", "models", "classic-1suit.spider"))
+	if err != nil || os.WriteFile(path, b, 0o644) != nil {
+		t.Fatal(err)
+	}
+	o := smallEval()
+	o.policies, o.seeds, o.game.MaxSteps = "nn:"+path+",greedy", "1", 30
+	o.out.csv = true
+	var out bytes.Buffer
+	if err := runEval(context.Background(), o, &out, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&out).ReadAll()
+	col := -1
+	if err == nil && len(rows) == 3 {
+		col = slices.Index(rows[0], "checkpoint_sha256")
+	}
+	sum := sha256.Sum256(b)
+	if col < 0 || rows[1][col] != hex.EncodeToString(sum[:]) || rows[2][col] != "" {
+		t.Fatalf("CSV %q: %v", rows, err)
+	}
+}
+
+// TestEvalRecordsNameTheBudget: records of search played away from its
+// defaults say so in their player and file names, so that two draws
+// saved into one folder keep each other's games; the default's keep
+// their plain names.
+func TestEvalRecordsNameTheBudget(t *testing.T) {
+	rec := t.TempDir()
+	for _, args := range [][]string{{}, {"--draw", "1", "--nodes", "300"}} {
+		var stdout, stderr bytes.Buffer
+		if code := Main(append([]string{"eval", "--policies", "greedy,search", "--seeds", "3", "--max-steps", "30", "--record", rec}, args...), nil, &stdout, &stderr); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr.String())
+		}
+	}
+	for name, player := range map[string]string{
+		"greedy-3.spider": "greedy", "search-3.spider": "search", "search-n300-draw1-3.spider": "search (300 nodes, draw 1)",
+	} {
+		g, err := record.Load(filepath.Join(rec, name))
+		if err != nil || g.Player != player {
+			t.Errorf("%s: player %q, want %q (%v)", name, g.Player, player, err)
+		}
+	}
+	if names, err := os.ReadDir(rec); err != nil || len(names) != 3 {
+		t.Errorf("%d records: %v", len(names), err)
 	}
 }
 

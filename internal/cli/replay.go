@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/csv"
 	"encoding/json"
@@ -78,8 +79,11 @@ type turningPoint struct {
 	Action      string    `json:"action,omitempty"`
 	Before      replayRow `json:"before"`
 	OracleMoves int       `json:"oracle_moves,omitempty"`
-	// Games is how many oracle games the bisection played.
+	// Games is how many oracle games the bisection played, and Nodes the
+	// oracle's budget a plan (--nodes, the default filled in), which the
+	// answer depends on.
 	Games int `json:"games"`
+	Nodes int `json:"nodes"`
 }
 
 var replayHeader = []string{"move", "action", "score", "runs", "face_down", "stock_left", "empty_columns", "status"}
@@ -208,11 +212,11 @@ func runReplay(ctx context.Context, o replayOptions, path string, stdout, stderr
 		case tp == nil && o.turning:
 			fmt.Fprintln(stdout, "turning point: none, the game was won")
 		case tp != nil && !tp.OracleWinsDeal:
-			fmt.Fprintln(stdout, "turning point: none, the oracle does not win this deal either")
+			fmt.Fprintf(stdout, "turning point: none, the oracle (%d nodes) does not win this deal either\n", tp.Nodes)
 		case tp != nil:
 			b := tp.Before
-			fmt.Fprintf(stdout, "turning point: move %d (%s), after which the oracle no longer wins; before it (stock %d, %d face down, %d runs, %d empty columns) the oracle wins in %d moves (%d oracle games)\n",
-				tp.Move, tp.Action, b.StockLeft, b.FaceDown, b.Runs, b.Empty, tp.OracleMoves, tp.Games)
+			fmt.Fprintf(stdout, "turning point: move %d (%s), after which the oracle no longer wins; before it (stock %d, %d face down, %d runs, %d empty columns) the oracle wins in %d moves (%d oracle games of %d nodes a plan)\n",
+				tp.Move, tp.Action, b.StockLeft, b.FaceDown, b.Runs, b.Empty, tp.OracleMoves, tp.Games, tp.Nodes)
 		}
 		return pics.finish(stdout)
 	}
@@ -310,7 +314,7 @@ const oracleHorizon = 1000
 // of the position), still wins. Position 0 is the
 // deal and position len(g.Actions) the final one, which is not won.
 func findTurningPoint(ctx context.Context, g record.Game, nodes int, stderr io.Writer) (*turningPoint, error) {
-	tp := &turningPoint{}
+	tp := &turningPoint{Nodes: cmp.Or(nodes, agents.DefaultNodes)}
 	r, err := g.RulesOf()
 	if err != nil {
 		return nil, err

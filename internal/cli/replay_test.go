@@ -246,7 +246,7 @@ func TestReplayTable(t *testing.T) {
 	if code := Main([]string{"eval", "--policies", "search", "--seeds", "7", "--nodes", "3000", "--record", dir}, strings.NewReader(""), &stdout, &stderr); code != 0 {
 		t.Fatalf("eval: exit %d: %s", code, stderr.String())
 	}
-	path := filepath.Join(dir, "search-7.spider")
+	path := filepath.Join(dir, "search-n3000-7.spider") // the budget in its name
 	g, err := record.Load(path)
 	if err != nil {
 		t.Fatal(err)
@@ -298,7 +298,7 @@ func TestReplayTable(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &sum); err != nil {
 		t.Fatal(err)
 	}
-	if sum.Seed != 7 || sum.Player != "search" || sum.Rules.Suits != 1 || len(sum.Positions) != len(want)-1 {
+	if sum.Seed != 7 || sum.Player != "search (3000 nodes)" || sum.Rules.Suits != 1 || len(sum.Positions) != len(want)-1 {
 		t.Fatalf("JSON summary: seed %d, player %q, %d suits, %d positions", sum.Seed, sum.Player, sum.Rules.Suits, len(sum.Positions))
 	}
 	for i, p := range sum.Positions {
@@ -381,7 +381,7 @@ func TestReplayTurningPoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	tp := sum.Turning
-	if tp == nil || !tp.OracleWinsDeal || tp.Move < 1 || tp.Move > 200 || tp.Games < 2 {
+	if tp == nil || !tp.OracleWinsDeal || tp.Move < 1 || tp.Move > 200 || tp.Games < 2 || tp.Nodes != nodes {
 		t.Fatalf("turning point %+v", tp)
 	}
 	if n := strings.Count(stderr.String(), "turning point: the oracle from move "); n != tp.Games {
@@ -406,7 +406,7 @@ func TestReplayTurningPoint(t *testing.T) {
 	}
 
 	for _, tc := range []struct{ file, want string }{
-		{filepath.Join("100", "greedy-3.spider"), "turning point: none, the oracle does not win this deal either"},
+		{filepath.Join("100", "greedy-3.spider"), "turning point: none, the oracle (2000 nodes) does not win this deal either"},
 		{filepath.Join("200", "greedy-2.spider"), "turning point: none, the game was won"},
 	} {
 		stdout.Reset()

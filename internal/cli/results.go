@@ -363,24 +363,31 @@ func resultsTable(rows []resultRow) string {
 // its defaults, for its name in a table: " (2 nodes, draw 3)", or "" for
 // a policy played at its defaults or one that has no budget.
 func budgetNote(spec string, rep evalReport) string {
+	words, _ := budgetOf(spec, rep)
+	if len(words) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(words, ", ") + ")"
+}
+
+// budgetOf lists what sets the play of the policy spec in rep apart from
+// its defaults, in words ("500 nodes") and as short tags for file names
+// ("n500").
+func budgetOf(spec string, rep evalReport) (words, tags []string) {
 	t := agents.TraitsOf(spec)
 	if !t.Budget {
-		return ""
+		return nil, nil
 	}
-	var budget []string
-	if rep.Nodes != 0 {
-		budget = append(budget, fmt.Sprintf("%d nodes", rep.Nodes))
+	if rep.Nodes != 0 && rep.Nodes != agents.DefaultNodes { // 0: the default, in older reports
+		words, tags = append(words, fmt.Sprintf("%d nodes", rep.Nodes)), append(tags, fmt.Sprintf("n%d", rep.Nodes))
 	}
 	if rep.MoveMs != 0 {
-		budget = append(budget, fmt.Sprintf("at most %d ms a move", rep.MoveMs))
+		words, tags = append(words, fmt.Sprintf("at most %d ms a move", rep.MoveMs)), append(tags, fmt.Sprintf("ms%d", rep.MoveMs))
 	}
 	if rep.Draw != 0 && t.Draws {
-		budget = append(budget, fmt.Sprintf("draw %d", rep.Draw))
+		words, tags = append(words, fmt.Sprintf("draw %d", rep.Draw)), append(tags, fmt.Sprintf("draw%d", rep.Draw))
 	}
-	if len(budget) == 0 {
-		return ""
-	}
-	return " (" + strings.Join(budget, ", ") + ")"
+	return words, tags
 }
 
 // cell is s fit for a cell of a Markdown table: a | in it would end the
@@ -440,6 +447,9 @@ func runPair(ctx context.Context, o resultsOptions, stdout io.Writer) error {
 			if !first.Options.SameGame(rep.Options) {
 				return usageError{fmt.Errorf("%s and %s played different games (%s): nothing to pair", strings.Split(o.files[0], ",")[0], name, gameDiff(first.Options, rep.Options))}
 			}
+			if err := poolable(sides[i], rep, strings.Split(list, ",")); err != nil {
+				return usageError{err}
+			}
 			sides[i] = append(sides[i], rep)
 		}
 	}
@@ -494,7 +504,7 @@ func runPair(ctx context.Context, o resultsOptions, stdout io.Writer) error {
 				return usageError{fmt.Errorf("%s (%s) and %s (%s) share no seed: nothing to pair", pa, o.files[0], pb, o.files[1])}
 			}
 			slices.Sort(seeds)
-			nameA, nameB := cell(pa), cell(pb)
+			nameA, nameB := cell(pa+sideNote(sides[0], pa)), cell(pb+sideNote(sides[1], pb))
 			if single {
 				var x, y []agents.Result
 				wa, wb := 0, 0
@@ -546,6 +556,53 @@ func runPair(ctx context.Context, o resultsOptions, stdout io.Writer) error {
 	}
 	_, err := io.WriteString(stdout, out.String())
 	return err
+}
+
+// poolable reports why rep cannot be pooled with the reports of one side
+// of --pair before it (names are the side's files, in order): all must
+// play search and the oracle with one budget, and two that hold the same
+// deal must be different draws, or the same games would count twice.
+func poolable(side []evalReport, rep evalReport, names []string) error {
+	nodes := func(r evalReport) int { return cmp.Or(r.Nodes, agents.DefaultNodes) } // 0: the default, in older reports
+	for i, other := range side {
+		if nodes(other) != nodes(rep) || other.MoveMs != rep.MoveMs {
+			return fmt.Errorf("%s and %s played search with different budgets (--nodes %d and %d, --move-ms %d and %d): only draws or parts of one setting pool",
+				names[i], names[len(side)], nodes(other), nodes(rep), other.MoveMs, rep.MoveMs)
+		}
+		if other.Draw != rep.Draw {
+			continue
+		}
+		seeds := map[uint64]bool{}
+		for _, g := range other.Games {
+			seeds[g.Seed] = true
+		}
+		for _, g := range rep.Games {
+			if seeds[g.Seed] {
+				return fmt.Errorf("%s and %s both hold draw %d of seed %d: its games would count twice (pool other draws, or parts of a seed range)",
+					names[i], names[len(side)], rep.Draw, g.Seed)
+			}
+		}
+	}
+	return nil
+}
+
+// sideNote is budgetNote for policy on one side of --pair: the draw only
+// when every report of the side played the same one.
+func sideNote(side []evalReport, policy string) string {
+	r := side[0]
+	for _, other := range side {
+		if other.Draw != r.Draw {
+			r.Draw = 0
+		}
+	}
+	for _, rep := range side {
+		for _, p := range rep.Policies {
+			if p.Policy == policy {
+				return budgetNote(p.Spec, r)
+			}
+		}
+	}
+	return ""
 }
 
 // pool sums one side's plays of a deal: games won, score and runs.

@@ -368,12 +368,13 @@ func TestResultsPairLists(t *testing.T) {
 	}
 	// withWins writes the report with its games won as the pattern says,
 	// so that the shares below are known.
-	withWins := func(name string, won ...bool) string {
+	withWins := func(name string, draw int, won ...bool) string {
 		t.Helper()
 		var rep map[string]any
 		if err := json.Unmarshal([]byte(out), &rep); err != nil {
 			t.Fatal(err)
 		}
+		rep["draw"] = draw
 		games := rep["games"].([]any)
 		if len(games) != len(won) {
 			t.Fatalf("%d games", len(games))
@@ -391,9 +392,9 @@ func TestResultsPairLists(t *testing.T) {
 		}
 		return path
 	}
-	a1 := withWins("a1.json", true, true, false, false)
-	a2 := withWins("a2.json", true, false, false, false)
-	b1 := withWins("b1.json", false, true, true, false)
+	a1 := withWins("a1.json", 0, true, true, false, false)
+	a2 := withWins("a2.json", 1, true, false, false, false)
+	b1 := withWins("b1.json", 0, false, true, true, false)
 	// Deal shares: A 1, 1/2, 0, 0; B 0, 1, 1, 0. A more often on deal 1, B
 	// on deals 2 and 3 (sign test of 1 against 2: p = 1).
 	code, got, errs := runMain("results", "--pair", a1+","+a2, b1)
@@ -425,6 +426,36 @@ func TestResultsPairLists(t *testing.T) {
 	}
 	if code, _, errs := runMain("results", "--pair", a1+","+a1, b1); code != 2 || !strings.Contains(errs, "listed twice") {
 		t.Errorf("a report listed twice: exit %d, %q", code, errs)
+	}
+	// A copy under another name is the same draw of the same deals.
+	if code, _, errs := runMain("results", "--pair", a1+","+withWins("copy.json", 0, true, true, false, false), b1); code != 2 || !strings.Contains(errs, "both hold draw 0 of seed 1") {
+		t.Errorf("a report pooled with its copy: exit %d, %q", code, errs)
+	}
+	// Search at two budgets: each side's rows say which, and a side pools
+	// only draws of one budget.
+	budget := func(name string, args ...string) string {
+		t.Helper()
+		code, o, errs := runMain(append([]string{"eval", "--json", "--seeds", "1-2", "--policies", "search", "--per-game"}, args...)...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(o), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	s50, s60, s50d1 := budget("s50.json", "--nodes", "50"), budget("s60.json", "--nodes", "60"), budget("s50d1.json", "--nodes", "50", "--draw", "1")
+	code, got, errs = runMain("results", "--pair", s50, s60)
+	if want := fmt.Sprintf("| search (50 nodes) (%s) | search (60 nodes) (%s) |", s50, s60); code != 0 || !strings.Contains(got, want) {
+		t.Errorf("exit %d (%s); want a row starting %q, got\n%s", code, errs, want, got)
+	}
+	code, got, errs = runMain("results", "--pair", s50d1, s50+","+s50d1)
+	if want := fmt.Sprintf("| search (50 nodes, draw 1) (%s) | search (50 nodes) (%s,%s) |", s50d1, s50, s50d1); code != 0 || !strings.Contains(got, want) {
+		t.Errorf("exit %d (%s); want a row starting %q, got\n%s", code, errs, want, got)
+	}
+	if code, _, errs := runMain("results", "--pair", s50+","+s60, s50d1); code != 2 || !strings.Contains(errs, "different budgets (--nodes 50 and 60") {
+		t.Errorf("two budgets pooled: exit %d, %q", code, errs)
 	}
 }
 

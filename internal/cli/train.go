@@ -292,7 +292,10 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 		metrics = filepath.Join(o.out, "metrics.jsonl")
 	}
 	curve := filepath.Join(o.out, "curve.png")
-	title := fmt.Sprintf("PPO, %s %d-suit", t.Config.Game.RuleSet, t.Config.Game.Suits)
+	// The title names every option of the game and the seed, so that two
+	// curves of other runs do not read alike (the checkpoint beside it
+	// holds the whole configuration).
+	title := fmt.Sprintf("PPO, %v, seed %d", env.MustRules(t.Config.Game), t.Config.Seed)
 	save := func() error {
 		if err := t.Save(ckpt); err != nil {
 			return fmt.Errorf("saving %s: %w", ckpt, err)
