@@ -258,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
                     )
     elapsed = time.perf_counter() - start
 
-    version = subprocess.run([binary, "version"], capture_output=True, text=True)
+    version = subprocess.run([binary, "version"], capture_output=True, text=True, check=True)
     machine = {
         # What was measured: the server's build (as spider eval and bench
         # record it) and the client's.
@@ -276,8 +276,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     print(
-        f"SpiderVectorEnv loops (1 suit, compact obs, next-step autoreset, server on a Unix socket; "
-        f"{machine['cpus']} CPUs, Python {machine['python']}, numpy {machine['numpy']})."
+        f"SpiderVectorEnv loops (1 suit, compact obs, next-step autoreset, server on a Unix socket, seed {args.seed}; "
+        f"{machine['cpus']} CPUs, Python {machine['python']}, numpy {machine['numpy']}, "
+        f"spider {machine['spider']}, spider_env {machine['spider_env']})."
     )
     print()
     print("| N | path | policy | env-steps/s | of Go | ms/step | policy share | cores (Python + server) |")

@@ -186,10 +186,11 @@ func benchOnce(ctx context.Context, r env.Rules, o benchOptions, mode env.Autore
 
 func writeBench(w io.Writer, results []benchResult, o benchOptions) error {
 	// The columns after speedup_vs_1_worker came later, at the end so that
-	// older readers' column numbers still hold: the other options, read
-	// from env's table so that a new one gets its column, the seed, the
-	// untimed steps and the build.
-	header := []string{"rules", "suits", "obs", "autoreset", "n", "workers", "steps", "env_steps", "seconds", "env_steps_per_sec", "ns_per_env_step", "episodes", "speedup_vs_1_worker"}
+	// older readers' column numbers still hold: the seed, the untimed
+	// steps and the build, then the other options, last and read from
+	// env's table, so that a new one adds a column at the end.
+	header := []string{"rules", "suits", "obs", "autoreset", "n", "workers", "steps", "env_steps", "seconds", "env_steps_per_sec", "ns_per_env_step", "episodes", "speedup_vs_1_worker",
+		"seed", "warmup", "program_version"}
 	var others []env.OptionField
 	for _, f := range env.OptionFields() {
 		if !slices.Contains(header, f.Key) {
@@ -197,16 +198,16 @@ func writeBench(w io.Writer, results []benchResult, o benchOptions) error {
 			header = append(header, f.Key)
 		}
 	}
-	header = append(header, "seed", "warmup", "program_version")
 	done, err := o.out.write(w, results, header, func() (rows [][]string) {
 		for _, r := range results {
 			row := []string{r.RuleSet.String(), strconv.Itoa(r.Suits), r.Encoding.String(), r.Autoreset, strconv.Itoa(r.N), strconv.Itoa(r.Workers),
 				strconv.Itoa(r.Steps), strconv.FormatInt(r.EnvSteps, 10), fmt.Sprintf("%.3f", r.Seconds),
-				fmt.Sprintf("%.0f", r.StepsPerSec), fmt.Sprintf("%.1f", r.NsPerStep), strconv.FormatInt(r.Episodes, 10), fmt.Sprintf("%.2f", r.SpeedUp)}
+				fmt.Sprintf("%.0f", r.StepsPerSec), fmt.Sprintf("%.1f", r.NsPerStep), strconv.FormatInt(r.Episodes, 10), fmt.Sprintf("%.2f", r.SpeedUp),
+				strconv.FormatUint(r.Seed, 10), strconv.Itoa(r.Warmup), r.Program}
 			for _, f := range others {
 				row = append(row, f.Text(r.Options))
 			}
-			rows = append(rows, append(row, strconv.FormatUint(r.Seed, 10), strconv.Itoa(r.Warmup), r.Program))
+			rows = append(rows, row)
 		}
 		return rows
 	})

@@ -428,11 +428,23 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 			if _, _, err := remote.ParseAddress(addr); err != nil {
 				return usageError{err}
 			}
-		} else if makers[p], err = agents.NewWith(p, aopts); err != nil {
-			return usageError{err}
-		} else if path, ok := strings.CutPrefix(p, "nn:"); ok {
-			if checkpoints[p], err = fileSHA256(path); err != nil {
-				return err
+		} else {
+			// An nn: file is hashed before and after it is read, so that
+			// the hash is of what was played even if a trainer rewrites
+			// it meanwhile (it would differ, and the run stops).
+			path, isNet := strings.CutPrefix(p, "nn:")
+			if isNet {
+				if checkpoints[p], err = fileSHA256(path); err != nil {
+					return usageError{err}
+				}
+			}
+			if makers[p], err = agents.NewWith(p, aopts); err != nil {
+				return usageError{err}
+			}
+			if isNet {
+				if after, err := fileSHA256(path); err != nil || after != checkpoints[p] {
+					return fmt.Errorf("%s changed while it was read (was it being written?): run again", path)
+				}
 			}
 		}
 		if slices.Contains(specs, p) {
@@ -765,11 +777,12 @@ func compare(a, b string, x, y []agents.Result) comparison {
 
 func writeEval(w io.Writer, rep evalReport, o evalOptions) error {
 	// The columns after stopped came later, at the end so that older
-	// readers' column numbers still hold: the other options, read from
-	// env's table so that a new one gets its column (what a remote agent
-	// is shown changes its games too), then what else the JSON says of
-	// how the games were played and timed.
-	header := []string{"rules", "suits", "policy", "games", "wins", "win_rate", "win_lo95", "win_hi95", "mean_score", "score_ci95", "mean_runs", "runs_ci95", "mean_moves", "ms_per_game", "ms_per_move", "failures", "suite", "max_steps", "stopped"}
+	// readers' column numbers still hold: what else the JSON says of how
+	// the games were played and timed, then the other options, last and
+	// read from env's table, so that a new one adds a column at the end
+	// (what a remote agent is shown changes its games too).
+	header := []string{"rules", "suits", "policy", "games", "wins", "win_rate", "win_lo95", "win_hi95", "mean_score", "score_ci95", "mean_runs", "runs_ci95", "mean_moves", "ms_per_game", "ms_per_move", "failures", "suite", "max_steps", "stopped",
+		"nodes", "move_ms", "draw", "seeds", "suite_version", "workers", "program_version", "checkpoint_sha256"}
 	var others []env.OptionField
 	for _, f := range env.OptionFields() {
 		if !slices.Contains(header, f.Key) {
@@ -777,22 +790,22 @@ func writeEval(w io.Writer, rep evalReport, o evalOptions) error {
 			header = append(header, f.Key)
 		}
 	}
-	header = append(header, "nodes", "move_ms", "draw", "seeds", "suite_version", "workers", "program_version", "checkpoint_sha256")
 	done, err := o.out.write(w, rep, header, func() (rows [][]string) {
 		f := func(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
 		for _, p := range rep.Policies {
 			row := []string{rep.RuleSet.String(), strconv.Itoa(rep.Suits), p.Policy, strconv.Itoa(p.Games), strconv.Itoa(p.Wins), f(p.WinRate), f(p.WinLo), f(p.WinHi),
 				f(p.Score), f(p.ScoreHalf), f(p.Runs), f(p.RunsHalf), f(p.Moves), f(p.MsPerGame), f(p.MsPerMove),
 				strconv.Itoa(p.Failures), suiteName(rep.Suite), strconv.Itoa(rep.MaxSteps), strconv.FormatBool(rep.Stopped)}
-			for _, field := range others {
-				row = append(row, field.Text(rep.Options))
-			}
 			version := ""
 			if rep.Suite != nil {
 				version = rep.Suite.Version
 			}
-			rows = append(rows, append(row, strconv.Itoa(rep.Nodes), strconv.Itoa(rep.MoveMs), strconv.FormatUint(rep.Draw, 10),
-				rep.SeedList, version, strconv.Itoa(rep.Workers), rep.Program, p.Checkpoint))
+			row = append(row, strconv.Itoa(rep.Nodes), strconv.Itoa(rep.MoveMs), strconv.FormatUint(rep.Draw, 10),
+				rep.SeedList, version, strconv.Itoa(rep.Workers), rep.Program, p.Checkpoint)
+			for _, field := range others {
+				row = append(row, field.Text(rep.Options))
+			}
+			rows = append(rows, row)
 		}
 		return rows
 	})
@@ -806,8 +819,12 @@ func writeEval(w io.Writer, rep evalReport, o evalOptions) error {
 	if rep.Stopped {
 		stopped = " (stopped early: the deals every policy finished)"
 	}
-	fmt.Fprintf(w, "%s, %d suit(s), %d deals (seeds %s)%s, step limit %d%s, %d worker(s)\n\n", rep.RuleSet, rep.Suits, rep.Seeds,
-		printable.Cut(rep.SeedList, 60), stopped, rep.MaxSteps, otherOptions(rep.Options), rep.Workers)
+	workers := ""
+	if rep.Workers > 0 { // 0: every policy was remote
+		workers = fmt.Sprintf(", %d worker(s)", rep.Workers)
+	}
+	fmt.Fprintf(w, "%s, %d suit(s), %d deals (seeds %s)%s, step limit %d%s%s\n\n", rep.RuleSet, rep.Suits, rep.Seeds,
+		cutSeeds(rep.SeedList, 60), stopped, rep.MaxSteps, otherOptions(rep.Options), workers)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "policy\tgames\twins\twin rate (95% CI)\tmean score (95% CI)\tmean runs (95% CI)\tmean moves\tms/game\tms/move\t")
 	for _, p := range rep.Policies {
@@ -950,6 +967,18 @@ func checkEvalMemory(specs []string, makers map[string]agents.Maker, o evalOptio
 		what += fmt.Sprintf(" and %d remote games in play (%s each)", remoteGames, bytesize.Format(remoteInPlay))
 	}
 	return checkAvailable(need, "an evaluation of "+what, "lower --workers, --nodes, --max-steps or --remote-batch, or split the seeds into ranges (--seeds A-B) and pair the parts with spider results --pair")
+}
+
+// cutSeeds shortens a list of seed ranges to at most about max bytes at a
+// comma, so that no seed is cut in two: "1-5,9,12,..." .
+func cutSeeds(list string, max int) string {
+	if len(list) <= max {
+		return list
+	}
+	if i := strings.LastIndexByte(list[:max], ','); i > 0 {
+		return list[:i] + ",..."
+	}
+	return printable.Cut(list, max)
 }
 
 // fileSHA256 returns the SHA-256 of the file at path in hex, read a

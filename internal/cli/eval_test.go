@@ -20,6 +20,19 @@ import (
 	"github.com/spiderenv/spider/record"
 )
 
+// TestCutSeeds: a long seed list is cut between seeds, never inside one.
+func TestCutSeeds(t *testing.T) {
+	for list, want := range map[string]string{
+		"1-1000":                      "1-1000",
+		"100003,100020,100027,100056": "100003,100020,...",
+		"1000000000000000000000":      "10000000000000000...",
+	} {
+		if got := cutSeeds(list, 20); got != want {
+			t.Errorf("cutSeeds(%q, 20) = %q, want %q", list, got, want)
+		}
+	}
+}
+
 func TestParseSeeds(t *testing.T) {
 	got, err := parseSeeds("1, 5,10-12")
 	if err != nil || !slices.Equal(got, []uint64{1, 5, 10, 11, 12}) {
@@ -233,6 +246,11 @@ func TestEvalSaysHowItPlayed(t *testing.T) {
 		col := slices.Index(rows[0], key)
 		if col < 0 || rows[1][col] != v || rows[2][col] != v {
 			t.Errorf("column %s (at %d): want %s in %q", key, col, v, rows[1:])
+		}
+		// The options come last, so that a new one adds a column at the
+		// end rather than moving the others.
+		if _, isOption := env.LookupOption(key); isOption && !slices.Contains(rows[0][:19], key) && col < slices.Index(rows[0], "checkpoint_sha256") {
+			t.Errorf("option column %s at %d, before the fixed ones: %q", key, col, rows[0])
 		}
 	}
 	o.out.csv = false

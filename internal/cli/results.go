@@ -464,6 +464,12 @@ func runPair(ctx context.Context, o resultsOptions, stdout io.Writer) error {
 				}
 			}
 			for _, g := range rep.Games {
+				// A game played move for move as one already pooled (a
+				// policy that draws nothing, in two draws of search, or
+				// a report and its copy) is the same game: it counts once.
+				if g.ActionsHash != "" && slices.ContainsFunc(games[g.Policy][g.Seed], func(h gameRow) bool { return h.ActionsHash == g.ActionsHash }) {
+					continue
+				}
 				games[g.Policy][g.Seed] = append(games[g.Policy][g.Seed], g)
 			}
 		}
@@ -559,28 +565,21 @@ func runPair(ctx context.Context, o resultsOptions, stdout io.Writer) error {
 }
 
 // poolable reports why rep cannot be pooled with the reports of one side
-// of --pair before it (names are the side's files, in order): all must
-// play search and the oracle with one budget, and two that hold the same
-// deal must be different draws, or the same games would count twice.
+// of --pair before it (names are the side's files, in order): a policy
+// with a budget (search, the oracle) must have played with one budget in
+// every report that holds it, or its plays would mix two players.
 func poolable(side []evalReport, rep evalReport, names []string) error {
 	nodes := func(r evalReport) int { return cmp.Or(r.Nodes, agents.DefaultNodes) } // 0: the default, in older reports
 	for i, other := range side {
-		if nodes(other) != nodes(rep) || other.MoveMs != rep.MoveMs {
-			return fmt.Errorf("%s and %s played search with different budgets (--nodes %d and %d, --move-ms %d and %d): only draws or parts of one setting pool",
-				names[i], names[len(side)], nodes(other), nodes(rep), other.MoveMs, rep.MoveMs)
-		}
-		if other.Draw != rep.Draw {
+		if nodes(other) == nodes(rep) && other.MoveMs == rep.MoveMs {
 			continue
 		}
-		seeds := map[uint64]bool{}
-		for _, g := range other.Games {
-			seeds[g.Seed] = true
-		}
-		for _, g := range rep.Games {
-			if seeds[g.Seed] {
-				return fmt.Errorf("%s and %s both hold draw %d of seed %d: its games would count twice (pool other draws, or parts of a seed range)",
-					names[i], names[len(side)], rep.Draw, g.Seed)
+		for _, p := range rep.Policies {
+			if !agents.TraitsOf(p.Spec).Budget || !slices.ContainsFunc(other.Policies, func(q policySummary) bool { return q.Policy == p.Policy }) {
+				continue
 			}
+			return fmt.Errorf("%s and %s played %s with different budgets (--nodes %d and %d, --move-ms %d and %d): only draws or parts of one setting pool",
+				names[i], names[len(side)], p.Policy, nodes(other), nodes(rep), other.MoveMs, rep.MoveMs)
 		}
 	}
 	return nil

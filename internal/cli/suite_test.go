@@ -381,6 +381,10 @@ func TestResultsPairLists(t *testing.T) {
 		}
 		for i, g := range games {
 			g.(map[string]any)["won"] = won[i]
+			if draw != 0 {
+				// Another draw plays other games.
+				g.(map[string]any)["actions_sha256"] = fmt.Sprintf("%016x", 1000*draw+i)
+			}
 		}
 		b, err := json.Marshal(rep)
 		if err != nil {
@@ -427,9 +431,11 @@ func TestResultsPairLists(t *testing.T) {
 	if code, _, errs := runMain("results", "--pair", a1+","+a1, b1); code != 2 || !strings.Contains(errs, "listed twice") {
 		t.Errorf("a report listed twice: exit %d, %q", code, errs)
 	}
-	// A copy under another name is the same draw of the same deals.
-	if code, _, errs := runMain("results", "--pair", a1+","+withWins("copy.json", 0, true, true, false, false), b1); code != 2 || !strings.Contains(errs, "both hold draw 0 of seed 1") {
-		t.Errorf("a report pooled with its copy: exit %d, %q", code, errs)
+	// A copy under another name holds the same games: they count once,
+	// and pair game with game as the report alone does.
+	code, got, errs = runMain("results", "--pair", a1+","+withWins("copy.json", 0, true, true, false, false), b1)
+	if want := "| 4 | 2 | 2 | 1 | 1 | 1 |"; code != 0 || !strings.Contains(got, "| only A won |") || !strings.Contains(got, want) {
+		t.Errorf("a report pooled with its copy: exit %d (%s); want a row with %q, got\n%s", code, errs, want, got)
 	}
 	// Search at two budgets: each side's rows say which, and a side pools
 	// only draws of one budget.
@@ -454,8 +460,15 @@ func TestResultsPairLists(t *testing.T) {
 	if want := fmt.Sprintf("| search (50 nodes, draw 1) (%s) | search (50 nodes) (%s,%s) |", s50d1, s50, s50d1); code != 0 || !strings.Contains(got, want) {
 		t.Errorf("exit %d (%s); want a row starting %q, got\n%s", code, errs, want, got)
 	}
-	if code, _, errs := runMain("results", "--pair", s50+","+s60, s50d1); code != 2 || !strings.Contains(errs, "different budgets (--nodes 50 and 60") {
+	if code, _, errs := runMain("results", "--pair", s50+","+s60, s50d1); code != 2 || !strings.Contains(errs, "played search with different budgets (--nodes 50 and 60") {
 		t.Errorf("two budgets pooled: exit %d, %q", code, errs)
+	}
+	// A budget binds only the reports that played search: a greedy
+	// report pools with any, and its games are counted once.
+	g := budget("g.json", "--nodes", "70", "--policies", "greedy")
+	code, got, errs = runMain("results", "--pair", s50+","+g, s50d1)
+	if want := fmt.Sprintf("| greedy (%s,%s) | search (50 nodes, draw 1) (%s) | 2 |", s50, g, s50d1); code != 0 || !strings.Contains(got, want) {
+		t.Errorf("exit %d (%s); want a row starting %q, got\n%s", code, errs, want, got)
 	}
 }
 
