@@ -610,17 +610,24 @@ func (slowFirst) ActBatch(ctx context.Context, games []BatchGame, actions []env.
 
 // TestEvaluateStoppedKeepsFinishedDeals stops an evaluation of a batch
 // agent and a pooled one in the middle: it returns the stop and the deals
-// both policies finished, each game whole.
+// both policies finished, each game whole, whichever policy is listed
+// first (the fast one finishes deals the slow one has not).
 func TestEvaluateStoppedKeepsFinishedDeals(t *testing.T) {
-	r := env.MustRules(env.Options{Suits: 1, MaxSteps: 200})
-	seeds := []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20}
-	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
-	defer cancel()
 	first, err := New("first")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps := []Policy{{Name: "first", Maker: first}, {Name: "slow", Batch: slowFirst{}}}
+	fast, slow := Policy{Name: "first", Maker: first}, Policy{Name: "slow", Batch: slowFirst{}}
+	for _, ps := range [][]Policy{{fast, slow}, {slow, fast}} {
+		t.Run(ps[0].Name+","+ps[1].Name, func(t *testing.T) { stopAndCheckDeals(t, ps) })
+	}
+}
+
+func stopAndCheckDeals(t *testing.T, ps []Policy) {
+	r := env.MustRules(env.Options{Suits: 1, MaxSteps: 200})
+	seeds := []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20}
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
 	ev, err := EvaluatePolicies(ctx, r, ps, seeds, 2, nil)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("stopped: %v", err)
@@ -630,7 +637,11 @@ func TestEvaluateStoppedKeepsFinishedDeals(t *testing.T) {
 	if len(ev.Seeds) == 0 || len(ev.Seeds) >= len(seeds) || len(ev.Results[0]) != len(ev.Seeds) || len(ev.Results[1]) != len(ev.Seeds) {
 		t.Fatalf("kept %d deals, results %d and %d", len(ev.Seeds), len(ev.Results[0]), len(ev.Results[1]))
 	}
-	whole, err := EvaluatePolicies(context.Background(), r, ps[:1], ev.Seeds, 1, nil)
+	first, err := New("first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err := EvaluatePolicies(context.Background(), r, []Policy{{Name: "first", Maker: first}}, ev.Seeds, 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -473,6 +473,57 @@ func TestRuleLostAtTheStepLimit(t *testing.T) {
 	}
 }
 
+// TestRuleLostAtTheStepLimitInABatch: the rule above holds on the path
+// Env and Batch step by (which updates the mask as it goes), not only on
+// State.Step's: a game whose last step leaves no legal move is lost,
+// not truncated.
+func TestRuleLostAtTheStepLimitInABatch(t *testing.T) {
+	r := env.MustRules(env.Options{RuleSet: env.Classic, Suits: 1, MaxSteps: 1})
+	b, err := env.NewBatch(r, env.BatchOptions{N: 1, Workers: 1, Autoreset: env.Disabled})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	b.Reset(1)
+	snap, err := b.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap.States[0] = "1: | 9s\n2: 3s | 8s\n3: | Ks\n4: | Ks\n5: | Ks\n6: | Ks\n7: | Ks\n8: | Ks\n9: | Ks\n10: | Ks\n"
+	if err := b.Restore(snap); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Step([]env.Action{act(t, "2>1x1")}); err != nil {
+		t.Fatal(err)
+	}
+	if st := b.State(0); !b.Terminated[0] || b.Truncated[0] || st.Status() != env.Lost {
+		t.Fatalf("terminated %v, truncated %v, status %v; want a loss", b.Terminated[0], b.Truncated[0], st.Status())
+	}
+}
+
+// TestRuleKingEndsARun: card codes are adjacent across suits (a King of
+// one suit is one below the Ace of the next), so a run must stop at a
+// King: a King on an Ace of another suit neither moves with it nor,
+// dealt onto Q..A of that suit, completes a run.
+func TestRuleKingEndsARun(t *testing.T) {
+	for _, suits := range []int{2, 4} {
+		for _, rs := range []env.RuleSet{env.Classic, env.Cardems} {
+			s := pos(t, rs, suits, "1: | 3h 2h Ah Ks\n2: | 9s\n")
+			if n := s.RunLength(0); n != 1 {
+				t.Errorf("%v, %d suits: the run under Ks on Ah is %d long, want 1", rs, suits, n)
+			}
+			if s.Legal(act(t, "1>3x2")) {
+				t.Errorf("%v, %d suits: Ah Ks moves as a run", rs, suits)
+			}
+		}
+	}
+	s := pos(t, env.Classic, 2, tenColumns("| Qh Jh Th 9h 8h 7h 6h 5h 4h 3h 2h Ah", "Ks 2s 2s 2s 2s 2s 2s 2s 2s 2s"))
+	step(t, &s, "deal")
+	if s.Runs() != 0 || s.Height(0) != 13 {
+		t.Errorf("a deal of Ks onto Qh..Ah: %d runs, column 1 %d cards high; want 0 and 13", s.Runs(), s.Height(0))
+	}
+}
+
 func TestRuleUndoRestoresExactly(t *testing.T) {
 	cases := []struct {
 		rs   env.RuleSet

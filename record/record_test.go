@@ -155,6 +155,7 @@ func TestLoadRefusesOutOfRangeIntegers(t *testing.T) {
 		edit       func(*raw)
 	}{
 		{"action+65536", "action 1 is " + fmt.Sprint(int(g.Actions[0])+65536) + ": a record's actions are ids from 0 to 65535", func(x *raw) { x.Actions[0] = uint64(g.Actions[0]) + 65536 }},
+		{"action65536", "action 2 is 65536: a record's actions are ids from 0 to 65535", func(x *raw) { x.Actions[1] = uint64(65536) }}, // one past the bound: read as 0 if let through
 		{"action-1", "action 2 is -1: a record's actions are ids from 0 to 65535", func(x *raw) { x.Actions[1] = int64(-1) }},
 		{"action2^64-1", "action 3 is 18446744073709551615: a record's actions are ids from 0 to 65535", func(x *raw) { x.Actions[2] = uint64(math.MaxUint64) }},
 		{"action-2^63", "action 1 is -9223372036854775808: a record's actions are ids from 0 to 65535", func(x *raw) { x.Actions[0] = int64(math.MinInt64) }},

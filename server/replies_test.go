@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -62,6 +63,43 @@ func TestFailureReply(t *testing.T) {
 
 // TestAppendIntMatchesMsgpack compares appendInt with the msgpack
 // package's shortest encoding at every boundary.
+// TestAppendHeadersMatchMsgpack: the reply's strings, arrays and bins
+// are written as msgpack's own encoder writes them, at every boundary
+// between their forms (a 32-byte string is a str8, not a fixstr).
+func TestAppendHeadersMatchMsgpack(t *testing.T) {
+	sizes := []int{0, 1, 15, 16, 17, 31, 32, 33, 255, 256, 65535, 65536, 65537}
+	for _, n := range sizes {
+		s := strings.Repeat("x", n)
+		var want bytes.Buffer
+		enc := msgpack.NewEncoder(&want)
+		if err := enc.EncodeString(s); err != nil {
+			t.Fatal(err)
+		}
+		if got := appendStr(nil, s); !bytes.Equal(got, want.Bytes()) {
+			t.Errorf("a string of %d bytes: % x..., want % x...", n, got[:min(len(got), 6)], want.Bytes()[:min(want.Len(), 6)])
+		}
+		want.Reset()
+		if err := enc.EncodeArrayLen(n); err != nil {
+			t.Fatal(err)
+		}
+		if got := appendArrayLen(nil, n); !bytes.Equal(got, want.Bytes()) {
+			t.Errorf("an array of %d: % x, want % x", n, got, want.Bytes())
+		}
+		want.Reset()
+		if err := enc.EncodeString("k"); err != nil {
+			t.Fatal(err)
+		}
+		if err := enc.EncodeBytesLen(n); err != nil {
+			t.Fatal(err)
+		}
+		var en encoder
+		en.binHeader("k", n)
+		if !bytes.Equal(en.buf, want.Bytes()) {
+			t.Errorf("a bin of %d bytes: % x, want % x", n, en.buf, want.Bytes())
+		}
+	}
+}
+
 func TestAppendIntMatchesMsgpack(t *testing.T) {
 	for _, v := range []int64{0, 1, 127, 128, 255, 256, 65535, 65536, math.MaxUint32, math.MaxUint32 + 1, math.MaxInt64,
 		-1, -32, -33, -128, -129, -32768, -32769, math.MinInt32, math.MinInt32 - 1, math.MinInt64} {

@@ -358,6 +358,43 @@ func envError(t *testing.T, o env.Options, key, text string) string {
 	return err.Error()
 }
 
+// helloFields are a hello request's op and version, for hand-built maps.
+var helloFields = []byte{0xa2, 'o', 'p', 0xa5, 'h', 'e', 'l', 'l', 'o', 0xa7, 'v', 'e', 'r', 's', 'i', 'o', 'n', Version}
+
+// manyFields is a hello request of n fields: op, version and n-2
+// unknown ones.
+func manyFields(n int) []byte {
+	b := append([]byte{0xde, byte(n >> 8), byte(n)}, helloFields...)
+	for i := range n - 2 {
+		b = append(b, 0xa3, 'k', byte('a'+i/26), byte('a'+i%26), 0x01)
+	}
+	return b
+}
+
+// nestedField is a hello request with an unknown field x whose value is
+// nil inside depth arrays.
+func nestedField(depth int) []byte {
+	b := append(append([]byte{0x83}, helloFields...), 0xa1, 'x')
+	return append(append(b, bytes.Repeat([]byte{0x91}, depth)...), 0xc0)
+}
+
+// TestLimitsAreExact serves requests at the limits PROTOCOL.md states (64
+// fields, unknown fields nested 16 deep, seed 0): TestBadInput refuses one
+// past each.
+func TestLimitsAreExact(t *testing.T) {
+	_, addr := start(t, Config{MaxFrame: 1 << 16, MaxGames: 64, MaxBytes: 2 << 20})
+	cl := dial(t, addr)
+	for _, payload := range [][]byte{manyFields(64), nestedField(16)} {
+		cl.sendRaw(payload)
+		if r := cl.recv(); r == nil || r["ok"] != true {
+			t.Fatalf("% x...: %v", payload[:12], r)
+		}
+	}
+	cl.ok(map[string]any{"op": "make", "n": 2})
+	cl.ok(map[string]any{"op": "reset", "seed": 0})
+	cl.ok(map[string]any{"op": "reset", "seeds": []any{0, 1}})
+}
+
 // TestBadInput sends each kind of bad input on its own connection, checks
 // the error reply (or the closed connection), and then checks the server
 // still serves a good client.
@@ -456,6 +493,11 @@ func TestBadInput(t *testing.T) {
 		{name: "DeeplyNestedUnknownField", raw: frame(append(append([]byte{0x82, 0xa2, 'o', 'p', 0xa5, 'h', 'e', 'l', 'l', 'o', 0xa1, 'x'}, bytes.Repeat([]byte{0x91}, 5000)...), 0xc0)), code: "bad_request", msg: `field "x" has the wrong type or value: an unknown field is nested more than 16 deep`},
 		{name: "UnknownFieldNotMsgpack", raw: frame(raw(2, str("op"), str("hello"), str("x"), []byte{0xc1})), code: "bad_request", msg: `field "x" has the wrong type or value: byte 0xc1 is not msgpack`},
 		{name: "TooManyFields", raw: frame(append([]byte{0xde, 0x03, 0xe8}, bytes.Repeat([]byte{0xa1, 'k', 0x01}, 1000)...)), code: "bad_request", msg: "a request of 1000 fields is over the limit of 64"},
+		// One past each limit (TestLimitsAreExact serves what is at them).
+		{name: "OneFieldTooMany", raw: frame(manyFields(65)), code: "bad_request", msg: "a request of 65 fields is over the limit of 64"},
+		{name: "NestedOneTooDeep", raw: frame(nestedField(17)), code: "bad_request", msg: `field "x" has the wrong type or value: an unknown field is nested more than 16 deep`},
+		{name: "SeedMinusOne", setup: [][]byte{helloB, makeB}, raw: frame(marshal(map[string]any{"op": "reset", "seed": -1})), code: "bad_request", msg: `field "seed" has the wrong type or value: negative`},
+		{name: "SeedsMinusOne", setup: [][]byte{helloB, makeB}, raw: frame(marshal(map[string]any{"op": "reset", "seeds": []any{1, -1, 3}})), code: "bad_request", msg: `field "seeds" has the wrong type or value: negative`},
 		{name: "HugeString", raw: frame(append([]byte{0x81, 0xa2, 'o', 'p', 0xdb}, 0x7f, 0xff, 0xff, 0xff)), code: "bad_request", msg: `field "op" has the wrong type or value: a string of 2147483647 bytes is over the limit of 256`},
 		{name: "OversizeFrame", raw: []byte{0, 2, 0, 0, 1, 2}, code: "bad_frame", msg: "frame of 131072 bytes is over the limit of 65536 (--max-frame)", closes: true},
 		{name: "EmptyFrame", raw: []byte{0, 0, 0, 0}, code: "bad_frame", msg: "empty frame", closes: true},

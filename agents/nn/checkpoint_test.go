@@ -110,6 +110,31 @@ func TestLoadRefusesHostileCheckpoints(t *testing.T) {
 	}
 }
 
+// TestCheckpointsRefuseWrongShapes: a layer with one weight or bias too
+// many or too few is neither saved nor read (a forward pass would index
+// past it, or ignore the extra).
+func TestCheckpointsRefuseWrongShapes(t *testing.T) {
+	for name, edit := range map[string]func(n *Net){
+		"bias too many":   func(n *Net) { n.B[0] = append(n.B[0], 0) },
+		"bias too few":    func(n *Net) { n.B[0] = n.B[0][:len(n.B[0])-1] },
+		"weight too many": func(n *Net) { n.W[1] = append(n.W[1], 0) },
+		"weight too few":  func(n *Net) { n.W[1] = n.W[1][:len(n.W[1])-1] },
+	} {
+		n := smallNet(t)
+		edit(n)
+		if err := Save(filepath.Join(t.TempDir(), "n.spider"), n, nil); err == nil || !strings.Contains(err.Error(), "weights and") {
+			t.Errorf("%s: Save says %v", name, err)
+		}
+		b, err := encode(n, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := parse("n.spider", b); err == nil || !strings.Contains(err.Error(), "weights and") {
+			t.Errorf("%s: reading says %v", name, err)
+		}
+	}
+}
+
 // TestLoadRefusesOversizedFile: a file over MaxSize is refused from its
 // size, unread (a sparse file takes no disk).
 func TestLoadRefusesOversizedFile(t *testing.T) {

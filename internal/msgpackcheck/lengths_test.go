@@ -42,6 +42,33 @@ func TestLengths(t *testing.T) {
 	}
 }
 
+// TestSizeRefusesEveryPrefix: a value short of even its last byte, alone,
+// last in an array or last in a map, is refused, and Size never claims
+// more bytes than it was given (Pick and Unseal slice by it).
+func TestSizeRefusesEveryPrefix(t *testing.T) {
+	var values []any
+	for _, n := range []int{0, 1, 31, 32, 255, 256, 300} {
+		values = append(values, strings.Repeat("s", n), make([]byte, n))
+	}
+	values = append(values, time.Unix(1, 0), time.Unix(1, 5), time.Unix(1<<40, 5), 70000, -70000, 2.5, float32(1.5))
+	for _, v := range values {
+		for _, wrapped := range []any{v, []any{1, v}, map[string]any{"k": v}} {
+			b, err := msgpack.Marshal(wrapped)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n, err := Size(b); err != nil || n != len(b) {
+				t.Fatalf("%T of %d bytes: Size %d, %v", v, len(b), n, err)
+			}
+			for k := range len(b) {
+				if n, err := Size(b[:k]); err == nil || n > k {
+					t.Fatalf("%T, %d of its %d bytes: Size %d, %v; want a refusal", v, k, len(b), n, err)
+				}
+			}
+		}
+	}
+}
+
 // A 32-bit length of 2^31 or more is refused on every platform (as an int
 // it would be negative on a 32-bit one and pass the comparison).
 func TestLengthsRefusesHuge32BitLengths(t *testing.T) {

@@ -54,6 +54,10 @@ func TestPairedT(t *testing.T) {
 	diff, p := PairedT([]float64{3, 5, 7, 9}, []float64{2, 3, 4, 5})
 	near(t, "diff", diff, 2.5, 1e-12)
 	near(t, "p", p, 0.030466, 1e-5)
+	// The test is two-sided: B better than A by as much is as unlikely.
+	diff, p = PairedT([]float64{2, 3, 4, 5}, []float64{3, 5, 7, 9})
+	near(t, "diff, the pairs swapped", diff, -2.5, 1e-12)
+	near(t, "p, the pairs swapped", p, 0.030466, 1e-5)
 	if _, p := PairedT([]float64{1, 2}, []float64{1, 2}); p != 1 {
 		t.Error("identical pairs must give p = 1")
 	}
