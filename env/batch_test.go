@@ -352,6 +352,19 @@ func TestBatchIllegalPolicies(t *testing.T) {
 			t.Fatal("the other game was affected")
 		}
 	})
+	t.Run("lose-same-step", func(t *testing.T) {
+		// The game restarts within the step; the step's results are still
+		// the ended game's, the illegal action among them.
+		b := newBatch(t, r, env.BatchOptions{N: 2, Illegal: env.LoseIllegal, IllegalPenalty: 10, Autoreset: env.SameStep})
+		b.Reset(1)
+		if err := b.Step([]env.Action{illegalFor(b, 0), env.Deal}); err != nil {
+			t.Fatal(err)
+		}
+		if !b.Illegal[0] || !b.Terminated[0] || !b.HasFinal[0] || b.Rewards[0] != -10 || b.Illegal[1] || b.HasFinal[1] {
+			t.Fatalf("lose under same-step: illegal %v terminated %v final %v reward %v; the other game illegal %v final %v",
+				b.Illegal[0], b.Terminated[0], b.HasFinal[0], b.Rewards[0], b.Illegal[1], b.HasFinal[1])
+		}
+	})
 	t.Run("lose-disabled", func(t *testing.T) {
 		b := newBatch(t, r, env.BatchOptions{N: 2, Illegal: env.LoseIllegal, Autoreset: env.Disabled})
 		b.Reset(1)
