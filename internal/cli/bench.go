@@ -36,8 +36,8 @@ type benchOptions struct {
 // benchResult is one measured run, as the table, JSON and CSV print it.
 type benchResult struct {
 	// Options are the game's, defaults filled in: rules, suits and obs
-	// first, as before, and every option that changes what a step does,
-	// such as the face-up slots an observation writes.
+	// under their keys as before, beside every option that changes what a
+	// step does, such as the face-up slots an observation writes.
 	env.Options
 	Seed        uint64  `json:"seed"`
 	Warmup      int     `json:"warmup"`

@@ -228,9 +228,9 @@ type policySummary struct {
 	Moves     float64 `json:"mean_moves"`
 	MsPerGame float64 `json:"ms_per_game"`
 	MsPerMove float64 `json:"ms_per_move"`
-	// Checkpoint is the SHA-256 of an nn: policy's file when the eval began
-	// (hex, as sha256sum prints it), since a trainer rewrites its
-	// checkpoints under the same names; empty for the others.
+	// Checkpoint is the SHA-256 of an nn: policy's file (hex, as sha256sum
+	// prints it), the same before and after it was read, since a trainer
+	// rewrites its checkpoints under the same names; empty for the others.
 	Checkpoint string `json:"checkpoint_sha256,omitempty"`
 }
 
