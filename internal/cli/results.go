@@ -467,7 +467,9 @@ func runPair(ctx context.Context, o resultsOptions, stdout io.Writer) error {
 				// A game played move for move as one already pooled (a
 				// policy that draws nothing, in two draws of search, or
 				// a report and its copy) is the same game: it counts once.
-				if g.ActionsHash != "" && slices.ContainsFunc(games[g.Policy][g.Seed], func(h gameRow) bool { return h.ActionsHash == g.ActionsHash }) {
+				// (Every game has its hash: checkGameRow refuses one
+				// without.)
+				if slices.ContainsFunc(games[g.Policy][g.Seed], func(h gameRow) bool { return h.ActionsHash == g.ActionsHash }) {
 					continue
 				}
 				games[g.Policy][g.Seed] = append(games[g.Policy][g.Seed], g)

@@ -381,6 +381,7 @@ func TestResultsPairLists(t *testing.T) {
 		}
 		for i, g := range games {
 			g.(map[string]any)["won"] = won[i]
+			g.(map[string]any)["score"] = 100 + i // the same in every report
 			if draw != 0 {
 				// Another draw plays other games.
 				g.(map[string]any)["actions_sha256"] = fmt.Sprintf("%016x", 1000*draw+i)
@@ -402,7 +403,9 @@ func TestResultsPairLists(t *testing.T) {
 	// Deal shares: A 1, 1/2, 0, 0; B 0, 1, 1, 0. A more often on deal 1, B
 	// on deals 2 and 3 (sign test of 1 against 2: p = 1).
 	code, got, errs := runMain("results", "--pair", a1+","+a2, b1)
-	want := fmt.Sprintf("| first (%s,%s) | first (%s) | 4 | 8 | 4 | 3 | 2 | 1 | 2 | 1 |", a1, a2, b1)
+	// The same scores on both sides: each deal's mean over its plays is
+	// compared, so the difference is nothing (a sum would double A's).
+	want := fmt.Sprintf("| first (%s,%s) | first (%s) | 4 | 8 | 4 | 3 | 2 | 1 | 2 | 1 | +0.0 (1) | +0.00 (1) |", a1, a2, b1)
 	if code != 0 || !strings.Contains(got, "| deals A won more often |") || !strings.Contains(got, want) {
 		t.Fatalf("exit %d (%s); want a row starting %q, got\n%s", code, errs, want, got)
 	}

@@ -1,0 +1,316 @@
+package train
+
+import (
+	"context"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/spiderenv/spider/agents/nn"
+	"github.com/spiderenv/spider/env"
+	"github.com/spiderenv/spider/internal/rng"
+)
+
+// TestGAEMatchesItsDefinition checks gae against GAE written out as a sum:
+// A_t = sum_l (gamma*lambda)^l delta_{t+l}, cut at the episode's end, with
+// delta_t = r_t + gamma*V(next) - V_t, V(next) the bootstrap value at a
+// truncation, 0 at a termination, the next step's value inside the
+// rollout and last's after it; and ret = A + V.
+func TestGAEMatchesItsDefinition(t *testing.T) {
+	const n, T = 3, 6
+	c := DefaultConfig()
+	c.Games, c.Rollout, c.Gamma, c.Lambda = n, T, 0.9, 0.7
+	tr := &Trainer{Config: c}
+	tr.rewards, tr.values, tr.boot = make([]float32, n*T), make([]float32, n*T), make([]float32, n*T)
+	tr.dones, tr.adv, tr.ret = make([]bool, n*T), make([]float32, n*T), make([]float32, n*T)
+	g := rng.New(3)
+	for k := range n * T {
+		tr.rewards[k] = float32(g.IntN(7)) - 3
+		tr.values[k] = float32(g.IntN(11))/5 - 1
+	}
+	// game 0: truncated at step 2 (bootstrap 1.5); game 1: terminated at
+	// step 1 and truncated at step 4; game 2: never ends.
+	tr.dones[2*n+0], tr.boot[2*n+0] = true, 1.5
+	tr.dones[1*n+1] = true
+	tr.dones[4*n+1], tr.boot[4*n+1] = true, -0.75
+	last := []float32{0.4, -0.3, 2}
+	tr.gae(last)
+	gm, lam := c.Gamma, c.Lambda
+	for i := range n {
+		for s := range T {
+			want := 0.0
+			for l := s; l < T; l++ {
+				k := l*n + i
+				var next float64
+				switch {
+				case tr.dones[k]:
+					next = float64(tr.boot[k])
+				case l == T-1:
+					next = float64(last[i])
+				default:
+					next = float64(tr.values[k+n])
+				}
+				delta := float64(tr.rewards[k]) + gm*next - float64(tr.values[k])
+				want += math.Pow(gm*lam, float64(l-s)) * delta
+				if tr.dones[k] {
+					break
+				}
+			}
+			k := s*n + i
+			if math.Abs(float64(tr.adv[k])-want) > 1e-4 {
+				t.Errorf("game %d step %d: advantage %v, want %v", i, s, tr.adv[k], want)
+			}
+			if r := want + float64(tr.values[k]); math.Abs(float64(tr.ret[k])-r) > 1e-4 {
+				t.Errorf("game %d step %d: return %v, want %v", i, s, tr.ret[k], r)
+			}
+		}
+	}
+}
+
+// TestRolloutRecordsWhatTheGamesDid replays one iteration's actions on a
+// batch of its own and checks what the rollout kept: rewards scaled by
+// RewardScale, a step done where a game terminated or was truncated, and
+// the bootstrap value of a truncated step the value (by the network before
+// the iteration learned) of the position it was cut at, 0 otherwise. It
+// then checks that the last minibatch's advantages were normalised over
+// the whole rollout.
+func TestRolloutRecordsWhatTheGamesDid(t *testing.T) {
+	c := tinyConfig()
+	c.Game.MaxSteps, c.ValEvery, c.CloneGames, c.RewardScale = 5, 0, 0, 0.25
+	tr, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	before, err := nn.New(tr.Net.Spec, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range tr.Net.Params() {
+		copy(before.Params()[i], p)
+	}
+	if _, err := tr.iteration(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	n, T, D, A := c.Games, c.Rollout, tr.Net.Spec.ObsLen, env.NumActions
+	b, err := env.NewBatch(tr.rules, env.BatchOptions{N: n, Autoreset: env.SameStep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	b.Reset(c.Seed)
+	sc := before.NewScratch(1)
+	logits, v := make([]float32, A), make([]float32, 1)
+	acts := make([]env.Action, n)
+	truncated, terminated := 0, 0
+	for s := range T {
+		for i := range n {
+			acts[i] = env.Action(tr.actions[s*n+i])
+		}
+		if err := b.Step(acts); err != nil {
+			t.Fatal(err)
+		}
+		for i := range n {
+			k := s*n + i
+			if want := b.Rewards[i] * float32(c.RewardScale); tr.rewards[k] != want {
+				t.Fatalf("step %d game %d: reward %v, want %v", s, i, tr.rewards[k], want)
+			}
+			if want := b.Terminated[i] || b.Truncated[i]; tr.dones[k] != want {
+				t.Fatalf("step %d game %d: done %v, want %v (terminated %v truncated %v)", s, i, tr.dones[k], want, b.Terminated[i], b.Truncated[i])
+			}
+			want := float32(0)
+			if b.Truncated[i] {
+				truncated++
+				before.Forward(logits, v, b.FinalObsFloat32[i*D:(i+1)*D], 1, sc)
+				want = v[0]
+			} else if b.Terminated[i] {
+				terminated++
+			}
+			if math.Abs(float64(tr.boot[k]-want)) > 1e-4 {
+				t.Fatalf("step %d game %d: bootstrap %v, want %v", s, i, tr.boot[k], want)
+			}
+		}
+	}
+	if truncated == 0 {
+		t.Fatal("no game was truncated: the test saw nothing")
+	}
+	mean, std := 0.0, 0.0
+	for _, a := range tr.adv {
+		mean += float64(a)
+	}
+	mean /= float64(len(tr.adv))
+	for _, a := range tr.adv {
+		std += (float64(a) - mean) * (float64(a) - mean)
+	}
+	std = math.Sqrt(std / float64(len(tr.adv)))
+	l := tr.learner
+	for r := range c.Minibatch {
+		found := false
+		for k := range tr.adv {
+			if tr.logp[k] == l.oldLP[r] && tr.ret[k] == l.ret[r] {
+				found = true
+				if want := (float64(tr.adv[k]) - mean) / std; math.Abs(float64(l.adv[r])-want) > 1e-3 {
+					t.Fatalf("minibatch row %d: advantage %v, want %v normalised to %v", r, l.adv[r], tr.adv[k], want)
+				}
+				break
+			}
+		}
+		if !found {
+			t.Fatalf("minibatch row %d matches no rollout step", r)
+		}
+	}
+}
+
+// TestSampleMaskedLogProb checks that the log-probability sampleMasked
+// returns is that of the action it drew under the softmax over the legal
+// actions, and that it draws only legal actions, at their probabilities.
+func TestSampleMaskedLogProb(t *testing.T) {
+	logits := []float32{3, -1, 0.5, 2, 7, 0}
+	mask := []uint8{1, 0, 1, 1, 0, 1}
+	var sum float64
+	for i, m := range mask {
+		if m != 0 {
+			sum += math.Exp(float64(logits[i]))
+		}
+	}
+	g := rng.New(9)
+	counts := make([]int, len(mask))
+	const draws = 20000
+	for range draws {
+		a, lp := sampleMasked(&g, logits, mask)
+		if mask[a] == 0 {
+			t.Fatalf("drew illegal action %d", a)
+		}
+		want := float64(logits[a]) - math.Log(sum)
+		if math.Abs(float64(lp)-want) > 1e-5 {
+			t.Fatalf("action %d: log-probability %v, want %v", a, lp, want)
+		}
+		counts[a]++
+	}
+	for i, m := range mask {
+		if m == 0 {
+			continue
+		}
+		p := math.Exp(float64(logits[i])) / sum
+		if got := float64(counts[i]) / draws; math.Abs(got-p) > 4*math.Sqrt(p*(1-p)/draws)+1e-3 {
+			t.Errorf("action %d drawn %.4f of the time, want %.4f", i, got, p)
+		}
+	}
+}
+
+// TestClipRangeIsTheConfigs checks PPO's clip at the learner's clip: with
+// the value and entropy terms off, a minibatch whose every ratio lies
+// beyond 1+clip with a positive advantage (or below 1-clip with a
+// negative one) has no gradient and leaves the weights, while ratios just
+// inside the range move them.
+func TestClipRangeIsTheConfigs(t *testing.T) {
+	const obs, acts, rows, clip = 4, 3, 8, 0.2
+	spec := nn.Spec{ObsLen: obs, NumActions: acts, Hidden: []int{5}}
+	for _, tc := range []struct {
+		ratio, adv float64
+		moves      bool
+	}{{1.25, 1, false}, {1.15, 1, true}, {0.75, -1, false}, {0.85, -1, true}} {
+		net, err := nn.New(spec, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := newLearner(net, newAdam(net.Params(), 0.01, 0), rows, PPOLoss, coefs{}, clip)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := net.NewScratch(1)
+		logits, value := make([]float32, acts), make([]float32, 1)
+		g := rng.New(2)
+		for r := range rows {
+			x := make([]float32, obs)
+			for i := range x {
+				x[i] = float32(g.IntN(3)) - 1
+			}
+			mask := []uint8{1, 1, 1}
+			a := r % acts
+			net.Forward(logits, value, x, 1, sc)
+			mx := max(logits[0], logits[1], logits[2])
+			s := 0.0
+			for _, z := range logits {
+				s += math.Exp(float64(z - mx))
+			}
+			lp := float64(logits[a]-mx) - math.Log(s)
+			l.setRow(r, x, mask, a)
+			l.oldLP[r], l.adv[r], l.ret[r] = float32(lp-math.Log(tc.ratio)), float32(tc.adv), 0
+		}
+		w0 := weights(net)
+		if _, err := l.update(); err != nil {
+			t.Fatal(err)
+		}
+		w1 := weights(net)
+		changed := false
+		for i := range w0 {
+			changed = changed || w0[i] != w1[i]
+		}
+		// The value head's weights move with the value term off only if
+		// the policy's gradient reaches the shared layers; compare all.
+		if changed != tc.moves {
+			t.Errorf("ratio %v, advantage %v: weights changed %v, want %v", tc.ratio, tc.adv, changed, tc.moves)
+		}
+		l.close()
+	}
+}
+
+// TestAdamFirstStepIsTheLearningRate: bias-corrected Adam moves every
+// weight by the learning rate against its gradient's sign on its first
+// step, whatever the gradient's size (under the norm clip).
+func TestAdamFirstStepIsTheLearningRate(t *testing.T) {
+	p := [][]float32{{1, 1, 1}}
+	a := newAdam(p, 0.01, 0)
+	a.step(p, [][]float32{{0.5, -2, 1e-3}}, gradNorm([][]float32{{0.5, -2, 1e-3}}))
+	for i, want := range []float32{0.99, 1.01, 0.99} {
+		if math.Abs(float64(p[0][i]-want)) > 1e-4 {
+			t.Fatalf("weight %d: %v after one step, want %v", i, p[0][i], want)
+		}
+	}
+}
+
+// TestEpochsShuffleEveryPass: each pass visits every row once, in an
+// order of its own.
+func TestEpochsShuffleEveryPass(t *testing.T) {
+	c := tinyConfig()
+	c.ValEvery, c.CloneGames = 0, 0
+	tr, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	spec := nn.Spec{ObsLen: 2, NumActions: 2, Hidden: []int{2}}
+	net, _ := nn.New(spec, 1)
+	l, err := newLearner(net, newAdam(net.Params(), 1e-3, 1), 4, PPOLoss, coefs{}, 0.2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.close()
+	var order []int
+	_, _, err = tr.epochs(context.Background(), l, 16, 4, 3, passOptions{}, func(r, idx int) {
+		order = append(order, idx)
+		l.setRow(r, []float32{0, 1}, []uint8{1, 1}, 0)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sorted := 0
+	for pass := range 3 {
+		seen := map[int]bool{}
+		inOrder := true
+		for i, idx := range order[pass*16 : (pass+1)*16] {
+			seen[idx] = true
+			inOrder = inOrder && idx == i
+		}
+		if len(seen) != 16 {
+			t.Fatalf("pass %d visits %d rows of 16", pass, len(seen))
+		}
+		if inOrder {
+			sorted++
+		}
+	}
+	if sorted > 0 || slices.Equal(order[:16], order[16:32]) {
+		t.Fatalf("passes not shuffled: %v", order)
+	}
+}
