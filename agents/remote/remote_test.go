@@ -59,9 +59,9 @@ func readFrame(r io.Reader) (map[string]any, error) {
 	return m, msgpack.Unmarshal(b, &m)
 }
 
-// start listens in a fresh folder and serves connections until the test
-// ends.
-func (f *fakeAgent) start(t *testing.T) {
+// listenAgent listens on a Unix socket in a fresh folder, closed when the
+// test ends, and returns it with its address for remote:.
+func listenAgent(t *testing.T) (net.Listener, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "agent.sock")
 	ln, err := net.Listen("unix", path)
@@ -69,7 +69,15 @@ func (f *fakeAgent) start(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	f.addr = "unix:" + path
+	return ln, "unix:" + path
+}
+
+// start listens in a fresh folder and serves connections until the test
+// ends.
+func (f *fakeAgent) start(t *testing.T) {
+	t.Helper()
+	var ln net.Listener
+	ln, f.addr = listenAgent(t)
 	f.seenKeys = map[string]bool{}
 	go func() {
 		for {

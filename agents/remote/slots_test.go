@@ -3,8 +3,6 @@ package remote
 import (
 	"bytes"
 	"encoding/binary"
-	"net"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -40,12 +38,7 @@ func TestRemoteSlotsNewFlagsAndBoardsTrackEachGame(t *testing.T) {
 		reqs = append(reqs, r)
 		mu.Unlock()
 	}
-	path := filepath.Join(t.TempDir(), "agent.sock")
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
+	ln, addr := listenAgent(t)
 	reqNo := 0
 	go func() {
 		conn, err := ln.Accept()
@@ -78,7 +71,7 @@ func TestRemoteSlotsNewFlagsAndBoardsTrackEachGame(t *testing.T) {
 			}
 		}
 	}()
-	f := &fakeAgent{addr: "unix:" + path}
+	f := &fakeAgent{addr: addr}
 	r := rules(t, env.Options{Suits: 2, MaxSteps: 300})
 	const deals, width = 7, 7
 	evalBoth(t, f, Options{Rules: r, Width: width}, seedRange(100001, deals))

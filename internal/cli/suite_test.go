@@ -409,10 +409,10 @@ func TestResultsPairLists(t *testing.T) {
 	if code != 0 || !strings.Contains(got, "| deals A won more often |") || !strings.Contains(got, want) {
 		t.Fatalf("exit %d (%s); want a row starting %q, got\n%s", code, errs, want, got)
 	}
-	// Two halves of a seed range pair as one report: game with game.
-	half := func(name, seeds string) string {
+	// evalTo writes the report of spider eval --json --per-game with args.
+	evalTo := func(name string, args ...string) string {
 		t.Helper()
-		code, o, errs := runMain("eval", "--json", "--seeds", seeds, "--policies", "first", "--per-game")
+		code, o, errs := runMain(append([]string{"eval", "--json", "--per-game"}, args...)...)
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, errs)
 		}
@@ -422,7 +422,8 @@ func TestResultsPairLists(t *testing.T) {
 		}
 		return path
 	}
-	h1, h2 := half("h1.json", "1-2"), half("h2.json", "3-4")
+	// Two halves of a seed range pair as one report: game with game.
+	h1, h2 := evalTo("h1.json", "--policies", "first", "--seeds", "1-2"), evalTo("h2.json", "--policies", "first", "--seeds", "3-4")
 	code, got, errs = runMain("results", "--pair", h1+","+h2, b1)
 	want = fmt.Sprintf("| first (%s,%s) | first (%s) | 4 | 0 | 2 | 0 | 2 | 0.5 |", h1, h2, b1)
 	if code != 0 || !strings.Contains(got, want) {
@@ -444,15 +445,7 @@ func TestResultsPairLists(t *testing.T) {
 	// only draws of one budget.
 	budget := func(name string, args ...string) string {
 		t.Helper()
-		code, o, errs := runMain(append([]string{"eval", "--json", "--seeds", "1-2", "--policies", "search", "--per-game"}, args...)...)
-		if code != 0 {
-			t.Fatalf("exit %d: %s", code, errs)
-		}
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, []byte(o), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return path
+		return evalTo(name, append([]string{"--seeds", "1-2", "--policies", "search"}, args...)...)
 	}
 	s50, s60, s50d1 := budget("s50.json", "--nodes", "50"), budget("s60.json", "--nodes", "60"), budget("s50d1.json", "--nodes", "50", "--draw", "1")
 	code, got, errs = runMain("results", "--pair", s50, s60)
