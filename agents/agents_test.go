@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -654,6 +655,47 @@ func stopAndCheckDeals(t *testing.T, ps []Policy) {
 				t.Fatalf("%s on deal %d: %d moves kept, %d in the whole game", ev.Policies[p], seed, len(x.Actions), len(whole.Results[0][g].Actions))
 			}
 		}
+	}
+}
+
+// TestEvaluateProgressCountsDealsEveryPolicyFinished: progress counts a
+// deal done when every policy has finished it, the slow batch agent's too,
+// not when the fast pooled one has.
+func TestEvaluateProgressCountsDealsEveryPolicyFinished(t *testing.T) {
+	first, err := New("first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := env.MustRules(env.Options{Suits: 1, MaxSteps: 50})
+	seeds := []uint64{1, 2, 3, 4, 5, 6}
+	var mu sync.Mutex
+	finished := map[[2]int]bool{}
+	calls := 0
+	progress := func(done, total int) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		both := 0
+		for g := range seeds {
+			if finished[[2]int{0, g}] && finished[[2]int{1, g}] {
+				both++
+			}
+		}
+		if done > both || total != len(seeds) {
+			t.Errorf("progress %d/%d with %d deals finished by both policies", done, total, both)
+		}
+	}
+	each := func(p, g int, _ *Result) {
+		mu.Lock()
+		finished[[2]int{p, g}] = true
+		mu.Unlock()
+	}
+	ps := []Policy{{Name: "first", Maker: first}, {Name: "slow", Batch: slowFirst{}}}
+	if _, err := EvaluateEach(context.Background(), r, ps, seeds, 2, progress, each); err != nil {
+		t.Fatal(err)
+	}
+	if calls != len(seeds) {
+		t.Fatalf("progress called %d times for %d deals", calls, len(seeds))
 	}
 }
 
