@@ -314,3 +314,34 @@ func TestEpochsShuffleEveryPass(t *testing.T) {
 		t.Fatalf("passes not shuffled: %v", order)
 	}
 }
+
+// TestRolloutCountsOnlyWinsAsWins: a game the rules end lost counts as
+// finished, not as won, in the iteration's win rate. Every game starts
+// where its one legal move leaves no other (the stock dealt): lost at
+// the first step.
+func TestRolloutCountsOnlyWinsAsWins(t *testing.T) {
+	c := tinyConfig()
+	c.ValEvery, c.CloneGames = 0, 0
+	tr, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	snap, err := tr.batch.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range snap.States {
+		snap.States[i] = "1: | 9s\n2: 3s | 8s\n3: | Ks\n4: | Ks\n5: | Ks\n6: | Ks\n7: | Ks\n8: | Ks\n9: | Ks\n10: | Ks\n"
+	}
+	if err := tr.batch.Restore(snap); err != nil {
+		t.Fatal(err)
+	}
+	m, err := tr.iteration(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Finished < c.Games || m.WinRate != 0 {
+		t.Fatalf("%d games finished, win rate %v; want at least %d lost, none won", m.Finished, m.WinRate, c.Games)
+	}
+}
