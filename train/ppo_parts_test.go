@@ -270,16 +270,24 @@ func TestAdamFirstStepIsTheLearningRate(t *testing.T) {
 	}
 }
 
-// TestEpochsShuffleEveryPass: each pass visits every row once, in an
-// order of its own.
-func TestEpochsShuffleEveryPass(t *testing.T) {
+// ppoOnly is a trainer of tinyConfig that goes straight to PPO: no
+// cloning, no validation; closed when the test ends.
+func ppoOnly(t *testing.T) *Trainer {
+	t.Helper()
 	c := tinyConfig()
 	c.ValEvery, c.CloneGames = 0, 0
 	tr, err := New(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tr.Close()
+	t.Cleanup(tr.Close)
+	return tr
+}
+
+// TestEpochsShuffleEveryPass: each pass visits every row once, in an
+// order of its own.
+func TestEpochsShuffleEveryPass(t *testing.T) {
+	tr := ppoOnly(t)
 	spec := nn.Spec{ObsLen: 2, NumActions: 2, Hidden: []int{2}}
 	net, _ := nn.New(spec, 1)
 	l, err := newLearner(net, newAdam(net.Params(), 1e-3, 1), 4, PPOLoss, coefs{}, 0.2)
@@ -320,13 +328,8 @@ func TestEpochsShuffleEveryPass(t *testing.T) {
 // where its one legal move leaves no other (the stock dealt): lost at
 // the first step.
 func TestRolloutCountsOnlyWinsAsWins(t *testing.T) {
-	c := tinyConfig()
-	c.ValEvery, c.CloneGames = 0, 0
-	tr, err := New(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
+	tr := ppoOnly(t)
+	c := tr.Config
 	snap, err := tr.batch.Snapshot()
 	if err != nil {
 		t.Fatal(err)

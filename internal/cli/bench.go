@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"runtime"
-	"slices"
 	"strconv"
 	"text/tabwriter"
 	"time"
@@ -191,23 +190,14 @@ func writeBench(w io.Writer, results []benchResult, o benchOptions) error {
 	// env's table, so that a new one adds a column at the end.
 	header := []string{"rules", "suits", "obs", "autoreset", "n", "workers", "steps", "env_steps", "seconds", "env_steps_per_sec", "ns_per_env_step", "episodes", "speedup_vs_1_worker",
 		"seed", "warmup", "program_version"}
-	var others []env.OptionField
-	for _, f := range env.OptionFields() {
-		if !slices.Contains(header, f.Key) {
-			others = append(others, f)
-			header = append(header, f.Key)
-		}
-	}
+	header, others := optionColumns(header)
 	done, err := o.out.write(w, results, header, func() (rows [][]string) {
 		for _, r := range results {
 			row := []string{r.RuleSet.String(), strconv.Itoa(r.Suits), r.Encoding.String(), r.Autoreset, strconv.Itoa(r.N), strconv.Itoa(r.Workers),
 				strconv.Itoa(r.Steps), strconv.FormatInt(r.EnvSteps, 10), fmt.Sprintf("%.3f", r.Seconds),
 				fmt.Sprintf("%.0f", r.StepsPerSec), fmt.Sprintf("%.1f", r.NsPerStep), strconv.FormatInt(r.Episodes, 10), fmt.Sprintf("%.2f", r.SpeedUp),
 				strconv.FormatUint(r.Seed, 10), strconv.Itoa(r.Warmup), r.Program}
-			for _, f := range others {
-				row = append(row, f.Text(r.Options))
-			}
-			rows = append(rows, row)
+			rows = append(rows, others(row, r.Options))
 		}
 		return rows
 	})

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -80,17 +79,7 @@ func TestBenchTableAndCSV(t *testing.T) {
 	for _, f := range env.OptionFields() {
 		want[f.Key] = f.Text(env.MustRules(o.game).Options())
 	}
-	for key, v := range want {
-		col := slices.Index(rows[0], key)
-		if col < 0 || rows[1][col] != v || rows[2][col] != v {
-			t.Errorf("column %s (at %d): want %s in %q", key, col, v, rows[1:])
-		}
-		// The options come last, so that a new one adds a column at the
-		// end rather than moving the others.
-		if _, isOption := env.LookupOption(key); isOption && !slices.Contains(rows[0][:13], key) && col < slices.Index(rows[0], "program_version") {
-			t.Errorf("option column %s at %d, before the fixed ones: %q", key, col, rows[0])
-		}
-	}
+	checkColumns(t, rows, want, 13, "program_version")
 	if want["face_up_slots"] != "12" || want["shaping"] != "progress" {
 		t.Fatalf("options %v", want)
 	}

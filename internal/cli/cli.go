@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/spiderenv/spider/env"
 	"github.com/spiderenv/spider/internal/atomicfile"
 )
 
@@ -308,4 +310,24 @@ func usage(w io.Writer) {
 	}
 	fmt.Fprintln(w, "\nexit status: 0 done; 1 the work failed or was stopped; 2 the command line cannot be used as")
 	fmt.Fprintln(w, "  given: a bad flag or argument, or a file named that is missing, unreadable or not what it should be")
+}
+
+// optionColumns appends to a CSV header a column for each option it does
+// not have yet, read from env's table so that an option added later gets
+// its column, at the end; it returns the header and the function that
+// appends those options' values to a row.
+func optionColumns(header []string) ([]string, func(row []string, o env.Options) []string) {
+	var others []env.OptionField
+	for _, f := range env.OptionFields() {
+		if !slices.Contains(header, f.Key) {
+			others = append(others, f)
+			header = append(header, f.Key)
+		}
+	}
+	return header, func(row []string, o env.Options) []string {
+		for _, f := range others {
+			row = append(row, f.Text(o))
+		}
+		return row
+	}
 }

@@ -783,13 +783,7 @@ func writeEval(w io.Writer, rep evalReport, o evalOptions) error {
 	// (what a remote agent is shown changes its games too).
 	header := []string{"rules", "suits", "policy", "games", "wins", "win_rate", "win_lo95", "win_hi95", "mean_score", "score_ci95", "mean_runs", "runs_ci95", "mean_moves", "ms_per_game", "ms_per_move", "failures", "suite", "max_steps", "stopped",
 		"nodes", "move_ms", "draw", "seeds", "suite_version", "workers", "program_version", "checkpoint_sha256"}
-	var others []env.OptionField
-	for _, f := range env.OptionFields() {
-		if !slices.Contains(header, f.Key) {
-			others = append(others, f)
-			header = append(header, f.Key)
-		}
-	}
+	header, others := optionColumns(header)
 	done, err := o.out.write(w, rep, header, func() (rows [][]string) {
 		f := func(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
 		for _, p := range rep.Policies {
@@ -802,10 +796,7 @@ func writeEval(w io.Writer, rep evalReport, o evalOptions) error {
 			}
 			row = append(row, strconv.Itoa(rep.Nodes), strconv.Itoa(rep.MoveMs), strconv.FormatUint(rep.Draw, 10),
 				rep.SeedList, version, strconv.Itoa(rep.Workers), rep.Program, p.Checkpoint)
-			for _, field := range others {
-				row = append(row, field.Text(rep.Options))
-			}
-			rows = append(rows, row)
+			rows = append(rows, others(row, rep.Options))
 		}
 		return rows
 	})

@@ -214,6 +214,23 @@ func TestEvalStoppedSaysSoInEveryFormat(t *testing.T) {
 	}
 }
 
+// checkColumns checks that both data rows of a CSV hold want's values in
+// the columns its keys name, and that the option columns added after the
+// first fixed ones come after the last fixed column, last, so that a new
+// option adds a column at the end rather than moving the others.
+func checkColumns(t *testing.T, rows [][]string, want map[string]string, fixed int, last string) {
+	t.Helper()
+	for key, v := range want {
+		col := slices.Index(rows[0], key)
+		if col < 0 || rows[1][col] != v || rows[2][col] != v {
+			t.Errorf("column %s (at %d): want %s in %q", key, col, v, rows[1:])
+		}
+		if _, isOption := env.LookupOption(key); isOption && !slices.Contains(rows[0][:fixed], key) && col < slices.Index(rows[0], last) {
+			t.Errorf("option column %s at %d, before the fixed ones: %q", key, col, rows[0])
+		}
+	}
+}
+
 // TestEvalSaysHowItPlayed checks that the CSV and the text table say what
 // the JSON says of how the games were played: every game option (a new
 // one gets its CSV column from env's table), and search's budget and draw,
@@ -242,17 +259,7 @@ func TestEvalSaysHowItPlayed(t *testing.T) {
 	if want["time_per_action_ms"] != "1500" || want["obs"] != "float32" {
 		t.Fatalf("options %v", want)
 	}
-	for key, v := range want {
-		col := slices.Index(rows[0], key)
-		if col < 0 || rows[1][col] != v || rows[2][col] != v {
-			t.Errorf("column %s (at %d): want %s in %q", key, col, v, rows[1:])
-		}
-		// The options come last, so that a new one adds a column at the
-		// end rather than moving the others.
-		if _, isOption := env.LookupOption(key); isOption && !slices.Contains(rows[0][:19], key) && col < slices.Index(rows[0], "checkpoint_sha256") {
-			t.Errorf("option column %s at %d, before the fixed ones: %q", key, col, rows[0])
-		}
-	}
+	checkColumns(t, rows, want, 19, "checkpoint_sha256")
 	o.out.csv = false
 	out.Reset()
 	if err := runEval(context.Background(), o, &out, &bytes.Buffer{}); err != nil {
