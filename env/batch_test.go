@@ -734,3 +734,43 @@ func TestClosedBatchRefuses(t *testing.T) {
 		b.Close() // a second Close is harmless
 	}
 }
+
+// TestBatchActionsPastTheLastId: an action id past the last one
+// (NumActions or more, as a buggy policy's argmax over a padded output
+// might give) is illegal under every policy. The mask rows lie end to end
+// in one buffer, so such an id must not be read from the next game's row
+// (where it can be 1) nor past the buffer's end.
+func TestBatchActionsPastTheLastId(t *testing.T) {
+	r := env.MustRules(env.Options{Suits: 1})
+	for _, policy := range []env.IllegalPolicy{env.RefuseIllegal, env.NoopIllegal, env.LoseIllegal} {
+		b := newBatch(t, r, env.BatchOptions{N: 2, Illegal: policy})
+		b.Reset(1)
+		before := []env.State{b.State(0), b.State(1)}
+		// Game 0's id lands on game 1's first legal action; game 1's
+		// just past the buffer.
+		actions := []env.Action{env.NumActions + env.NthMasked(b.Masks[env.NumActions:], 0), env.NumActions}
+		err := func() (err error) {
+			defer func() {
+				if v := recover(); v != nil {
+					err = fmt.Errorf("panic: %v", v)
+				}
+			}()
+			return b.Step(actions)
+		}()
+		if policy == env.RefuseIllegal {
+			if err == nil || !strings.Contains(err.Error(), "game 0") {
+				t.Errorf("%v: Step(%v) = %v; want it refused, naming game 0", policy, actions, err)
+			}
+		} else if err != nil {
+			t.Errorf("%v: Step(%v) = %v; want both flagged illegal", policy, actions, err)
+		}
+		for i := range 2 {
+			// Refused: nothing changes. Noop and lose: flagged, and no
+			// move played (the score pays no move's cost).
+			s := b.State(i)
+			if policy == env.RefuseIllegal && s != before[i] || policy != env.RefuseIllegal && (!b.Illegal[i] || s.Score() != before[i].Score()) {
+				t.Errorf("%v: game %d, action %v: illegal %v, score %d -> %d", policy, i, actions[i], b.Illegal[i], before[i].Score(), s.Score())
+			}
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package env
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -97,6 +98,104 @@ func TestBatchSnapshotRestore(t *testing.T) {
 		}
 		if !slices.Equal(obs, b.ObsFloat32) || !slices.Equal(masks, b.Masks) {
 			t.Fatalf("%v: a refused Restore changed the batch", mode)
+		}
+	}
+}
+
+// TestRestoreRefusesAShortField: a snapshot with any one of its per-game
+// fields a game short (a truncated or hand-edited checkpoint) is refused
+// with an error, not a panic halfway through, and the batch is unchanged.
+func TestRestoreRefusesAShortField(t *testing.T) {
+	r := MustRules(Options{Suits: 1, MaxSteps: 50})
+	o := BatchOptions{N: 3, Workers: 1}
+	b, err := NewBatch(r, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	b.Reset(2)
+	snap, err := b.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Reset(3) // other games, which a refused Restore must leave
+	obs, masks, states := slices.Clone(b.ObsCompact), slices.Clone(b.Masks), slices.Clone(b.states)
+	for _, tc := range []struct {
+		field string
+		cut   func(s *BatchSnapshot)
+	}{
+		{"states", func(s *BatchSnapshot) { s.States = s.States[:2] }},
+		{"base", func(s *BatchSnapshot) { s.Base = s.Base[:2] }},
+		{"episode", func(s *BatchSnapshot) { s.Episode = s.Episode[:2] }},
+		{"pending", func(s *BatchSnapshot) { s.Pending = s.Pending[:2] }},
+		{"ended", func(s *BatchSnapshot) { s.Ended = s.Ended[:2] }},
+		{"ep_return", func(s *BatchSnapshot) { s.EpReturn = s.EpReturn[:2] }},
+		{"policy", func(s *BatchSnapshot) { s.Policy = s.Policy[:2] }},
+	} {
+		bad := snap
+		tc.cut(&bad)
+		err := func() (err error) {
+			defer func() {
+				if v := recover(); v != nil {
+					err = fmt.Errorf("panic: %v", v)
+				}
+			}()
+			return b.Restore(bad)
+		}()
+		if err == nil || !strings.Contains(err.Error(), "snapshot of") {
+			t.Errorf("a snapshot whose %s is a game short: %v, want it refused", tc.field, err)
+		}
+		if !slices.Equal(obs, b.ObsCompact) || !slices.Equal(masks, b.Masks) || !slices.Equal(states, b.states) {
+			t.Fatalf("a refused Restore (%s short) changed the batch", tc.field)
+		}
+	}
+	if err := b.Restore(snap); err != nil {
+		t.Fatalf("the whole snapshot: %v", err)
+	}
+}
+
+// TestRestoreOfEndedGames: under Disabled, a game that had ended when the
+// snapshot was taken comes back ended, its mask row all zeros whatever
+// the batch restored into held there. (TestBatchSnapshotRestore snapshots
+// at a fixed step, where no game may have just ended.)
+func TestRestoreOfEndedGames(t *testing.T) {
+	r := MustRules(Options{Suits: 1, MaxSteps: 5})
+	o := BatchOptions{N: 4, Workers: 1, Autoreset: Disabled}
+	a, err := NewBatch(r, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	a.Reset(1)
+	acts := make([]Action, o.N)
+	for range 5 { // every game reaches its step limit
+		a.SampleLegal(acts)
+		if err := a.Step(acts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Games 0 and 1 start over; 2 and 3 stay ended.
+	if err := a.ResetGames([]bool{true, true, false, false}); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := a.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := NewBatch(r, o)
+	defer b.Close()
+	b.Reset(9) // every mask row full of legal moves
+	if err := b.Restore(snap); err != nil {
+		t.Fatal(err)
+	}
+	for i := range o.N {
+		row := b.Masks[i*NumActions : (i+1)*NumActions]
+		if b.Ended(i) != (i >= 2) || !slices.Equal(row, a.Masks[i*NumActions:(i+1)*NumActions]) || b.NumLegal[i] != a.NumLegal[i] {
+			t.Errorf("game %d: ended %v, %d legal, mask equal %v; the snapshot's game: ended %v, %d legal",
+				i, b.Ended(i), b.NumLegal[i], slices.Equal(row, a.Masks[i*NumActions:(i+1)*NumActions]), a.Ended(i), a.NumLegal[i])
+		}
+		if i >= 2 && slices.Contains(row, 1) {
+			t.Errorf("game %d has ended, but its restored mask allows an action", i)
 		}
 	}
 }

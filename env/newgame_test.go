@@ -1,6 +1,7 @@
 package env_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/spiderenv/spider/env"
@@ -71,5 +72,33 @@ func TestResampleDealsOnlyTheHiddenCardsAnew(t *testing.T) {
 	}
 	if s.Resample(1) != twin || s.Resample(2) == twin {
 		t.Fatal("Resample is not a function of its seed")
+	}
+}
+
+// TestResampleDealsEveryArrangement: Resample shuffles the unseen cards
+// uniformly, so over enough seeds every arrangement of a few distinct
+// hidden cards comes up. A shuffle that always moves every card (Sattolo's,
+// one index short of Fisher-Yates) deals only some of them: with two
+// hidden cards it would always swap them, and a search agent would play
+// only worlds in which every hidden card lies elsewhere than sorted order
+// would put it.
+func TestResampleDealsEveryArrangement(t *testing.T) {
+	r := env.MustRules(env.Options{Suits: 1})
+	s, err := env.ParseState(r, "1: 3s | 9s\n2: 5s | 8s\n3: 7s | Ks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for seed := range uint64(300) {
+		twin := s.Resample(seed)
+		text, _ := twin.MarshalText()
+		var hidden []string
+		for _, line := range strings.SplitN(string(text), "\n", 4)[:3] {
+			hidden = append(hidden, strings.Fields(line)[1]) // "1: 3s | 9s": the face-down card
+		}
+		seen[strings.Join(hidden, " ")] = true
+	}
+	if len(seen) != 6 {
+		t.Fatalf("300 resamples dealt %d of the 6 arrangements of three hidden cards: %v", len(seen), seen)
 	}
 }

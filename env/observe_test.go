@@ -3,6 +3,7 @@ package env_test
 import (
 	"bytes"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/spiderenv/spider/env"
@@ -174,5 +175,46 @@ func TestKeyIsWhatAPlayerSees(t *testing.T) {
 	c.Step(s.AppendLegal(nil)[0])
 	if c.Key() == s.Key() {
 		t.Fatal("a move did not change the key")
+	}
+}
+
+// TestUpdateClearsTheSlotsALongColumnLeaves: the float32 update reads a
+// column's old face-up count back from its scaled header (count/104) to
+// know how many slots to clear. For 53 and 61 cards, float32(n)/104*104
+// falls just under n, so without rounding the deepest old slot stays set
+// when such a column gives up its top card. Random games never grow a
+// column that long; these positions do.
+func TestUpdateClearsTheSlotsALongColumnLeaves(t *testing.T) {
+	r := env.MustRules(env.Options{Suits: 1})
+	for _, n := range []int{53, 61, 78} {
+		// n face-up cards in column 1, no two in sequence, the top a 5
+		// that moves onto column 2's 6.
+		col := strings.Repeat("9s Js ", n)[:3*(n-1)] + "5s"
+		s, err := env.ParseState(r, "1: "+col+"\n2: | 6s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.FaceUpCount(0) != n {
+			t.Fatalf("column 1 has %d face-up cards, want %d", s.FaceUpCount(0), n)
+		}
+		u8 := s.ObserveCompact(make([]uint8, r.CompactLen()))
+		f32 := s.ObserveFloat32(make([]float32, r.Float32Len()))
+		u, err := s.Step(act(t, "1>2x1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.UpdateCompact(u8, u.Columns())
+		s.UpdateFloat32(f32, u.Columns())
+		if !bytes.Equal(u8, s.ObserveCompact(make([]uint8, r.CompactLen()))) {
+			t.Errorf("%d face-up cards, one moved: the compact update differs from the full observation", n)
+		}
+		if full := s.ObserveFloat32(make([]float32, r.Float32Len())); !slices.Equal(f32, full) {
+			for i := range f32 {
+				if f32[i] != full[i] {
+					t.Errorf("%d face-up cards, one moved: float32 update [%d] = %v, the full observation %v", n, i, f32[i], full[i])
+					break
+				}
+			}
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package env_test
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -94,6 +95,37 @@ func TestRenderDealsLeft(t *testing.T) {
 		}
 		if deals != tc.want {
 			t.Errorf("%v %q: %d deals were possible, DealsLeft said %d", tc.rs, tc.pos, deals, tc.want)
+		}
+	}
+}
+
+// TestRenderShowsTheGamesEnd: the status line ends with the game's end,
+// truncation included (a game cut off by its step limit is still
+// "playing" by its status), and a board with no card on it still shows
+// each empty column's "." on a first row.
+func TestRenderShowsTheGamesEnd(t *testing.T) {
+	for _, tc := range []struct {
+		o    env.Options
+		text string
+		end  string   // the status line's last word
+		rows []string // the board's rows under the numbers; nil: not checked
+	}{
+		{env.Options{Suits: 1, MaxSteps: 7}, "1: | Ks\n2: | Qs\nsteps: 7", "truncated", []string{"  Ks  Qs   .   .   .   .   .   .   .   ."}},
+		{env.Options{Suits: 1, MaxSteps: 8}, "1: | Ks\n2: | Qs\nsteps: 7", "0/8", nil}, // in play: nothing after the runs
+		{env.Options{Suits: 1}, "runs: s s s s s s s s", "won", []string{"   .   .   .   .   .   .   .   .   .   ."}},
+		{env.Options{Suits: 1}, "1: | Ks\n2: | Ks\n3: | Ks\n4: | Ks\n5: | Ks\n6: | Ks\n7: | Ks\n8: | Ks\n9: | 2s\n10: | 4s", "lost", nil},
+	} {
+		s, err := env.ParseState(env.MustRules(tc.o), tc.text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSuffix(s.Render(), "\n"), "\n")
+		words := strings.Fields(lines[0])
+		if last := words[len(words)-1]; last != tc.end {
+			t.Errorf("%q under %+v: the status line %q ends in %q, want %q", tc.text, tc.o, lines[0], last, tc.end)
+		}
+		if tc.rows != nil && !slices.Equal(lines[2:], tc.rows) {
+			t.Errorf("%q: the board's rows are %q, want %q", tc.text, lines[2:], tc.rows)
 		}
 	}
 }

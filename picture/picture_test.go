@@ -8,6 +8,7 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -181,6 +182,7 @@ func TestPictureShowsRunsAndDeals(t *testing.T) {
 		{midgame, 1}, // 14 cards onto eight columns: one deal, four stranded
 		{"1: | Ks\nstock: 2s 3s 4s 5s 6s 7s 8s 9s Ts Js Qs Ks 3d 4d", 5}, // onto one column: 14, 13, 12, 11, 10
 		{"1: | Ks\n2: | Kh\n3: | Kd\n4: | Kc\n5: | Ks\n6: | Kh\n7: | Kd\n8: | Kc\n9: | Qs\n10: | Qh", 0},
+		{"1: | Ks\nstock: " + strings.Repeat("2s 3h 4d 5c 6s ", 10), 41}, // 50 onto one column: more deals than backs drawn
 	} {
 		s, err := env.ParseState(env.MustRules(env.Options{RuleSet: env.Cardems, Suits: 4}), tc.text)
 		if err != nil {
@@ -197,8 +199,8 @@ func TestPictureShowsRunsAndDeals(t *testing.T) {
 				backs++
 			}
 		}
-		if backs != tc.deals {
-			t.Errorf("%d backs in the stock for %d deals left", backs, tc.deals)
+		if want := min(tc.deals, maxBacks); backs != want {
+			t.Errorf("%d backs in the stock for %d deals left, want %d", backs, tc.deals, want)
 		}
 	}
 }
@@ -255,5 +257,114 @@ func BenchmarkDraw(b *testing.B) {
 	b.SetBytes(Size)
 	for b.Loop() {
 		Draw(buf, &s)
+	}
+}
+
+// TestPictureShowsTheGamesEnd: the status line ends in gold words exactly
+// when the game is over (won, lost or truncated), and a game still in
+// play shows no gold at all.
+func TestPictureShowsTheGamesEnd(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		o    env.Options
+		text string
+		end  bool
+	}{
+		{"truncated", env.Options{RuleSet: env.Cardems, Suits: 4, MaxSteps: 40}, midgame, true},
+		{"playing", env.Options{RuleSet: env.Cardems, Suits: 4, MaxSteps: 41}, midgame, false},
+		{"lost", env.Options{Suits: 1}, "1: | Ks\n2: | Ks\n3: | Ks\n4: | Ks\n5: | Ks\n6: | Ks\n7: | Ks\n8: | Ks\n9: | 2s\n10: | 4s", true},
+		{"won", env.Options{Suits: 1}, "runs: s s s s s s s s", true},
+	} {
+		s, err := env.ParseState(env.MustRules(tc.o), tc.text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pix := Draw(make([]uint8, Size), &s)
+		golds := 0
+		for y := statusY; y < statusY+glyphH; y++ {
+			for x := range Width {
+				if colourIndex(pix[3*(y*Width+x):]) == gold {
+					golds++
+				}
+			}
+		}
+		if (golds > 0) != tc.end {
+			t.Errorf("%s (status %v, truncated %v): %d gold pixels in the status line, want the end shown: %v",
+				tc.name, s.Status(), s.Truncated(), golds, tc.end)
+		}
+	}
+}
+
+// TestPictureSuitColours: hearts and diamonds are drawn in red, spades
+// and clubs in black, on the cards of the tableau and on the Kings that
+// stand for completed runs, each run its own suit's.
+func TestPictureSuitColours(t *testing.T) {
+	s, err := env.ParseState(env.MustRules(env.Options{Suits: 4}), "1: | 5s\n2: | 5h\n3: | 5d\n4: | 5c\nruns: s h d c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pix := Draw(make([]uint8, Size), &s)
+	// count returns the red and black pixels in a rectangle.
+	count := func(x0, y0, w, h int) (reds, blacks int) {
+		for y := y0; y < y0+h; y++ {
+			for x := x0; x < x0+w; x++ {
+				switch colourIndex(pix[3*(y*Width+x):]) {
+				case red:
+					reds++
+				case ink:
+					blacks++
+				}
+			}
+		}
+		return reds, blacks
+	}
+	for i, su := range []env.Suit{env.Spades, env.Hearts, env.Diamonds, env.Clubs} {
+		isRed := su == env.Hearts || su == env.Diamonds
+		for _, place := range []struct {
+			what       string
+			x, y, w, h int
+		}{
+			{"the card in column " + strconv.Itoa(i+1), margin + i*colPitch, tableauY, cardW, cardH},
+			{"run place " + strconv.Itoa(i), margin + i*runPitch, bandY, smallW, smallH},
+		} {
+			reds, blacks := count(place.x, place.y, place.w, place.h)
+			if isRed && (reds == 0 || blacks != 0) || !isRed && (blacks == 0 || reds != 0) {
+				t.Errorf("%s (%v) has %d red and %d black pixels; want only %s", place.what, su, reds, blacks, map[bool]string{true: "red", false: "black"}[isRed])
+			}
+		}
+	}
+}
+
+// TestPictureStockText reads the words beside the stock: its cards and
+// deals left, "deal" in the singular for one, right-aligned against the
+// backs. The band left of the backs and right of the run places must be
+// exactly those words on the table.
+func TestPictureStockText(t *testing.T) {
+	r := env.MustRules(env.Options{RuleSet: env.Cardems, Suits: 4})
+	for _, tc := range []struct {
+		text, words string
+	}{
+		{midgame, "stock 14  1 deal"},
+		{"1: | Ks\nstock: 2s 3s 4s 5s 6s 7s 8s 9s Ts Js Qs Ks 3d 4d", "stock 14  5 deals"},
+		{"1: | Ks\n2: | Kh\n3: | Kd\n4: | Kc\n5: | Ks\n6: | Kh\n7: | Kd\n8: | Kc\n9: | Qs\n10: | Qh", "stock 0  0 deals"},
+	} {
+		s, err := env.ParseState(r, tc.text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pix := Draw(make([]uint8, Size), &s)
+		want := canvas(make([]uint8, Size))
+		want.fill(0, 0, Width, Height, felt)
+		shown := min(s.DealsLeft(), maxBacks)
+		left := Width - margin - smallW - max(shown-1, 0)*stockStep
+		y := bandY + (smallH-glyphH)/2
+		drawText(want, left-8-textWidth(len(tc.words)), y, tc.words, paper)
+		for row := y; row < y+glyphH; row++ {
+			lo, hi := 3*(row*Width+margin+env.NumRuns*runPitch), 3*(row*Width+left-1)
+			if !bytes.Equal(pix[lo:hi], want[lo:hi]) {
+				t.Errorf("%d deals left: row %d beside the stock is not the words %q", s.DealsLeft(), row, tc.words)
+				break
+			}
+		}
 	}
 }

@@ -105,3 +105,59 @@ func TestLookup(t *testing.T) {
 		t.Errorf("unknown suite: %v, want an error listing the known ones", err)
 	}
 }
+
+// TestLookupTrimsTheName: a name as typed on a command line or read from
+// a file, with spaces or a newline around it, still finds its suite.
+func TestLookupTrimsTheName(t *testing.T) {
+	for _, name := range []string{" classic-2suit-dev", "classic-2suit-dev\n", "\tCLASSIC-2SUIT-DEV  "} {
+		s, err := Lookup(name)
+		if err != nil || s.Name != "classic-2suit-dev" {
+			t.Errorf("Lookup(%q) = %q, %v; want classic-2suit-dev", name, s.Name, err)
+		}
+	}
+}
+
+// TestAllReturnsACopy: a caller that edits the slice All returns (sorts
+// it, overwrites a seed range) must not change the published suites.
+func TestAllReturnsACopy(t *testing.T) {
+	got := All()
+	got[0].First, got[0].Name = 7, "edited"
+	if again := All(); again[0].First == 7 || again[0].Name == "edited" {
+		t.Fatalf("editing All's result changed the suites: %+v", again[0])
+	}
+	if s, err := Lookup(golden[0].name); err != nil || s.First != golden[0].first {
+		t.Fatalf("editing All's result changed Lookup: %+v, %v", s, err)
+	}
+}
+
+// TestOptionsUseTheSuitesStepLimit: Options carries the suite's own step
+// limit, not env's default. Every published suite uses 1000, the
+// default, so only a suite with another limit can tell the two apart.
+func TestOptionsUseTheSuitesStepLimit(t *testing.T) {
+	s := Suite{Name: "cardems-2suit-x", RuleSet: env.Cardems, Suits: 2, MaxSteps: 300, First: 1, Count: 3}
+	o := s.Options()
+	if o.MaxSteps != 300 || o.RuleSet != env.Cardems || o.Suits != 2 {
+		t.Fatalf("Options = %+v, want cardems, 2 suits, max_steps 300", o)
+	}
+	if def := env.DefaultOptions(); o.FaceUpSlots != def.FaceUpSlots || o.TimePerActionMs != 0 || o.Encoding != def.Encoding {
+		t.Fatalf("Options = %+v: every other option should be the default %+v", o, def)
+	}
+}
+
+// TestNamesAreSortedAndComplete: Names lists every suite once, sorted
+// (the order --list-suites and Lookup's error show), whatever the order
+// of the table.
+func TestNamesAreSortedAndComplete(t *testing.T) {
+	names := Names()
+	if len(names) != len(golden) {
+		t.Fatalf("Names has %d names, %d suites", len(names), len(golden))
+	}
+	for i, n := range names {
+		if i > 0 && names[i-1] >= n {
+			t.Fatalf("Names is not sorted: %q before %q", names[i-1], n)
+		}
+		if _, err := Lookup(n); err != nil {
+			t.Fatalf("Names lists %q, which Lookup does not find: %v", n, err)
+		}
+	}
+}
