@@ -32,3 +32,43 @@ func TestReadFrameGrowsWithTheBytesThatCome(t *testing.T) {
 		t.Fatalf("%v allocations to read a frame into a grown buffer (the reader's own is the 1)", allocs)
 	}
 }
+
+// TestReadFrameLimitIsInclusive reads a frame of exactly the limit and
+// refuses one byte more, before reading its payload, as bad_frame.
+func TestReadFrameLimitIsInclusive(t *testing.T) {
+	const limit = 1000
+	for _, tc := range []struct {
+		size int
+		ok   bool
+	}{{limit - 1, true}, {limit, true}, {limit + 1, false}, {limit + 2, false}} {
+		payload := bytes.Repeat([]byte{0xc0}, tc.size)
+		frame := append(binary.BigEndian.AppendUint32(nil, uint32(tc.size)), payload...)
+		got, _, err := readFrame(bytes.NewReader(frame), nil, limit, nil)
+		if tc.ok {
+			if err != nil || len(got) != tc.size {
+				t.Fatalf("a frame of %d bytes, limit %d: %v, %d bytes; want the whole frame", tc.size, limit, err, len(got))
+			}
+			continue
+		}
+		var re *replyError
+		if !errors.As(err, &re) || re.code != codeBadFrame || got != nil {
+			t.Fatalf("a frame of %d bytes, limit %d: %v, %d bytes; want a bad_frame refusal", tc.size, limit, err, len(got))
+		}
+	}
+}
+
+// TestReadFrameCutAtAPieceIsUnexpected: a stream that ends after the
+// header, or exactly where the buffer grows, ends inside a frame: the
+// error is io.ErrUnexpectedEOF, not the io.EOF of a stream that ended
+// between frames.
+func TestReadFrameCutAtAPieceIsUnexpected(t *testing.T) {
+	for _, sent := range []int{0, 64 << 10} {
+		frame := append(binary.BigEndian.AppendUint32(nil, 1<<20), make([]byte, sent)...)
+		if _, _, err := readFrame(bytes.NewReader(frame), nil, 1<<20, nil); !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Errorf("a frame of 1 MiB cut after %d bytes: %v; want io.ErrUnexpectedEOF", sent, err)
+		}
+	}
+	if _, _, err := readFrame(bytes.NewReader(nil), nil, 1<<20, nil); err != io.EOF {
+		t.Errorf("a stream ended between frames: %v; want io.EOF", err)
+	}
+}

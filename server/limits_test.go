@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vmihailenco/msgpack/v5"
+
 	"github.com/spiderenv/spider/env"
 )
 
@@ -519,5 +521,28 @@ func TestMemoryLimitForDefault(t *testing.T) {
 	}
 	if got := MemoryLimitFor(96 << 20); got != 96<<20+Overhead/2 {
 		t.Errorf("MemoryLimitFor(96 MiB) = %d", got)
+	}
+}
+
+// TestKeepFrameHoldsEveryRequestOfItsBatch builds the largest step and
+// reset requests a batch of n games takes (actions as an array of the
+// widest integers with env_ids, or a seed list of the widest seeds with a
+// reset mask): the frame buffer they grow must be kept (keepFrame), or
+// every such request would allocate its buffer again.
+func TestKeepFrameHoldsEveryRequestOfItsBatch(t *testing.T) {
+	for _, n := range []int{1, 100, 4096, 65536} {
+		actions, seeds := make([]int, n), make([]uint64, n)
+		for i := range n {
+			actions[i], seeds[i] = 0xffff, 1<<64-1
+		}
+		for name, req := range map[string]map[string]any{
+			"step":  {"op": "step", "id": int64(1<<63 - 1), "seq": int64(1<<63 - 1), "actions": actions, "env_ids": make([]byte, 4*n)},
+			"reset": {"op": "reset", "id": int64(1<<63 - 1), "seeds": seeds, "reset_mask": make([]byte, n)},
+		} {
+			size := len(must(msgpack.Marshal(req)))
+			if size > keepFrame(n) {
+				t.Errorf("a %s request of %d games takes %d bytes; keepFrame(%d) keeps %d", name, n, size, n, keepFrame(n))
+			}
+		}
 	}
 }

@@ -262,10 +262,15 @@ func (s *Server) Memory() int64 { return s.mem.Load() }
 // replaced buffers takes the process past MaxMemory + Overhead.
 func (s *Server) MemoryLimit() int64 { return MemoryLimitFor(s.cfg.MaxMemory) }
 
+// segmentMaker makes a connection's segment: newSegment, or in a test one
+// that fails, since a make that asked for shared memory and could not
+// have it is served over the socket and nothing else reaches that path.
+var segmentMaker = newSegment
+
 // openSegment makes a shared-memory segment for a batch of n games of
 // layout l, counting it (see OwnsMemoryLimit).
 func (s *Server) openSegment(l env.Layout, n int) (*segment, error) {
-	seg, err := newSegment(l, n)
+	seg, err := segmentMaker(l, n)
 	if err == nil {
 		s.heldShm(int64(len(seg.buffers) + len(seg.actions)))
 	}

@@ -602,6 +602,33 @@ func TestOrderComesFromTheTable(t *testing.T) {
 	cl.failed(map[string]any{"op": "render", "game": 1}, "bad_order", "render before reset: reset the batch first")
 }
 
+// TestOperationStagesAsDocumented pins the table's stages to the order
+// PROTOCOL.md states: hello any time; make and close after hello; reset
+// after make; step, render and hint after a reset. (TestOrderComesFromTheTable
+// checks the server against the table, whatever the table says.)
+func TestOperationStagesAsDocumented(t *testing.T) {
+	want := map[string]stage{
+		"hello": stageStart, "make": stageHello, "close": stageHello, "reset": stageMade,
+		"step": stageReset, "render": stageReset, "hint": stageReset,
+	}
+	if len(operations) != len(want) {
+		t.Fatalf("%d operations in the table, %d documented", len(operations), len(want))
+	}
+	for _, op := range operations {
+		if w, ok := want[op.name]; !ok || op.needs != w {
+			t.Errorf("op %q needs stage %d; want %d (documented: %v)", op.name, op.needs, w, ok)
+		}
+	}
+	// And on the wire: close before hello, hint after make but before a reset.
+	_, addr := start(t, Config{})
+	cl := dial(t, addr)
+	cl.failed(map[string]any{"op": "close"}, "bad_order", `the first request must be hello (op "close" came first)`)
+	cl = dial(t, addr)
+	hello(cl)
+	cl.ok(map[string]any{"op": "make", "n": 1})
+	cl.failed(map[string]any{"op": "hint", "game": 0}, "bad_order", "hint before reset: reset the batch first")
+}
+
 // TestHelloListsTheTable checks the hello reply against the table of
 // operations, the game options and the server's limits.
 func TestHelloListsTheTable(t *testing.T) {

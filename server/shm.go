@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net"
+	"os"
 	"syscall"
 
 	"github.com/spiderenv/spider/env"
@@ -40,10 +41,12 @@ func (sg *segment) actionsAt(dst []env.Action) {
 }
 
 // shmBytes is what a segment adds to a batch's memory beyond the buffers
-// BatchBytes counts: the layout's padding (a cache line a field at most)
-// and the actions, a page at least.
+// BatchBytes counts: the layout's padding (a cache line a field at most),
+// the rest of the buffers' last page (the kernel maps whole pages), and
+// the actions' 2 bytes a game rounded up to whole pages, one at least.
 func shmBytes(n int) int64 {
-	return 20*env.LayoutAlign + max(int64(2*n), 4096)
+	page := int64(os.Getpagesize())
+	return 20*env.LayoutAlign + page + max((int64(2*n)+page-1)/page*page, page)
 }
 
 // unixConn returns c as a Unix socket connection, which can carry

@@ -465,3 +465,156 @@ func TestShmLowersTheMemoryLimit(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestShmBytesCoversWhatASegmentAdds makes segments of batches whose
+// actions take a page or several and requires shmBytes, what make
+// reserves for a segment beside the batch's own bytes, to cover what the
+// segment adds: the layout's padding and both memfds' last pages, since
+// the kernel maps whole pages.
+func TestShmBytesCoversWhatASegmentAdds(t *testing.T) {
+	page := os.Getpagesize()
+	for _, tc := range []struct {
+		o  env.Options
+		bo env.BatchOptions
+	}{
+		{env.Options{Suits: 1}, env.BatchOptions{N: 1}},
+		{env.Options{Suits: 4, Encoding: env.Float32}, env.BatchOptions{N: 7, Autoreset: env.SameStep, Legal: true}},
+		{env.Options{Suits: 2}, env.BatchOptions{N: 2048}},
+		{env.Options{Suits: 2}, env.BatchOptions{N: 3000}},
+		{env.Options{Suits: 1}, env.BatchOptions{N: 40000, Legal: true}},
+	} {
+		r, err := env.NewRules(tc.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := env.BatchLayout(r, tc.bo)
+		padding := l.Size
+		for _, f := range l.Fields {
+			padding -= f.Bytes()
+		}
+		sg, err := newSegment(l, tc.bo.N)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mapped := func(b []byte) int { return (len(b) + page - 1) / page * page }
+		actions, rest := mapped(sg.actions), mapped(sg.buffers)-len(sg.buffers)
+		sg.close()
+		if got, need := shmBytes(tc.bo.N), int64(padding+rest+actions); got < need {
+			t.Errorf("%d games: shmBytes %d; the segment adds %d (padding %d, the buffers' last page %d, actions mapped in %d bytes)",
+				tc.bo.N, got, need, padding, rest, actions)
+		}
+	}
+}
+
+// TestSendWithFDsSendsTheWholeFrame sends a frame far larger than the
+// socket's send buffer, which the kernel takes in parts: the peer must
+// get the descriptors and every byte of the frame.
+func TestSendWithFDsSendsTheWholeFrame(t *testing.T) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := func(fd int) *net.UnixConn {
+		f := os.NewFile(uintptr(fd), "socketpair")
+		defer f.Close()
+		c, err := net.FileConn(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c.(*net.UnixConn)
+	}
+	w, r := conn(fds[0]), conn(fds[1])
+	w.SetWriteBuffer(4096)
+	r.SetDeadline(time.Now().Add(20 * time.Second))
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	defer pw.Close()
+	frame := make([]byte, 4<<20)
+	for i := range frame {
+		frame[i] = byte(i * 7)
+	}
+	sent := make(chan error, 1)
+	go func() {
+		err := sendWithFDs(w, frame, []int{int(pr.Fd()), int(pw.Fd())})
+		w.Close() // the reader sees the end of the stream after the frame
+		sent <- err
+	}()
+	buf := make([]byte, len(frame)+1)
+	oob := make([]byte, syscall.CmsgSpace(2*4))
+	n, oobn, _, _, err := r.ReadMsgUnix(buf, oob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := syscall.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("control messages %v, %v; want one", msgs, err)
+	}
+	got, err := syscall.ParseUnixRights(&msgs[0])
+	if err != nil || len(got) != 2 {
+		t.Fatalf("descriptors %v, %v; want 2", got, err)
+	}
+	for _, fd := range got {
+		syscall.Close(fd)
+	}
+	for n < len(buf) {
+		k, err := r.Read(buf[n:])
+		n += k
+		if err != nil {
+			break
+		}
+	}
+	if err := <-sent; err != nil {
+		t.Fatal(err)
+	}
+	if n != len(frame) || !bytes.Equal(buf[:n], frame) {
+		t.Fatalf("the peer got %d bytes of a frame of %d (equal: %v)", n, len(frame), bytes.Equal(buf[:min(n, len(frame))], frame[:min(n, len(frame))]))
+	}
+}
+
+// TestShmFallsBackWhenNoSegment makes the segment fail on a Unix socket
+// (as a memfd_create refused for want of memory would): the batch is
+// served over the socket with the mask form the client asked for, bits
+// here, which the segment would have given up, and no legal lists; the
+// reply says why; and the server holds exactly what the same make over
+// TCP, which never tries a segment, holds.
+func TestShmFallsBackWhenNoSegment(t *testing.T) {
+	segmentMaker = func(env.Layout, int) (*segment, error) { return nil, errNoShm("memfd_create: refused by the test") }
+	t.Cleanup(func() { segmentMaker = newSegment })
+	mk := map[string]any{"op": "make", "n": 6, "mask": "bits", "shm": true, "legal": true, "obs": "float32"}
+	srv, path := startUnix(t, Config{})
+	cl := dialNet(t, "unix", path)
+	hello(cl)
+	rep := cl.ok(mk)
+	if rep["shm"] != false || !strings.Contains(fmt.Sprint(rep["shm_error"]), "refused by the test") || rep["mask"] != "bits" || rep["legal"] != false {
+		t.Fatalf("make with shm whose segment failed: shm %v (%v), mask %v, legal %v", rep["shm"], rep["shm_error"], rep["mask"], rep["legal"])
+	}
+	r := env.MustRules(env.Options{Encoding: env.Float32})
+	ref, err := env.NewBatch(r, env.BatchOptions{N: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+	rep = cl.ok(map[string]any{"op": "reset", "seed": 5})
+	ref.Reset(5)
+	compare(t, rep, ref, true)
+	actions := make([]env.Action, 6)
+	for range 20 {
+		ref.SampleLegal(actions)
+		rep = cl.ok(map[string]any{"op": "step", "actions": actionsBin(actions)})
+		if err := ref.Step(actions); err != nil {
+			t.Fatal(err)
+		}
+		compare(t, rep, ref, true)
+	}
+	tcpSrv, addr := start(t, Config{})
+	tcp := dial(t, addr)
+	hello(tcp)
+	tcp.ok(mk)
+	if srv.Memory() != tcpSrv.Memory() {
+		t.Fatalf("the fallen-back batch holds %d bytes; the same make over TCP %d", srv.Memory(), tcpSrv.Memory())
+	}
+}

@@ -302,3 +302,36 @@ func TestEquivalentMoves(t *testing.T) {
 	}
 	t.Logf("%d moves had an equivalent", sets)
 }
+
+// TestColumnOpsRefuseWrongSizes gives the columns network's operations
+// inputs one value too short or too long: each must be refused, not read
+// short or past its shape.
+func TestColumnOpsRefuseWrongSizes(t *testing.T) {
+	m := func(n int) tensor.Tensor {
+		return tensor.New(tensor.WithShape(1, n), tensor.WithBacking(make([]float32, n)))
+	}
+	rep := &repeatOp{rows: 2, n: 3, cols: 4}
+	pair := &pairOp{rows: 1, pair: 2}
+	s := pair.sizes()
+	for _, tc := range []struct {
+		name string
+		do   func(d int) error
+	}{
+		{"repeat", func(d int) error { _, err := rep.Do(m(2*4 + d)); return err }},
+		{"group sum", func(d int) error { _, err := (&groupSumOp{rep}).Do(m(2*3*4 + d)); return err }},
+		{"pairs", func(d int) error { _, err := pair.Do(m(s[0]+d), m(s[1]), m(s[2])); return err }},
+		{"pair gradient", func(d int) error {
+			_, err := (&pairGradOp{pair, 1}).Do(m(s[0]), m(s[1]+d), m(s[2]), m(env.NumActions))
+			return err
+		}},
+	} {
+		if err := tc.do(0); err != nil {
+			t.Fatalf("%s of the right sizes: %v", tc.name, err)
+		}
+		for _, d := range []int{-1, 1} {
+			if err := tc.do(d); err == nil {
+				t.Errorf("%s with an input %+d value off its size: no error", tc.name, d)
+			}
+		}
+	}
+}

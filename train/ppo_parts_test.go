@@ -198,6 +198,43 @@ func TestSampleMaskedLogProb(t *testing.T) {
 	}
 }
 
+// TestSampleMaskedIsInverseCDF replays sampleMasked's generator: each
+// draw must be the legal action at which the softmax's cumulative
+// probability first passes the generator's next uniform number, the
+// exact inverse of the distribution (the frequency test above cannot see
+// a boundary moved by a thousandth).
+func TestSampleMaskedIsInverseCDF(t *testing.T) {
+	logits := make([]float32, 100)
+	mask := make([]uint8, 100)
+	for i := range logits {
+		logits[i], mask[i] = float32(i%7)/4, uint8(i%3%2)
+	}
+	var p []float64
+	var legal []int
+	sum := 0.0
+	for i, m := range mask {
+		if m != 0 {
+			legal = append(legal, i)
+			p = append(p, math.Exp(float64(logits[i])))
+			sum += p[len(p)-1]
+		}
+	}
+	g, h := rng.New(3), rng.New(3)
+	for k := range 20000 {
+		a, _ := sampleMasked(&g, logits, mask)
+		u, want := h.Float64()*sum, legal[len(legal)-1]
+		for j, q := range p {
+			if u -= q; u < 0 {
+				want = legal[j]
+				break
+			}
+		}
+		if a != want {
+			t.Fatalf("draw %d: action %d; the inverse of the distribution at the generator's number is %d", k, a, want)
+		}
+	}
+}
+
 // TestClipRangeIsTheConfigs checks PPO's clip at the learner's clip: with
 // the value and entropy terms off, a minibatch whose every ratio lies
 // beyond 1+clip with a positive advantage (or below 1-clip with a

@@ -2,8 +2,10 @@ package train
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,5 +42,74 @@ func TestMetricsAndCurve(t *testing.T) {
 	}
 	if err := SaveCurve(path, h[:1], "test"); !errors.Is(err, ErrNoEpisodes) {
 		t.Fatalf("a curve without PPO episodes: %v, want ErrNoEpisodes", err)
+	}
+}
+
+// TestMetricsCSVColumnsAreTheirFields writes one line of metrics whose
+// every field holds its own value and reads each column back by its
+// header's name: the CSV must hold under each name the value JSON lines
+// write under it.
+func TestMetricsCSVColumnsAreTheirFields(t *testing.T) {
+	m := Metrics{Iter: 1, Phase: "dagger", EnvSteps: 2, Episodes: 3, MeanReturn: 4, WinRate: 5, MeanRuns: 6, Finished: 7,
+		PolicyLoss: 8, ValueLoss: 9, Entropy: 10, EnvStepsPerS: 11, UpdatesPerS: 12, EnvSeconds: 13, ActSeconds: 14,
+		LearnSeconds: 15, ElapsedSecond: 16, ValGames: 17, ValWinRate: 18, ValRuns: 19, ValSeconds: 20, Round: 21,
+		Labels: 22, Agreement: 23, LabelSeconds: 24}
+	var c, j bytes.Buffer
+	if err := WriteMetrics(&c, []Metrics{m}, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteMetrics(&j, []Metrics{m}, true); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&c).ReadAll()
+	if err != nil || len(rows) != 2 {
+		t.Fatalf("csv: %d rows, %v", len(rows), err)
+	}
+	var want map[string]any
+	if err := json.Unmarshal(j.Bytes(), &want); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows[0]) != len(want) {
+		t.Fatalf("csv has %d columns, JSON lines %d fields", len(rows[0]), len(want))
+	}
+	for i, name := range rows[0] {
+		if got, w := rows[1][i], fmt.Sprint(want[name]); got != w {
+			t.Errorf("csv column %q holds %s; want %s", name, got, w)
+		}
+	}
+}
+
+// TestCurveWindowIsTwentyIterations plots one PPO iteration's episodes
+// followed by iterations without any: the iteration 20 after them
+// averages nothing and draws no point, so the curve with it is the curve
+// without it, pixel for pixel (the axes span the points drawn).
+func TestCurveWindowIsTwentyIterations(t *testing.T) {
+	var h []Metrics
+	for i := range curveWindow + 1 {
+		m := Metrics{Iter: i + 1, Phase: "ppo", EnvSteps: int64(100 * (i + 1))}
+		if i == 0 {
+			m.Finished, m.MeanRuns, m.MeanReturn = 4, 2, 150
+		}
+		h = append(h, m)
+	}
+	dir := t.TempDir()
+	curve := func(h []Metrics) []byte {
+		path := filepath.Join(dir, "c.png")
+		if err := SaveCurve(path, h, "window"); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	if !bytes.Equal(curve(h), curve(h[:curveWindow])) {
+		t.Fatalf("iteration %d, %d after the last episodes, changed the curve: its window is over %d iterations", curveWindow+1, curveWindow, curveWindow)
+	}
+	// The curve does see an iteration within the window.
+	h[curveWindow-1].Finished, h[curveWindow-1].MeanRuns = 4, 3
+	if bytes.Equal(curve(h[:curveWindow]), curve(h[:curveWindow-1])) {
+		t.Fatal("the curve did not change with episodes in its last iteration: the test sees nothing")
 	}
 }

@@ -589,6 +589,35 @@ func TestDaggerTrimAndIdle(t *testing.T) {
 	}
 }
 
+// TestDaggerAgreementIsTheShareOfLabelsPlayed runs a DAgger round (of two,
+// so its games stay in the imitation data) and requires its Agreement to
+// be the share of the network's moves that were the teacher's labels.
+func TestDaggerAgreementIsTheShareOfLabelsPlayed(t *testing.T) {
+	c := tinyConfig()
+	c.DaggerRounds, c.DaggerGames, c.ValEvery, c.CloneSets = 2, 3, 0, false
+	tr, _ := warmStarted(t, c)
+	m, err := tr.dagger(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	games := tr.imitation[len(tr.imitation)-c.DaggerGames:]
+	same, all := 0, 0
+	for _, g := range games {
+		for i, a := range g.Played {
+			if g.Labels[i] == a {
+				same++
+			}
+		}
+		all += len(g.Played)
+	}
+	if all == 0 {
+		t.Fatal("the round played no move: the test sees nothing")
+	}
+	if want := float64(same) / float64(all); m.Agreement != want {
+		t.Fatalf("agreement %v; the network played the label %d times of %d moves (%v)", m.Agreement, same, all, want)
+	}
+}
+
 // trimConfig is tinyConfig with games of up to 1,000 moves, a warm start
 // of games teacher games trimmed and cut after idle moves without
 // progress, one DAgger round of dagger games, and no validation.

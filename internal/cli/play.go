@@ -284,7 +284,9 @@ func readLine(br *bufio.Reader) inputLine {
 	tooLong := false
 	for {
 		part, err := br.ReadSlice('\n')
-		if !tooLong && len(line)+len(part) <= maxLine+1 {
+		// Room for the line and its end ("\r\n" at most): whether the
+		// line itself is too long is decided once its end is cut off.
+		if !tooLong && len(line)+len(part) <= maxLine+2 {
 			line = append(line, part...)
 		} else {
 			tooLong, line = true, nil
@@ -295,7 +297,11 @@ func readLine(br *bufio.Reader) inputLine {
 		if err != nil && !(err == io.EOF && (len(line) > 0 || tooLong)) {
 			return inputLine{err: err}
 		}
-		return inputLine{text: strings.TrimRight(string(line), "\r\n"), tooLong: tooLong}
+		text := strings.TrimRight(string(line), "\r\n")
+		if len(text) > maxLine {
+			return inputLine{tooLong: true}
+		}
+		return inputLine{text: text, tooLong: tooLong}
 	}
 }
 

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -158,6 +159,43 @@ func TestPlaySkipsOverlongLines(t *testing.T) {
 	g, err := record.Load(rec)
 	if err != nil || len(g.Actions) != 2 {
 		t.Fatalf("the record holds %d actions (%v), want both deals", len(g.Actions), err)
+	}
+}
+
+// TestReadLineAtItsLimit: a line of maxLine bytes is a line (its
+// command's own error says what is wrong with it) whatever its end, one
+// byte more is skipped whole; a last line without its newline is held to
+// the same limit.
+func TestReadLineAtItsLimit(t *testing.T) {
+	for _, tc := range []struct {
+		input   string
+		tooLong bool
+	}{
+		{strings.Repeat("x", maxLine) + "\nq\n", false},
+		{strings.Repeat("x", maxLine+1) + "\nq\n", true},
+		{strings.Repeat("x", maxLine), false},
+		{strings.Repeat("x", maxLine) + "\r\nq\n", false},
+		{strings.Repeat("x", maxLine+1) + "\r\nq\n", true},
+		{strings.Repeat("x", maxLine+1), true},
+	} {
+		in := readLine(bufio.NewReader(strings.NewReader(tc.input)))
+		if in.err != nil || in.tooLong != tc.tooLong || !tc.tooLong && len(in.text) != maxLine {
+			t.Errorf("input of %d bytes: %d bytes read, too long %v, %v; want too long %v", len(tc.input), len(in.text), in.tooLong, in.err, tc.tooLong)
+		}
+	}
+}
+
+// TestPlayKeepsTheLastGameWithAMove: a new deal left without a move does
+// not replace the record of the game before it.
+func TestPlayKeepsTheLastGameWithAMove(t *testing.T) {
+	rec := filepath.Join(t.TempDir(), "me.spider")
+	o := playOptions{game: env.Options{Suits: 1}, seed: 3, record: rec}
+	if err := runPlay(context.Background(), o, strings.NewReader("deal\nn\nq\n"), &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	g, err := record.Load(rec)
+	if err != nil || g.Seed != 3 || len(g.Actions) != 1 {
+		t.Fatalf("the record holds deal %d with %d actions (%v); want deal 3 with its one deal", g.Seed, len(g.Actions), err)
 	}
 }
 

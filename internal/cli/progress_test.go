@@ -53,3 +53,22 @@ func TestProgressLines(t *testing.T) {
 		t.Errorf("end left the line open: %q", b.String())
 	}
 }
+
+// TestProgressEndsALineOnce: a second end, with nothing redrawn since
+// the first (a deferred end after an explicit one), adds no empty line.
+func TestProgressEndsALineOnce(t *testing.T) {
+	var b bytes.Buffer
+	p := newProgress(&b)
+	p.tty = true
+	p.write("job 1/2")
+	p.end()
+	p.end()
+	if got := b.String(); strings.Count(got, "\n") != 1 || !strings.HasSuffix(got, "\n") {
+		t.Fatalf("terminal progress %q after two ends; want its line ended once", got)
+	}
+	p.write("job 2/2")
+	p.end()
+	if got := b.String(); strings.Count(got, "\n") != 2 {
+		t.Fatalf("terminal progress %q; want a line redrawn after an end ended again", got)
+	}
+}

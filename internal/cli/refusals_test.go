@@ -286,6 +286,26 @@ func TestByteSize(t *testing.T) {
 	}
 }
 
+// TestCheckMemoryAtTheLimit: what needs exactly the limit fits, a byte
+// more does not, under --max-memory and under the machine's available
+// memory alike.
+func TestCheckMemoryAtTheLimit(t *testing.T) {
+	fakeMemory(t, 32<<30, 16<<30)
+	for _, tc := range []struct {
+		need  int64
+		limit byteSize
+		fits  bool
+	}{
+		{1 << 30, 1 << 30, true}, {1<<30 + 1, 1 << 30, false},
+		{16 << 30, 0, true}, {16<<30 + 1, 0, false},
+	} {
+		err := checkMemory(tc.need, tc.limit, "the test", "lower it")
+		if (err == nil) != tc.fits {
+			t.Errorf("checkMemory(%d, --max-memory %d): %v; want fits %v", tc.need, tc.limit, err, tc.fits)
+		}
+	}
+}
+
 // TestTrainResumeChecksImitationMemory resumes a run between its DAgger
 // rounds on a machine with almost no memory available: the checkpoint's
 // imitation data, which the next round learns from, is refused by name,

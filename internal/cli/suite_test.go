@@ -176,6 +176,11 @@ func TestResultsTable(t *testing.T) {
 	if b, err := json.Marshal(stopped); err != nil || os.WriteFile(filepath.Join(dir, "other-game.json"), b, 0o644) != nil {
 		t.Fatalf("other-game.json: %v", err)
 	}
+	// Markers in the wrong order hold no section: the end before the begin.
+	swapped := filepath.Join(dir, "swapped.md")
+	if err := os.WriteFile(swapped, []byte(before+resultsEnd+"\nkept\n"+resultsBegin+after), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -185,6 +190,7 @@ func TestResultsTable(t *testing.T) {
 		{[]string{filepath.Join(dir, "stopped.json")}, "a stopped evaluation"},
 		{[]string{md}, "not an eval report: want a JSON object"},
 		{[]string{"--update", filepath.Join(dir, "dev-a.json"), filepath.Join(dir, "dev-a.json")}, "no section between"},
+		{[]string{"--update", swapped, filepath.Join(dir, "dev-a.json")}, "no section between"},
 		{[]string{"--update", filepath.Join(dir, "missing.md"), filepath.Join(dir, "dev-a.json")}, "no such file"},
 		{[]string{filepath.Join(dir, "dev-a.json"), filepath.Join(dir, "missing.json")}, "no such file"},
 	} {
@@ -499,6 +505,7 @@ func TestResultsRefusesRowsEvalNeverWrites(t *testing.T) {
 	games := write("games.json", policy+`"games":`, `{}`, 1_000_000)
 	hash := write("hash.json", policy+`"games":`, `{"policy":"first","seed":N,"actions_sha256":"not hex digits!"}`, 3)
 	good := write("good.json", policy+`"games":`, `{"policy":"first","seed":N,"actions_sha256":"0123456789abcdef"}`, 3)
+	short := write("short.json", policy+`"games":`, `{"policy":"first","seed":N,"actions_sha256":"01234567"}`, 3)
 	// A key given twice would add its second array to the first.
 	twice := write("twice.json", policy+`"policies":`, `{"policy":"second","spec":"first"}`, 1)
 	array := filepath.Join(dir, "array.json")
@@ -515,6 +522,7 @@ func TestResultsRefusesRowsEvalNeverWrites(t *testing.T) {
 		{[]string{"--pair", empty, good}, "policies: item 1: a policy without its name or spec"},
 		{[]string{"--pair", good, games}, "games: item 1: a game without its policy"},
 		{[]string{"--pair", hash, good}, `games: item 1: a game whose actions_sha256 is not 16 hex digits ("not hex digits!")`},
+		{[]string{"--pair", short, good}, `games: item 1: a game whose actions_sha256 is not 16 hex digits ("01234567")`},
 		{[]string{twice}, "policies given twice"},
 		{[]string{array}, "not an eval report: want a JSON object"},
 		{[]string{wrong}, `not an eval report: "deals" holds a JSON string`},

@@ -460,3 +460,20 @@ def test_hint_is_a_legal_action_with_a_reason():
             assert venv.action_masks()[i, action] and reason
     finally:
         venv.close()
+
+
+def test_first_reset_draws_from_a_given_generator(server):
+    """An env given its generator before its first reset (np_random set, as
+    a wrapper or a vector env may) deals its first game from it: two envs
+    given equal generators deal the same game, the one of the seed it draws."""
+    envs = [SpiderEnv(address=server) for _ in range(3)]
+    try:
+        for env in envs[:2]:
+            env.np_random = np.random.default_rng(11)
+        (o1, _), (o2, _) = (env.reset() for env in envs[:2])
+        assert np.array_equal(o1, o2)
+        o3, _ = envs[2].reset(seed=int(np.random.default_rng(11).integers(0, 2**63)))
+        assert np.array_equal(o1, o3)
+    finally:
+        for env in envs:
+            env.close()

@@ -178,6 +178,9 @@ def test_seeds_are_checked_before_anything_changes():
         # Game i is dealt seed + i: the last game's would wrap to seed 0's deal.
         with pytest.raises(ValueError, match="over 2\\*\\*64-1"):
             venv.reset(seed=2**64 - 2)
+        # The first seed that wraps: the last game's would be 2**64, seed 0's deal.
+        with pytest.raises(ValueError, match="over 2\\*\\*64-1"):
+            venv.reset(seed=2**64 - 3)
         obs, _ = venv.reset(seed=2**64 - 4)
         assert obs.shape[0] == 4
     finally:

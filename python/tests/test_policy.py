@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import spider_env
-from spider_env.policy import _read_msg, _send_msg
+from spider_env.policy import _read_msg, _send_msg, _to_actions
 
 
 def first_legal(obs: np.ndarray, masks: np.ndarray) -> np.ndarray:
@@ -95,6 +95,18 @@ def test_illegal_answers_fail_those_games_only() -> None:
     assert rep["policies"][0]["failures"] == 0 and rep["policies"][0]["mean_moves"] > 0
     assert {f["seed"] for f in rep["failures"]} == set(range(1, 7))
     assert all(f["reason"].startswith("illegal action") and f["moves"] == 0 for f in rep["failures"])
+
+
+def test_ids_past_the_last_are_sent_as_illegal_and_said(capsys: pytest.CaptureFixture[str]) -> None:
+    """Ids 0 to 1080 go as they are; 1081 (one past the last) and -1 go as
+    1081, which eval counts as that game's illegal action, and stderr names
+    the first of them."""
+    assert np.frombuffer(_to_actions(np.array([0, 1080]), 2), "<u2").tolist() == [0, 1080]
+    assert capsys.readouterr().err == ""
+    sent = _to_actions(np.array([5, 1081, -1]), 3)
+    assert np.frombuffer(sent, "<u2").tolist() == [5, 1081, 1081]
+    err = capsys.readouterr().err
+    assert "action 1081 (row 1 of 3)" in err and "2 such actions" in err
 
 
 def test_errors_in_the_policy_are_reported_per_game() -> None:

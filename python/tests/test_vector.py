@@ -3,6 +3,8 @@ gymnasium's vector conventions, and make_vec."""
 
 from __future__ import annotations
 
+import select
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -488,5 +490,61 @@ def test_recv_action_masks_are_owned():
             venv.step(masked_random(rng, venv.action_masks().view(np.int8)))
         assert not np.array_equal(venv.action_masks(), before)  # the games moved on
         assert np.array_equal(masks, before)
+    finally:
+        venv.close()
+
+
+@pytest.mark.parametrize("shm", [True, False])
+def test_recv_rows_follow_env_ids(server, shm):
+    """recv's rows are the games of send's env_ids, in that order, as a
+    step of every game returns them: also an order whose ends are the
+    lowest and highest game, which spans a run of games out of order."""
+    ids = np.array([0, 2, 1, 3])
+    venv = SpiderVectorEnv(4, address=server, shm=shm)
+    twin = SpiderVectorEnv(4, address=server, shm=shm)
+    try:
+        _, infos = venv.reset(seed=21)
+        twin.reset(seed=21)
+        actions = masked_random(np.random.default_rng(2), infos["action_mask"].view(np.uint8))
+        venv.send(actions[ids], ids)
+        obs, rewards, term, trunc, got = venv.recv()
+        all_obs, all_rewards, all_term, all_trunc, want = twin.step(actions)
+        assert not np.array_equal(all_obs[1], all_obs[2])  # the two games swapped differ
+        assert list(got["env_id"]) == list(ids)
+        assert np.array_equal(obs, all_obs[ids])
+        assert np.array_equal(rewards, all_rewards[ids])
+        assert np.array_equal(term, all_term[ids]) and np.array_equal(trunc, all_trunc[ids])
+        for key in ("action_mask", "score", "moves", "num_legal"):
+            assert np.array_equal(got[key], want[key][ids]), key
+        assert np.array_equal(venv.action_masks(), twin.action_masks())
+    finally:
+        venv.close()
+        twin.close()
+
+
+def test_action_masks_while_a_send_is_in_flight():
+    """With shared memory and copy=True, action_masks between a send and
+    its recv are the masks of the last results returned, not what the
+    server is writing for the step in flight."""
+    venv = SpiderVectorEnv(4)
+    try:
+        assert venv.client.shared and venv.copy
+        _, infos = venv.reset(seed=0)
+        rng = np.random.default_rng(4)
+        venv.send(masked_random(rng, infos["action_mask"]), np.arange(4))
+        venv.recv()
+        venv.send(masked_random(rng, infos["action_mask"][:2]), np.arange(2))
+        *_, infos = venv.recv()
+        before = infos["action_mask"].astype(bool)
+        assert np.array_equal(venv.action_masks()[:2], before)
+        moved = venv.action_masks()
+        venv.send(masked_random(rng, moved.view(np.int8)), np.arange(4))
+        # The reply is readable once the server has played the step and
+        # written its results into the shared memory.
+        sock = venv.client._sock
+        assert sock is not None and select.select([sock], [], [], 30)[0]
+        assert np.array_equal(venv.action_masks(), moved)
+        venv.recv()
+        assert not np.array_equal(venv.action_masks(), moved)  # the games moved on
     finally:
         venv.close()
