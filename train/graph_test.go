@@ -297,3 +297,32 @@ func TestLossMatchesItsDefinition(t *testing.T) {
 		}
 	}
 }
+
+// TestLossIgnoresACommonLogitShift: adding the same constant to every
+// logit of a row changes no probability, so the loss must not change,
+// even when the constant is far beyond what exp can take (a policy head
+// whose logits drifted to ±1000). A softmax that does not subtract the
+// row's maximum before exponentiating overflows to Inf or underflows to
+// 0 there and returns NaN.
+func TestLossIgnoresACommonLogitShift(t *testing.T) {
+	for _, kind := range []Loss{PPOLoss, CloneLoss} {
+		c := newGradCase(t, kind)
+		base := c.loss(t)
+		policy, entropy := c.gr.head.policy, c.gr.head.entropy
+		bias := c.wData[2*len(c.spec.Hidden)+1] // the policy head's biases
+		for _, shift := range []float64{1000, -1000} {
+			for j := range bias {
+				bias[j] += shift
+			}
+			got := c.loss(t)
+			for j := range bias {
+				bias[j] -= shift
+			}
+			close := func(a, b float64) bool { return math.Abs(a-b) <= 1e-6*(1+math.Abs(b)) }
+			if !close(got, base) || !close(c.gr.head.policy, policy) || !close(c.gr.head.entropy, entropy) {
+				t.Fatalf("loss %d, every logit %+g: loss %v, policy %v, entropy %v; want %v, %v, %v unshifted",
+					kind, shift, got, c.gr.head.policy, c.gr.head.entropy, base, policy, entropy)
+			}
+		}
+	}
+}

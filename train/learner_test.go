@@ -184,3 +184,43 @@ func TestShardedUpdateMatchesOneGraph(t *testing.T) {
 		}
 	}
 }
+
+// TestLearnerMasksIllegalActions: the learner's loss sees only the legal
+// actions of each row. With a policy head of zeros (every logit equal)
+// the policy is uniform over a row's legal actions, so the mean entropy
+// an update reports is the mean of log(legal actions), not log(A): a mask
+// row left at 0 for the illegal actions would spread the policy over all
+// of them, and the learner would push probability to moves the game
+// refuses.
+func TestLearnerMasksIllegalActions(t *testing.T) {
+	const acts, rows = 6, 4
+	spec := nn.Spec{ObsLen: 3, NumActions: acts, Hidden: []int{5}}
+	net, err := nn.New(spec, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clear(net.W[1]) // the policy head
+	clear(net.B[1])
+	l, err := newLearner(net, newAdam(net.Params(), 1e-3, 1), rows, CloneLoss, coefs{Value: 0.5}, 0.2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.close()
+	legal := [rows][]int{{0}, {1, 4}, {2, 3, 5}, {0, 1, 2, 3, 4, 5}}
+	want := 0.0
+	for r, ls := range legal {
+		mask := make([]uint8, acts)
+		for _, a := range ls {
+			mask[a] = 1
+		}
+		l.setRow(r, []float32{1, float32(r), -1}, mask, ls[0])
+		want += math.Log(float64(len(ls))) / rows
+	}
+	ls, err := l.update()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(ls.Entropy-want) > 1e-5 {
+		t.Fatalf("mean entropy %v over rows of 1, 2, 3 and 6 legal actions of 6; want %v (uniform over the legal ones)", ls.Entropy, want)
+	}
+}

@@ -385,3 +385,61 @@ func TestRolloutCountsOnlyWinsAsWins(t *testing.T) {
 		t.Fatalf("%d games finished, win rate %v; want at least %d lost, none won", m.Finished, m.WinRate, c.Games)
 	}
 }
+
+// TestEpochsShuffleIsUniform: every order of the rows can come out of a
+// pass, about equally often. A shuffle that draws the swap from the rows
+// below i only (j < i, Sattolo's algorithm) still visits every row once a
+// pass, but only in cyclic orders: from one pass to the next the
+// permutation's parity never changes, so half the orders of three rows
+// never appear and the minibatches keep a pattern.
+func TestEpochsShuffleIsUniform(t *testing.T) {
+	tr := ppoOnly(t)
+	spec := nn.Spec{ObsLen: 2, NumActions: 2, Hidden: []int{2}}
+	net, _ := nn.New(spec, 1)
+	l, err := newLearner(net, newAdam(net.Params(), 1e-3, 1), 1, PPOLoss, coefs{}, 0.2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.close()
+	const passes = 600
+	var order []int
+	_, _, err = tr.epochs(context.Background(), l, 3, 1, passes, passOptions{}, func(r, idx int) {
+		order = append(order, idx)
+		l.setRow(r, []float32{0, 1}, []uint8{1, 1}, 0)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[[3]int]int{}
+	for p := range passes {
+		counts[[3]int(order[3*p:3*p+3])]++
+	}
+	if len(counts) != 6 {
+		t.Fatalf("%d passes over 3 rows gave %d different orders, want all 6: %v", passes, len(counts), counts)
+	}
+	for o, n := range counts {
+		if n < passes/6/2 {
+			t.Fatalf("order %v came %d times in %d passes, want about %d: %v", o, n, passes, passes/6, counts)
+		}
+	}
+}
+
+// TestAdamClipsTheGradientNorm: a gradient whose norm (over every array
+// together) is above MaxNorm is scaled down to it before Adam sees it, one
+// below is not. Adam's first step is the learning rate whatever the scale,
+// so the clip shows in the second: two steps of the same clipped gradient
+// move each weight by exactly twice the rate, while the raw gradient, 100
+// times the second, would leave the second step at about 0.68 of it.
+func TestAdamClipsTheGradientNorm(t *testing.T) {
+	const lr = 0.01
+	p := [][]float32{{1}, {1}}
+	a := newAdam(p, lr, 1)
+	for _, g := range [][][]float32{{{60}, {80}}, {{0.6}, {0.8}}} {
+		a.step(p, g, gradNorm(g))
+	}
+	for i := range p {
+		if want := float32(1 - 2*lr); math.Abs(float64(p[i][0]-want)) > 1e-5 {
+			t.Fatalf("weight %d: %v after a gradient of norm 100 clipped to 1 and one of norm 1, want %v", i, p[i][0], want)
+		}
+	}
+}

@@ -293,3 +293,51 @@ func refuser(t *testing.T, dir string, n *Net) func(name string, mod func(c *che
 		}
 	}
 }
+
+// TestBestBreaksTiesToTheLowestID: of legal actions with equal logits,
+// Best takes the lowest id, as its documentation says, so that a greedy
+// network's play (validation, eval) does not depend on how ties are
+// scanned.
+func TestBestBreaksTiesToTheLowestID(t *testing.T) {
+	logits := []float32{9, 3, 7, 3, 7, 1}
+	for _, c := range []struct {
+		mask []uint8
+		want env.Action
+	}{
+		{[]uint8{0, 1, 1, 1, 1, 1}, 2},
+		{[]uint8{0, 1, 0, 1, 0, 1}, 1},
+		{[]uint8{1, 1, 1, 1, 1, 1}, 0},
+	} {
+		if a, ok := Best(logits, c.mask); !ok || a != c.want {
+			t.Fatalf("Best(%v, mask %v) = %v, %v; want %v, the lowest id of the highest logit", logits, c.mask, a, ok, c.want)
+		}
+	}
+}
+
+// TestNewStartsNearUniform: New draws the policy head's weights small, so
+// that a fresh network's policy is close to uniform over the legal
+// actions (PPO's first rollouts explore, and the entropy bonus does not
+// start from a skewed policy). Its logits over a real observation must
+// all be near 0, for an MLP and a columns network alike.
+func TestNewStartsNearUniform(t *testing.T) {
+	r := env.MustRules(env.Options{Suits: 2})
+	s := env.NewGame(r, 7)
+	for i, spec := range []Spec{SpecFor(r, []int{64}), ColumnSpecFor(r, 16, 32, 8)} {
+		arch := []string{MLP, Columns}[i]
+		n, err := New(spec, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rr, _ := spec.Rules()
+		g, _ := s.Reframe(rr)
+		x := make([]float32, spec.ObsLen)
+		g.ObserveFloat32(x)
+		logits, values := make([]float32, spec.NumActions), make([]float32, 1)
+		n.Forward(logits, values, x, 1, n.NewScratch(1))
+		for a, z := range logits {
+			if math.Abs(float64(z)) > 0.02 {
+				t.Fatalf("%s network: a fresh logit %d is %v; want all within 0.02 of 0 (a near-uniform policy)", arch, a, z)
+			}
+		}
+	}
+}
