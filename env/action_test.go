@@ -61,6 +61,10 @@ func TestActionNotationRoundTrip(t *testing.T) {
 		"DEAL":         env.Deal,
 		"d":            env.Deal,
 		"1>2X1":        env.MoveAction(0, 1, 1),
+		// Spaces around the whole are ignored for the deal too, as a
+		// line read from a terminal or a file carries them.
+		" deal\n": env.Deal,
+		"\tD ":    env.Deal,
 	} {
 		if got, err := env.ParseAction(in); err != nil || got != want {
 			t.Errorf("ParseAction(%q) = %v, %v; want %v", in, got, err, want)

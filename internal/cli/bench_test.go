@@ -93,6 +93,12 @@ func TestBenchRefusesBadFlags(t *testing.T) {
 		func(o *benchOptions) { o.n = 0 },
 		func(o *benchOptions) { o.out.json, o.out.csv = true, true },
 		func(o *benchOptions) { o.game.Suits = 5 },
+		// Each bound of the counts: a negative warm-up or worker count
+		// would otherwise run as 0, not as the user asked.
+		func(o *benchOptions) { o.warmup = -1 },
+		func(o *benchOptions) { o.workers = -1 },
+		func(o *benchOptions) { o.steps = 0 },
+		func(o *benchOptions) { o.n = env.MaxBatch + 1 },
 	} {
 		o := smallBench()
 		mut(&o)
@@ -119,5 +125,25 @@ func TestBenchWarmupStops(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the bench went on warming up after its context ended")
+	}
+}
+
+// TestBenchCapsWorkersAtGames: more workers than games cannot step more
+// games at once, so bench measures one run with as many workers as games
+// and reports that count, not a second run whose workers sit idle under
+// the --workers asked for.
+func TestBenchCapsWorkersAtGames(t *testing.T) {
+	o := smallBench()
+	o.n, o.workers, o.steps, o.out.json = 1, 3, 5, true
+	var out bytes.Buffer
+	if err := runBench(context.Background(), o, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var res []benchResult
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if len(res) != 1 || res[0].Workers != 1 || res[0].SpeedUp != 1 {
+		t.Fatalf("--n 1 --workers 3: want one run with 1 worker, got %+v", res)
 	}
 }

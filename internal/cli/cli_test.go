@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/pflag"
+
 	"github.com/spiderenv/spider/agents/nn"
 	"github.com/spiderenv/spider/env"
 )
@@ -234,5 +236,48 @@ func TestEvalTextNamesTheGame(t *testing.T) {
 	code, out, errs = runMain("eval", "--seeds", "1", "--policies", "first", "--workers", "1")
 	if code != 0 || !strings.Contains(out, "1 deals (seeds 1), step limit 1000, 1 worker(s)\n") {
 		t.Fatalf("exit %d: %s%s", code, out, errs)
+	}
+}
+
+// TestDemoPolicySeedChoosesTheMoves: --policy-seed, not the deal's seed,
+// draws the random moves: two policy seeds on one deal play other games,
+// the same two seeds the same one.
+func TestDemoPolicySeedChoosesTheMoves(t *testing.T) {
+	moves := func(policy uint64) string {
+		var out bytes.Buffer
+		o := demoOptions{game: env.Options{Suits: 1, MaxSteps: 30}, seed: 5, policy: policy, show: 30}
+		if err := runDemo(context.Background(), o, &out); err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for _, line := range strings.Split(out.String(), "\n") {
+			if strings.HasPrefix(line, "> ") {
+				b.WriteString(line + "\n")
+			}
+		}
+		return b.String()
+	}
+	a, b := moves(1), moves(2)
+	if a == b {
+		t.Fatalf("--policy-seed 1 and 2 on deal 5 played the same moves:\n%s", a)
+	}
+	if again := moves(1); again != a {
+		t.Fatalf("--policy-seed 1 played other moves the second time:\n%s\nthen\n%s", a, again)
+	}
+}
+
+// TestGameFlagHelpNamesOnlyRealDefaults: a numeric game flag's help names
+// the game's default for 0 only where that default is not 0 itself:
+// --time-per-action-ms says what 0 means once, not "(0: the game's
+// default, 0)" after it.
+func TestGameFlagHelpNamesOnlyRealDefaults(t *testing.T) {
+	fs := pflag.NewFlagSet("demo", pflag.ContinueOnError)
+	o := env.DefaultOptions()
+	registerGameFlags(fs, &o)
+	if u := fs.Lookup("suits").Usage; !strings.HasSuffix(u, "(0: the game's default, 1)") {
+		t.Errorf("--suits help %q: want it to end naming the default, 1", u)
+	}
+	if u := fs.Lookup("time-per-action-ms").Usage; strings.Contains(u, "the game's default") {
+		t.Errorf("--time-per-action-ms help %q: want no \"the game's default\" for a default of 0", u)
 	}
 }

@@ -404,3 +404,26 @@ func TestEvalExitsWithStdin(t *testing.T) {
 		t.Fatalf("without the flag: exit %d, stderr %q", code, stderr.String())
 	}
 }
+
+// TestWriteFailuresListsTwentyAPolicy: the text lists the first
+// failuresShown failed games of each policy, one line each, and says how
+// many more the JSON holds, so that a policy whose every game failed does
+// not bury the table under thousands of lines, yet no listed game is lost
+// from the count.
+func TestWriteFailuresListsTwentyAPolicy(t *testing.T) {
+	rep := evalReport{Policies: []policySummary{{Policy: "a"}, {Policy: "b"}}}
+	for seed := uint64(1); seed <= failuresShown+1; seed++ {
+		rep.Failures = append(rep.Failures, gameFailure{Policy: "a", Seed: seed, Moves: 3, Reason: "late"})
+	}
+	rep.Failures = append(rep.Failures, gameFailure{Policy: "b", Seed: 7, Moves: 2, Reason: "illegal"})
+	var out bytes.Buffer
+	writeFailures(&out, rep)
+	text := out.String()
+	listed := strings.Count(text, "  a, seed ")
+	if listed != failuresShown || !strings.Contains(text, "  a, seed 20, after 3 moves: late\n") || strings.Contains(text, "a, seed 21,") {
+		t.Fatalf("listed %d of a's failures, want seeds 1 to %d:\n%s", listed, failuresShown, text)
+	}
+	if !strings.Contains(text, "  a: 1 more (--json lists every one)\n") || !strings.Contains(text, "  b, seed 7, after 2 moves: illegal\n") || strings.Contains(text, "b: ") {
+		t.Fatalf("want a's 1 more counted and b's one failure listed:\n%s", text)
+	}
+}

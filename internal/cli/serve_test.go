@@ -164,7 +164,7 @@ func TestServeUnixSocketReplacesStaleFile(t *testing.T) {
 	// A second server on the same live path is refused.
 	o2 := serveOpts()
 	o2.unix = path
-	if err := runServe(context.Background(), o2, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "another server") {
+	if err := runServe(refusing(t), o2, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "another server") {
 		t.Fatalf("second server on a live socket: %v", err)
 	}
 	cancel()
@@ -190,25 +190,25 @@ func TestServeRefusesBadLimits(t *testing.T) {
 	} {
 		o := serveOpts()
 		spoil(&o.cfg)
-		err := runServe(context.Background(), o, io.Discard, io.Discard)
+		err := runServe(refusing(t), o, io.Discard, io.Discard)
 		if _, ok := err.(usageError); !ok || !strings.HasPrefix(err.Error(), "--"+name+" ") {
 			t.Errorf("a bad --%s: %v; want a usage error naming it", name, err)
 		}
 	}
 	o := serveOpts()
 	o.cfg.MaxBytes = server.MaxBatchBytes + 1
-	err := runServe(context.Background(), o, io.Discard, io.Discard)
+	err := runServe(refusing(t), o, io.Discard, io.Discard)
 	if _, ok := err.(usageError); !ok || !strings.Contains(err.Error(), "a step reply must fit one frame") {
 		t.Errorf("--max-batch-bytes over %d: %v", server.MaxBatchBytes, err)
 	}
 	o = serveOpts()
 	o.maxMemory, o.memorySet = 1<<20, true
-	if err := runServe(context.Background(), o, io.Discard, io.Discard); !isUsage(err) || !strings.Contains(err.Error(), "--max-memory 1MiB is under 16MiB") {
+	if err := runServe(refusing(t), o, io.Discard, io.Discard); !isUsage(err) || !strings.Contains(err.Error(), "--max-memory 1MiB is under 16MiB") {
 		t.Errorf("--max-memory 1MiB: %v", err)
 	}
 	if _, total, ok := machineMemory(); ok {
 		o.maxMemory = byteSize(total + 1<<30)
-		if err := runServe(context.Background(), o, io.Discard, io.Discard); !isUsage(err) || !strings.Contains(err.Error(), "is more than this machine's") {
+		if err := runServe(refusing(t), o, io.Discard, io.Discard); !isUsage(err) || !strings.Contains(err.Error(), "is more than this machine's") {
 			t.Errorf("--max-memory over the machine's: %v", err)
 		}
 	}
@@ -226,9 +226,19 @@ func TestServeRefusesNonLoopback(t *testing.T) {
 	for _, addr := range []string{"0.0.0.0:7878", ":7878", "[::]:7878", "192.0.2.1:7878", "[2001:db8::1]:7878"} {
 		o := serveOpts()
 		o.addr = addr
-		err := runServe(context.Background(), o, io.Discard, io.Discard)
+		err := runServe(refusing(t), o, io.Discard, io.Discard)
 		if !isUsage(err) || !strings.Contains(err.Error(), "--insecure-listen-all") {
 			t.Errorf("--addr %s: %v; want a usage error naming --insecure-listen-all", addr, err)
+		}
+		// Refused by the check before listening, not only once bound
+		// (checkListening), when the port would already be open; an
+		// address of every interface is named as such.
+		what := "an address other hosts can reach"
+		if !strings.Contains(addr, "192.0.2.1") && !strings.Contains(addr, "2001:db8") {
+			what = "every interface"
+		}
+		if err := checkLoopback(addr, false); !isUsage(err) || !strings.Contains(err.Error(), "listens on "+what) {
+			t.Errorf("checkLoopback(%s) before listening: %v; want a usage error saying it listens on %s", addr, err, what)
 		}
 		if err := checkLoopback(addr, true); err != nil {
 			t.Errorf("--addr %s --insecure-listen-all: %v", addr, err)
@@ -340,13 +350,13 @@ func TestServeUnixKeepsAFileThatIsNotASocket(t *testing.T) {
 	}
 	o := serveOpts()
 	o.unix = path
-	wantUsage(t, "serve on a regular file", runServe(context.Background(), o, io.Discard, io.Discard), "not a socket")
+	wantUsage(t, "serve on a regular file", runServe(refusing(t), o, io.Discard, io.Discard), "not a socket")
 	if b, err := os.ReadFile(path); err != nil || string(b) != "mine" {
 		t.Fatalf("the file is now %q, %v", b, err)
 	}
 	// A folder that is not there is a path that cannot be used too.
 	o.unix = filepath.Join(t.TempDir(), "no-such-folder", "s.sock")
-	wantUsage(t, "serve in a missing folder", runServe(context.Background(), o, io.Discard, io.Discard), "no such file or directory")
+	wantUsage(t, "serve in a missing folder", runServe(refusing(t), o, io.Discard, io.Discard), "no such file or directory")
 }
 
 // TestServeUnixWithAddr refuses --unix with --addr, which it used to
@@ -420,7 +430,27 @@ func TestServeHintNetworkCountsAgainstMaxMemory(t *testing.T) {
 	}
 	o := serveOpts()
 	o.hint, o.maxMemory, o.memorySet = "nn:"+path, byteSize(enough-1), true
-	if err := runServe(context.Background(), o, io.Discard, io.Discard); !isUsage(err) || !strings.Contains(err.Error(), "for its connections") {
+	if err := runServe(refusing(t), o, io.Discard, io.Discard); !isUsage(err) || !strings.Contains(err.Error(), "for its connections") {
 		t.Fatalf("serve with the network over --max-memory: %v", err)
 	}
+}
+
+// TestCheckMoveMsBounds: --move-ms takes 0 (no limit) to maxMoveMs, both
+// ends included, as its error message says.
+func TestCheckMoveMsBounds(t *testing.T) {
+	for ms, ok := range map[int]bool{-1: false, 0: true, 1: true, maxMoveMs: true, maxMoveMs + 1: false} {
+		if err := checkMoveMs(ms); (err == nil) != ok {
+			t.Errorf("checkMoveMs(%d) = %v; want accepted %v", ms, err, ok)
+		}
+	}
+}
+
+// refusing returns the context for a serve that must be refused before it
+// serves: if a bug lets it serve instead, it stops within seconds and the
+// test fails on its error, rather than at the test binary's timeout with
+// a dump of every goroutine.
+func refusing(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
 }

@@ -157,7 +157,7 @@ func TestEvalNetworkPolicy(t *testing.T) {
 func TestHintRefusesOracle(t *testing.T) {
 	o := serveOpts()
 	o.hint = "oracle"
-	if err := runServe(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "hidden cards") {
+	if err := runServe(refusing(t), o, &bytes.Buffer{}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "hidden cards") {
 		t.Fatalf("serve --hint oracle: %v", err)
 	}
 	p := playOptions{game: env.Options{Suits: 1, MaxSteps: -1}, hint: "oracle"}
@@ -499,5 +499,61 @@ func TestTrainStoppedBeforeAnythingLeavesNoFolder(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); err != nil {
 		t.Fatalf("the stopped run removed a folder it did not make: %v", err)
+	}
+}
+
+// TestTrainRefusesAnotherRunsFiles: a new run (no --resume) in a folder
+// holding any of another run's checkpoints is refused before it trains,
+// each file named, so that none of them passes for this run's (a warm
+// start left from the old run would read as this one's starting point).
+func TestTrainRefusesAnotherRunsFiles(t *testing.T) {
+	for _, name := range []string{"checkpoint.spider", "best.spider", "warmstart.spider"} {
+		dir := t.TempDir()
+		old := filepath.Join(dir, name)
+		if err := os.WriteFile(old, []byte("another run's"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		err := runTrain(context.Background(), tinyTrain(dir, 1), &bytes.Buffer{}, &bytes.Buffer{})
+		if _, ok := err.(usageError); !ok || !strings.Contains(err.Error(), old+" exists: pass --resume") {
+			t.Fatalf("a new run beside %s: %v; want a usage error saying it exists", name, err)
+		}
+		if names, _ := os.ReadDir(dir); len(names) != 1 {
+			t.Fatalf("a refused run left %d files in --out, want only %s", len(names), name)
+		}
+	}
+}
+
+// TestTrainRefusesFromWithoutExport: --from names the checkpoint --export
+// reads; given to a training run it would be ignored, so the run is
+// refused before it trains or writes anything.
+func TestTrainRefusesFromWithoutExport(t *testing.T) {
+	dir := t.TempDir()
+	o := tinyTrain(filepath.Join(dir, "run"), 1)
+	o.from = filepath.Join(dir, "best.spider")
+	err := runTrain(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{})
+	if _, ok := err.(usageError); !ok || err.Error() != "--from goes with --export" {
+		t.Fatalf("--from without --export: %v; want the usage error \"--from goes with --export\"", err)
+	}
+	if _, err := os.Stat(o.out); !os.IsNotExist(err) {
+		t.Fatalf("the refused run made --out: %v", err)
+	}
+}
+
+// TestResumeDiffFillsGameDefaults: a game flag given as 0 with --resume
+// means the game's default, as it does everywhere, so it agrees with a
+// checkpoint that holds that default filled in; a flag given as another
+// value still disagrees.
+func TestResumeDiffFillsGameDefaults(t *testing.T) {
+	want := train.DefaultConfig()
+	want.Game = env.Options{Suits: 0, MaxSteps: 0}
+	got := want
+	got.Game = want.Game.Filled()
+	o := trainOptions{set: map[string]bool{"suits": true, "max-steps": true}}
+	if d := resumeDiff(o, want, got); d != "" {
+		t.Fatalf("--suits 0 --max-steps 0 against a checkpoint of the defaults (%+v): %q, want no difference", got.Game, d)
+	}
+	want.Game.Suits = 2
+	if d := resumeDiff(o, want, got); d != "--suits is 2, the checkpoint's 1" {
+		t.Fatalf("--suits 2 against a checkpoint of 1 suit: %q", d)
 	}
 }

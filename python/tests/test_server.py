@@ -396,3 +396,65 @@ def test_a_stalled_server_times_out(spider_bin):
         env.close()
         srv.close()
     assert SpiderEnv.__init__.__kwdefaults__["timeout"] == 60.0  # a bound by default
+
+
+def test_workers_become_the_servers_default():
+    """SpiderServer(workers=5) starts the server with --workers 5: a batch
+    made without its own count steps on 5 workers (at most one a game),
+    not on the server's GOMAXPROCS default."""
+    with SpiderServer(workers=5) as srv, Client(srv.address) as c:
+        assert c.make(n=16)["workers"] == 5
+        assert c.make(n=3)["workers"] == 3
+        assert c.make(n=16, workers=2)["workers"] == 2
+
+
+def test_server_that_never_listens_is_stopped(tmp_path):
+    """A server that starts but does not listen within startup_timeout is
+    stopped before the error is raised: not left running for as long as
+    something holds the error (a notebook keeps the last one, and its
+    traceback keeps the half-made SpiderServer)."""
+    pidfile = tmp_path / "pid"
+    mute = tmp_path / "deaf-spider"
+    mute.write_text(f"#!/bin/sh\necho $$ > {pidfile}\nexec sleep 60\n")
+    mute.chmod(0o755)
+    with pytest.raises(SpiderError) as e:
+        SpiderServer(str(mute), startup_timeout=1.0)
+    assert e.value.code == "unavailable" and "did not accept connections within 1 s" in str(e.value)
+    pid = int(pidfile.read_text())
+    assert _gone(pid), f"the server that never listened (pid {pid}) still runs while its error is held"
+
+
+def test_stale_sockets_of_other_users_are_kept(tmp_path, monkeypatch):
+    """The sweep removes this user's stale server sockets only: a stale
+    socket another user owns (here: this user's, with getuid made to say
+    another) is theirs to remove, even where this user could."""
+    import socket
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    name = f"spider-{dead.pid}-{_server._host_tag()}-{'ab' * 6}.sock"
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(str(tmp_path / name))
+    s.close()  # the file stays, and nobody listens: a killed server's
+    uid = os.getuid()
+    monkeypatch.setattr(os, "getuid", lambda: uid + 1)
+    _server._remove_stale_server_sockets(str(tmp_path))
+    assert os.listdir(tmp_path) == [name]
+    monkeypatch.setattr(os, "getuid", lambda: uid)
+    _server._remove_stale_server_sockets(str(tmp_path))
+    assert os.listdir(tmp_path) == []
+
+
+def test_long_temporary_folder_puts_the_socket_in_tmp(tmp_path, monkeypatch):
+    """A temporary folder too deep for a Unix socket's path (at most 103
+    or 107 bytes) does not stop the server: its socket goes to /tmp."""
+    import tempfile
+
+    deep = tmp_path / ("d" * max(1, 120 - len(str(tmp_path).encode())))  # 120 bytes, with the socket's name 160
+    deep.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(deep))
+    assert len(str(deep).encode()) >= 120
+    with SpiderServer(transport="unix") as srv, Client(srv.address) as c:
+        assert srv.socket_path is not None and os.path.dirname(srv.socket_path) == "/tmp"
+        c.make(n=1)
+    assert not os.path.exists(srv.socket_path)

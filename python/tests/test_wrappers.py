@@ -90,3 +90,75 @@ def test_env_creator_defaults_and_keys(server):
     venv.close()
     assert not shared.running and shared.socket_path and not os.path.exists(shared.socket_path)
     assert spider_env.rllib._shared is None
+
+
+class _MaskMethodEnv(gym.Env[np.ndarray, int]):
+    """A Discrete(3) env whose infos carry no action_mask: its legal actions
+    (0 and 2 after a reset, then 1 only) come from action_masks(), as a
+    non-spider env that sb3-contrib's MaskablePPO reads says them."""
+
+    observation_space = gym.spaces.Box(0, 9, (2,), np.uint8)
+    action_space = gym.spaces.Discrete(3)
+
+    def __init__(self) -> None:
+        self._masks = np.array([True, False, True])
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self._masks = np.array([True, False, True])
+        return np.zeros(2, np.uint8), {}
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        self._masks = np.array([False, True, False])
+        return np.ones(2, np.uint8), 0.0, False, False, {}
+
+    def action_masks(self) -> np.ndarray:
+        return self._masks
+
+
+def test_mask_in_observation_falls_back_to_action_masks():
+    """An env whose infos have no action_mask gives its mask through
+    action_masks(), as the wrapper's docstring says, after each reset and
+    each step: not a mask of NaN or an error."""
+    env = MaskInObservation(_MaskMethodEnv(), float32=True)
+    obs, _ = env.reset(seed=0)
+    np.testing.assert_array_equal(obs["action_mask"], np.array([1.0, 0.0, 1.0], np.float32))
+    assert obs["action_mask"].dtype == np.float32 and obs["observations"].dtype == np.float32
+    obs, *_ = env.step(0)
+    np.testing.assert_array_equal(obs["action_mask"], np.array([0.0, 1.0, 0.0], np.float32))
+    assert env.observation_space.contains(obs)
+
+
+class _MaskMethodVectorEnv(gym.vector.VectorEnv):
+    """Two games of Discrete(3) whose infos carry no action_mask: the masks
+    come from action_masks(), one row a game."""
+
+    def __init__(self) -> None:
+        self.num_envs = 2
+        self.single_observation_space = gym.spaces.Box(0, 9, (2,), np.uint8)
+        self.single_action_space = gym.spaces.Discrete(3)
+        self.observation_space = gym.vector.utils.batch_space(self.single_observation_space, 2)
+        self.action_space = gym.vector.utils.batch_space(self.single_action_space, 2)
+
+    def reset(
+        self, *, seed: int | list[int | None] | None = None, options: dict | None = None
+    ) -> tuple[np.ndarray, dict]:
+        return np.zeros((2, 2), np.uint8), {}
+
+    def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
+        return np.ones((2, 2), np.uint8), np.zeros(2), np.zeros(2, bool), np.zeros(2, bool), {}
+
+    def action_masks(self) -> np.ndarray:
+        return np.array([[True, False, True], [False, True, False]])
+
+
+def test_vector_mask_in_observation_falls_back_to_action_masks():
+    """The vector wrapper too reads the masks from action_masks() when the
+    infos have none, one row a game."""
+    envs = VectorMaskInObservation(_MaskMethodVectorEnv())
+    want = np.array([[1.0, 0.0, 1.0], [0.0, 1.0, 0.0]], np.float32)
+    obs, _ = envs.reset(seed=0)
+    np.testing.assert_array_equal(obs["action_mask"], want)
+    assert obs["action_mask"].dtype == np.float32 and envs.observation_space.contains(obs)
+    obs, *_ = envs.step(np.zeros(2, np.int64))
+    np.testing.assert_array_equal(obs["action_mask"], want)
