@@ -138,3 +138,14 @@ func wantPanic(t *testing.T, want string, f func()) {
 		t.Errorf("panic %q; want one saying %q", got, want)
 	}
 }
+
+// TestActionStringPastTheLastID: an id past Deal (a buggy policy's, or a
+// corrupt record's) prints as its number, never as a move it is not or a
+// panic, so error messages can name it.
+func TestActionStringPastTheLastID(t *testing.T) {
+	for _, a := range []env.Action{env.Deal + 1, env.Deal + 2, 65535} {
+		if got, want := a.String(), fmt.Sprintf("Action(%d)", uint16(a)); got != want {
+			t.Errorf("Action %d prints as %q, want %q", uint16(a), got, want)
+		}
+	}
+}

@@ -280,4 +280,10 @@ func TestGameFlagHelpNamesOnlyRealDefaults(t *testing.T) {
 	if u := fs.Lookup("time-per-action-ms").Usage; strings.Contains(u, "the game's default") {
 		t.Errorf("--time-per-action-ms help %q: want no \"the game's default\" for a default of 0", u)
 	}
+	// The help names each flag's kind of value: a number, a fraction or a word.
+	for name, kind := range map[string]string{"suits": "int", "shaping-gamma": "float", "rules": "string"} {
+		if got := fs.Lookup(name).Value.Type(); got != kind {
+			t.Errorf("--%s takes a %s; want %s", name, got, kind)
+		}
+	}
 }

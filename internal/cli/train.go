@@ -114,16 +114,7 @@ func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 		case o.export != "" && (fs.Changed("iterations") || fs.Changed("steps") || fs.Changed("time")):
 			return usageError{errors.New("--export writes a trained network and trains nothing: give no --iterations, --steps or --time")}
 		}
-		switch o.cfg.Arch {
-		case nn.MLP:
-			o.cfg.Arch = "" // as runs before the flag recorded it
-		case nn.Columns:
-			if !fs.Changed("hidden") {
-				o.hidden = []int{256}
-			}
-			o.cfg.Column = cmp.Or(o.cfg.Column, 128)
-			o.cfg.Pair = cmp.Or(o.cfg.Pair, 32)
-		}
+		archDefaults(&o, fs.Changed("hidden"))
 		return runTrain(ctx, o, stdout, stderr)
 	}
 }
@@ -610,4 +601,22 @@ func resumeDiff(o trainOptions, want, got train.Config) string {
 		}
 	}
 	return strings.Join(d, "; ")
+}
+
+// archDefaults fills in the sizes of the network --arch names that its
+// flags left unset (docs/training.md's table): the columns network's
+// mixing width (when --hidden was not given), column and pair widths. The
+// MLP's are the config's own, and its name is left empty, as runs before
+// the flag recorded it.
+func archDefaults(o *trainOptions, hiddenSet bool) {
+	switch o.cfg.Arch {
+	case nn.MLP:
+		o.cfg.Arch = ""
+	case nn.Columns:
+		if !hiddenSet {
+			o.hidden = []int{256}
+		}
+		o.cfg.Column = cmp.Or(o.cfg.Column, 128)
+		o.cfg.Pair = cmp.Or(o.cfg.Pair, 32)
+	}
 }

@@ -557,3 +557,28 @@ func TestResumeDiffFillsGameDefaults(t *testing.T) {
 		t.Fatalf("--suits 2 against a checkpoint of 1 suit: %q", d)
 	}
 }
+
+// TestArchDefaultsAreTheDocumented: --arch columns without its size flags
+// gets the widths docs/training.md's table gives (mixing 256, column 128,
+// pair 32), and keeps any the flags set; --arch mlp keeps its hidden
+// layers and records no name.
+func TestArchDefaultsAreTheDocumented(t *testing.T) {
+	o := trainOptions{hidden: []int{256, 256}}
+	o.cfg.Arch = nn.Columns
+	archDefaults(&o, false)
+	if !slices.Equal(o.hidden, []int{256}) || o.cfg.Column != 128 || o.cfg.Pair != 32 {
+		t.Fatalf("columns defaults: hidden %v, column %d, pair %d; want [256], 128, 32", o.hidden, o.cfg.Column, o.cfg.Pair)
+	}
+	o = trainOptions{hidden: []int{8}}
+	o.cfg.Arch, o.cfg.Column, o.cfg.Pair = nn.Columns, 6, 3
+	archDefaults(&o, true)
+	if !slices.Equal(o.hidden, []int{8}) || o.cfg.Column != 6 || o.cfg.Pair != 3 {
+		t.Fatalf("columns with its sizes given: hidden %v, column %d, pair %d; want [8], 6, 3", o.hidden, o.cfg.Column, o.cfg.Pair)
+	}
+	o = trainOptions{hidden: []int{256, 256}}
+	o.cfg.Arch = nn.MLP
+	archDefaults(&o, false)
+	if o.cfg.Arch != "" || !slices.Equal(o.hidden, []int{256, 256}) || o.cfg.Column != 0 {
+		t.Fatalf("mlp: arch %q, hidden %v, column %d; want \"\", [256 256], 0", o.cfg.Arch, o.hidden, o.cfg.Column)
+	}
+}
