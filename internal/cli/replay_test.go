@@ -74,9 +74,14 @@ func TestReplayWritesGIFAndFrames(t *testing.T) {
 	dir := t.TempDir()
 	path, final := saveRandomGame(t, dir, env.Options{Suits: 4, MaxSteps: 15}, 5)
 	o := replayOptions{gif: filepath.Join(dir, "game.gif"), frames: filepath.Join(dir, "frames"), delay: 250 * time.Millisecond}
-	var out bytes.Buffer
-	if err := runReplay(context.Background(), o, path, &out, io.Discard); err != nil {
+	var out, errb bytes.Buffer
+	if err := runReplay(context.Background(), o, path, &out, &errb); err != nil {
 		t.Fatal(err)
+	}
+	// A short replay's end is said once, on stdout: no progress line
+	// repeats it on stderr.
+	if strings.Contains(errb.String(), "replay: drew") {
+		t.Errorf("a 16-picture replay wrote progress: %q", errb.String())
 	}
 	if !strings.Contains(out.String(), "wrote "+o.gif+": 16 frames") || !strings.Contains(out.String(), "wrote 16 pictures into "+o.frames) {
 		t.Errorf("the output does not say what was written:\n%s", out.String())
@@ -117,10 +122,21 @@ func TestReplayWritesGIFAndFrames(t *testing.T) {
 	if len(names) != 16 || filepath.Base(names[0]) != "0000.png" || filepath.Base(names[15]) != "0015.png" {
 		t.Fatalf("frames %v; want 0000.png to 0015.png", names)
 	}
-	// Another replay into the same folder would mix two games' frames.
+	// Another replay into the same folder would mix two games' frames,
+	// even where only the first is left.
 	again := replayOptions{frames: o.frames, delay: time.Second}
 	if err := runReplay(context.Background(), again, path, io.Discard, io.Discard); !isUsage(err) || !strings.Contains(err.Error(), "already holds pictures") {
 		t.Fatalf("frames into a folder of frames: %v", err)
+	}
+	first := replayOptions{frames: filepath.Join(dir, "first"), delay: time.Second}
+	if err := os.MkdirAll(first.frames, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(first.frames, "0000.png"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := runReplay(context.Background(), first, path, io.Discard, io.Discard); !isUsage(err) || !strings.Contains(err.Error(), "already holds pictures") {
+		t.Fatalf("frames into a folder holding 0000.png: %v", err)
 	}
 	pf, err := os.Open(names[15])
 	if err != nil {
@@ -399,6 +415,11 @@ func TestReplayTurningPoint(t *testing.T) {
 	before := agents.PlayFrom(context.Background(), s, 3, &agents.Search{Nodes: nodes, Peek: true})
 	if want := env.Action(g.Actions[tp.Move-1]).String(); tp.Action != want || !before.Won || tp.OracleMoves != before.Moves || tp.Before.Move != tp.Move-1 || tp.Before.FaceDown != s.TotalFaceDown() {
 		t.Fatalf("turning point %+v: the move played there is %s; the oracle from before it: won %v in %d moves", tp, want, before.Won, before.Moves)
+	}
+	// The row of the position before it names the move that led there,
+	// as every row of the table does.
+	if tp.Move > 1 && tp.Before.Action != env.Action(g.Actions[tp.Move-2]).String() {
+		t.Fatalf("the position before the turning point (move %d) came by %s, not %s", tp.Before.Move, env.Action(g.Actions[tp.Move-2]), tp.Before.Action)
 	}
 	s.Step(env.Action(g.Actions[tp.Move-1]))
 	if after := agents.PlayFrom(context.Background(), s, 3, &agents.Search{Nodes: nodes, Peek: true}); after.Won {

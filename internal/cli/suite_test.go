@@ -465,6 +465,16 @@ func TestResultsPairLists(t *testing.T) {
 	if code, _, errs := runMain("results", "--pair", s50+","+s60, s50d1); code != 2 || !strings.Contains(errs, "played search with different budgets (--nodes 50 and 60") {
 		t.Errorf("two budgets pooled: exit %d, %q", code, errs)
 	}
+	// Draws pooled in either order name no draw; a time limit a move is a
+	// budget too.
+	code, got, errs = runMain("results", "--pair", s50, s50d1+","+s50)
+	if want := fmt.Sprintf("| search (50 nodes) (%s) | search (50 nodes) (%s,%s) |", s50, s50d1, s50); code != 0 || !strings.Contains(got, want) {
+		t.Errorf("exit %d (%s); want a row starting %q, got\n%s", code, errs, want, got)
+	}
+	sms := budget("sms.json", "--nodes", "50", "--move-ms", "1000")
+	if code, _, errs := runMain("results", "--pair", s50+","+sms, s50d1); code != 2 || !strings.Contains(errs, "--move-ms 0 and 1000") {
+		t.Errorf("two time limits pooled: exit %d, %q", code, errs)
+	}
 	// A budget binds only the reports that played search: a greedy
 	// report pools with any, and its games are counted once.
 	g := budget("g.json", "--nodes", "70", "--policies", "greedy")
