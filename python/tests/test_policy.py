@@ -109,6 +109,30 @@ def test_ids_past_the_last_are_sent_as_illegal_and_said(capsys: pytest.CaptureFi
     assert "action 1081 (row 1 of 3)" in err and "2 such actions" in err
 
 
+def test_a_frame_of_no_bytes_is_refused() -> None:
+    """eval never sends an empty frame: one is refused as a protocol error,
+    not read as a message."""
+    a, b = socket.socketpair()
+    with a, b:
+        a.sendall((0).to_bytes(4, "big"))
+        with pytest.raises(spider_env.SpiderError, match="a frame of 0 bytes"):
+            _read_msg(b)
+
+
+def test_the_policy_may_write_into_its_arrays() -> None:
+    """The observations and masks handed to the callable are its own to
+    write into (torch warns on read-only arrays; a policy may mask in
+    place)."""
+
+    def in_place(obs: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        obs *= 0
+        masks[:, 0] |= 0
+        return masks.argmax(axis=1)
+
+    rep = spider_env.evaluate(in_place, seeds="1-2", baselines=["first"], game={"max_steps": 50})
+    assert rep["failures"] == [] and rep["policies"][1]["mean_moves"] > 0
+
+
 def test_errors_in_the_policy_are_reported_per_game() -> None:
     def broken(obs: np.ndarray, masks: np.ndarray) -> np.ndarray:
         raise ValueError("no network loaded")

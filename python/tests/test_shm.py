@@ -133,6 +133,12 @@ def test_copy_false_returns_views_and_copy_true_new_arrays(server):
         assert obs_k.tobytes() == before_k.tobytes(), "copy=True returns arrays the next step leaves alone"
         with pytest.raises(ValueError):
             obs[0, 0] = 1  # read-only: the server's buffers are not the client's to write
+        # The small per-game arrays are copied even so: they are cheap, and
+        # code that keeps a step's rewards or scores must not see the next.
+        _, rewards, _, _, info = env.step(info["action_mask"].argmax(axis=1))
+        kept_rewards, kept_score = rewards.copy(), info["score"].copy()
+        env.step(info["action_mask"].argmax(axis=1))
+        assert np.array_equal(rewards, kept_rewards) and np.array_equal(info["score"], kept_score)
     finally:
         env.close()
         kept.close()
