@@ -325,15 +325,9 @@ func ppoOnly(t *testing.T) *Trainer {
 // order of its own.
 func TestEpochsShuffleEveryPass(t *testing.T) {
 	tr := ppoOnly(t)
-	spec := nn.Spec{ObsLen: 2, NumActions: 2, Hidden: []int{2}}
-	net, _ := nn.New(spec, 1)
-	l, err := newLearner(net, newAdam(net.Params(), 1e-3, 1), 4, PPOLoss, coefs{}, 0.2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.close()
+	l := tinyLearner(t, 4)
 	var order []int
-	_, _, err = tr.epochs(context.Background(), l, 16, 4, 3, passOptions{}, func(r, idx int) {
+	_, _, err := tr.epochs(context.Background(), l, 16, 4, 3, passOptions{}, func(r, idx int) {
 		order = append(order, idx)
 		l.setRow(r, []float32{0, 1}, []uint8{1, 1}, 0)
 	})
@@ -394,16 +388,10 @@ func TestRolloutCountsOnlyWinsAsWins(t *testing.T) {
 // never appear and the minibatches keep a pattern.
 func TestEpochsShuffleIsUniform(t *testing.T) {
 	tr := ppoOnly(t)
-	spec := nn.Spec{ObsLen: 2, NumActions: 2, Hidden: []int{2}}
-	net, _ := nn.New(spec, 1)
-	l, err := newLearner(net, newAdam(net.Params(), 1e-3, 1), 1, PPOLoss, coefs{}, 0.2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.close()
+	l := tinyLearner(t, 1)
 	const passes = 600
 	var order []int
-	_, _, err = tr.epochs(context.Background(), l, 3, 1, passes, passOptions{}, func(r, idx int) {
+	_, _, err := tr.epochs(context.Background(), l, 3, 1, passes, passOptions{}, func(r, idx int) {
 		order = append(order, idx)
 		l.setRow(r, []float32{0, 1}, []uint8{1, 1}, 0)
 	})
@@ -442,4 +430,18 @@ func TestAdamClipsTheGradientNorm(t *testing.T) {
 			t.Fatalf("weight %d: %v after a gradient of norm 100 clipped to 1 and one of norm 1, want %v", i, p[i][0], want)
 		}
 	}
+}
+
+// tinyLearner returns a learner of a two-input network for tests of
+// the passes over a rollout, with minibatches of rows rows; it is closed
+// when the test ends.
+func tinyLearner(t *testing.T, rows int) *learner {
+	t.Helper()
+	net, _ := nn.New(nn.Spec{ObsLen: 2, NumActions: 2, Hidden: []int{2}}, 1)
+	l, err := newLearner(net, newAdam(net.Params(), 1e-3, 1), rows, PPOLoss, coefs{}, 0.2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.close)
+	return l
 }
