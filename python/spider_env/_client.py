@@ -124,28 +124,38 @@ class _Shared:
         layout = reply.get("shm_layout")
         if len(fds) != 2 or not isinstance(sizes, list) or len(sizes) != 2 or not isinstance(layout, list):
             raise SpiderError("protocol", f"a make reply sharing memory came with {len(fds)} descriptors, want 2")
-        self.maps = [
-            mmap.mmap(fds[0], int(sizes[0]), flags=mmap.MAP_SHARED, prot=mmap.PROT_READ),
-            mmap.mmap(fds[1], int(sizes[1]), flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE),
-        ]
+        self.maps: list[mmap.mmap] = []
         self.views: dict[str, NDArray[Any]] = {}
+        try:
+            self._map(fds, sizes, layout, n)
+        except BaseException:
+            # Unmap at once: the error's traceback refers to this object, and
+            # would keep both mappings (and the descriptors mmap holds) for as
+            # long as the caller keeps the error.
+            self.close()
+            raise
+
+    def _map(self, fds: list[int], sizes: list[Any], layout: list[Any], n: int) -> None:
+        self.maps.append(mmap.mmap(fds[0], int(sizes[0]), flags=mmap.MAP_SHARED, prot=mmap.PROT_READ))
+        self.maps.append(mmap.mmap(fds[1], int(sizes[1]), flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE))
         for f in layout:
             name, fd, off, dtype = str(f["name"]), int(f["fd"]), int(f["offset"]), _SHM_DTYPES.get(str(f["dtype"]))
             shape = tuple(int(d) for d in f["shape"])
             if dtype is None or fd not in (0, 1):
                 raise SpiderError("protocol", f"shared array {name!r}: dtype {f['dtype']!r}, descriptor {fd}")
-            count = int(np.prod(shape))
-            a = np.frombuffer(self.maps[fd], dtype=dtype, count=count, offset=off).reshape(shape)
-            if shape[0] != n:
+            if not shape or shape[0] != n:
                 raise SpiderError("protocol", f"shared array {name!r} of shape {shape} for {n} games")
-            self.views[name] = a
+            # Straight into views, never a local: a view left in this frame
+            # when a later array fails would keep its map from closing.
+            count = int(np.prod(shape))
+            self.views[name] = np.frombuffer(self.maps[fd], dtype=dtype, count=count, offset=off).reshape(shape)
         if "actions" not in self.views or "obs" not in self.views or "masks" not in self.views:
             raise SpiderError("protocol", f"the shared layout lacks an array: {sorted(self.views)}")
         self.actions = self.views.pop("actions")
 
     def close(self) -> None:
         self.views.clear()
-        del self.actions
+        self.__dict__.pop("actions", None)  # absent when mapping failed
         for m in self.maps:
             try:
                 m.close()

@@ -1,0 +1,265 @@
+"""The client against a server that breaks the protocol: a proxy between the
+client and a real server alters one frame, and the client must refuse it,
+close the connection and leave no descriptor behind."""
+
+from __future__ import annotations
+
+import array
+import os
+import socket
+import struct
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import pytest
+
+from spider_env import Client, SpiderError
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="descriptors and memfds are Linux's")
+
+_HDR = struct.Struct(">I")
+
+# What a proxy may do to a reply: given the request's op, the reply map and
+# the descriptors that came with it, return the frame's payload and the
+# descriptors to send on (None: send the reply as it came).
+Tamper = Callable[[str, dict[str, Any], list[int]], "tuple[bytes, list[int]] | None"]
+
+
+def _recv_exact(sock: socket.socket, n: int, fds: list[int] | None = None) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        if fds is None:
+            chunk = sock.recv(n - len(buf))
+        else:
+            chunk, anc, _, _ = sock.recvmsg(n - len(buf), socket.CMSG_SPACE(8 * 4))
+            for level, kind, data in anc:
+                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                    got = array.array("i")
+                    got.frombytes(data[: len(data) - len(data) % got.itemsize])
+                    fds.extend(got)
+        if not chunk:
+            raise EOFError
+        buf += chunk
+    return bytes(buf)
+
+
+class _Proxy:
+    """A Unix socket that passes one client's frames to a real server and
+    its replies back, altering those that ``tamper`` and ``corrupt`` pick."""
+
+    def __init__(self, upstream: str, path: Path, tamper: Tamper | None = None, corrupt: str | None = None):
+        self.upstream = upstream
+        self.path = str(path)
+        self.tamper = tamper
+        self.corrupt = corrupt  # an op whose request gets a byte after its map
+        self.errors: list[BaseException] = []
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(self.path)
+        self.listener.listen(1)
+        self.listener.settimeout(10)
+        self.address = "unix:" + self.path
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        try:
+            down, _ = self.listener.accept()
+        except OSError as e:
+            self.errors.append(e)
+            return
+        up = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        down.settimeout(10)
+        up.settimeout(10)
+        try:
+            up.connect(self.upstream)
+            while True:
+                (n,) = _HDR.unpack(_recv_exact(down, 4))
+                payload = _recv_exact(down, n)
+                op = str(msgpack.unpackb(payload).get("op"))
+                if op == self.corrupt:
+                    payload += b"\xc0"  # bytes after the map: bad_frame, and the server stays open
+                up.sendall(_HDR.pack(len(payload)) + payload)
+                fds: list[int] = []
+                head = _recv_exact(up, 4, fds)
+                reply = _recv_exact(up, _HDR.unpack(head)[0], fds)
+                out = self.tamper(op, msgpack.unpackb(reply), fds) if self.tamper else None
+                if out is not None:
+                    reply, sent = out
+                    for fd in fds:
+                        if fd not in sent:
+                            os.close(fd)
+                    fds = sent
+                frame = _HDR.pack(len(reply)) + reply
+                if fds:
+                    down.sendmsg([frame[:1]], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds).tobytes())])
+                    down.sendall(frame[1:])
+                else:
+                    down.sendall(frame)
+                for fd in fds:
+                    os.close(fd)
+        except (EOFError, ConnectionError):
+            pass  # the client or the server closed its end (the client, on refusing a reply)
+        except BaseException as e:  # reported by the test
+            self.errors.append(e)
+        finally:
+            down.close()
+            up.close()
+
+    def close(self) -> None:
+        """Wait for the proxy to see its client go, and close what it holds."""
+        self.listener.close()
+        self.thread.join(10)
+        assert not self.thread.is_alive(), "the proxy did not stop"
+
+
+@pytest.fixture
+def proxy(server, tmp_path) -> Iterator[Callable[..., _Proxy]]:
+    """proxy(tamper=..., corrupt=...): a proxy to the shared server, for one
+    client at its ``address``."""
+    upstream = server.address.removeprefix("unix:")
+    made: list[_Proxy] = []
+
+    def start(tamper: Tamper | None = None, corrupt: str | None = None) -> _Proxy:
+        p = _Proxy(upstream, tmp_path / f"proxy{len(made)}.sock", tamper, corrupt)
+        made.append(p)
+        return p
+
+    yield start
+    for p in made:
+        p.close()
+        assert not p.errors, p.errors
+
+
+def _open_fds() -> set[int]:
+    return {int(fd) for fd in os.listdir("/proc/self/fd")}
+
+
+def _pack(reply: dict[str, Any]) -> bytes:
+    return msgpack.packb(reply, use_bin_type=True)
+
+
+def _is_closed_by(c: Client, why: str) -> None:
+    """The client is closed, and says why to the next call."""
+    assert c.closed
+    with pytest.raises(SpiderError) as e:
+        c.reset(seed=1)
+    assert e.value.code == "closed" and why in e.value.message
+
+
+def test_a_reply_to_another_request_is_refused(proxy):
+    def wrong_id(op: str, reply: dict[str, Any], fds: list[int]) -> tuple[bytes, list[int]] | None:
+        if op != "reset":
+            return None
+        reply["id"] += 1
+        return _pack(reply), fds
+
+    with Client(proxy(wrong_id).address) as c:
+        c.make(n=2)
+        with pytest.raises(SpiderError) as e:
+            c.reset(seed=1)
+        assert e.value.code == "protocol" and "does not match request id" in e.value.message
+        _is_closed_by(c, "does not match")
+
+
+def test_a_bad_frame_closes_the_client(proxy):
+    """A server may close the connection after bad_frame; this one keeps it
+    open (bytes after the map), and the client closes it all the same:
+    what it sent was not read as it meant it."""
+    with Client(proxy(corrupt="make").address) as c:
+        with pytest.raises(SpiderError) as e:
+            c.make(n=2)
+        assert e.value.code == "bad_frame"
+        _is_closed_by(c, e.value.message)
+
+
+def test_too_many_descriptors_are_refused_and_closed(proxy):
+    extra: list[int] = []
+
+    def three(op: str, reply: dict[str, Any], fds: list[int]) -> tuple[bytes, list[int]] | None:
+        if op != "make":
+            return None
+        extra.append(os.memfd_create("spider-test-extra"))
+        return _pack(reply), [*fds, extra[0]]
+
+    before = _open_fds()
+    p = proxy(three)
+    with Client(p.address) as c:
+        with pytest.raises(SpiderError) as e:
+            c.make(n=2, shm=True)
+        assert e.value.code == "protocol" and "more descriptors" in e.value.message
+        _is_closed_by(c, "more descriptors")
+    p.close()
+    assert extra and extra[0] not in _open_fds()  # the proxy's own copy, sent and closed
+    assert _open_fds() <= before, "the client kept a descriptor it was sent"
+
+
+@pytest.mark.parametrize("keep", [0, 1])
+def test_too_few_descriptors_are_refused(proxy, keep):
+    def fewer(op: str, reply: dict[str, Any], fds: list[int]) -> tuple[bytes, list[int]] | None:
+        if op != "make":
+            return None
+        assert len(fds) == 2
+        return _pack(reply), fds[:keep]
+
+    before = _open_fds()
+    p = proxy(fewer)
+    with Client(p.address) as c:
+        with pytest.raises(SpiderError) as e:
+            c.make(n=2, shm=True)
+        assert e.value.code == "protocol"
+        assert f"came with {keep} descriptors, want 2" in e.value.message
+        _is_closed_by(c, "shared memory")
+    p.close()
+    assert _open_fds() <= before
+
+
+def _memfd_maps() -> int:
+    with open("/proc/self/maps") as f:
+        return f.read().count("memfd:spider-")
+
+
+@pytest.mark.parametrize("name", ["obs", "actions"])
+def test_a_shared_array_for_another_batch_is_refused(proxy, name):
+    """obs is the layout's first array, actions its last: refused after
+    every other array was mapped, the client unmaps them all at once, not
+    when the error it raised is freed."""
+
+    def short(op: str, reply: dict[str, Any], fds: list[int]) -> tuple[bytes, list[int]] | None:
+        if op != "make":
+            return None
+        assert reply["shm_layout"][0]["name"] == "obs" and reply["shm_layout"][-1]["name"] == "actions"
+        f = next(f for f in reply["shm_layout"] if f["name"] == name)
+        f["shape"][0] -= 1  # fits the segment, for one game fewer than the batch
+        return _pack(reply), fds
+
+    before, maps = _open_fds(), _memfd_maps()
+    p = proxy(short)
+    with Client(p.address) as c:
+        with pytest.raises(SpiderError) as e:
+            c.make(n=3, shm=True)
+        assert e.value.code == "protocol"
+        shape = "(2, 806)" if name == "obs" else "(2,)"
+        assert f"shared array {name!r} of shape {shape} for 3 games" in e.value.message
+        _is_closed_by(c, "shared memory")
+    p.close()
+    assert _open_fds() <= before, "the refused segment's descriptors are still open"
+    assert _memfd_maps() == maps, "the refused segment is still mapped"
+    assert e.value.__context__ is not None  # the error that held the maps is still alive
+
+
+def test_the_proxy_passes_a_game_unaltered(proxy, server):
+    """The harness itself: through a proxy that alters nothing, the shared
+    batch plays as it does connected straight to the server."""
+    with Client(proxy(lambda op, reply, fds: None).address) as via, Client(server.address) as direct:
+        for c in (via, direct):
+            c.make(n=3, shm=True)
+        assert via.shared and direct.shared
+        a, b = via.reset(seed=5), direct.reset(seed=5)
+        assert (a["obs"] == b["obs"]).all() and (a["masks"] == b["masks"]).all()
+        acts = a["masks"].argmax(axis=1)
+        a, b = via.step(acts), direct.step(acts)
+        assert (a["obs"] == b["obs"]).all() and (a["score"] == b["score"]).all()
