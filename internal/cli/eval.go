@@ -636,16 +636,19 @@ func uniqueLabels(labels, specs []string) []string {
 // saveRecords writes every game of ev into dir. A search or oracle played
 // away from its defaults (rep's budget and draw) says so in its records'
 // player and file names ("search (500 nodes, draw 1)" in
-// search-n500-draw1-3.spider), so that the records of two draws saved into
-// one folder do not overwrite each other.
+// search-n500-draw1-3.spider), and a game away from the default adds its
+// options to the file names (search-cardems-suits2-3.spider), so that the
+// records of two draws or two games saved into one folder do not
+// overwrite each other.
 func saveRecords(dir string, ev *agents.Evaluation, rep evalReport) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	game := gameTags(ev.Rules.Options())
 	tagged := make([]string, len(ev.Policies))
 	for p, spec := range ev.Policies {
 		_, tags := budgetOf(spec, rep)
-		tagged[p] = strings.Join(append([]string{spec}, tags...), "-")
+		tagged[p] = strings.Join(append(append([]string{spec}, tags...), game...), "-")
 	}
 	names := recordNames(tagged)
 	for p, results := range ev.Results {
@@ -662,6 +665,27 @@ func saveRecords(dir string, ev *agents.Evaluation, rep evalReport) error {
 		}
 	}
 	return nil
+}
+
+// gameTags names the options of kind game that o sets away from their
+// defaults, for records' file names: "cardems", "suits2", "max-steps300".
+// A record holds its game's options, but its name is all that keeps two
+// evals of other games saved into one folder from overwriting each
+// other's records of the same policy and seed.
+func gameTags(o env.Options) []string {
+	var tags []string
+	def := env.DefaultOptions()
+	for _, f := range env.OptionFields() {
+		if !f.Game || f.Text(o) == f.Text(def) {
+			continue
+		}
+		if f.Numeric || f.Float {
+			tags = append(tags, f.Flag+f.Text(o))
+		} else {
+			tags = append(tags, f.Text(o))
+		}
+	}
+	return tags
 }
 
 // maxRecordName is the longest policy part of a record's file name: with

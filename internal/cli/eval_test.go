@@ -324,7 +324,7 @@ func TestRecordNamesNeverCollide(t *testing.T) {
 // the results.
 func TestEvalWritesResultsBeforeRecords(t *testing.T) {
 	rec := t.TempDir()
-	if err := os.Mkdir(filepath.Join(rec, "random-1.spider"), 0o755); err != nil {
+	if err := os.Mkdir(filepath.Join(rec, "random-max-steps20-1.spider"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
@@ -373,7 +373,7 @@ func TestEvalRecordsNameTheBudget(t *testing.T) {
 		}
 	}
 	for name, player := range map[string]string{
-		"greedy-3.spider": "greedy", "search-3.spider": "search", "search-n300-draw1-3.spider": "search (300 nodes, draw 1)",
+		"greedy-max-steps30-3.spider": "greedy", "search-max-steps30-3.spider": "search", "search-n300-draw1-max-steps30-3.spider": "search (300 nodes, draw 1)",
 	} {
 		g, err := record.Load(filepath.Join(rec, name))
 		if err != nil || g.Player != player {
@@ -381,6 +381,33 @@ func TestEvalRecordsNameTheBudget(t *testing.T) {
 		}
 	}
 	if names, err := os.ReadDir(rec); err != nil || len(names) != 3 {
+		t.Errorf("%d records: %v", len(names), err)
+	}
+}
+
+// TestEvalRecordsNameTheGame: evals of other games saved into one folder
+// keep each other's records of the same policy and seed; the default
+// game's keep their plain names.
+func TestEvalRecordsNameTheGame(t *testing.T) {
+	rec := t.TempDir()
+	for _, args := range [][]string{{}, {"--suits", "2"}, {"--rules", "cardems", "--suits", "4"}, {"--time-per-action-ms", "1500", "--max-steps", "40"}} {
+		var stdout, stderr bytes.Buffer
+		if code := Main(append([]string{"eval", "--policies", "greedy", "--seeds", "3", "--record", rec}, args...), nil, &stdout, &stderr); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr.String())
+		}
+	}
+	for name, want := range map[string]env.Options{
+		"greedy-3.spider":                                    {},
+		"greedy-suits2-3.spider":                             {Suits: 2},
+		"greedy-cardems-suits4-3.spider":                     {RuleSet: env.Cardems, Suits: 4},
+		"greedy-max-steps40-time-per-action-ms1500-3.spider": {MaxSteps: 40, TimePerActionMs: 1500},
+	} {
+		g, err := record.Load(filepath.Join(rec, name))
+		if err != nil || !g.Game.SameGame(want) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if names, err := os.ReadDir(rec); err != nil || len(names) != 4 {
 		t.Errorf("%d records: %v", len(names), err)
 	}
 }

@@ -194,7 +194,7 @@ func TestReplayStoppedInTurningPointLeavesNoFrames(t *testing.T) {
 	o := replayOptions{frames: filepath.Join(dir, "frames"), delay: time.Second, turning: true, nodes: 2000}
 	ctx, cancel := context.WithCancel(context.Background())
 	// The first bisection step is reported after every frame is drawn.
-	err := runReplay(ctx, o, filepath.Join(dir, "greedy-3.spider"), io.Discard, &cancelOn{text: "turning point: the oracle from move", cancel: cancel})
+	err := runReplay(ctx, o, filepath.Join(dir, "greedy-max-steps200-3.spider"), io.Discard, &cancelOn{text: "turning point: the oracle from move", cancel: cancel})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("a replay stopped in its turning-point search: %v", err)
 	}
@@ -386,7 +386,7 @@ func TestReplayTurningPoint(t *testing.T) {
 		}
 	}
 	const nodes = 2000
-	path := filepath.Join(dir, "200", "greedy-3.spider")
+	path := filepath.Join(dir, "200", "greedy-max-steps200-3.spider")
 	stdout.Reset()
 	stderr.Reset()
 	if err := runReplay(context.Background(), replayOptions{every: 1, out: outputFlags{json: true}, turning: true, nodes: nodes}, path, &stdout, &stderr); err != nil {
@@ -427,8 +427,8 @@ func TestReplayTurningPoint(t *testing.T) {
 	}
 
 	for _, tc := range []struct{ file, want string }{
-		{filepath.Join("100", "greedy-3.spider"), "turning point: none, the oracle (2000 nodes) does not win this deal either"},
-		{filepath.Join("200", "greedy-2.spider"), "turning point: none, the game was won"},
+		{filepath.Join("100", "greedy-max-steps100-3.spider"), "turning point: none, the oracle (2000 nodes) does not win this deal either"},
+		{filepath.Join("200", "greedy-max-steps200-2.spider"), "turning point: none, the game was won"},
 	} {
 		stdout.Reset()
 		if err := runReplay(context.Background(), replayOptions{turning: true, nodes: nodes}, filepath.Join(dir, tc.file), &stdout, io.Discard); err != nil {
