@@ -280,12 +280,27 @@ def parse_address(address: Address) -> tuple[int, str | tuple[str, int]]:
 # A msgpack reader that returns bins as views of the frame
 
 
+# The deepest nesting a reply may have, as the server allows in a request's
+# unknown fields: real replies nest three levels (shm_layout's entries and
+# their shapes). Deeper is refused before Python's recursion limit is.
+_MAX_DEPTH = 16
+
+
 class _Reader:
-    __slots__ = ("mv", "pos")
+    __slots__ = ("depth", "mv", "pos")
 
     def __init__(self, mv: memoryview):
         self.mv = mv
         self.pos = 0
+        self.depth = 0
+
+    def _nested(self, n: int, is_map: bool) -> Any:
+        if self.depth >= _MAX_DEPTH:
+            raise SpiderError("protocol", f"a reply nests arrays or maps more than {_MAX_DEPTH} deep")
+        self.depth += 1
+        v = self._map(n) if is_map else [self.value() for _ in range(n)]
+        self.depth -= 1
+        return v
 
     def value(self) -> Any:
         mv = self.mv
@@ -304,10 +319,10 @@ class _Reader:
             return str(mv[p : p + n], "utf-8")
         if 0x80 <= b <= 0x8F:
             self.pos = p
-            return self._map(b & 0x0F)
+            return self._nested(b & 0x0F, True)
         if 0x90 <= b <= 0x9F:
             self.pos = p
-            return [self.value() for _ in range(b & 0x0F)]
+            return self._nested(b & 0x0F, False)
         if b == 0xC0:
             self.pos = p
             return None
@@ -333,11 +348,11 @@ class _Reader:
         if b == 0xDC or b == 0xDD:
             n, p = self._len(b - 0xDB, p)
             self.pos = p
-            return [self.value() for _ in range(n)]
+            return self._nested(n, False)
         if b == 0xDE or b == 0xDF:
             n, p = self._len(b - 0xDD, p)
             self.pos = p
-            return self._map(n)
+            return self._nested(n, True)
         raise SpiderError("protocol", f"unexpected msgpack type byte 0x{b:02x} in a reply")
 
     def _len(self, k: int, p: int) -> tuple[int, int]:
@@ -360,6 +375,8 @@ class _Reader:
                 k = self.value()
                 if isinstance(k, memoryview):
                     k = bytes(k)
+                elif isinstance(k, (list, dict)):
+                    raise SpiderError("protocol", f"a reply's map has a key of type {type(k).__name__}")
                 p = self.pos
             c = mv[p]
             if 0xC4 <= c <= 0xC6:  # the usual value, a bin: slice it here

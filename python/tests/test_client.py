@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import msgpack
 import numpy as np
 import pytest
@@ -129,6 +131,63 @@ def test_decoder_matches_msgpack(server, monkeypatch):
     assert e.value.code == "protocol"
     with pytest.raises(SpiderError):
         real(packed[:-3])
+
+
+def test_decoder_refuses_what_no_server_sends(server, monkeypatch):
+    """A reply a server that breaks the protocol could send, cut short,
+    altered or nested without end, decodes or raises SpiderError
+    "protocol": never another exception (Python's recursion limit, an
+    unhashable key) for the caller to meet."""
+    frames = []
+    real = _client.decode_frame
+
+    def spy(payload):
+        frames.append(bytes(payload))
+        return real(payload)
+
+    monkeypatch.setattr(_client, "decode_frame", spy)
+    with Client(server.address) as c:
+        c.make(n=2, max_steps=3)
+        r = c.reset(seed=3)
+        c.step(r["masks"].argmax(axis=1))
+        c.hint(0)
+    nested = [[[{"k": [1, {"x": b"y"}]}]]]
+    frames.append(msgpack.packb(nested, use_bin_type=True))
+
+    for depth, ok in ((16, True), (17, False)):
+        deep = b"\x91" * (depth - 1) + b"\x90"
+        if ok:
+            assert real(deep) is not None
+        else:
+            with pytest.raises(SpiderError, match="more than 16 deep") as e:
+                real(deep)
+            assert e.value.code == "protocol"
+    for key in (b"\x90", b"\x80"):  # an array and a map as a map's key
+        with pytest.raises(SpiderError, match="a key of type") as e:
+            real(b"\x81" + key + b"\x01")
+        assert e.value.code == "protocol"
+
+    rng = random.Random(1)
+    refused = 0
+    for _ in range(20000):
+        b = bytearray(rng.choice(frames))
+        for _ in range(rng.randint(1, 4)):
+            op = rng.random()
+            if op < 0.4:
+                b[rng.randrange(len(b))] = rng.randrange(256)
+            elif op < 0.6:
+                b.insert(rng.randrange(len(b) + 1), rng.randrange(256))
+            elif op < 0.8 and len(b) > 1:
+                del b[rng.randrange(len(b))]
+            else:  # a run of container headers: deep nesting, huge declared sizes
+                k = rng.randrange(len(b) + 1)
+                b[k:k] = bytes([rng.choice((0x91, 0x81, 0xDC, 0xDD, 0xDE, 0xDF, 0xC6, 0xDB))]) * rng.randint(1, 300)
+        try:
+            real(bytes(b))
+        except SpiderError as e:
+            assert e.code == "protocol", e
+            refused += 1
+    assert refused > 10000  # most alterations make a frame no reader should accept
 
 
 def test_bits_and_bytes_masks_agree(server):
