@@ -12,7 +12,7 @@ CC       ?= cc
 TAGS     ?= $(shell printf 'int main(void){return 0;}' | $(CC) -x c - -lopenblas -o /dev/null 2>/dev/null && echo openblas)
 GOTAGS   := -tags '$(TAGS)'
 
-.PHONY: all build run test pytest pylint lint vet fmt bench pybench fuzz race bound soak clean openblas test-integrations results results-eval
+.PHONY: all build run test pytest pylint lint vet fmt bench pybench fuzz race bound soak clean openblas test-integrations test-oldest results results-eval
 
 all: build
 
@@ -63,10 +63,29 @@ $(INTEG_VENV)/.installed: python/pyproject.toml
 	SPIDER_BIN=$(abspath $(BIN)) $(INTEG_VENV)/bin/pip install --quiet './python[test,sb3,rllib]' moviepy
 	touch $@
 
-test-integrations: build
+test-integrations: build test-oldest
 	$(MAKE) $(INTEG_VENV)/.installed
 	SPIDER_BIN=$(abspath $(BIN)) $(INTEG_VENV)/bin/pip install --quiet --no-deps --force-reinstall ./python
 	SPIDER_BIN=$(abspath $(BIN)) $(INTEG_VENV)/bin/python -m pytest python/tests_integrations -q
+
+# The client's tests against the oldest numpy, msgpack and Gymnasium that
+# python/pyproject.toml allows (python/oldest.py reads the pins from it), in
+# .venv-oldest: the lower bounds users are promised are tested ones. Run by
+# test-integrations.
+OLDEST_VENV ?= .venv-oldest
+
+$(OLDEST_VENV)/.installed: python/pyproject.toml python/oldest.py
+	test -x $(OLDEST_VENV)/bin/python || $(PYTHON) -m venv $(OLDEST_VENV)
+	$(OLDEST_VENV)/bin/pip install --quiet --upgrade pip
+	$(PYTHON) python/oldest.py > $(OLDEST_VENV)/oldest.txt
+	$(OLDEST_VENV)/bin/pip install --quiet --only-binary=:all: -r $(OLDEST_VENV)/oldest.txt pytest
+	touch $@
+
+test-oldest: build
+	$(MAKE) $(OLDEST_VENV)/.installed
+	$(OLDEST_VENV)/bin/pip install --quiet --no-deps --force-reinstall ./python
+	$(OLDEST_VENV)/bin/python -c 'import gymnasium, msgpack, numpy; print("oldest allowed:", "numpy", numpy.__version__, "msgpack", ".".join(map(str, msgpack.version)), "gymnasium", gymnasium.__version__)'
+	SPIDER_BIN=$(abspath $(BIN)) $(OLDEST_VENV)/bin/python -m pytest python/tests -q -p no:cacheprovider
 
 # The Python sources: ruff's lint and format check, and mypy (strict) on the
 # package and bench.py; all configured in python/pyproject.toml.
@@ -146,4 +165,4 @@ bound:
 	$(GO) test -run FaceUpBound -v -timeout 3h -faceup.games=1000000 ./env/
 
 clean:
-	rm -rf bin $(VENV) python/build python/*.egg-info python/.mypy_cache python/.ruff_cache
+	rm -rf bin $(VENV) $(OLDEST_VENV) python/build python/*.egg-info python/.mypy_cache python/.ruff_cache

@@ -115,6 +115,14 @@ _SHM_DTYPES: dict[str, str] = {
 }
 
 
+def _whole_number(v: Any, what: str, least: int = 0) -> int:
+    """v, which a reply gives as a size, an offset or a count: an integer
+    of at least least (not a bool, a float or a string)."""
+    if isinstance(v, bool) or not isinstance(v, int) or v < least:
+        raise SpiderError("protocol", f"{what} is {v!r}, want an integer of at least {least}")
+    return v
+
+
 class _Shared:
     """A batch's shared memory, mapped: the buffers read-only, the actions
     writable, and a numpy view of each array (PROTOCOL.md, Shared memory)."""
@@ -136,13 +144,35 @@ class _Shared:
             raise
 
     def _map(self, fds: list[int], sizes: list[Any], layout: list[Any], n: int) -> None:
-        self.maps.append(mmap.mmap(fds[0], int(sizes[0]), flags=mmap.MAP_SHARED, prot=mmap.PROT_READ))
-        self.maps.append(mmap.mmap(fds[1], int(sizes[1]), flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE))
+        import fcntl  # Linux's, as shared memory is
+
+        for i, (fd, size, prot) in enumerate(
+            zip(fds, sizes, (mmap.PROT_READ, mmap.PROT_READ | mmap.PROT_WRITE), strict=True)
+        ):
+            # A page of a mapping past its file's end, or of a file shrunk
+            # later, kills this process with SIGBUS when read: map no more
+            # than the file holds, and only a file sealed against shrinking
+            # (as PROTOCOL.md's server seals both).
+            size = _whole_number(size, "shm_size", 1)
+            try:
+                held, seals = os.fstat(fd).st_size, fcntl.fcntl(fd, fcntl.F_GET_SEALS)
+            except OSError as e:
+                raise SpiderError("protocol", f"shared descriptor {i} is not a sealed memfd: {e}") from None
+            if not seals & fcntl.F_SEAL_SHRINK:
+                raise SpiderError("protocol", f"shared descriptor {i} is not sealed against shrinking")
+            if size > held:
+                raise SpiderError("protocol", f"shm_size {size} for shared descriptor {i} of {held} bytes")
+            self.maps.append(mmap.mmap(fd, size, flags=mmap.MAP_SHARED, prot=prot))
         for f in layout:
-            name, fd, off, dtype = str(f["name"]), int(f["fd"]), int(f["offset"]), _SHM_DTYPES.get(str(f["dtype"]))
-            shape = tuple(int(d) for d in f["shape"])
-            if dtype is None or fd not in (0, 1):
-                raise SpiderError("protocol", f"shared array {name!r}: dtype {f['dtype']!r}, descriptor {fd}")
+            if not isinstance(f, dict) or not isinstance(f.get("shape"), list):
+                raise SpiderError("protocol", f"a shared array's entry is not a map with a shape: {f!r}")
+            name, dtype = str(f.get("name")), _SHM_DTYPES.get(str(f.get("dtype")))
+            fd, off = _whole_number(f.get("fd"), f"{name}'s fd"), _whole_number(f.get("offset"), f"{name}'s offset")
+            shape = tuple(_whole_number(d, f"{name}'s shape") for d in f["shape"])
+            # The actions are the one array the client writes, so the one
+            # in the writable segment; every other array is in the other.
+            if dtype is None or fd != (1 if name == "actions" else 0):
+                raise SpiderError("protocol", f"shared array {name!r}: dtype {f.get('dtype')!r}, descriptor {fd}")
             if not shape or shape[0] != n:
                 raise SpiderError("protocol", f"shared array {name!r} of shape {shape} for {n} games")
             # Straight into views, never a local: a view left in this frame
@@ -152,6 +182,31 @@ class _Shared:
         if "actions" not in self.views or "obs" not in self.views or "masks" not in self.views:
             raise SpiderError("protocol", f"the shared layout lacks an array: {sorted(self.views)}")
         self.actions = self.views.pop("actions")
+
+    def check(self, n: int, obs_dtype: np.dtype[Any], obs_len: int) -> None:
+        """Check each array the step replies will be against the batch's
+        spec, as a reply over the socket is checked: a layout of other
+        shapes or types would hand the caller arrays of another batch."""
+        want: dict[str, tuple[np.dtype[Any], tuple[int, ...]]] = {
+            "obs": (obs_dtype, (n, obs_len)),
+            "final_obs": (obs_dtype, (n, obs_len)),
+            "masks": (np.dtype("u1"), (n, NUM_ACTIONS)),
+            "legal": (np.dtype("<i2"), (n, NUM_ACTIONS)),
+        }
+        want.update((k, (np.dtype(dt), (n,))) for k, dt in _STEP_FIELDS.items())
+        for name in _STEP_REQUIRED:
+            if name not in self.views:
+                raise SpiderError("protocol", f"the shared layout lacks {name!r}")
+        for name in self.views:
+            # No view in a local here either (see _map): only its type and shape.
+            got = (self.views[name].dtype, self.views[name].shape)
+            dt, shape = want.get(name, got)  # an array this client does not know: as it is
+            if got != (dt, shape):
+                raise SpiderError("protocol", f"shared array {name!r} is {got[0]} {got[1]}, want {dt} {shape}")
+        if self.actions.dtype != np.dtype("<u2") or self.actions.shape != (n,):
+            raise SpiderError(
+                "protocol", f"shared actions are {self.actions.dtype} {self.actions.shape}, want uint16 ({n},)"
+            )
 
     def close(self) -> None:
         self.views.clear()
@@ -280,9 +335,10 @@ def parse_address(address: Address) -> tuple[int, str | tuple[str, int]]:
 # A msgpack reader that returns bins as views of the frame
 
 
-# The deepest nesting a reply may have, as the server allows in a request's
-# unknown fields: real replies nest three levels (shm_layout's entries and
-# their shapes). Deeper is refused before Python's recursion limit is.
+# The deepest nesting of arrays and maps a reply may have, the reply's own
+# map counted: the bound the server puts on a request's unknown fields.
+# Real replies nest four levels (the reply, shm_layout, its entries, their
+# shapes). Deeper is refused before Python's recursion limit is reached.
 _MAX_DEPTH = 16
 
 
@@ -420,6 +476,8 @@ def decode_frame(payload: bytes | bytearray | memoryview) -> Any:
         v = r.value()
     except (IndexError, struct.error, UnicodeDecodeError) as e:
         raise SpiderError("protocol", f"a reply is not valid msgpack: {e}") from None
+    if r.pos > len(mv):  # a string or bin declared longer than what is left (a slice stops at the end)
+        raise SpiderError("protocol", f"a reply is cut short: its msgpack value needs {r.pos - len(mv)} more bytes")
     if r.pos != len(mv):
         raise SpiderError("protocol", f"a reply has {len(mv) - r.pos} bytes after its msgpack value")
     return v
@@ -777,65 +835,35 @@ class Client:
             # The reply's descriptors go to fds (see receive).
             self._want_fds = fds if shm and self._unix else None
             reply = self.request(req)
+            # The server made the batch and dropped the old one: from here
+            # on, whatever this client refuses in the reply closes the
+            # connection, so that it never plays the server's batch by the
+            # old spec, nor one it could not read.
+            self._drop_shared()
+            self.spec = None
+            shared: _Shared | None = None
             try:
-                shared = _Shared(reply, fds, _field("make", reply, "n", int)) if reply.get("shm") is True else None
-            except (SpiderError, ValueError, KeyError, TypeError, OSError) as e:
-                # The server's batch is in memory this client cannot read.
-                err = SpiderError("protocol", f"the make reply's shared memory: {e}")
+                if reply.get("shm") is True:
+                    shared = _Shared(reply, fds, _field("make", reply, "n", int))
+                spec, dtype, obs_len = self._read_spec(reply, given)
+                if shared is not None:
+                    shared.check(spec["n"], dtype, obs_len)
+            except BaseException as e:
+                if shared is not None:
+                    shared.close()
+                why = e.message if isinstance(e, SpiderError) else f"{type(e).__name__}: {e}"
+                err = SpiderError("protocol", f"the make reply: {why}")
                 self.close(err.message)
-                raise err from None
+                if isinstance(e, Exception):
+                    raise err from None
+                raise
         finally:
             self._want_fds = None
             for fd in fds:
                 os.close(fd)  # mapped, or not wanted
-        self._drop_shared()  # the server replaced the batch: the old one's memory goes
         self.shm_error = None
         if shm and shared is None:
             self.shm_error = str(reply.get("shm_error", "the server does not offer shared memory (it is older)"))
-        # A server older than this client ignores options it does not know
-        # (as the protocol asks): refuse rather than play another game.
-        unknown = [k for k in given if k not in reply]
-        if unknown:
-            raise SpiderError(
-                "protocol", f"the server does not know the game options {unknown}: it is older than this client"
-            )
-        reply.pop("ok", None)
-        reply.pop("id", None)
-        obs_dtype = _field("make", reply, "obs_dtype", str)
-        dtype = _OBS_DTYPES.get(obs_dtype)
-        if dtype is None:
-            raise SpiderError("protocol", f"unknown obs_dtype {obs_dtype!r}")
-        shape = tuple(int(x) for x in _field("make", reply, "obs_shape", list))
-        obs_len = int(np.prod(shape))
-        bounds = []
-        for k in ("obs_low", "obs_high"):
-            a = np.frombuffer(_field("make", reply, k, memoryview), dtype=dtype).copy()
-            if a.size != obs_len:
-                raise SpiderError("protocol", f"{k} has {a.size} items for an observation of {obs_len}")
-            bounds.append(a.reshape(shape))
-        num_actions = _field("make", reply, "num_actions", int)
-        if num_actions != NUM_ACTIONS:
-            raise SpiderError("protocol", f"num_actions {num_actions} (this client knows {NUM_ACTIONS})")
-        try:
-            config = SpiderConfig.from_spec(reply)
-        except TypeError as e:
-            raise SpiderError("protocol", f"the make reply's game options: {e}") from None
-        typed = MakeReply(
-            n=_field("make", reply, "n", int),
-            num_actions=num_actions,
-            obs_shape=shape,
-            obs_dtype=obs_dtype,
-            obs_low=bounds[0],
-            obs_high=bounds[1],
-            mask=_field("make", reply, "mask", str),
-            mask_row_bytes=_field("make", reply, "mask_row_bytes", int),
-            autoreset=_field("make", reply, "autoreset", str),
-            illegal=_field("make", reply, "illegal", str),
-            workers=_field("make", reply, "workers", int),
-            config=config,
-        )
-        reply.update(typed)
-        spec = cast(MakeReply, reply)  # the typed keys, and the rest as the server sent them
         self.spec = spec
         self._obs_dtype = dtype
         self._obs_len = obs_len
@@ -851,6 +879,55 @@ class Client:
             except OSError:
                 pass
         return spec
+
+    @staticmethod
+    def _read_spec(reply: dict[str, Any], given: dict[str, Any]) -> tuple[MakeReply, np.dtype[Any], int]:
+        """The make reply as a spec, its observations' dtype and length; a
+        reply this client cannot use raises SpiderError."""
+        # A server older than this client ignores options it does not know
+        # (as the protocol asks): refuse rather than play another game.
+        unknown = [k for k in given if k not in reply]
+        if unknown:
+            raise SpiderError(
+                "protocol", f"the server does not know the game options {unknown}: it is older than this client"
+            )
+        reply.pop("ok", None)
+        reply.pop("id", None)
+        obs_dtype = _field("make", reply, "obs_dtype", str)
+        dtype = _OBS_DTYPES.get(obs_dtype)
+        if dtype is None:
+            raise SpiderError("protocol", f"unknown obs_dtype {obs_dtype!r}")
+        shape = tuple(_whole_number(x, "obs_shape", 1) for x in _field("make", reply, "obs_shape", list))
+        obs_len = int(np.prod(shape))
+        bounds = []
+        for k in ("obs_low", "obs_high"):
+            b = _field("make", reply, k, memoryview)
+            if len(b) != obs_len * dtype.itemsize:
+                raise SpiderError("protocol", f"{k} has {len(b)} bytes for an observation of {obs_len} {dtype}")
+            bounds.append(np.frombuffer(b, dtype=dtype).copy().reshape(shape))
+        num_actions = _field("make", reply, "num_actions", int)
+        if num_actions != NUM_ACTIONS:
+            raise SpiderError("protocol", f"num_actions {num_actions} (this client knows {NUM_ACTIONS})")
+        try:
+            config = SpiderConfig.from_spec(reply)
+        except TypeError as e:
+            raise SpiderError("protocol", f"the make reply's game options: {e}") from None
+        typed = MakeReply(
+            n=_whole_number(_field("make", reply, "n", int), "n", 1),
+            num_actions=num_actions,
+            obs_shape=shape,
+            obs_dtype=obs_dtype,
+            obs_low=bounds[0],
+            obs_high=bounds[1],
+            mask=_field("make", reply, "mask", str),
+            mask_row_bytes=_field("make", reply, "mask_row_bytes", int),
+            autoreset=_field("make", reply, "autoreset", str),
+            illegal=_field("make", reply, "illegal", str),
+            workers=_field("make", reply, "workers", int),
+            config=config,
+        )
+        reply.update(typed)
+        return cast(MakeReply, reply), dtype, obs_len  # the typed keys, and the rest as the server sent them
 
     @property
     def shared(self) -> bool:

@@ -73,9 +73,10 @@ def test_step_reply_arrays(server):
         assert (r2["moves"] == 1).all()
 
 
-def test_decoder_matches_msgpack(server, monkeypatch):
-    """Our zero-copy reader decodes every reply exactly as msgpack does."""
-    frames = []
+def _spy_frames(monkeypatch):
+    """The frames of every reply decoded from now on (a list that fills as
+    they come), and the decoder itself."""
+    frames: list[bytes] = []
     real = _client.decode_frame
 
     def spy(payload):
@@ -83,6 +84,12 @@ def test_decoder_matches_msgpack(server, monkeypatch):
         return real(payload)
 
     monkeypatch.setattr(_client, "decode_frame", spy)
+    return frames, real
+
+
+def test_decoder_matches_msgpack(server, monkeypatch):
+    """Our zero-copy reader decodes every reply exactly as msgpack does."""
+    frames, real = _spy_frames(monkeypatch)
     with Client(server.address) as c:
         c.make(n=4, obs="float32", autoreset="same-step", max_steps=3, mask="bits")
         r = c.reset(seed=3)
@@ -131,6 +138,8 @@ def test_decoder_matches_msgpack(server, monkeypatch):
     assert e.value.code == "protocol"
     with pytest.raises(SpiderError):
         real(packed[:-3])
+    with pytest.raises(SpiderError, match="cut short: its msgpack value needs 7 more bytes"):
+        real(b"\xc4\x0aabc")  # a bin of 10 bytes with 3 left
 
 
 def test_decoder_refuses_what_no_server_sends(server, monkeypatch):
@@ -138,14 +147,7 @@ def test_decoder_refuses_what_no_server_sends(server, monkeypatch):
     altered or nested without end, decodes or raises SpiderError
     "protocol": never another exception (Python's recursion limit, an
     unhashable key) for the caller to meet."""
-    frames = []
-    real = _client.decode_frame
-
-    def spy(payload):
-        frames.append(bytes(payload))
-        return real(payload)
-
-    monkeypatch.setattr(_client, "decode_frame", spy)
+    frames, real = _spy_frames(monkeypatch)
     with Client(server.address) as c:
         c.make(n=2, max_steps=3)
         r = c.reset(seed=3)
@@ -318,3 +320,6 @@ def test_make_refuses_an_option_the_server_does_not_echo(server, monkeypatch):
         with pytest.raises(SpiderError) as e:
             c.make(face_up_slots=20)
         assert "face_up_slots" in str(e.value) and "older" in str(e.value)
+        # The server made that batch: the client neither keeps the spec
+        # of the one it replaced (two suits) nor plays the new one.
+        assert c.spec is None and c.closed

@@ -212,7 +212,7 @@ def test_too_few_descriptors_are_refused(proxy, keep):
             c.make(n=2, shm=True)
         assert e.value.code == "protocol"
         assert f"came with {keep} descriptors, want 2" in e.value.message
-        _is_closed_by(c, "shared memory")
+        _is_closed_by(c, "the make reply")
     p.close()
     assert _open_fds() <= before
 
@@ -244,11 +244,100 @@ def test_a_shared_array_for_another_batch_is_refused(proxy, name):
         assert e.value.code == "protocol"
         shape = "(2, 806)" if name == "obs" else "(2,)"
         assert f"shared array {name!r} of shape {shape} for 3 games" in e.value.message
-        _is_closed_by(c, "shared memory")
+        _is_closed_by(c, "the make reply")
     p.close()
     assert _open_fds() <= before, "the refused segment's descriptors are still open"
-    assert _memfd_maps() == maps, "the refused segment is still mapped"
+    assert _memfd_maps() <= maps, "the refused segment is still mapped"
     assert e.value.__context__ is not None  # the error that held the maps is still alive
+
+
+def _entry(reply: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(f for f in reply["shm_layout"] if f["name"] == name)
+
+
+_LAYOUTS: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
+    # what the proxy does to a shared make reply, and what the client says
+    "negative size": (lambda r: r["shm_size"].__setitem__(0, -1), "shm_size is -1"),
+    "huge size": (lambda r: r["shm_size"].__setitem__(0, 2**64 - 1), f"shm_size {2**64 - 1} for shared descriptor 0"),
+    "size past the segment": (
+        lambda r: r["shm_size"].__setitem__(1, r["shm_size"][1] + 4096),
+        "for shared descriptor 1 of",
+    ),
+    "float offset": (lambda r: _entry(r, "masks").__setitem__("offset", 0.5), "masks's offset is 0.5"),
+    "negative dimension": (lambda r: _entry(r, "obs")["shape"].__setitem__(1, -1), "obs's shape is -1"),
+    "string dimension": (lambda r: _entry(r, "obs")["shape"].__setitem__(1, "806"), "obs's shape is '806'"),
+    "actions read-only": (
+        lambda r: _entry(r, "actions").__setitem__("fd", 0),
+        "'actions': dtype 'uint16', descriptor 0",
+    ),
+    "obs of another type": (lambda r: _entry(r, "obs").__setitem__("dtype", "int16"), "shared array 'obs' is int16"),
+    "rewards of another type": (
+        lambda r: _entry(r, "rewards").__setitem__("dtype", "int32"),
+        "shared array 'rewards' is int32",
+    ),
+    "masks of another width": (
+        lambda r: _entry(r, "masks")["shape"].__setitem__(1, 1000),
+        "'masks' is uint8 (3, 1000)",
+    ),
+    "no scores": (lambda r: r["shm_layout"].remove(_entry(r, "score")), "lacks 'score'"),
+}
+
+
+@pytest.mark.parametrize("alteration", sorted(_LAYOUTS))
+def test_a_layout_that_cannot_be_read_closes_the_client(proxy, alteration):
+    """A second make whose shared layout this client cannot read as the
+    batch's arrays is refused and closes the connection: the server
+    already dropped the first batch, so the client must not play on by
+    its spec (or read the old segment's arrays as the new batch's)."""
+    alter, says = _LAYOUTS[alteration]
+    makes = []
+
+    def second(op: str, reply: dict[str, Any], fds: list[int]) -> tuple[bytes, list[int]] | None:
+        if op != "make":
+            return None
+        makes.append(op)
+        if len(makes) == 1:
+            return None
+        alter(reply)
+        return _pack(reply), fds
+
+    before, maps = _open_fds(), _memfd_maps()
+    p = proxy(second)
+    with Client(p.address) as c:
+        c.make(n=3, shm=True)
+        assert c.shared and c.reset(seed=1)["obs"].shape == (3, 806)
+        with pytest.raises(SpiderError) as e:
+            c.make(n=3, shm=True, suits=2)
+        assert e.value.code == "protocol" and says in e.value.message, e.value.message
+        assert c.spec is None and not c.shared
+        _is_closed_by(c, "the make reply")
+    p.close()
+    assert _open_fds() <= before
+    assert _memfd_maps() <= maps
+
+
+def test_an_unsealed_segment_is_refused(proxy):
+    """A segment the server could shrink after sending it would kill the
+    client with SIGBUS when read: one not sealed against shrinking (here a
+    memfd of the same size and contents, unsealed) is refused unmapped."""
+
+    def unsealed(op: str, reply: dict[str, Any], fds: list[int]) -> tuple[bytes, list[int]] | None:
+        if op != "make":
+            return None
+        fd = os.memfd_create("spider-test-unsealed")
+        os.ftruncate(fd, os.fstat(fds[0]).st_size)
+        return _pack(reply), [fd, fds[1]]
+
+    before, maps = _open_fds(), _memfd_maps()
+    p = proxy(unsealed)
+    with Client(p.address) as c:
+        with pytest.raises(SpiderError) as e:
+            c.make(n=2, shm=True)
+        assert e.value.code == "protocol" and "descriptor 0 is not sealed against shrinking" in e.value.message
+        _is_closed_by(c, "the make reply")
+    p.close()
+    assert _open_fds() <= before
+    assert _memfd_maps() <= maps
 
 
 def test_the_proxy_passes_a_game_unaltered(proxy, server):
