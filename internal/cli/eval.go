@@ -849,6 +849,13 @@ func writeEval(w io.Writer, rep evalReport, o evalOptions) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	// A checkpoint's path says little once a trainer rewrites the file:
+	// its hash says which network played, as the JSON and CSV say.
+	for _, p := range rep.Policies {
+		if p.Checkpoint != "" {
+			fmt.Fprintf(w, "%s: checkpoint sha256 %s\n", p.Policy, p.Checkpoint)
+		}
+	}
 	writeFailures(w, rep)
 	if len(rep.Comparisons) == 0 {
 		return nil

@@ -358,6 +358,14 @@ func TestEvalHashesCheckpoints(t *testing.T) {
 	if col < 0 || rows[1][col] != hex.EncodeToString(sum[:]) || rows[2][col] != "" {
 		t.Fatalf("CSV %q: %v", rows, err)
 	}
+	o.out.csv = false
+	out.Reset()
+	if err := runEval(context.Background(), o, &out, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "nn:" + path + ": checkpoint sha256 " + hex.EncodeToString(sum[:]) + "\n"; !strings.Contains(out.String(), want) || strings.Count(out.String(), "checkpoint sha256") != 1 {
+		t.Fatalf("the text names the checkpoint's hash other than once as %q:\n%s", want, out.String())
+	}
 }
 
 // TestEvalRecordsNameTheBudget: records of search played away from its

@@ -149,10 +149,11 @@ class _Shared:
         for i, (fd, size, prot) in enumerate(
             zip(fds, sizes, (mmap.PROT_READ, mmap.PROT_READ | mmap.PROT_WRITE), strict=True)
         ):
-            # A page of a mapping past its file's end, or of a file shrunk
-            # later, kills this process with SIGBUS when read: map no more
-            # than the file holds, and only a file sealed against shrinking
-            # (as PROTOCOL.md's server seals both).
+            # A file shrunk after it is mapped kills this process with
+            # SIGBUS when a page past its new end is read: map only a file
+            # sealed against shrinking (as PROTOCOL.md's server seals both).
+            # mmap itself refuses a size past the file's end; the check
+            # first says which size and descriptor.
             size = _whole_number(size, "shm_size", 1)
             try:
                 held, seals = os.fstat(fd).st_size, fcntl.fcntl(fd, fcntl.F_GET_SEALS)
