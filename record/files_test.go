@@ -274,3 +274,125 @@ func TestLoadRefusesLongNames(t *testing.T) {
 		t.Fatalf("refusing it allocated %d bytes, over the %d its size allows", got, limit)
 	}
 }
+
+// TestMaxSizeHoldsTheLargestRecord: MaxSize follows from MaxActions, so
+// the file of a record with MaxActions actions of three bytes each (the
+// most a uint16 takes) and the longest player name is not refused for
+// its size. The size is worked out from a record of 1000 such actions.
+func TestMaxSizeHoldsTheLargestRecord(t *testing.T) {
+	g := validRecord(t)
+	g.Game.MaxSteps = -1
+	g.Player = strings.Repeat("p", MaxPlayer)
+	size := func(n int) int {
+		g.Actions = make([]uint16, n)
+		for i := range g.Actions {
+			g.Actions[i] = 65535
+		}
+		return len(sealed(t, g))
+	}
+	perAction := (size(1000) - size(0)) / 1000
+	if perAction != 3 {
+		t.Fatalf("an action of 65535 takes %d bytes; want 3", perAction)
+	}
+	// array32's header is 4 bytes longer than an empty fixarray's.
+	if largest := size(0) + 4 + 3*MaxActions; largest > MaxSize {
+		t.Fatalf("the largest record takes %d bytes, over MaxSize %d", largest, MaxSize)
+	}
+}
+
+// TestRecordLimitsAreInclusive: a record may hold exactly MaxActions
+// actions and a player name of exactly MaxPlayer bytes, one more of
+// either is refused; a game without a step limit (human play) holds any
+// number of actions up to MaxActions.
+func TestRecordLimitsAreInclusive(t *testing.T) {
+	dir := t.TempDir()
+	g := validRecord(t)
+	g.Game.MaxSteps = -1
+	g.Player = strings.Repeat("p", MaxPlayer)
+	p := filepath.Join(dir, "limits.spider")
+	if err := Save(p, g); err != nil {
+		t.Fatalf("a game without a step limit, named with %d bytes: %v", MaxPlayer, err)
+	}
+	if back, err := Load(p); err != nil || !reflect.DeepEqual(back, g) {
+		t.Fatalf("loading it: %v", err)
+	}
+	g.Actions = make([]uint16, MaxActions)
+	if err := check(g); err != nil {
+		t.Fatalf("%d actions: %v", MaxActions, err)
+	}
+	g.Actions = append(g.Actions, 0)
+	if err := check(g); err == nil || err.Error() != "16777217 actions, more than the 16777216 a record holds" {
+		t.Fatalf("%d actions: %v", len(g.Actions), err)
+	}
+}
+
+// TestDamagedHeaderSaysDamaged: a flipped bit in the map's first byte
+// leaves no version to read; the checksum at the end, which no longer
+// matches, says the record is damaged.
+func TestDamagedHeaderSaysDamaged(t *testing.T) {
+	dir := t.TempDir()
+	b := sealed(t, validRecord(t))
+	p := filepath.Join(dir, "flipped.spider")
+	if err := os.WriteFile(p, flip(b, 0, 4), 0o644); err != nil { // a fixmap becomes a fixarray
+		t.Fatal(err)
+	}
+	if _, err := Load(p); err == nil || !strings.HasPrefix(err.Error(), p+": damaged game record: checksum mismatch") {
+		t.Fatalf("a flipped bit in the map header: %v", err)
+	}
+}
+
+// TestIntegerEncodingsAreRangeChecked: the range checks read integers in
+// every msgpack encoding: a negative fixint seed or action is negative, a
+// zero in a signed encoding is not, and every action is checked, the last
+// one too.
+func TestIntegerEncodingsAreRangeChecked(t *testing.T) {
+	dir := t.TempDir()
+	g := validRecord(t)
+	type raw struct {
+		Version int         `msgpack:"version"`
+		Game    env.Options `msgpack:"game"`
+		Seed    any         `msgpack:"seed"`
+		Player  string      `msgpack:"player"`
+		Actions []any       `msgpack:"actions"`
+		Score   int         `msgpack:"score"`
+		Runs    int         `msgpack:"runs"`
+		Won     bool        `msgpack:"won"`
+	}
+	base := func() raw {
+		x := raw{Version: g.Version, Game: g.Game, Seed: g.Seed, Player: g.Player, Score: g.Score, Runs: g.Runs, Won: g.Won}
+		for _, a := range g.Actions {
+			x.Actions = append(x.Actions, uint64(a))
+		}
+		return x
+	}
+	last := len(g.Actions)
+	for _, tc := range []struct {
+		name, want string
+		edit       func(*raw)
+	}{
+		{"fixint-seed", "seed -1 is negative: a deal's seed is 0 to 2^64-1", func(x *raw) { x.Seed = msgpack.RawMessage{0xff} }},
+		{"fixint-action", fmt.Sprintf("action %d is -32: a record's actions are ids from 0 to 65535", last), func(x *raw) { x.Actions[last-1] = msgpack.RawMessage{0xe0} }},
+		{"int8-action", "action 1 is -1: a record's actions are ids from 0 to 65535", func(x *raw) { x.Actions[0] = msgpack.RawMessage{0xd0, 0xff} }},
+		{"last-action", fmt.Sprintf("action %d is 65536: a record's actions are ids from 0 to 65535", last), func(x *raw) { x.Actions[last-1] = uint64(65536) }},
+	} {
+		x := base()
+		tc.edit(&x)
+		p := filepath.Join(dir, tc.name+".spider")
+		writeSealed(t, p, x)
+		if _, err := Load(p); err == nil || err.Error() != p+": "+tc.want {
+			t.Errorf("%s: %v; want %q", tc.name, err, tc.want)
+		}
+	}
+	// Zero written as a signed integer (int8 and int64), as another
+	// program may write it, is zero.
+	x := base()
+	x.Seed = msgpack.RawMessage{0xd3, 0, 0, 0, 0, 0, 0, 0, 0}
+	x.Actions[0] = msgpack.RawMessage{0xd0, 0}
+	x.Actions[1] = msgpack.RawMessage{0xd1, 0, 7}
+	p := filepath.Join(dir, "signed-zero.spider")
+	writeSealed(t, p, x)
+	back, err := Load(p)
+	if err != nil || back.Seed != 0 || back.Actions[0] != 0 || back.Actions[1] != 7 {
+		t.Fatalf("zero as a signed integer: seed %d, actions %v, %v", back.Seed, back.Actions[:2], err)
+	}
+}

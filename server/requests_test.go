@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"strings"
@@ -210,5 +211,119 @@ func TestRequestFieldsDecode(t *testing.T) {
 	// A nil seed is no seed.
 	if re := decodeRequest(must(msgpack.Marshal(map[string]any{"op": "reset", "seed": nil})), &q); re != nil || q.has(fieldSeed) {
 		t.Fatalf("a nil seed: %v, seen %b", re, q.seen)
+	}
+}
+
+// TestMapShorterThanItsHeader: a map header declaring more fields than
+// the frame has bytes for (every key and value takes one at least) is a
+// bad frame, refused before any field is read, not a field cut short.
+func TestMapShorterThanItsHeader(t *testing.T) {
+	for _, p := range [][]byte{
+		{0x82, 0xa2, 'o', 'p'},            // two fields in 3 bytes
+		{0x83, 0xa2, 'o', 'p', 0xa1, 'x'}, // three fields in 5 bytes
+	} {
+		var q request
+		re := decodeRequest(p, &q)
+		want := fmt.Sprintf("a request map of %d fields: a declared length runs past the end of the frame", p[0]&0x0f)
+		if re == nil || re.code != codeBadFrame || re.msg != want {
+			t.Errorf("% x: %v; want bad_frame %q", p, re, want)
+		}
+	}
+}
+
+// TestOneByteAfterTheMap: a frame holds one msgpack value, so even a
+// single byte after the request map is a bad frame.
+func TestOneByteAfterTheMap(t *testing.T) {
+	p := append(must(msgpack.Marshal(map[string]any{"op": "hello", "version": 1})), 0xc0)
+	var q request
+	re := decodeRequest(p, &q)
+	if want := "1 bytes after the request map: a frame holds one msgpack value"; re == nil || re.code != codeBadFrame || re.msg != want {
+		t.Fatalf("a request with one byte after it: %v; want bad_frame %q", re, want)
+	}
+}
+
+// TestDeclaredLengthOneBytePastTheEnd gives fields whose declared length
+// is one byte more than the frame has left: each is refused as a length
+// running past the end, checked before the bytes are read, not as a value
+// cut short. A negative length, which an int of 32 bits makes of a 32-bit
+// length past 2^31-1, is refused too.
+func TestDeclaredLengthOneBytePastTheEnd(t *testing.T) {
+	const tooLong = "a declared length runs past the end of the frame"
+	for _, tc := range []struct {
+		key   string
+		value []byte
+	}{
+		{"x", []byte{0xa2, 'a'}},               // fixstr of 2, 1 byte left
+		{"x", []byte{0xd9, 0x03, 'a', 'b'}},    // str8 of 3, 2 left
+		{"x", []byte{0xc4, 0x02, 0x00}},        // bin8 of 2, 1 left
+		{"x", []byte{0x92, 0xc0}},              // fixarray of 2 items, 1 byte left
+		{"reset_mask", []byte{0xc4, 0x02, 1}},  // bin8 of 2, 1 left
+		{"seeds", []byte{0x92, 0xc0}},          // two seeds, 1 byte left
+		{"seeds", []byte{0xdc, 0x00, 0x03, 1}}, // array16 of 3 seeds, 1 byte left
+		{"actions", []byte{0x93, 1, 2}},        // three actions, 2 bytes left
+	} {
+		p := append([]byte{0x82, 0xa2, 'o', 'p', 0xa5, 'r', 'e', 's', 'e', 't', 0xa0 | byte(len(tc.key))}, tc.key...)
+		p = append(p, tc.value...)
+		var q request
+		re := decodeRequest(p, &q)
+		if want := fmt.Sprintf("field %q has the wrong type or value: %s", tc.key, tooLong); re == nil || re.code != codeBadRequest || re.msg != want {
+			t.Errorf("%s % x: %v; want bad_request %q", tc.key, tc.value, re, want)
+		}
+	}
+	if err := (&reader{b: make([]byte, 8)}).fits(-1); err != errTooLong {
+		t.Errorf("a negative length: %v; want %v", err, errTooLong)
+	}
+}
+
+// TestIntegersAreNotLengths: a map and an array have no 8-bit header, so
+// the integer 0 where a request map, a seeds array or an actions array
+// belongs is refused as the wrong type, not read as a header whose length
+// is the next byte.
+func TestIntegersAreNotLengths(t *testing.T) {
+	var q request
+	if re := decodeRequest([]byte{0x00, 0x00}, &q); re == nil || re.code != codeBadFrame || !strings.HasSuffix(re.msg, "want a map") {
+		t.Errorf("the integer 0 for the request map: %v; want bad_frame, want a map", re)
+	}
+	for key, want := range map[string]string{
+		"seeds":   "want an array of seeds (integers from 0 to 2^64-1, or nil)",
+		"actions": "want a bin of uint16 or an array of integers",
+	} {
+		p := append([]byte{0x83, 0xa1, 'x', 0x00, 0xa0 | byte(len(key))}, key...)
+		p = append(p, 0x00, 0xa2, 'o', 'p', 0xa4, 's', 't', 'e', 'p')
+		re := decodeRequest(p, &q)
+		if want := fmt.Sprintf("field %q has the wrong type or value: %s", key, want); re == nil || re.code != codeBadRequest || re.msg != want {
+			t.Errorf("%s: 0: %v; want bad_request %q", key, re, want)
+		}
+	}
+}
+
+// TestExtensionIsNotABin: an ext 8 (code 0xc7, next to the bins' 0xc4 to
+// 0xc6) where a bin belongs is refused as the wrong type.
+func TestExtensionIsNotABin(t *testing.T) {
+	for _, key := range []string{"reset_mask", "env_ids"} {
+		p := append([]byte{0x82, 0xa2, 'o', 'p', 0xa4, 's', 't', 'e', 'p', 0xa0 | byte(len(key))}, key...)
+		p = append(p, 0xc7, 0x08, 0x01, 0, 0, 0, 0, 0, 0, 0, 0) // ext 8 of 8 zero bytes, type 1
+		var q request
+		re := decodeRequest(p, &q)
+		if want := fmt.Sprintf("field %q has the wrong type or value: want a bin", key); re == nil || re.code != codeBadRequest || re.msg != want {
+			t.Errorf("%s as an ext 8: %v; want bad_request %q", key, re, want)
+		}
+	}
+}
+
+// TestFloatReadsLargeUint64: a uint64 past 2^63-1 where a number belongs
+// (illegal_penalty, a float game option) reads as its value, not as the
+// negative int64 of its bits.
+func TestFloatReadsLargeUint64(t *testing.T) {
+	for _, u := range []uint64{math.MaxUint64, 1 << 63} {
+		b := binary.BigEndian.AppendUint64([]byte{0xcf}, u)
+		if got, err := (&reader{b: b}).float(); err != nil || got != float64(u) {
+			t.Errorf("uint64 %d as a float: %v, %v; want %v", u, got, err, float64(u))
+		}
+	}
+	p := must(msgpack.Marshal(map[string]any{"op": "make", "illegal_penalty": uint64(math.MaxUint64)}))
+	var q request
+	if re := decodeRequest(p, &q); re != nil || q.penalty != math.MaxUint64 {
+		t.Fatalf("illegal_penalty 2^64-1: %v, %v", q.penalty, re)
 	}
 }

@@ -348,3 +348,190 @@ func TestResumeRefusesGameInsideAnExtension(t *testing.T) {
 		t.Fatalf("refusing it allocated %d bytes", got)
 	}
 }
+
+// withKey returns a copy of the training state st with key set to val;
+// a key "config.K" sets K in a copy of the configuration.
+func withKey(st map[string]any, key string, val any) map[string]any {
+	changed := map[string]any{}
+	for k, v := range st {
+		changed[k] = v
+	}
+	if sub, ok := strings.CutPrefix(key, "config."); ok {
+		c := map[string]any{}
+		for k, v := range st["config"].(map[string]any) {
+			c[k] = v
+		}
+		c[sub] = val
+		changed["config"] = c
+	} else {
+		changed[key] = val
+	}
+	return changed
+}
+
+// TestResumeRefusesInconsistentState: a training state no run writes is
+// refused, naming the file, before the run starts: another state version
+// (a newer one too), a configuration New refuses, a NaN elapsed time,
+// more DAgger rounds done than configured, an imitation game with more
+// labels than moves, Adam moments for another number of tensors or of
+// another size, and a same-step batch holding an ended game.
+func TestResumeRefusesInconsistentState(t *testing.T) {
+	dir := t.TempDir()
+	net, st := savedState(t, dir)
+	d := []env.Action{env.Deal}
+	game := map[string]any{"seed": 1, "played": d, "labels": []env.Action{env.Deal, env.Deal}}
+	tensors := func(key string, edit func([]any) []any) []any {
+		return edit(append([]any(nil), st[key].([]any)...))
+	}
+	shorter := func(ts []any) []any { return ts[:len(ts)-1] }
+	cut := func(ts []any) []any { ts[0] = ts[0].([]byte)[4:]; return ts }
+	batch := map[string]any{}
+	for k, v := range st["batch"].(map[string]any) {
+		batch[k] = v
+	}
+	ended := append([]any(nil), batch["ended"].([]any)...)
+	ended[0] = true
+	batch["ended"] = ended
+	for name, tc := range map[string]struct {
+		key  string
+		val  any
+		want string
+	}{
+		"version 3":     {"version", 3, "training state version 3, this program reads version 2"},
+		"gamma":         {"config.gamma", 2.0, "train: gamma must be in (0, 1] and lambda in [0, 1]"},
+		"elapsed NaN":   {"elapsed_s", math.NaN(), "negative counters in the training state (iter 0, env steps 0, episodes 0, adam steps 0, elapsed NaN)"},
+		"rounds":        {"dagger_rounds_done", 1, "1 DAgger rounds done of 0"},
+		"labels":        {"imitation", []any{game}, "imitation game 1 has 2 labels for 1 moves"},
+		"adam_m count":  {"adam_m", tensors("adam_m", shorter), "optimiser state for"},
+		"adam_v count":  {"adam_v", tensors("adam_v", shorter), "optimiser state for"},
+		"adam_m size":   {"adam_m", tensors("adam_m", cut), "optimiser state of tensor 0 has the wrong size"},
+		"adam_v size":   {"adam_v", tensors("adam_v", cut), "optimiser state of tensor 0 has the wrong size"},
+		"ended in play": {"batch", batch, "game 0 of the saved batch has no legal action"},
+	} {
+		p := saveState(t, dir, strings.ReplaceAll(name, " ", "-")+".spider", net, withKey(st, tc.key, tc.val))
+		tr, err := Resume(p, nil)
+		if err == nil {
+			tr.Close()
+		}
+		if err == nil || !strings.HasPrefix(err.Error(), p+": ") || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v; want an error naming the file and saying %q", name, err, tc.want)
+		}
+	}
+}
+
+// TestResumeFillsInTheConfigGame: a configuration saved without a game
+// option's key (from before it was added) resumes with the default
+// spelled out, as New's configuration has it.
+func TestResumeFillsInTheConfigGame(t *testing.T) {
+	dir := t.TempDir()
+	net, st := savedState(t, dir)
+	g := map[string]any{}
+	for k, v := range st["config"].(map[string]any)["game"].(map[string]any) {
+		g[k] = v
+	}
+	delete(g, "shaping_gamma")
+	p := saveState(t, dir, "older.spider", net, withKey(st, "config.game", g))
+	tr, err := Resume(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	if tr.Config.Game != tr.Config.Game.Filled() || tr.Config.Game.ShapingGamma != 1 {
+		t.Fatalf("the resumed configuration's game %+v; want the defaults filled in", tr.Config.Game)
+	}
+}
+
+// TestResumeTakesAnMLPByEitherName: "mlp" and the empty name (files from
+// before the architecture was recorded) are one architecture, whichever
+// side holds which: the network, the configuration, or the run asked for.
+func TestResumeTakesAnMLPByEitherName(t *testing.T) {
+	dir := t.TempDir()
+	net, st := savedState(t, dir)
+	if net.Spec.Arch != "" {
+		t.Fatalf("the saved network's arch is %q, not empty", net.Spec.Arch)
+	}
+	net.Spec.Arch = nn.MLP
+	p := saveState(t, dir, "named.spider", net, st)
+	want := tinyConfig()
+	want.Arch = nn.MLP
+	tr, err := Resume(p, &want)
+	if err != nil {
+		t.Fatalf("a network named %q, a configuration and a run of arch %q: %v", nn.MLP, want.Arch, err)
+	}
+	tr.Close()
+}
+
+// TestResumeRefusesAnotherPairWidth: the columns network's pair width is
+// part of its specification: a configuration that names another one than
+// the network's is refused.
+func TestResumeRefusesAnotherPairWidth(t *testing.T) {
+	dir := t.TempDir()
+	c := tinyConfig()
+	c.Arch, c.Hidden, c.Column, c.Pair = nn.Columns, []int{8}, 4, 2
+	tr, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "columns.spider")
+	err = tr.Save(p)
+	tr.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	net, raw, err := nn.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st map[string]any
+	if err := msgpack.Unmarshal(raw, &st); err != nil {
+		t.Fatal(err)
+	}
+	if tr, err := Resume(saveState(t, dir, "same.spider", net, st), nil); err != nil {
+		t.Fatalf("the checkpoint itself: %v", err)
+	} else {
+		tr.Close()
+	}
+	p = saveState(t, dir, "pair.spider", net, withKey(st, "config.pair", 3))
+	if tr, err := Resume(p, nil); err == nil || err.Error() != p+": the network's specification does not match its training configuration" {
+		if err == nil {
+			tr.Close()
+		}
+		t.Fatalf("a configuration of pair width 3 for a network of 2: %v", err)
+	}
+}
+
+// TestResumeImitationWithoutAStepLimit: DAgger rounds may run without a
+// step limit when no warm start or validation plays whole games; their
+// imitation games then have no move limit to check, and resume.
+func TestResumeImitationWithoutAStepLimit(t *testing.T) {
+	dir := t.TempDir()
+	c := tinyConfig()
+	c.Game.MaxSteps, c.CloneGames, c.ValEvery = -1, 0, 0
+	c.DaggerRounds, c.DaggerGames, c.CloneEpochs = 1, 1, 1
+	tr, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "unlimited.spider")
+	err = tr.Save(p)
+	tr.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	net, raw, err := nn.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st map[string]any
+	if err := msgpack.Unmarshal(raw, &st); err != nil {
+		t.Fatal(err)
+	}
+	d := []env.Action{env.Deal}
+	st = withKey(st, "dagger_rounds_done", 1)
+	st = withKey(st, "imitation", []any{map[string]any{"seed": 1, "played": d, "labels": d}})
+	tr, err = Resume(saveState(t, dir, "round.spider", net, st), nil)
+	if err != nil {
+		t.Fatalf("a DAgger game of one move without a step limit: %v", err)
+	}
+	tr.Close()
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -366,4 +367,40 @@ func sealedMap(t *testing.T, m map[string]any) []byte {
 		t.Fatal(err)
 	}
 	return msgpackcheck.Seal(buf.Bytes())
+}
+
+// TestFloatsRefusesPartialFloats: a bin whose length is not a multiple
+// of four bytes holds no whole float32s, and is refused as such.
+func TestFloatsRefusesPartialFloats(t *testing.T) {
+	for _, n := range []int{1, 2, 3, 6, 10} {
+		b, _ := msgpack.Marshal(make([]byte, n))
+		var f Floats
+		if err := msgpack.Unmarshal(b, &f); err == nil || err.Error() != fmt.Sprintf("a float32 array of %d bytes", n) {
+			t.Errorf("a bin of %d bytes: %v", n, err)
+		}
+	}
+	b, _ := msgpack.Marshal(Floats{1.5, -2})
+	var f Floats
+	if err := msgpack.Unmarshal(b, &f); err != nil || !reflect.DeepEqual(f, Floats{1.5, -2}) {
+		t.Errorf("two floats: %v, %v", f, err)
+	}
+}
+
+// TestFloatsFromAStreamGrowsWithTheData: read from a stream, which cannot
+// say how many bytes it holds, a bin that declares 64 MiB and holds 8
+// bytes costs a few megabytes at most, not the 64 declared.
+func TestFloatsFromAStreamGrowsWithTheData(t *testing.T) {
+	b := binary.BigEndian.AppendUint32([]byte{0xc6}, 64<<20)
+	b = append(b, make([]byte, 8)...)
+	var err error
+	got := alloccount.Bytes(func() {
+		var f Floats
+		err = msgpack.NewDecoder(struct{ io.Reader }{bytes.NewReader(b)}).Decode(&f)
+	})
+	if err == nil {
+		t.Fatal("a bin of 64 MiB holding 8 bytes decoded")
+	}
+	if got > 8<<20 {
+		t.Fatalf("refusing it allocated %d bytes", got)
+	}
 }

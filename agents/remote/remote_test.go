@@ -498,3 +498,175 @@ func TestRemoteRefusesGamesOfOtherRules(t *testing.T) {
 		t.Fatalf("a game of the dialled rules: %v", err)
 	}
 }
+
+// rawAgent serves one connection on a fresh socket: it reads the hello
+// and hands the connection to answer, which writes whatever bytes it
+// likes; the connection is closed when answer returns.
+func rawAgent(t *testing.T, answer func(conn net.Conn, hello map[string]any)) string {
+	t.Helper()
+	ln, addr := listenAgent(t)
+	go func() {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		if m, err := readFrame(conn); err == nil {
+			answer(conn, m)
+		}
+	}()
+	return addr
+}
+
+// TestReplyFrameLengthBounds: a reply frame's length is checked before
+// anything is read or allocated. An empty frame and one a byte over 1 MiB
+// are refused by their length (the agent sends no payload after it), and
+// a frame of exactly 1 MiB is read.
+func TestReplyFrameLengthBounds(t *testing.T) {
+	r := rules(t, env.Options{Suits: 1, MaxSteps: 100})
+	for _, n := range []uint32{0, maxReply + 1} {
+		addr := rawAgent(t, func(conn net.Conn, _ map[string]any) {
+			conn.Write(binary.BigEndian.AppendUint32(nil, n))
+		})
+		_, err := Dial(context.Background(), addr, Options{Rules: r, Timeout: 20 * time.Second})
+		if want := fmt.Sprintf("reply frame of %d bytes: want 1 to %d", n, maxReply); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("a reply frame of %d bytes: %v; want an error saying %q", n, err, want)
+		}
+	}
+	addr := rawAgent(t, func(conn net.Conn, hello map[string]any) {
+		b, _ := msgpack.Marshal(map[string]any{"ok": true, "id": hello["id"], "version": 1, "name": "big"})
+		b[0]++ // one more field: a bin that pads the frame to maxReply bytes
+		b = append(b, 0xa3, 'p', 'a', 'd', 0xc6)
+		b = binary.BigEndian.AppendUint32(b, uint32(maxReply-len(b)-4))
+		b = append(b, make([]byte, maxReply-len(b))...)
+		conn.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...))
+		readFrame(conn) // the goodbye
+	})
+	a, err := Dial(context.Background(), addr, Options{Rules: r, Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatalf("a reply frame of exactly %d bytes: %v", maxReply, err)
+	}
+	if a.Name() != "big" {
+		t.Errorf("name %q", a.Name())
+	}
+	a.Close()
+}
+
+// TestHelloRefusesOtherVersions: an agent must speak version 1; one that
+// answers with another version, older or newer, is refused.
+func TestHelloRefusesOtherVersions(t *testing.T) {
+	r := rules(t, env.Options{Suits: 1, MaxSteps: 100})
+	for _, v := range []int{0, 2} {
+		addr := rawAgent(t, func(conn net.Conn, hello map[string]any) {
+			writeFrame(conn, map[string]any{"ok": true, "id": hello["id"], "version": v, "name": "other"})
+		})
+		_, err := Dial(context.Background(), addr, Options{Rules: r, Timeout: 20 * time.Second})
+		if want := fmt.Sprintf("agent speaks protocol version %d, want 1", v); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("version %d: %v; want an error saying %q", v, err, want)
+		}
+	}
+}
+
+// TestWidthBounds: a connection takes 1 to MaxWidth games per request,
+// MaxWidth included, and ActBatch refuses more games than the width
+// before sending anything.
+func TestWidthBounds(t *testing.T) {
+	f := &fakeAgent{}
+	f.start(t)
+	r := rules(t, env.Options{Suits: 1, MaxSteps: 100})
+	ctx := context.Background()
+	for _, w := range []int{-1, MaxWidth + 1} {
+		if a, err := Dial(ctx, f.addr, Options{Rules: r, Width: w}); err == nil || !strings.Contains(err.Error(), "games per request") {
+			if a != nil {
+				a.Close()
+			}
+			t.Errorf("width %d: %v; want a refusal", w, err)
+		}
+	}
+	a, err := Dial(ctx, f.addr, Options{Rules: r, Width: MaxWidth})
+	if err != nil {
+		t.Fatalf("width %d: %v", MaxWidth, err)
+	}
+	if got := toInt(f.hello["max_games"]); got != MaxWidth || a.Width() != MaxWidth {
+		t.Errorf("max_games %d, Width %d; want %d", got, a.Width(), MaxWidth)
+	}
+	a.Close()
+	a, err = Dial(ctx, f.addr, Options{Rules: r, Width: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	var games []agents.BatchGame
+	for i := range 3 {
+		s := env.NewGame(r, uint64(i))
+		games = append(games, agents.BatchGame{Slot: i, New: true, View: agents.NewView(&s, s.AppendLegal(nil), 0, false)})
+	}
+	if err := a.ActBatch(ctx, games, make([]env.Action, 3)); err == nil || !strings.Contains(err.Error(), "3 games, over the width of 2") {
+		t.Errorf("3 games on a width of 2: %v", err)
+	}
+	if got := f.requests.Load(); got != 0 {
+		t.Errorf("%d act requests sent; want none", got)
+	}
+	if err := a.ActBatch(ctx, games[:2], make([]env.Action, 2)); err != nil {
+		t.Errorf("2 games on a width of 2: %v", err)
+	}
+}
+
+// TestDecodeReplyReadsEveryHeader: a reply map may take any map header,
+// map32 included, and a bin of actions any bin header, bin32 included.
+func TestDecodeReplyReadsEveryHeader(t *testing.T) {
+	b := []byte{0xdf, 0, 0, 0, 3, 0xa2, 'o', 'k', 0xc3, 0xa2, 'i', 'd', 0x05}
+	b = append(b, 0xa7, 'a', 'c', 't', 'i', 'o', 'n', 's', 0xc6, 0, 0, 0, 4, 3, 0, 0x38, 0x04) // 3, 1080
+	rep, err := decodeReply(b)
+	if err == nil {
+		err = rep.check(2)
+	}
+	if err != nil || rep.id != 5 || len(rep.actions) != 2 || rep.actions[0] != 3 || rep.actions[1] != 1080 {
+		t.Fatalf("a map32 reply with a bin32 of actions: %+v, %v", rep, err)
+	}
+}
+
+// TestDecodeReplyActions: an act reply without actions is refused as
+// such; nil actions are no actions (not a crash); an integer past the
+// last action id, however large, becomes env.NumActions, which no game
+// allows, and never a legal id.
+func TestDecodeReplyActions(t *testing.T) {
+	enc := func(v any) []byte { b, _ := msgpack.Marshal(v); return b }
+	for _, n := range []int{0, 2} {
+		rep, err := decodeReply(enc(map[string]any{"ok": true, "id": 1}))
+		if err == nil {
+			err = rep.check(n)
+		}
+		if err == nil || err.Error() != `no "actions" field` {
+			t.Errorf("an answer for %d games without actions: %v", n, err)
+		}
+	}
+	if rep, err := decodeReply(enc(map[string]any{"ok": true, "id": 1})); err != nil || rep.check(-1) != nil {
+		t.Errorf("a hello reply needs no actions: %v, %v", err, rep.check(-1))
+	}
+	rep, err := decodeReply(enc(map[string]any{"ok": true, "id": 1, "actions": nil}))
+	if err != nil || len(rep.actions) != 0 || !rep.hasActions {
+		t.Fatalf("nil actions: %+v, %v", rep, err)
+	}
+	if err := rep.check(1); err == nil || err.Error() != "0 actions for 1 games" {
+		t.Errorf("nil actions for 1 game: %v", err)
+	}
+	rep, err = decodeReply(enc(map[string]any{"ok": true, "id": 1, "actions": []any{1080, 1081, 5000, int64(1) << 40}}))
+	want := []env.Action{1080, env.NumActions, env.NumActions, env.NumActions}
+	if err != nil || !reflect.DeepEqual(rep.actions, want) {
+		t.Errorf("actions past the last id: %v, %v; want %v", rep.actions, err, want)
+	}
+}
+
+// TestAgentNameIsCut: an agent's name is cut to 64 bytes, as PROTOCOL.md
+// says; only its first 128 bytes are looked at, so a control character
+// past them neither quotes nor lengthens it.
+func TestAgentNameIsCut(t *testing.T) {
+	for _, name := range []string{strings.Repeat("a", 100), strings.Repeat("a", 200) + "\x1b[2J"} {
+		b, _ := msgpack.Marshal(map[string]any{"ok": true, "id": 1, "name": name})
+		rep, err := decodeReply(b)
+		if want := strings.Repeat("a", 61) + "..."; err != nil || rep.name != want {
+			t.Errorf("a name of %d bytes: %q, %v; want %q", len(name), rep.name, err, want)
+		}
+	}
+}
