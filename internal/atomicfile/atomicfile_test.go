@@ -5,8 +5,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestWriteReplacesWholeAndLeavesNoTemporary(t *testing.T) {
@@ -111,5 +113,118 @@ func TestRemoveInFlight(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
 		t.Fatalf("%d files; want the file alone", len(ents))
+	}
+}
+
+// TestWriteFailingRenameLeavesNothing: when the rename fails (a folder
+// stands at the name), Write returns the error and leaves no temporary,
+// no open file and nothing in flight.
+func TestWriteFailingRenameLeavesNothing(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f")
+	if err := os.Mkdir(path, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(path, "inside"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(path, []byte("data")); err == nil {
+		t.Fatal("a Write over a folder succeeded")
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 || ents[0].Name() != "f" {
+		t.Fatalf("%d files in the folder; want the folder f alone", len(ents))
+	}
+	inFlight.Range(func(name, _ any) bool {
+		t.Errorf("%s is still in flight", name)
+		return true
+	})
+}
+
+// TestWriteClosesItsFiles: Writes leave no file open (the garbage
+// collector, which would close a lost one, is held off) and nothing in
+// flight.
+func TestWriteClosesItsFiles(t *testing.T) {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd to count open files by")
+	}
+	before := len(ents)
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	path := filepath.Join(t.TempDir(), "f")
+	for i := range 20 {
+		if err := Write(path, []byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ents, _ := os.ReadDir("/proc/self/fd"); len(ents) > before {
+		t.Fatalf("%d files open after 20 Writes, %d before", len(ents), before)
+	}
+	inFlight.Range(func(name, _ any) bool {
+		t.Errorf("%s is still in flight after its Write", name)
+		return true
+	})
+}
+
+// TestTempPatternEveryLength: for a name of every length up to 255 bytes,
+// in ASCII, in two-byte characters and not UTF-8, the temporary's name
+// (with CreateTemp's ten digits at most) fits 255 bytes, keeps the whole
+// name when it fits, is cut at a character's start, and keeps all of the
+// name that fits but for at most three bytes of a character cut short.
+func TestTempPatternEveryLength(t *testing.T) {
+	for _, unit := range []string{"g", "é", "\x80"} {
+		for n := 1; n <= maxName; n++ {
+			base := strings.Repeat(unit, n/len(unit)+1)[:n]
+			if unit != "\x80" && !utf8.ValidString(base) {
+				base = base[:len(base)-1] // a whole number of é
+			}
+			p := tempPattern(base)
+			name := strings.TrimSuffix(p, "*") + "4294967295"
+			kept := strings.LastIndex(p, ".tmp-") - 1
+			switch {
+			case len(name) > maxName:
+				t.Fatalf("%d bytes of %q: the temporary takes %d bytes", len(base), unit, len(name))
+			case unit != "\x80" && !utf8.ValidString(name):
+				t.Fatalf("%d bytes of %q: the temporary %q is not UTF-8", len(base), unit, name)
+			case kept < len(base) && len(name) < maxName-3:
+				t.Fatalf("%d bytes of %q: cut to %d, the temporary takes only %d bytes", len(base), unit, kept, len(name))
+			case kept == len(base) && p != "."+base+p[1+len(base):]:
+				t.Fatalf("%d bytes of %q: pattern %q", len(base), unit, p)
+			}
+		}
+	}
+}
+
+// TestRemoveInFlightRemovesAll: with two Writes in flight at once, a
+// second Ctrl-C removes both temporaries: both Writes fail and both old
+// files stay whole.
+func TestRemoveInFlightRemovesAll(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	for _, p := range []string{a, b} {
+		if err := Write(p, []byte("old")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var inner error
+	outer := true
+	beforeRename = func(string) {
+		if outer { // the first Write starts the second before its rename
+			outer = false
+			inner = Write(b, []byte("new"))
+			return
+		}
+		RemoveInFlight()
+	}
+	defer func() { beforeRename = nil }()
+	if err := Write(a, []byte("new")); err == nil || inner == nil {
+		t.Fatalf("Writes whose temporaries were removed: %v and %v; want both failed", err, inner)
+	}
+	for _, p := range []string{a, b} {
+		if got, err := os.ReadFile(p); err != nil || string(got) != "old" {
+			t.Fatalf("read %q, %v; want the old file", got, err)
+		}
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 2 {
+		t.Fatalf("%d files; want the two files alone", len(ents))
 	}
 }

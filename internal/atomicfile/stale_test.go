@@ -167,3 +167,63 @@ func TestStaleRules(t *testing.T) {
 		t.Fatal("this process is not alive")
 	}
 }
+
+// TestStaleRulesEdges covers the edges of removeStale's rules: a process
+// id of 0 or past 2^31-1 names no process, so its temporary goes by age;
+// a temporary exactly StaleAge old, or 59 minutes old, stays; and names
+// that only look like temporaries (no name before .tmp-, a host part that
+// is not eight lowercase hex digits, a random part that is not digits, an
+// empty suffix) stay however old, as does a folder of the pattern.
+func TestStaleRulesEdges(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now().Truncate(time.Second) // a file time any file system keeps
+	old := now.Add(-2 * StaleAge)
+	dead := 1<<31 - 2
+	cases := []struct {
+		name    string
+		mod     time.Time
+		removed bool
+	}{
+		{fmt.Sprintf(".x.tmp-%s-0-30", hostTag), old, true},
+		{fmt.Sprintf(".x.tmp-%s-%d-31", hostTag, int64(1)<<40), old, true},
+		{".x.tmp-123", now.Add(-StaleAge), false},
+		{".x.tmp-0badf00d-42-32", now.Add(-59 * time.Minute), false},
+		{"..tmp-123", old, false},
+		{".x.tmp-abc-42-33", old, false},
+		{".x.tmp-0BADF00D-42-34", old, false},
+		{".x.tmp-ghijklmn-42-35", old, false},
+		{fmt.Sprintf(".x.tmp-%s-%d-abc", hostTag, dead), now, false},
+		{".x.tmp-", old, false},
+		{".folder.tmp-123", old, false}, // made a folder below
+	}
+	for _, tc := range cases {
+		p := filepath.Join(dir, tc.name)
+		var err error
+		if strings.HasPrefix(tc.name, ".folder") {
+			err = os.Mkdir(p, 0o755)
+		} else {
+			err = os.WriteFile(p, nil, 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, tc.mod, tc.mod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removeStale(dir, now)
+	for _, tc := range cases {
+		_, err := os.Stat(filepath.Join(dir, tc.name))
+		if gone := os.IsNotExist(err); gone != tc.removed {
+			t.Errorf("%s, %v old: removed %v, want %v", tc.name, now.Sub(tc.mod), gone, tc.removed)
+		}
+	}
+	if runtime.GOOS == "windows" {
+		return
+	}
+	// Process 1 is always there; another user's process (as it is when not
+	// run by root) is alive too, though signalling it is not permitted.
+	if alive, known := processAlive(1); !alive || !known {
+		t.Errorf("process 1: alive %v, known %v", alive, known)
+	}
+}

@@ -245,8 +245,11 @@ func (w *walker) value(t reflect.Type) error {
 			return w.skipCharged()
 		}
 		w.pos += hdr
-		// A Go map holds a pair in a bucket slot with some slack.
-		if err := w.charge(int64(n) * 2 * int64(t.Key().Size()+t.Elem().Size()+8)); err != nil {
+		// A Go map holds a pair in a slot with some slack, and even a map
+		// of one pair has a header and a whole group of eight slots (a
+		// map of one string-int pair takes about 300 bytes).
+		pair := int64(t.Key().Size() + t.Elem().Size() + 8)
+		if err := w.charge(int64(n)*2*pair + 2*(64+8*pair)); err != nil {
 			return err
 		}
 		for range n {
@@ -327,7 +330,9 @@ func (w *walker) generic() error {
 	switch {
 	case isArray(c):
 		w.pos += hdr
-		if err := w.charge(16 * int64(n)); err != nil {
+		// An []any's header and its items, each an interface (an empty
+		// one takes about 40 bytes).
+		if err := w.charge(16*int64(n) + 64); err != nil {
 			return err
 		}
 		for range n {
@@ -338,7 +343,9 @@ func (w *walker) generic() error {
 		return nil
 	case isMap(c):
 		w.pos += hdr
-		if err := w.charge(2 * 40 * int64(n)); err != nil {
+		// A map[string]any's pairs, and its header (an empty one takes
+		// about 64 bytes).
+		if err := w.charge(2*40*int64(n) + 128); err != nil {
 			return err
 		}
 		for range 2 * n {
@@ -348,7 +355,8 @@ func (w *walker) generic() error {
 		}
 		return nil
 	case isExt(c):
-		return w.charge(3*w.skip() + 32)
+		// A time.Time, boxed: about 96 bytes from an extension of 6.
+		return w.charge(3*w.skip() + 128)
 	}
 	return w.charge(w.skip() + 16)
 }

@@ -2,10 +2,13 @@ package msgpackcheck
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -173,15 +176,18 @@ func TestDecodeRefusesMapsInsideExtensions(t *testing.T) {
 		M map[string][]uint16 `msgpack:"m"`
 	}
 	inner := []byte{0x81, 0xa1, 'a', 0xdd, 0x02, 0xfa, 0xf0, 0x80}
-	b := append([]byte{0x81, 0xa1, 'm', 0xc7, byte(len(inner)), 1}, inner...)
 	var v withMap
-	var err error
-	got := alloccount.Bytes(func() { err = Decode(b, &v) })
-	if err == nil || !strings.Contains(err.Error(), "an msgpack extension where a map[string][]uint16 goes") {
-		t.Fatalf("a map inside an extension: %v", err)
-	}
-	if got > 64<<10 {
-		t.Fatalf("refusing it allocated %d bytes", got)
+	// In an ext8, an ext16 and an ext32: the length takes 1, 2 or 4 bytes.
+	for _, ext := range [][]byte{{0xc7, byte(len(inner))}, {0xc8, 0, byte(len(inner))}, {0xc9, 0, 0, 0, byte(len(inner))}} {
+		b := append(append(append([]byte{0x81, 0xa1, 'm'}, ext...), 1), inner...)
+		var err error
+		got := alloccount.Bytes(func() { err = Decode(b, &v) })
+		if err == nil || !strings.Contains(err.Error(), "an msgpack extension where a map[string][]uint16 goes") {
+			t.Fatalf("a map inside an extension (code %#x): %v", ext[0], err)
+		}
+		if got > 64<<10 {
+			t.Fatalf("refusing it (code %#x) allocated %d bytes", ext[0], got)
+		}
 	}
 	// The same map, not wrapped, decodes (as far as its bytes go).
 	ok := []byte{0x81, 0xa1, 'm', 0x81, 0xa1, 'a', 0x92, 1, 2}
@@ -201,6 +207,9 @@ func TestDecodeRefusesTrailingBytes(t *testing.T) {
 	}
 	if err := Decode(b, v); err == nil {
 		t.Fatal("decoding into a non-pointer was accepted")
+	}
+	if err := Decode(b, nil); err == nil {
+		t.Fatal("decoding into nil was accepted")
 	}
 }
 
@@ -231,6 +240,8 @@ func TestUnsealRefusesEveryFlippedBit(t *testing.T) {
 		"no checksum":   {b, "no checksum after the data"},
 		"cut checksum":  {sealed[:len(sealed)-1], "the 4 bytes after the data are not a checksum"},
 		"other value":   {append(bytes.Clone(b), 0xc0), "the 1 bytes after the data are not a checksum"},
+		// A uint32 alone is a value, not a checksum of nothing.
+		"a uint32 alone": {[]byte{0xce, 0, 0, 0, 7}, "no checksum after the data"},
 	} {
 		if _, err := Unseal(tc.b); err == nil || err.Error() != tc.want {
 			t.Errorf("%s: %v; want %q", name, err, tc.want)
@@ -240,6 +251,13 @@ func TestUnsealRefusesEveryFlippedBit(t *testing.T) {
 	bad[len(b)-1] ^= 0x01 // a byte of the string "text"
 	if _, err := Unseal(bad); err == nil || !strings.HasPrefix(err.Error(), "checksum mismatch (CRC-32C ") {
 		t.Fatalf("a changed byte: %v", err)
+	}
+	// A flipped bit in a length moves where the value seems to end: the
+	// checksum at the end still says the file is damaged.
+	short := Seal([]byte{0x92, 0x01, 0x02})
+	short[0] = 0x91
+	if _, err := Unseal(short); err == nil || !strings.HasPrefix(err.Error(), "checksum mismatch (CRC-32C ") {
+		t.Fatalf("a changed length: %v", err)
 	}
 }
 
@@ -277,5 +295,229 @@ func TestReadFileRefusesLargeFilesUnread(t *testing.T) {
 	}
 	if _, err := ReadFile(filepath.Join(t.TempDir(), "missing"), 10); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a missing file: %v", err)
+	}
+}
+
+// nilItems is a map of one entry: the key as encoded (any string or bin
+// code) and an array32 of n nils.
+func nilItems(key []byte, n int) []byte {
+	b := append([]byte{0x81}, key...)
+	b = append(b, 0xdd, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
+	return append(b, bytes.Repeat([]byte{0xc0}, n)...)
+}
+
+// TestAllocBoundsEachCharge gives each of Alloc's charges a value large
+// enough that leaving it out, or making it smaller, would bring the
+// estimate below what msgpack allocates (by more than the 4 KiB of the
+// decoder's own state): long strings, pointers, the items, scalars, maps and
+// extensions of a generic decode, an array of slices, typed maps that fill
+// their groups, and field names as bins, as a str32 or in a map32.
+func TestAllocBoundsEachCharge(t *testing.T) {
+	enc := func(v any) []byte {
+		b, err := msgpack.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	strs := make([]string, 100)
+	for i := range strs {
+		strs[i] = strings.Repeat("x", 1024)
+	}
+	ptrs := make([]*small, 2000)
+	for i := range ptrs {
+		ptrs[i] = &small{}
+	}
+	scalars := make([]any, 5000)
+	for i := range scalars {
+		scalars[i] = "s"
+	}
+	generic := map[string]any{}
+	for i := range 2000 {
+		generic[fmt.Sprint(i)] = 1000 + i
+	}
+	times := make([]any, 2000)
+	for i := range times {
+		times[i] = time.Unix(int64(i), 5)
+	}
+	type groups struct {
+		M []map[string]int `msgpack:"m"`
+	}
+	full := make([]map[string]int, 1000)
+	for i := range full {
+		full[i] = map[string]int{}
+		for j := range 8 { // one full group of a Go map
+			full[i][strings.Repeat("k", j)] = j
+		}
+	}
+	type arrays struct {
+		A [2][]big `msgpack:"a"`
+	}
+	// Maps of one pair (a whole group of slots each), and empty maps and
+	// arrays in an any: their headers cost more than their pairs.
+	single := make([]map[string]int, 1000)
+	for i := range single {
+		single[i] = map[string]int{"k": i}
+	}
+	emptyMaps, emptyArrays := make([]any, 5000), make([]any, 5000)
+	for i := range emptyMaps {
+		emptyMaps[i], emptyArrays[i] = map[string]any{}, []any{}
+	}
+	str32 := binary.BigEndian.AppendUint32([]byte{0xdb}, 4)
+	map32 := append([]byte{0xdf, 0, 0, 0, 1}, nilItems([]byte("\xa4bigs"), 2000)[1:]...)
+	for _, tc := range []struct {
+		name string
+		typ  reflect.Type
+		b    []byte
+	}{
+		{"long strings", reflect.TypeFor[everything](), enc(map[string]any{"strings": strs})},
+		{"pointers", reflect.TypeFor[everything](), enc(map[string]any{"ptrs": ptrs})},
+		{"generic scalars", reflect.TypeFor[everything](), enc(map[string]any{"any": scalars})},
+		{"generic map", reflect.TypeFor[everything](), enc(map[string]any{"any": generic})},
+		{"generic extensions", reflect.TypeFor[everything](), enc(map[string]any{"any": times})},
+		{"an extension as any", reflect.TypeFor[everything](), enc(map[string]any{"any": time.Unix(5, 5)})},
+		{"full map groups", reflect.TypeFor[groups](), enc(map[string]any{"m": full})},
+		{"maps of one pair", reflect.TypeFor[groups](), enc(map[string]any{"m": single})},
+		{"empty generic maps", reflect.TypeFor[everything](), enc(map[string]any{"any": emptyMaps})},
+		{"empty generic arrays", reflect.TypeFor[everything](), enc(map[string]any{"any": emptyArrays})},
+		{"array of slices", reflect.TypeFor[arrays](), enc(map[string]any{"a": []any{make([]any, 3000), nil}})},
+		{"bin8 field name", reflect.TypeFor[everything](), nilItems([]byte("\xc4\x04bigs"), 2000)},
+		{"bin32 field name", reflect.TypeFor[everything](), nilItems([]byte("\xc6\x00\x00\x00\x04bigs"), 2000)},
+		{"str32 field name", reflect.TypeFor[everything](), nilItems(append(str32, "bigs"...), 2000)},
+		{"map32 struct", reflect.TypeFor[everything](), map32},
+	} {
+		est, err := Alloc(tc.b, tc.typ, 1<<40)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		// A first decode fills msgpack's caches of the type.
+		if err := msgpack.Unmarshal(tc.b, reflect.New(tc.typ).Interface()); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		v := reflect.New(tc.typ).Interface()
+		got := alloccount.Bytes(func() { err = msgpack.Unmarshal(tc.b, v) })
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if int64(got) > est+4096 {
+			t.Errorf("%s: msgpack allocated %d bytes, the estimate is %d", tc.name, got, est)
+		}
+	}
+}
+
+// TestAllocSkipsValuesOfTheWrongKind: a string where a slice or an array
+// goes, or an array where a map goes, is a value msgpack refuses, and
+// Alloc must charge it as skipped bytes rather than walk its bytes as
+// items (past the end of the input). An unknown field is skipped too.
+// Each value comes last, where walking too far would read past the end.
+func TestAllocSkipsValuesOfTheWrongKind(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		b       []byte
+		refused bool
+	}{
+		{"a string for a slice", []byte("\x81\xa4ints\xa3\x92\x01\x01"), true},
+		{"a string for an array", []byte("\x81\xa3arr\xa3\x92\x01\x01"), true},
+		{"an array for a map", []byte("\x81\xa3map\x92\x01\x01"), true},
+		{"an unknown field", []byte("\x81\xa7unknown\x92\x01\x01"), false},
+	} {
+		est, err := Alloc(tc.b, reflect.TypeFor[everything](), 1<<20)
+		if err != nil || est < 3 {
+			t.Errorf("%s: Alloc %d, %v; want the value's bytes charged", tc.name, est, err)
+		}
+		var v everything
+		if err := Decode(tc.b, &v); (err != nil) != tc.refused {
+			t.Errorf("%s: Decode: %v", tc.name, err)
+		}
+	}
+}
+
+// TestAllocChargesAsDocumented checks the charges Alloc's comment states
+// exactly: nil and an empty slice cost nothing, a string its bytes, and a
+// value that decodes itself, or a struct with an embedded field (whose
+// inlining the walk does not mirror), three bytes per byte plus 32.
+func TestAllocChargesAsDocumented(t *testing.T) {
+	type embeds struct {
+		small
+		N int `msgpack:"n"`
+	}
+	raw, _ := msgpack.Marshal(map[string]any{"x": []int{1, 2, 3}, "y": "text"})
+	withEmbedded, _ := msgpack.Marshal(embeds{small{1, "s"}, 2})
+	for _, tc := range []struct {
+		name string
+		b    []byte
+		typ  reflect.Type
+		want int64
+	}{
+		{"nil for a pointer", []byte{0xc0}, reflect.TypeFor[*big](), 0},
+		{"an empty slice", []byte{0x90}, reflect.TypeFor[[]int64](), 0},
+		{"a string", []byte("\xa3abc"), reflect.TypeFor[string](), 4},
+		{"a raw message", raw, reflect.TypeFor[msgpack.RawMessage](), 3*int64(len(raw)) + 32},
+		{"an embedded field", withEmbedded, reflect.TypeFor[embeds](), 3*int64(len(withEmbedded)) + 32},
+	} {
+		if got, err := Alloc(tc.b, tc.typ, 1<<20); err != nil || got != tc.want {
+			t.Errorf("%s: Alloc %d, %v; want %d", tc.name, got, err, tc.want)
+		}
+	}
+}
+
+// TestAllocLimitIsTheMostAllowed: an estimate equal to the limit passes;
+// one byte less of limit refuses it.
+func TestAllocLimitIsTheMostAllowed(t *testing.T) {
+	b, _ := msgpack.Marshal(everything{Ints: make([]int, 100), Strings: []string{"abc"}})
+	est, err := Alloc(b, reflect.TypeFor[everything](), 1<<40)
+	if err != nil || est == 0 {
+		t.Fatalf("Alloc: %d, %v", est, err)
+	}
+	if got, err := Alloc(b, reflect.TypeFor[everything](), est); err != nil || got != est {
+		t.Fatalf("a limit equal to the estimate: %d, %v; want accepted", got, err)
+	}
+	var over errOverBudget
+	if _, err := Alloc(b, reflect.TypeFor[everything](), est-1); !errors.As(err, &over) {
+		t.Fatalf("a limit one byte under the estimate: %v; want a refusal", err)
+	}
+}
+
+// TestBudget is Decode's budget as documented: eight bytes per byte plus
+// 1 MiB.
+func TestBudget(t *testing.T) {
+	for n, want := range map[int]int64{0: 1 << 20, 1000: 8000 + 1<<20, 1 << 30: 8<<30 + 1<<20} {
+		if got := Budget(n); got != want {
+			t.Errorf("Budget(%d) = %d, want %d", n, got, want)
+		}
+	}
+}
+
+// TestReadFileClosesAndSizesOnce: ReadFile closes the file, whether it
+// reads it or refuses it (no descriptor is left open; the garbage
+// collector, which would close a lost one, is held off), and reads into
+// one buffer of the file's size.
+func TestReadFileClosesAndSizesOnce(t *testing.T) {
+	fds := func() int {
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Skip("no /proc/self/fd to count open files by")
+		}
+		return len(ents)
+	}
+	p := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(p, make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	before := fds()
+	for range 20 {
+		if _, err := ReadFile(p, 1<<20); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadFile(p, 1000); err == nil {
+			t.Fatal("a file over the limit was read")
+		}
+	}
+	if after := fds(); after > before {
+		t.Fatalf("%d files open after 40 reads, %d before", after, before)
+	}
+	if got := alloccount.Bytes(func() { ReadFile(p, 1<<30) }); got > 1<<20+64<<10 {
+		t.Fatalf("reading 1 MiB allocated %d bytes", got)
 	}
 }

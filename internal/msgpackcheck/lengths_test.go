@@ -51,6 +51,15 @@ func TestSizeRefusesEveryPrefix(t *testing.T) {
 		values = append(values, strings.Repeat("s", n), make([]byte, n))
 	}
 	values = append(values, time.Unix(1, 0), time.Unix(1, 5), time.Unix(1<<40, 5), 70000, -70000, 2.5, float32(1.5))
+	// A map16 (more than 15 pairs), and a map32 and an array32 of one item
+	// each, written out: msgpack itself uses those only past 65535 items.
+	big := map[string]int{}
+	for i := range 20 {
+		big[strings.Repeat("k", i)] = i
+	}
+	values = append(values, big,
+		msgpack.RawMessage{0xdf, 0, 0, 0, 1, 0xa1, 'k', 0x07},
+		msgpack.RawMessage{0xdd, 0, 0, 0, 1, 0xa1, 'k'})
 	for _, v := range values {
 		for _, wrapped := range []any{v, []any{1, v}, map[string]any{"k": v}} {
 			b, err := msgpack.Marshal(wrapped)

@@ -62,6 +62,21 @@ func TestPick(t *testing.T) {
 	if _, err := Pick([]byte{0x82, 0xa1, 'a', 0x01}, "a"); err == nil {
 		t.Fatal("a truncated map was picked from")
 	}
+	// A key asked for twice is picked once.
+	if p, err := Pick(rep, "a", "a"); err != nil || !bytes.Equal(p, []byte{0x81, 0xa1, 'a', 0x02}) {
+		t.Fatalf("a key asked for twice: % x, %v", p, err)
+	}
+	// Fifteen keys at most: the picked map's length is a fixmap's.
+	keys := make([]string, 16)
+	for i := range keys {
+		keys[i] = string(rune('a' + i))
+	}
+	if p, err := Pick(rep, keys[:15]...); err != nil || len(p) != 4 {
+		t.Fatalf("15 keys: % x, %v", p, err)
+	}
+	if _, err := Pick(rep, keys...); err == nil || err.Error() != "msgpackcheck: Pick takes at most 15 keys, not 16" {
+		t.Fatalf("16 keys: %v", err)
+	}
 }
 
 func TestPickAllocatesOnlyWhatItKeeps(t *testing.T) {

@@ -33,13 +33,17 @@ func Quote(s string) string {
 	return strconv.Quote(s)
 }
 
-// Cut returns s cut to at most max bytes, on a rune boundary, and ending
-// in "..." when it was cut.
-func Cut(s string, max int) string {
-	if len(s) <= max {
+// Cut returns s cut to at most limit bytes, on a rune boundary, and
+// ending in "..." when it was cut and limit leaves room for it (a limit of
+// 0 to 2 cuts without it; a negative limit counts as 0).
+func Cut(s string, limit int) string {
+	if len(s) <= limit {
 		return s
 	}
-	return s[:runeStart(s, max-len("..."))] + "..."
+	if limit < len("...") {
+		return s[:runeStart(s, max(limit, 0))]
+	}
+	return s[:runeStart(s, limit-len("..."))] + "..."
 }
 
 // runeStart returns the largest n <= at at which s can be cut between

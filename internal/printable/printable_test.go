@@ -13,6 +13,10 @@ func TestQuoteAndCut(t *testing.T) {
 		"evil\x1b[2J\nrow": `"evil\x1b[2J\nrow"`,
 		"bad \xff":         `"bad \xff"`,
 		"tab\there":        `"tab\there"`,
+		// Of the spaces only the ASCII one is printable; a letter stays a
+		// letter inside the quotes.
+		"no\u00a0break": `"no\u00a0break"`,
+		"évité\n":       `"évité\n"`,
 	} {
 		if got := Quote(in); got != want {
 			t.Errorf("Quote(%q) = %s, want %s", in, got, want)
@@ -20,6 +24,23 @@ func TestQuoteAndCut(t *testing.T) {
 	}
 	if got := Cut("short", 10); got != "short" {
 		t.Errorf("Cut of a short text: %q", got)
+	}
+	if got := Cut("exact", 5); got != "exact" {
+		t.Errorf("Cut of a text of exactly max bytes: %q", got)
+	}
+	// Too little room for "...": the text is cut without it, never
+	// panics, and a negative limit keeps nothing.
+	for limit, want := range map[int]string{2: "ab", 1: "a", 0: "", -4: ""} {
+		if got := Cut("abcdef", limit); got != want {
+			t.Errorf("Cut(abcdef, %d) = %q, want %q", limit, got, want)
+		}
+	}
+	if got := Cut("éa", 1); got != "" {
+		t.Errorf("Cut(éa, 1) = %q: half a character", got)
+	}
+	// No character starts before the cut: nothing of the text is kept.
+	if got := Cut(strings.Repeat("\x80", 10), 5); got != "..." {
+		t.Errorf("Cut of continuation bytes: %q", got)
 	}
 	long := strings.Repeat("é", 100) // 200 bytes
 	got := Cut(long, 64)

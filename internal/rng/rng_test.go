@@ -85,3 +85,50 @@ func TestFloat64(t *testing.T) {
 		t.Fatalf("mean %v over %d draws", mean, draws)
 	}
 }
+
+// TestIntNKnownValues pins IntN's numbers for seed 1234567, as the deals
+// and seeded playouts rest on them: 20 draws of small and large bounds in
+// turn, then 20 of 3<<61, a bound for which Lemire's method rejects a
+// quarter of the multiplications (those whose low half is under 2^64 mod
+// n) and draws again, sometimes twice in a row.
+func TestIntNKnownValues(t *testing.T) {
+	want := []int{
+		18, 18, 5, 273786814697, 6153346072296833932, 22, 61, 2, 481359086985, 5663172741831833578,
+		22, 46, 6, 265450206384, 2575504116710507263, 7, 77, 0, 661897642705, 465552311790615958,
+		571243987573529664, 654932764872917722, 1014950120935818525, 4828407625823429086, 6421441015011067843,
+		5482006426963470132, 5450384099325444579, 3604279464835988331, 481766037343156643, 6656866482448326203,
+		2052503744784217947, 5555754493625084351, 4909910036704013075, 6150131499005708084, 3627694346111796110,
+		2248893307000599914, 2824938206791776692, 812539175940208806, 5882269181437034133, 3469332984139040443,
+	}
+	bounds := []int{52, 104, 10, 1<<40 + 3, 3 << 61}
+	r := New(1234567)
+	for i, w := range want {
+		n := 3 << 61
+		if i < 20 {
+			n = bounds[i%len(bounds)]
+		}
+		if got := r.IntN(n); got != w {
+			t.Fatalf("draw %d, IntN(%d) = %d, want %d", i, n, got, w)
+		}
+	}
+}
+
+// TestStateAndMix: New(r.State()) continues r's stream, and Mix's values,
+// from which every game of a batch takes its seed, never change.
+func TestStateAndMix(t *testing.T) {
+	r := New(99)
+	r.Uint64()
+	c := New(r.State())
+	for i := range 10 {
+		if a, b := r.Uint64(), c.Uint64(); a != b {
+			t.Fatalf("value %d after State: %d, the original stream %d", i, b, a)
+		}
+	}
+	for _, tc := range []struct{ a, b, want uint64 }{
+		{0, 0, 7960286522194355700}, {1, 2, 14199616709479013707}, {1234567, 89, 5958337150495746904},
+	} {
+		if got := Mix(tc.a, tc.b); got != tc.want {
+			t.Errorf("Mix(%d, %d) = %d, want %d", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
