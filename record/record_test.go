@@ -133,33 +133,24 @@ func TestLoadRefusesOutOfRangeIntegers(t *testing.T) {
 		t.Fatalf("the record itself: %v", err)
 	}
 	// The same record as a map, with one field changed.
-	type raw struct {
-		Version int         `msgpack:"version"`
-		Game    env.Options `msgpack:"game"`
-		Seed    any         `msgpack:"seed"`
-		Player  string      `msgpack:"player"`
-		Actions []any       `msgpack:"actions"`
-		Score   int         `msgpack:"score"`
-		Runs    int         `msgpack:"runs"`
-		Won     bool        `msgpack:"won"`
-	}
-	base := func() raw {
-		x := raw{Version: g.Version, Game: g.Game, Seed: g.Seed, Player: g.Player, Score: g.Score, Runs: g.Runs, Won: g.Won}
-		for _, a := range g.Actions {
-			x.Actions = append(x.Actions, uint64(a))
-		}
-		return x
-	}
+	base := func() rawRecord { return rawOf(g) }
+	last := len(g.Actions)
 	for _, tc := range []struct {
 		name, want string
-		edit       func(*raw)
+		edit       func(*rawRecord)
 	}{
-		{"action+65536", "action 1 is " + fmt.Sprint(int(g.Actions[0])+65536) + ": a record's actions are ids from 0 to 65535", func(x *raw) { x.Actions[0] = uint64(g.Actions[0]) + 65536 }},
-		{"action65536", "action 2 is 65536: a record's actions are ids from 0 to 65535", func(x *raw) { x.Actions[1] = uint64(65536) }}, // one past the bound: read as 0 if let through
-		{"action-1", "action 2 is -1: a record's actions are ids from 0 to 65535", func(x *raw) { x.Actions[1] = int64(-1) }},
-		{"action2^64-1", "action 3 is 18446744073709551615: a record's actions are ids from 0 to 65535", func(x *raw) { x.Actions[2] = uint64(math.MaxUint64) }},
-		{"action-2^63", "action 1 is -9223372036854775808: a record's actions are ids from 0 to 65535", func(x *raw) { x.Actions[0] = int64(math.MinInt64) }},
-		{"seed-1", "seed -1 is negative: a deal's seed is 0 to 2^64-1", func(x *raw) { x.Seed = int64(-1) }},
+		{"action+65536", "action 1 is " + fmt.Sprint(int(g.Actions[0])+65536) + ": a record's actions are ids from 0 to 65535", func(x *rawRecord) { x.Actions[0] = uint64(g.Actions[0]) + 65536 }},
+		{"action65536", "action 2 is 65536: a record's actions are ids from 0 to 65535", func(x *rawRecord) { x.Actions[1] = uint64(65536) }}, // one past the bound: read as 0 if let through
+		{"action-1", "action 2 is -1: a record's actions are ids from 0 to 65535", func(x *rawRecord) { x.Actions[1] = int64(-1) }},
+		{"action2^64-1", "action 3 is 18446744073709551615: a record's actions are ids from 0 to 65535", func(x *rawRecord) { x.Actions[2] = uint64(math.MaxUint64) }},
+		{"action-2^63", "action 1 is -9223372036854775808: a record's actions are ids from 0 to 65535", func(x *rawRecord) { x.Actions[0] = int64(math.MinInt64) }},
+		{"seed-1", "seed -1 is negative: a deal's seed is 0 to 2^64-1", func(x *rawRecord) { x.Seed = int64(-1) }},
+		// Integers in every encoding, the last action too: a negative
+		// fixint or int8 is negative.
+		{"fixint-seed", "seed -1 is negative: a deal's seed is 0 to 2^64-1", func(x *rawRecord) { x.Seed = msgpack.RawMessage{0xff} }},
+		{"fixint-action", fmt.Sprintf("action %d is -32: a record's actions are ids from 0 to 65535", last), func(x *rawRecord) { x.Actions[last-1] = msgpack.RawMessage{0xe0} }},
+		{"int8-action", "action 1 is -1: a record's actions are ids from 0 to 65535", func(x *rawRecord) { x.Actions[0] = msgpack.RawMessage{0xd0, 0xff} }},
+		{"last-action", fmt.Sprintf("action %d is 65536: a record's actions are ids from 0 to 65535", last), func(x *rawRecord) { x.Actions[last-1] = uint64(65536) }},
 	} {
 		x := base()
 		tc.edit(&x)
@@ -274,4 +265,26 @@ func TestLoadRefusesUnknownGameOption(t *testing.T) {
 	if got, err := Load(p); err != nil || got.Game != g.Game {
 		t.Fatalf("the record itself: %+v, %v", got.Game, err)
 	}
+}
+
+// rawRecord is a record's map with the seed and actions of any msgpack
+// type, so that a test can write what Save never would.
+type rawRecord struct {
+	Version int         `msgpack:"version"`
+	Game    env.Options `msgpack:"game"`
+	Seed    any         `msgpack:"seed"`
+	Player  string      `msgpack:"player"`
+	Actions []any       `msgpack:"actions"`
+	Score   int         `msgpack:"score"`
+	Runs    int         `msgpack:"runs"`
+	Won     bool        `msgpack:"won"`
+}
+
+// rawOf is g as a rawRecord.
+func rawOf(g Game) rawRecord {
+	x := rawRecord{Version: g.Version, Game: g.Game, Seed: g.Seed, Player: g.Player, Score: g.Score, Runs: g.Runs, Won: g.Won}
+	for _, a := range g.Actions {
+		x.Actions = append(x.Actions, uint64(a))
+	}
+	return x
 }

@@ -23,7 +23,13 @@ import (
 // its training state as a generic map, to change and save with saveState.
 func savedState(t *testing.T, dir string) (*nn.Net, map[string]any) {
 	t.Helper()
-	tr, err := New(tinyConfig())
+	return savedStateOf(t, dir, tinyConfig())
+}
+
+// savedStateOf is savedState for a trainer of configuration c.
+func savedStateOf(t *testing.T, dir string, c Config) (*nn.Net, map[string]any) {
+	t.Helper()
+	tr, err := New(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -468,30 +474,13 @@ func TestResumeRefusesAnotherPairWidth(t *testing.T) {
 	dir := t.TempDir()
 	c := tinyConfig()
 	c.Arch, c.Hidden, c.Column, c.Pair = nn.Columns, []int{8}, 4, 2
-	tr, err := New(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(dir, "columns.spider")
-	err = tr.Save(p)
-	tr.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	net, raw, err := nn.Load(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st map[string]any
-	if err := msgpack.Unmarshal(raw, &st); err != nil {
-		t.Fatal(err)
-	}
+	net, st := savedStateOf(t, dir, c)
 	if tr, err := Resume(saveState(t, dir, "same.spider", net, st), nil); err != nil {
 		t.Fatalf("the checkpoint itself: %v", err)
 	} else {
 		tr.Close()
 	}
-	p = saveState(t, dir, "pair.spider", net, withKey(st, "config.pair", 3))
+	p := saveState(t, dir, "pair.spider", net, withKey(st, "config.pair", 3))
 	if tr, err := Resume(p, nil); err == nil || err.Error() != p+": the network's specification does not match its training configuration" {
 		if err == nil {
 			tr.Close()
@@ -508,28 +497,11 @@ func TestResumeImitationWithoutAStepLimit(t *testing.T) {
 	c := tinyConfig()
 	c.Game.MaxSteps, c.CloneGames, c.ValEvery = -1, 0, 0
 	c.DaggerRounds, c.DaggerGames, c.CloneEpochs = 1, 1, 1
-	tr, err := New(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(dir, "unlimited.spider")
-	err = tr.Save(p)
-	tr.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	net, raw, err := nn.Load(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st map[string]any
-	if err := msgpack.Unmarshal(raw, &st); err != nil {
-		t.Fatal(err)
-	}
+	net, st := savedStateOf(t, dir, c)
 	d := []env.Action{env.Deal}
 	st = withKey(st, "dagger_rounds_done", 1)
 	st = withKey(st, "imitation", []any{map[string]any{"seed": 1, "played": d, "labels": d}})
-	tr, err = Resume(saveState(t, dir, "round.spider", net, st), nil)
+	tr, err := Resume(saveState(t, dir, "round.spider", net, st), nil)
 	if err != nil {
 		t.Fatalf("a DAgger game of one move without a step limit: %v", err)
 	}

@@ -428,28 +428,15 @@ func TestDecodeReplyRefusesBadReplies(t *testing.T) {
 // leaves a large request half written; a cancelled evaluation returns at
 // once, not after the timeout, and so does Close's goodbye.
 func TestRemoteCancelWhileAgentDoesNotRead(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "agent.sock")
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
 	stuck := make(chan struct{})
 	defer close(stuck)
-	go func() {
-		conn, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer conn.Close()
-		if m, err := readFrame(conn); err == nil {
-			writeFrame(conn, map[string]any{"ok": true, "id": m["id"], "version": 1, "name": "stuck"})
-		}
+	addr := rawAgent(t, func(conn net.Conn, hello map[string]any) {
+		writeFrame(conn, map[string]any{"ok": true, "id": hello["id"], "version": 1, "name": "stuck"})
 		<-stuck // never reads again
-	}()
+	})
 	r := rules(t, env.Options{Suits: 1, Encoding: env.Float32})
 	o := Options{Rules: r, Width: 64, Timeout: 20 * time.Second} // a request of 3.4 MB, more than the socket holds
-	a, err := Dial(context.Background(), "unix:"+path, o)
+	a, err := Dial(context.Background(), addr, o)
 	if err != nil {
 		t.Fatal(err)
 	}

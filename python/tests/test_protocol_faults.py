@@ -10,6 +10,7 @@ import socket
 import struct
 import sys
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -134,8 +135,26 @@ def proxy(server, tmp_path) -> Iterator[Callable[..., _Proxy]]:
         assert not p.errors, p.errors
 
 
-def _open_fds() -> set[int]:
-    return {int(fd) for fd in os.listdir("/proc/self/fd")}
+def _open_fds() -> Counter[str]:
+    """What this process's descriptors refer to ("socket:[123]",
+    "/memfd:spider-batch (deleted)", ...), counted. Not their numbers: a
+    number freed and taken again by something else would hide a leak, and
+    the listing's own descriptor takes whichever number is free."""
+    fds = "/proc/self/fd"
+    out: Counter[str] = Counter()
+    for name in os.listdir(fds):
+        try:
+            target = os.readlink(f"{fds}/{name}")
+        except FileNotFoundError:
+            continue  # the listing's own descriptor, closed since
+        if target != f"/proc/{os.getpid()}/fd":
+            out[target] += 1
+    return out
+
+
+def _new_fds(before: Counter[str]) -> Counter[str]:
+    """The descriptors open now that were not at before."""
+    return _open_fds() - before
 
 
 def _pack(reply: dict[str, Any]) -> bytes:
@@ -148,6 +167,29 @@ def _is_closed_by(c: Client, why: str) -> None:
     with pytest.raises(SpiderError) as e:
         c.reset(seed=1)
     assert e.value.code == "closed" and why in e.value.message
+
+
+def _memfd_maps() -> int:
+    with open("/proc/self/maps") as f:
+        return f.read().count("memfd:spider-")
+
+
+def _shared_make_is_refused(proxy, tamper: Tamper, says: str, closed_by: str, n: int = 2) -> SpiderError:
+    """make(n, shm=True) through a proxy that tampers with its reply raises
+    "protocol" saying says, closes the client (whose next call says
+    closed_by), and leaves no descriptor or mapping behind, while the
+    error it raised is still alive."""
+    before, maps = _open_fds(), _memfd_maps()
+    p = proxy(tamper)
+    with Client(p.address) as c:
+        with pytest.raises(SpiderError) as e:
+            c.make(n=n, shm=True)
+        assert e.value.code == "protocol" and says in e.value.message, e.value.message
+        _is_closed_by(c, closed_by)
+    p.close()
+    assert not _new_fds(before), f"the client kept descriptors: {_new_fds(before)}"
+    assert _memfd_maps() <= maps, "the refused segment is still mapped"
+    return e.value
 
 
 def test_a_reply_to_another_request_is_refused(proxy):
@@ -185,16 +227,8 @@ def test_too_many_descriptors_are_refused_and_closed(proxy):
         extra.append(os.memfd_create("spider-test-extra"))
         return _pack(reply), [*fds, extra[0]]
 
-    before = _open_fds()
-    p = proxy(three)
-    with Client(p.address) as c:
-        with pytest.raises(SpiderError) as e:
-            c.make(n=2, shm=True)
-        assert e.value.code == "protocol" and "more descriptors" in e.value.message
-        _is_closed_by(c, "more descriptors")
-    p.close()
-    assert extra and extra[0] not in _open_fds()  # the proxy's own copy, sent and closed
-    assert _open_fds() <= before, "the client kept a descriptor it was sent"
+    _shared_make_is_refused(proxy, three, "more descriptors", "more descriptors")
+    assert extra and not any("spider-test-extra" in fd for fd in _open_fds())  # sent, and closed on both sides
 
 
 @pytest.mark.parametrize("keep", [0, 1])
@@ -205,21 +239,7 @@ def test_too_few_descriptors_are_refused(proxy, keep):
         assert len(fds) == 2
         return _pack(reply), fds[:keep]
 
-    before = _open_fds()
-    p = proxy(fewer)
-    with Client(p.address) as c:
-        with pytest.raises(SpiderError) as e:
-            c.make(n=2, shm=True)
-        assert e.value.code == "protocol"
-        assert f"came with {keep} descriptors, want 2" in e.value.message
-        _is_closed_by(c, "the make reply")
-    p.close()
-    assert _open_fds() <= before
-
-
-def _memfd_maps() -> int:
-    with open("/proc/self/maps") as f:
-        return f.read().count("memfd:spider-")
+    _shared_make_is_refused(proxy, fewer, f"came with {keep} descriptors, want 2", "the make reply")
 
 
 @pytest.mark.parametrize("name", ["obs", "actions"])
@@ -236,19 +256,10 @@ def test_a_shared_array_for_another_batch_is_refused(proxy, name):
         f["shape"][0] -= 1  # fits the segment, for one game fewer than the batch
         return _pack(reply), fds
 
-    before, maps = _open_fds(), _memfd_maps()
-    p = proxy(short)
-    with Client(p.address) as c:
-        with pytest.raises(SpiderError) as e:
-            c.make(n=3, shm=True)
-        assert e.value.code == "protocol"
-        shape = "(2, 806)" if name == "obs" else "(2,)"
-        assert f"shared array {name!r} of shape {shape} for 3 games" in e.value.message
-        _is_closed_by(c, "the make reply")
-    p.close()
-    assert _open_fds() <= before, "the refused segment's descriptors are still open"
-    assert _memfd_maps() <= maps, "the refused segment is still mapped"
-    assert e.value.__context__ is not None  # the error that held the maps is still alive
+    shape = "(2, 806)" if name == "obs" else "(2,)"
+    says = f"shared array {name!r} of shape {shape} for 3 games"
+    err = _shared_make_is_refused(proxy, short, says, "the make reply", n=3)
+    assert err.__context__ is not None  # the error that held the maps is still alive
 
 
 def _entry(reply: dict[str, Any], name: str) -> dict[str, Any]:
@@ -312,7 +323,7 @@ def test_a_layout_that_cannot_be_read_closes_the_client(proxy, alteration):
         assert c.spec is None and not c.shared
         _is_closed_by(c, "the make reply")
     p.close()
-    assert _open_fds() <= before
+    assert not _new_fds(before), f"descriptors left open: {_new_fds(before)}"
     assert _memfd_maps() <= maps
 
 
@@ -328,16 +339,7 @@ def test_an_unsealed_segment_is_refused(proxy):
         os.ftruncate(fd, os.fstat(fds[0]).st_size)
         return _pack(reply), [fd, fds[1]]
 
-    before, maps = _open_fds(), _memfd_maps()
-    p = proxy(unsealed)
-    with Client(p.address) as c:
-        with pytest.raises(SpiderError) as e:
-            c.make(n=2, shm=True)
-        assert e.value.code == "protocol" and "descriptor 0 is not sealed against shrinking" in e.value.message
-        _is_closed_by(c, "the make reply")
-    p.close()
-    assert _open_fds() <= before
-    assert _memfd_maps() <= maps
+    _shared_make_is_refused(proxy, unsealed, "descriptor 0 is not sealed against shrinking", "the make reply")
 
 
 def test_the_proxy_passes_a_game_unaltered(proxy, server):
