@@ -242,6 +242,10 @@ def test_too_few_descriptors_are_refused(proxy, keep):
     _shared_make_is_refused(proxy, fewer, f"came with {keep} descriptors, want 2", "the make reply")
 
 
+def _entry(reply: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(f for f in reply["shm_layout"] if f["name"] == name)
+
+
 @pytest.mark.parametrize("name", ["obs", "actions"])
 def test_a_shared_array_for_another_batch_is_refused(proxy, name):
     """obs is the layout's first array, actions its last: refused after
@@ -252,18 +256,13 @@ def test_a_shared_array_for_another_batch_is_refused(proxy, name):
         if op != "make":
             return None
         assert reply["shm_layout"][0]["name"] == "obs" and reply["shm_layout"][-1]["name"] == "actions"
-        f = next(f for f in reply["shm_layout"] if f["name"] == name)
-        f["shape"][0] -= 1  # fits the segment, for one game fewer than the batch
+        _entry(reply, name)["shape"][0] -= 1  # fits the segment, for one game fewer than the batch
         return _pack(reply), fds
 
     shape = "(2, 806)" if name == "obs" else "(2,)"
     says = f"shared array {name!r} of shape {shape} for 3 games"
     err = _shared_make_is_refused(proxy, short, says, "the make reply", n=3)
     assert err.__context__ is not None  # the error that held the maps is still alive
-
-
-def _entry(reply: dict[str, Any], name: str) -> dict[str, Any]:
-    return next(f for f in reply["shm_layout"] if f["name"] == name)
 
 
 _LAYOUTS: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
