@@ -95,13 +95,19 @@ class _Proxy:
                             os.close(fd)
                     fds = sent
                 frame = _HDR.pack(len(reply)) + reply
-                if fds:
-                    down.sendmsg([frame[:1]], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds).tobytes())])
-                    down.sendall(frame[1:])
-                else:
-                    down.sendall(frame)
-                for fd in fds:
-                    os.close(fd)
+                try:
+                    if fds:
+                        rights = array.array("i", fds).tobytes()
+                        down.sendmsg([frame[:1]], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, rights)])
+                        down.sendall(frame[1:])
+                    else:
+                        down.sendall(frame)
+                finally:
+                    # Also when the client, refusing the frame, closed its
+                    # end before the rest was sent: the proxy's own copies
+                    # must not count as descriptors the client kept.
+                    for fd in fds:
+                        os.close(fd)
         except (EOFError, ConnectionError):
             pass  # the client or the server closed its end (the client, on refusing a reply)
         except BaseException as e:  # reported by the test
