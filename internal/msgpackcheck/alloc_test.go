@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -109,6 +110,12 @@ func TestAllocBoundsMsgpack(t *testing.T) {
 		return append(b, bytes.Repeat([]byte{0xc0}, n)...)
 	}
 	asArray, _ := msgpack.Marshal([]any{[]any{1, "s"}})
+	// A first decode fills msgpack's caches of the types, once a process:
+	// without it, whichever case the map's order put first would pay for
+	// them.
+	if err := msgpack.Unmarshal(good, new(everything)); err != nil {
+		t.Fatal(err)
+	}
 	for name, b := range map[string][]byte{
 		"full":         good,
 		"nil bigs":     nils("bigs", 20000),
@@ -124,9 +131,15 @@ func TestAllocBoundsMsgpack(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		var v everything
+		// The fewest bytes of three decodes: the count is the whole
+		// process's, and another goroutine of the runtime or the test
+		// binary may allocate during one of them (once, 6 KB in a CI run).
 		var derr error
-		got := alloccount.Bytes(func() { derr = msgpack.Unmarshal(b, &v) })
+		got := uint64(math.MaxUint64)
+		for range 3 {
+			var v everything
+			got = min(got, alloccount.Bytes(func() { derr = msgpack.Unmarshal(b, &v) }))
+		}
 		// 4 KiB of slack: the decoder's own state and small buffers.
 		if int64(got) > est+4096 {
 			t.Errorf("%s: msgpack allocated %d bytes, the estimate is %d (decode error %v)", name, got, est, derr)
