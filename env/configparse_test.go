@@ -47,7 +47,7 @@ func TestNewRulesChecksEveryBound(t *testing.T) {
 		{env.Options{TimePerActionMs: 1_000_000_001}, "time_per_action_ms 1000000001 is outside 0 to 1000000000"},
 		{env.Options{TimePerActionMs: 1_000_000_000}, ""},
 		{env.Options{RuleSet: env.Cardems, TimePerActionMs: 1}, "time_per_action_ms applies only to classic scoring; cardems has no time penalty"},
-		{env.Options{MaxSteps: 1 << 31}, "max_steps 2147483648 is over the limit 1073741824"},
+		{env.Options{MaxSteps: 1<<30 + 1}, "max_steps 1073741825 is over the limit 1073741824"},
 		{env.Options{MaxSteps: 1 << 30}, ""},
 		{env.Options{MaxSteps: -5}, ""},
 		{env.Options{RuleSet: 9}, "unknown rule set 9"},

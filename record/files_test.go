@@ -90,7 +90,7 @@ func TestLoadRefusesOversizedRecord(t *testing.T) {
 	var lerr error
 	start := time.Now()
 	got := alloccount.Bytes(func() { _, lerr = Load(p) })
-	want := fmt.Sprintf("%s: %d bytes, more than any valid file can have (%d)", p, 2<<30, MaxSize)
+	want := fmt.Sprintf("%s: %d bytes, more than any valid file can have (%d)", p, int64(2<<30), MaxSize)
 	if lerr == nil || lerr.Error() != want {
 		t.Fatalf("a 2 GiB record: %v; want %q", lerr, want)
 	}

@@ -22,7 +22,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		{"op": "step", "actions": []byte{1, 0, 56, 4}},
 		{"op": "step", "actions": []int{1, 2, 1080}},
 		{"op": "reset", "seed": uint64(1 << 63), "reset_mask": []byte{1, 0}},
-		{"op": "make", "rules": "cardems", "max_steps": -1, "face_up_slots": 0, "time_per_action_ms": 1 << 40, "x": map[string]any{"y": []any{1.5, nil, true}}},
+		{"op": "make", "rules": "cardems", "max_steps": -1, "face_up_slots": 0, "time_per_action_ms": int64(1 << 40), "x": map[string]any{"y": []any{1.5, nil, true}}},
 	} {
 		b, _ := msgpack.Marshal(m)
 		f.Add(append([]byte{0, 0, 0, byte(len(b))}, b...))

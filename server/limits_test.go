@@ -343,12 +343,12 @@ func TestRepliesFitTheirBuffer(t *testing.T) {
 				}
 			}
 			check("make")
-			cn.call(t, map[string]any{"op": "reset", "seed": 1, "id": -1 << 63})
+			cn.call(t, map[string]any{"op": "reset", "seed": 1, "id": int64(-1 << 63)})
 			check("reset")
 			actions := make([]env.Action, cn.batch.N())
 			for range 50 {
 				cn.batch.SampleLegal(actions)
-				cn.call(t, map[string]any{"op": "step", "actions": actionsBin(actions), "id": 1<<63 - 1})
+				cn.call(t, map[string]any{"op": "step", "actions": actionsBin(actions), "id": int64(1<<63 - 1)})
 				check("step")
 			}
 			cn.call(t, map[string]any{"op": "render", "game": 0, "mode": "rgb_array"})

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log"
+	"math"
 	"net"
 	"os"
 	"runtime"
@@ -75,7 +76,10 @@ type Config struct {
 // games a batch, 65536 games in all, 64 MiB frames, 1 GiB of buffers a
 // batch, 4 GiB of memory in all, a 5-minute idle timeout, a batch made
 // within a minute of connecting, no log and greedy hints with 1 MiB
-// each. Workers stays 0, which New makes GOMAXPROCS (of when it runs).
+// each. Where int has 32 bits, the memory is 2 GiB less a byte and a
+// batch's buffers a quarter of it, so that a batch replaced (old and new
+// held at once) still fits. Workers stays 0, which New makes GOMAXPROCS
+// (of when it runs).
 func DefaultConfig() Config {
 	return Config{
 		MaxConns:     64,
@@ -83,8 +87,8 @@ func DefaultConfig() Config {
 		MaxGames:     16384,
 		MaxTotal:     65536,
 		MaxFrame:     64 << 20,
-		MaxBytes:     1 << 30,
-		MaxMemory:    4 << 30,
+		MaxBytes:     min(1<<30, math.MaxInt/4),
+		MaxMemory:    min(4<<30, math.MaxInt),
 		IdleTimeout:  5 * time.Minute,
 		SetupTimeout: time.Minute,
 		Log:          log.New(io.Discard, "", 0),
@@ -95,7 +99,7 @@ func DefaultConfig() Config {
 
 // MaxBatchBytes is the largest MaxBytes: a step reply carries a batch's
 // buffers in one frame, whose length is a uint32.
-const MaxBatchBytes = 2 << 30
+const MaxBatchBytes = min(2<<30, math.MaxInt)
 
 // withDefaults fills the zero (or negative) fields of c from DefaultConfig
 // and keeps MaxBytes within MaxBatchBytes.

@@ -556,9 +556,9 @@ func TestFailedReplyEchoesID(t *testing.T) {
 	_, addr := start(t, Config{})
 	cl := dial(t, addr)
 	hello(cl)
-	r := cl.call(map[string]any{"op": "make", "suits": 3, "id": 1 << 40})
-	if r["ok"] != false || r["code"] != "bad_config" || fmt.Sprint(r["id"]) != fmt.Sprint(1<<40) || len(r) != 4 {
-		t.Fatalf("reply %v; want bad_config with id %d", r, 1<<40)
+	r := cl.call(map[string]any{"op": "make", "suits": 3, "id": int64(1 << 40)})
+	if r["ok"] != false || r["code"] != "bad_config" || fmt.Sprint(r["id"]) != fmt.Sprint(int64(1<<40)) || len(r) != 4 {
+		t.Fatalf("reply %v; want bad_config with id %d", r, int64(1<<40))
 	}
 }
 

@@ -28,7 +28,7 @@ const Format = 3
 // about 180 million parameters, eleven times [1024, 1024] hidden units on
 // the widest observation (16 million); the runs documented here write
 // checkpoints of 7-8 MB.
-const MaxSize = 2 << 30
+const MaxSize int64 = 2 << 30
 
 // kind marks a file as a spider checkpoint.
 const kind = "spider-policy"
@@ -117,7 +117,7 @@ func Save(path string, n *Net, train msgpack.RawMessage) error {
 	if err != nil {
 		return err
 	}
-	if len(b) > MaxSize {
+	if int64(len(b)) > MaxSize {
 		return fmt.Errorf("%s: a checkpoint of %d bytes is over the %d any reader accepts", path, len(b), MaxSize)
 	}
 	return atomicfile.Write(path, b)

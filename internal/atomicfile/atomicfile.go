@@ -169,7 +169,7 @@ func removeStale(dir string, now time.Time) {
 		// A process id outside 1 to 2^31-1 is no process's: kill(2)
 		// would read a larger one as negative, a process group.
 		if host == hostTag && pid > 0 && pid <= math.MaxInt32 {
-			if alive, known := processAlive(pid); known {
+			if alive, known := processAlive(int(pid)); known {
 				if !alive {
 					os.Remove(filepath.Join(dir, name))
 				}
@@ -184,14 +184,16 @@ func removeStale(dir string, now time.Time) {
 
 // parseSuffix reads what follows ".tmp-" in a temporary's name:
 // "HOST-PID-RANDOM" as Write makes it, or "RANDOM" alone as earlier
-// versions made it (then pid is 0). ok is false for any other name.
-func parseSuffix(s string) (host string, pid int, ok bool) {
+// versions made it (then pid is 0). ok is false for any other name. pid
+// is an int64 so that a number too large for a 32-bit int is still read
+// as ours, and left to the age check as any number no process has.
+func parseSuffix(s string) (host string, pid int64, ok bool) {
 	parts := strings.Split(s, "-")
 	switch {
 	case len(parts) == 1 && digits(parts[0]):
 		return "", 0, true
 	case len(parts) == 3 && len(parts[0]) == 8 && hex(parts[0]) && digits(parts[1]) && digits(parts[2]):
-		pid, err := strconv.Atoi(parts[1])
+		pid, err := strconv.ParseInt(parts[1], 10, 64)
 		return parts[0], pid, err == nil
 	}
 	return "", 0, false

@@ -8,6 +8,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -127,7 +129,7 @@ func TestEvalRefusesBadFlags(t *testing.T) {
 		{func(o *evalOptions) { o.seeds, o.set = "", map[string]bool{"seeds": true} }, "--seeds is empty"},
 		{func(o *evalOptions) { o.game.Suits = 3 }, "env: suits must be 1, 2 or 4, not 3"},
 		{func(o *evalOptions) { o.moveMs = -1 }, "--move-ms -1 is out of range: 0 (no limit) to 3600000"},
-		{func(o *evalOptions) { o.moveMs = 1 << 62 }, "--move-ms 4611686018427387904 is out of range"},
+		{func(o *evalOptions) { o.moveMs = math.MaxInt }, fmt.Sprintf("--move-ms %d is out of range", math.MaxInt)},
 	} {
 		o := smallEval()
 		tc.mut(&o)
@@ -460,5 +462,77 @@ func TestWriteFailuresListsTwentyAPolicy(t *testing.T) {
 	}
 	if !strings.Contains(text, "  a: 1 more (--json lists every one)\n") || !strings.Contains(text, "  b, seed 7, after 2 moves: illegal\n") || strings.Contains(text, "b: ") {
 		t.Fatalf("want a's 1 more counted and b's one failure listed:\n%s", text)
+	}
+}
+
+// TestEvalPlaysPinnedMoves pins the moves each agent plays on a few deals
+// of every rule set and suit count, as eval's actions_sha256 names them:
+// the docs compare builds by those hashes ("the same moves"), so a change
+// to the rules, the deals, the random numbers or an agent that changes a
+// move must show here. It also runs under make test-386, where the same
+// hashes show that a 32-bit build plays the same games. A deliberate
+// change updates the table from the failure's message.
+func TestEvalPlaysPinnedMoves(t *testing.T) {
+	policies := []string{"random", "greedy", "search", "oracle"}
+	want := map[string]string{
+		"cardems suits 1 greedy 1": "39411933977a28dd",
+		"cardems suits 1 greedy 2": "4ce2c78d1be70927",
+		"cardems suits 1 oracle 1": "e47e1c47e5d87435",
+		"cardems suits 1 oracle 2": "e18416120c9b3e64",
+		"cardems suits 1 random 1": "036a593248c5f708",
+		"cardems suits 1 random 2": "1e07358f873b975e",
+		"cardems suits 1 search 1": "56c8d7a24705477f",
+		"cardems suits 1 search 2": "6c01598d52a8452a",
+		"classic suits 1 greedy 1": "6884301f44c4d232",
+		"classic suits 1 greedy 2": "caf58824434c8f65",
+		"classic suits 1 oracle 1": "a0b47ac3a962dda6",
+		"classic suits 1 oracle 2": "111217968886d22b",
+		"classic suits 1 random 1": "036a593248c5f708",
+		"classic suits 1 random 2": "1e07358f873b975e",
+		"classic suits 1 search 1": "7e67e3286a973856",
+		"classic suits 1 search 2": "750c09a4dbd94e0a",
+		"classic suits 2 greedy 1": "75b24fea1f5e4b42",
+		"classic suits 2 greedy 2": "57a124222d3e35a1",
+		"classic suits 2 oracle 1": "3eebd49060d3dacf",
+		"classic suits 2 oracle 2": "f47703eb19b31fe0",
+		"classic suits 2 random 1": "c42a02eb61e9b2f4",
+		"classic suits 2 random 2": "3b0954e19305d2e9",
+		"classic suits 2 search 1": "bc70907edddc7e7d",
+		"classic suits 2 search 2": "14cc0bd3ac8aa1c6",
+		"classic suits 4 greedy 1": "0c2e99d9b10a70ad",
+		"classic suits 4 greedy 2": "3765c94f233c5f8c",
+		"classic suits 4 oracle 1": "12afd25535281c3f",
+		"classic suits 4 oracle 2": "fe785d9dc930fc85",
+		"classic suits 4 random 1": "f2bd47679721bfb6",
+		"classic suits 4 random 2": "453a7b42470f9173",
+		"classic suits 4 search 1": "1efc8f770eb92751",
+		"classic suits 4 search 2": "e8d5f4d12460f4ae",
+	}
+	got := map[string]string{}
+	for _, game := range []env.Options{
+		{Suits: 1}, {Suits: 2}, {Suits: 4}, {RuleSet: env.Cardems, Suits: 1},
+	} {
+		game.MaxSteps = 300
+		r := env.MustRules(game)
+		res, err := agents.Evaluate(context.Background(), r, policies, []uint64{1, 2}, 2, agents.Options{Nodes: 1000}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for p, name := range policies {
+			for g, seed := range []uint64{1, 2} {
+				key := fmt.Sprintf("%v suits %d %s %d", game.RuleSet, game.Suits, name, seed)
+				got[key] = actionsHash(res.Results[p][g].Actions)
+			}
+		}
+	}
+	var diff []string
+	for k, h := range got {
+		if want[k] != h {
+			diff = append(diff, fmt.Sprintf("%q: %q,", k, h))
+		}
+	}
+	if len(diff) > 0 || len(want) != len(got) {
+		slices.Sort(diff)
+		t.Fatalf("%d of %d games played other moves (or the table has %d):\n%s", len(diff), len(got), len(want), strings.Join(diff, "\n"))
 	}
 }

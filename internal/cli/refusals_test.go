@@ -510,7 +510,7 @@ func TestEvalRefusesWhatMemoryCannotHold(t *testing.T) {
 	// as its width, or as the deals when fewer.
 	wantUsage(t, "a remote agent's 64 games at a step limit of 2^30",
 		checkEvalMemory([]string{"remote:unix:/x"}, makers(), evalOptions{workers: 1, remoteWidth: 64}, 1<<30, 100),
-		"an evaluation of 100 games (184B each, held to the end) and 64 remote games in play (5GiB each)")
+		fmt.Sprintf("an evaluation of 100 games (%s each, held to the end) and 64 remote games in play (5GiB each)", bytesize.Format(evalResultBytes)))
 	wantUsage(t, "a remote agent's 4 deals at a step limit of 2^30",
 		checkEvalMemory([]string{"remote:unix:/x"}, makers(), evalOptions{workers: 1, remoteWidth: 64}, 1<<30, 4),
 		"and 4 remote games in play (5GiB each)")

@@ -7,10 +7,12 @@ import (
 	"io"
 	"io/fs"
 	"log"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -132,6 +134,10 @@ func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) err
 		// The default is more than this machine has: take half of it.
 		o.maxMemory = byteSize(max(total/2, minMemory))
 		fmt.Fprintf(stderr, "spider serve: --max-memory %s, half this machine's memory\n", o.maxMemory)
+	}
+	// A 32-bit build counts memory in an int: more would wrap around.
+	if int64(o.maxMemory) > math.MaxInt {
+		return usageError{fmt.Errorf("--max-memory %s is over %s, the most a %d-bit build can count", o.maxMemory, bytesize.Format(math.MaxInt), strconv.IntSize)}
 	}
 	cfg.MaxMemory = int(o.maxMemory)
 	if o.unix != "" && o.addrSet {

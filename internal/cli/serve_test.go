@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -195,13 +197,24 @@ func TestServeRefusesBadLimits(t *testing.T) {
 			t.Errorf("a bad --%s: %v; want a usage error naming it", name, err)
 		}
 	}
-	o := serveOpts()
-	o.cfg.MaxBytes = server.MaxBatchBytes + 1
-	err := runServe(refusing(t), o, io.Discard, io.Discard)
-	if _, ok := err.(usageError); !ok || !strings.Contains(err.Error(), "a step reply must fit one frame") {
-		t.Errorf("--max-batch-bytes over %d: %v", server.MaxBatchBytes, err)
+	// Where int has 32 bits, MaxBatchBytes is the largest int: nothing is over it.
+	if over := int64(server.MaxBatchBytes) + 1; over <= math.MaxInt {
+		o := serveOpts()
+		o.cfg.MaxBytes = int(over)
+		err := runServe(refusing(t), o, io.Discard, io.Discard)
+		if _, ok := err.(usageError); !ok || !strings.Contains(err.Error(), "a step reply must fit one frame") {
+			t.Errorf("--max-batch-bytes over %d: %v", server.MaxBatchBytes, err)
+		}
 	}
-	o = serveOpts()
+	// A 32-bit build (make test-386) refuses what its int cannot count.
+	if strconv.IntSize == 32 {
+		o := serveOpts()
+		o.maxMemory, o.memorySet = 3<<30, true
+		if err := runServe(refusing(t), o, io.Discard, io.Discard); !isUsage(err) || !strings.Contains(err.Error(), "--max-memory 3GiB is over 2.0GiB, the most a 32-bit build can count") {
+			t.Errorf("--max-memory 3GiB in a 32-bit build: %v", err)
+		}
+	}
+	o := serveOpts()
 	o.maxMemory, o.memorySet = 1<<20, true
 	if err := runServe(refusing(t), o, io.Discard, io.Discard); !isUsage(err) || !strings.Contains(err.Error(), "--max-memory 1MiB is under 16MiB") {
 		t.Errorf("--max-memory 1MiB: %v", err)
