@@ -109,9 +109,13 @@ vet:
 	GOARCH=386 $(GO) vet ./...
 
 # The Go tests (-short) built for 32-bit ints, where the kernel runs 386
-# binaries (about 90 s on 2 cores). Run by test-integrations.
-test-386:
+# binaries, then the Python client's tests against a 386 bin/spider-386
+# (about 2 minutes on 2 cores). Run by test-integrations.
+test-386: $(VENV)/.installed
 	GOARCH=386 $(GO) test -short -count=1 ./...
+	GOARCH=386 $(GO) build -buildvcs=auto -o bin/spider-386 ./cmd/spider
+	$(VENV)/bin/pip install --quiet --no-deps --force-reinstall ./python
+	SPIDER_BIN=$(abspath bin/spider-386) $(VENV)/bin/python -m pytest python/tests -q -p no:cacheprovider
 
 fmt:
 	gofmt -w .

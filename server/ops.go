@@ -232,7 +232,7 @@ func (cn *conn) opMake(q *request) *replyError {
 	switch {
 	case !shm:
 	case !shmSupported:
-		shm, shmWhy = false, "the server does not run on Linux"
+		shm, shmWhy = false, noShmWhy
 	case unixConn(cn.c) == nil:
 		shm, shmWhy = false, "the connection is not a Unix socket: shared memory needs client and server on one machine, connected by a Unix socket"
 	}

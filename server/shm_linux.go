@@ -1,4 +1,4 @@
-//go:build linux && (amd64 || arm64)
+//go:build linux && (amd64 || arm64 || 386)
 
 package server
 
@@ -23,6 +23,9 @@ const (
 
 // shmSupported reports whether this build can share memory at all.
 const shmSupported = true
+
+// noShmWhy is unused where memory can be shared.
+const noShmWhy = ""
 
 // newSegment creates and maps the memfds of a batch of n games laid out by
 // l, sealed as segment says. Nothing is left open after an error.

@@ -1,15 +1,20 @@
-//go:build !(linux && (amd64 || arm64))
+//go:build !(linux && (amd64 || arm64 || 386))
 
 package server
 
 import "github.com/spiderenv/spider/env"
 
 // shmSupported reports whether this build can share memory at all: memfd
-// is Linux's.
+// is Linux's, and its system call number is known here for amd64, arm64
+// and 386 only.
 const shmSupported = false
 
+// noShmWhy is why a make that asks for shared memory is served over the
+// socket.
+const noShmWhy = "this server has no shared memory: it needs Linux on amd64, arm64 or 386"
+
 func newSegment(env.Layout, int) (*segment, error) {
-	return nil, errNoShm("the server does not run on Linux")
+	return nil, errNoShm(noShmWhy)
 }
 
 func (sg *segment) closeFDs() {}

@@ -1,0 +1,3 @@
+package server
+
+const sysMemfdCreate = 356
