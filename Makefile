@@ -12,7 +12,7 @@ CC       ?= cc
 TAGS     ?= $(shell printf 'int main(void){return 0;}' | $(CC) -x c - -lopenblas -o /dev/null 2>/dev/null && echo openblas)
 GOTAGS   := -tags '$(TAGS)'
 
-.PHONY: all build run test pytest pylint lint vet fmt bench pybench fuzz race bound soak clean openblas test-integrations test-oldest test-386 results results-eval
+.PHONY: all build run test pytest pylint lint vet fmt bench pybench fuzz race bound soak clean openblas test-integrations test-oldest test-ports results results-eval
 
 all: build
 
@@ -63,7 +63,7 @@ $(INTEG_VENV)/.installed: python/pyproject.toml
 	SPIDER_BIN=$(abspath $(BIN)) $(INTEG_VENV)/bin/pip install --quiet './python[test,sb3,rllib]' moviepy
 	touch $@
 
-test-integrations: build test-oldest test-386
+test-integrations: build test-oldest test-ports
 	$(MAKE) $(INTEG_VENV)/.installed
 	SPIDER_BIN=$(abspath $(BIN)) $(INTEG_VENV)/bin/pip install --quiet --no-deps --force-reinstall ./python
 	SPIDER_BIN=$(abspath $(BIN)) $(INTEG_VENV)/bin/python -m pytest python/tests_integrations -q
@@ -108,10 +108,13 @@ vet:
 	$(if $(TAGS),$(GO) vet $(GOTAGS) ./agents/nn/ ./train/)
 	GOARCH=386 $(GO) vet ./...
 
-# The Go tests (-short) built for 32-bit ints, where the kernel runs 386
-# binaries, then the Python client's tests against a 386 bin/spider-386
-# (about 2 minutes on 2 cores). Run by test-integrations.
-test-386: $(VENV)/.installed
+# Other platforms: go vet (tests included) for Windows and macOS, the Go
+# tests (-short) built for 32-bit ints where the kernel runs 386 binaries,
+# then the Python client's tests against a 386 bin/spider-386 (about 3
+# minutes on 2 cores). Run by test-integrations.
+test-ports: $(VENV)/.installed
+	GOOS=windows $(GO) vet ./...
+	GOOS=darwin $(GO) vet ./...
 	GOARCH=386 $(GO) test -short -count=1 ./...
 	GOARCH=386 $(GO) build -buildvcs=auto -o bin/spider-386 ./cmd/spider
 	$(VENV)/bin/pip install --quiet --no-deps --force-reinstall ./python

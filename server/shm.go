@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"syscall"
 
 	"github.com/spiderenv/spider/env"
 )
@@ -54,19 +53,6 @@ func shmBytes(n int) int64 {
 func unixConn(c net.Conn) *net.UnixConn {
 	uc, _ := c.(*net.UnixConn)
 	return uc
-}
-
-// sendWithFDs writes frame with fds attached to its first bytes, then the
-// rest of the frame if the kernel took only part of it.
-func sendWithFDs(uc *net.UnixConn, frame []byte, fds []int) error {
-	n, _, err := uc.WriteMsgUnix(frame, syscall.UnixRights(fds...), nil)
-	if err != nil {
-		return err
-	}
-	if n < len(frame) {
-		_, err = uc.Write(frame[n:])
-	}
-	return err
 }
 
 // errNoShm says why shared memory cannot be had here.

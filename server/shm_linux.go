@@ -3,6 +3,7 @@
 package server
 
 import (
+	"net"
 	"syscall"
 	"unsafe"
 
@@ -100,4 +101,17 @@ func (sg *segment) close() {
 		syscall.Munmap(sg.actions)
 		sg.actions = nil
 	}
+}
+
+// sendWithFDs writes frame with fds attached to its first bytes, then the
+// rest of the frame if the kernel took only part of it.
+func sendWithFDs(uc *net.UnixConn, frame []byte, fds []int) error {
+	n, _, err := uc.WriteMsgUnix(frame, syscall.UnixRights(fds...), nil)
+	if err != nil {
+		return err
+	}
+	if n < len(frame) {
+		_, err = uc.Write(frame[n:])
+	}
+	return err
 }

@@ -2,7 +2,11 @@
 
 package server
 
-import "github.com/spiderenv/spider/env"
+import (
+	"net"
+
+	"github.com/spiderenv/spider/env"
+)
 
 // shmSupported reports whether this build can share memory at all: memfd
 // is Linux's, and its system call number is known here for amd64, arm64
@@ -19,3 +23,6 @@ func newSegment(env.Layout, int) (*segment, error) {
 
 func (sg *segment) closeFDs() {}
 func (sg *segment) close()    {}
+
+// sendWithFDs is never called where no segment can be made.
+func sendWithFDs(*net.UnixConn, []byte, []int) error { return errNoShm(noShmWhy) }

@@ -469,7 +469,7 @@ func TestWriteFailuresListsTwentyAPolicy(t *testing.T) {
 // of every rule set and suit count, as eval's actions_sha256 names them:
 // the docs compare builds by those hashes ("the same moves"), so a change
 // to the rules, the deals, the random numbers or an agent that changes a
-// move must show here. It also runs under make test-386, where the same
+// move must show here. It also runs under make test-ports, where the same
 // hashes show that a 32-bit build plays the same games. A deliberate
 // change updates the table from the failure's message.
 func TestEvalPlaysPinnedMoves(t *testing.T) {

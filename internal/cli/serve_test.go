@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -206,7 +205,7 @@ func TestServeRefusesBadLimits(t *testing.T) {
 			t.Errorf("--max-batch-bytes over %d: %v", server.MaxBatchBytes, err)
 		}
 	}
-	// A 32-bit build (make test-386) refuses what its int cannot count.
+	// A 32-bit build (make test-ports) refuses what its int cannot count.
 	if strconv.IntSize == 32 {
 		o := serveOpts()
 		o.maxMemory, o.memorySet = 3<<30, true
@@ -298,59 +297,6 @@ func TestServeWarnsWhenListeningOnTheNetwork(t *testing.T) {
 	stderr.Reset()
 	if err := checkListening(loop, "localhost:0", false, &stderr); err != nil || stderr.Len() != 0 {
 		t.Errorf("loopback: %v, stderr %q", err, stderr.String())
-	}
-}
-
-// TestServeUnixSocketIsOwnerOnly serves on a Unix socket under umask 000:
-// the socket must still be mode 0600, and no private directory is left.
-func TestServeUnixSocketIsOwnerOnly(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "spider.sock")
-	old := syscall.Umask(0)
-	defer syscall.Umask(old)
-	o := serveOpts()
-	o.unix = path
-	ready := make(chan net.Addr, 1)
-	o.ready = func(a net.Addr) { ready <- a }
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	var stderr bytes.Buffer
-	go func() { done <- runServe(ctx, o, io.Discard, &stderr) }()
-	select {
-	case a := <-ready:
-		if a.String() != path {
-			t.Errorf("listening on %v, want %s", a, path)
-		}
-	case err := <-done:
-		t.Fatalf("serve failed: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("serve did not start")
-	}
-	syscall.Umask(old)
-	fi, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o600 {
-		t.Errorf("the socket is %v; want a socket of mode 0600", fi.Mode())
-	}
-	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
-		t.Errorf("the socket's folder holds %d entries, want the socket alone: %v", len(entries), entries)
-	}
-	c, err := net.Dial("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := helloOver(t, c); r["ok"] != true {
-		t.Fatalf("hello: %v", r)
-	}
-	c.Close()
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(stderr.String(), "listening on unix "+path) {
-		t.Errorf("stderr: %q", stderr.String())
 	}
 }
 

@@ -124,39 +124,3 @@ func TestInterruptibleRepeatedSignal(t *testing.T) {
 		t.Fatal("a second Ctrl-C after the first did not exit")
 	}
 }
-
-// TestTrainStopsOnSIGINT sends the test process a real SIGINT while Main
-// trains: it must say at once that it is stopping and return with the
-// last checkpoint kept, well before its one-hour budget.
-func TestTrainStopsOnSIGINT(t *testing.T) {
-	out := t.TempDir()
-	var stderr lockedBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- Main([]string{"train", "--games", "4", "--rollout", "16", "--minibatch", "32", "--hidden", "8", "--face-up-slots", "2",
-			"--max-steps", "40", "--val-every", "0", "--time", "1h", "--checkpoint-every", "1", "--out", out}, nil, &bytes.Buffer{}, &stderr)
-	}()
-	// Main listens for the signal before it trains: once an iteration is
-	// reported, the signal reaches it and not the default handler.
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(stderr.String(), "train: iter 1 ") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no iteration after 20 s: %q", stderr.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case code := <-done:
-		if code != 1 || !strings.Contains(stderr.String(), "spider train: stopping (interrupt)") || !strings.Contains(stderr.String(), "interrupted") {
-			t.Fatalf("exit %d, stderr %q", code, stderr.String())
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatalf("still training 10 s after SIGINT: %q", stderr.String())
-	}
-	if _, err := os.Stat(out + "/checkpoint.spider"); err != nil {
-		t.Errorf("no checkpoint kept: %v", err)
-	}
-}

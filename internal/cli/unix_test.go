@@ -1,0 +1,107 @@
+//go:build unix
+
+// The tests that need a Unix system: a umask, a signal sent by kill.
+
+package cli
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestServeUnixSocketIsOwnerOnly serves on a Unix socket under umask 000:
+// the socket must still be mode 0600, and no private directory is left.
+func TestServeUnixSocketIsOwnerOnly(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "spider.sock")
+	old := syscall.Umask(0)
+	defer syscall.Umask(old)
+	o := serveOpts()
+	o.unix = path
+	ready := make(chan net.Addr, 1)
+	o.ready = func(a net.Addr) { ready <- a }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	var stderr bytes.Buffer
+	go func() { done <- runServe(ctx, o, io.Discard, &stderr) }()
+	select {
+	case a := <-ready:
+		if a.String() != path {
+			t.Errorf("listening on %v, want %s", a, path)
+		}
+	case err := <-done:
+		t.Fatalf("serve failed: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not start")
+	}
+	syscall.Umask(old)
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the socket is %v; want a socket of mode 0600", fi.Mode())
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("the socket's folder holds %d entries, want the socket alone: %v", len(entries), entries)
+	}
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := helloOver(t, c); r["ok"] != true {
+		t.Fatalf("hello: %v", r)
+	}
+	c.Close()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stderr.String(), "listening on unix "+path) {
+		t.Errorf("stderr: %q", stderr.String())
+	}
+}
+
+// TestTrainStopsOnSIGINT sends the test process a real SIGINT while Main
+// trains: it must say at once that it is stopping and return with the
+// last checkpoint kept, well before its one-hour budget.
+func TestTrainStopsOnSIGINT(t *testing.T) {
+	out := t.TempDir()
+	var stderr lockedBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Main([]string{"train", "--games", "4", "--rollout", "16", "--minibatch", "32", "--hidden", "8", "--face-up-slots", "2",
+			"--max-steps", "40", "--val-every", "0", "--time", "1h", "--checkpoint-every", "1", "--out", out}, nil, &bytes.Buffer{}, &stderr)
+	}()
+	// Main listens for the signal before it trains: once an iteration is
+	// reported, the signal reaches it and not the default handler.
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(stderr.String(), "train: iter 1 ") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no iteration after 20 s: %q", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-done:
+		if code != 1 || !strings.Contains(stderr.String(), "spider train: stopping (interrupt)") || !strings.Contains(stderr.String(), "interrupted") {
+			t.Fatalf("exit %d, stderr %q", code, stderr.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("still training 10 s after SIGINT: %q", stderr.String())
+	}
+	if _, err := os.Stat(out + "/checkpoint.spider"); err != nil {
+		t.Errorf("no checkpoint kept: %v", err)
+	}
+}
