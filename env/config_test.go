@@ -73,6 +73,39 @@ func TestOptionsMarshalling(t *testing.T) {
 	}
 }
 
+// TestOptionsDecodeRefusesIntsThatDoNotFit: a numeric option past int's
+// range is refused, not cut to its low bits (a step limit of 2^64-1 read
+// as -1, no limit; where int has 32 bits, 2^32+2 suits read as 2), and
+// every integer encoding within it decodes.
+func TestOptionsDecodeRefusesIntsThatDoNotFit(t *testing.T) {
+	for _, tc := range []struct {
+		v    any
+		want string // "" decodes
+	}{
+		{uint64(math.MaxUint64), "18446744073709551615 is outside int's range"},
+		{uint64(math.MaxInt64) + 1, "9223372036854775808 is outside int's range"},
+		{int64(math.MaxInt), ""},
+		{int64(math.MinInt), ""},
+		{uint8(200), ""},
+		{int8(-3), ""},
+		{"300", `game option "max_steps"`},
+	} {
+		got := env.Options{Suits: 4}
+		err := msgpack.Unmarshal(mustMsgpack(t, map[string]any{"max_steps": tc.v}), &got)
+		if tc.want == "" && (err != nil || int64(got.MaxSteps) != reflect.ValueOf(tc.v).Convert(reflect.TypeFor[int64]()).Int()) ||
+			tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || got != env.Options{Suits: 4}) {
+			t.Errorf("max_steps %v: %+v, %v; want %q", tc.v, got, err, tc.want)
+		}
+	}
+	if math.MaxInt == math.MaxInt32 { // make test-ports
+		var got env.Options
+		err := msgpack.Unmarshal(mustMsgpack(t, map[string]any{"suits": int64(1<<32 + 2)}), &got)
+		if err == nil || !strings.Contains(err.Error(), "4294967298 is outside int's range (-2147483648 to 2147483647)") {
+			t.Errorf("2^32+2 suits in a 32-bit build: %+v, %v", got, err)
+		}
+	}
+}
+
 // A file's game options are read strictly: a key this build does not know
 // (an option a newer build added) or a key given twice is refused, not
 // skipped, and a refused map changes nothing; nil is the zero Options.

@@ -3,6 +3,7 @@ package env
 import (
 	"encoding"
 	"fmt"
+	"math"
 	"reflect"
 	"strconv"
 	"strings"
@@ -243,12 +244,43 @@ func (o *Options) DecodeMsgpack(d *msgpack.Decoder) error {
 			return fmt.Errorf("env: game option %q given twice", key)
 		}
 		seen |= 1 << f.index
+		if f.Numeric {
+			// As the struct's would, but refusing what msgpack would cut
+			// to an int's low bits: a step limit of 2^64-1 read as -1
+			// (none), or where int has 32 bits 2^32+5 as 5.
+			x, err := decodeInt(d)
+			if err == nil && v.Field(f.index).OverflowInt(x) {
+				err = fmt.Errorf("%d is outside int's range (%d to %d)", x, math.MinInt, math.MaxInt)
+			}
+			if err != nil {
+				return fmt.Errorf("env: game option %q: %w", key, err)
+			}
+			v.Field(f.index).SetInt(x)
+			continue
+		}
 		if err := d.DecodeValue(v.Field(f.index)); err != nil {
 			return fmt.Errorf("env: game option %q: %w", key, err)
 		}
 	}
 	*o = out
 	return nil
+}
+
+// decodeInt reads an integer of any msgpack encoding, refusing a uint64
+// over the largest int64, which DecodeInt64 would read as negative.
+func decodeInt(d *msgpack.Decoder) (int64, error) {
+	c, err := d.PeekCode()
+	if err != nil {
+		return 0, err
+	}
+	if c == msgpcode.Uint64 {
+		u, err := d.DecodeUint64()
+		if err == nil && u > math.MaxInt64 {
+			err = fmt.Errorf("%d is outside int's range (%d to %d)", u, math.MinInt, math.MaxInt)
+		}
+		return int64(u), err
+	}
+	return d.DecodeInt64()
 }
 
 // optionKeys lists the keys of Options for messages.
@@ -270,7 +302,8 @@ func (f OptionField) SetFloat(o *Options, x float64) {
 	reflect.ValueOf(o).Elem().Field(f.index).SetFloat(x)
 }
 
-// SetInt sets a numeric field of o to n.
+// SetInt sets a numeric field of o to n, which must fit an int: where
+// int has 32 bits, a larger n keeps its low bits, so callers check.
 //
 // It panics if the field is not numeric.
 func (f OptionField) SetInt(o *Options, n int64) {

@@ -4,9 +4,7 @@
 package record
 
 import (
-	"bytes"
 	"fmt"
-	"math"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -133,80 +131,10 @@ func parse(path string, b []byte) (Game, error) {
 	if err := msgpackcheck.Decode(body, &g); err != nil {
 		return Game{}, fmt.Errorf("%s: not a spider game record: %v", path, err)
 	}
-	if err := checkRanges(body); err != nil {
-		return Game{}, fmt.Errorf("%s: %v", path, err)
-	}
 	if err := check(g); err != nil {
 		return Game{}, fmt.Errorf("%s: %v", path, err)
 	}
 	return g, nil
-}
-
-// checkRanges refuses the integers that decoding into a Game changes
-// rather than refuses: an action outside 0 to 65535, of which a uint16
-// keeps the low bits (65536 would replay as action 0), and a negative seed,
-// which a uint64 wraps into another deal. body has decoded into a Game, so
-// both fields, where present, hold integers.
-func checkRanges(body []byte) error {
-	picked, err := msgpackcheck.Pick(body, "seed", "actions")
-	if err != nil {
-		return err
-	}
-	d := msgpack.NewDecoder(bytes.NewReader(picked))
-	n, err := d.DecodeMapLen()
-	if err != nil {
-		return err
-	}
-	for range n {
-		key, err := d.DecodeString()
-		if err != nil {
-			return err
-		}
-		if key == "seed" {
-			v, neg, err := integer(d)
-			if err != nil {
-				return fmt.Errorf("seed: %v", err)
-			}
-			if neg {
-				return fmt.Errorf("seed -%d is negative: a deal's seed is 0 to 2^64-1", v)
-			}
-			continue
-		}
-		m, err := d.DecodeArrayLen()
-		if err != nil {
-			return fmt.Errorf("actions: %v", err)
-		}
-		for i := range max(m, 0) {
-			v, neg, err := integer(d)
-			switch {
-			case err != nil:
-				return fmt.Errorf("action %d: %v", i+1, err)
-			case neg:
-				return fmt.Errorf("action %d is -%d: a record's actions are ids from 0 to 65535", i+1, v)
-			case v > math.MaxUint16:
-				return fmt.Errorf("action %d is %d: a record's actions are ids from 0 to 65535", i+1, v)
-			}
-		}
-	}
-	return nil
-}
-
-// integer reads a msgpack integer of any encoding as its magnitude and
-// whether it is negative.
-func integer(d *msgpack.Decoder) (v uint64, neg bool, err error) {
-	c, err := d.PeekCode()
-	if err != nil {
-		return 0, false, err
-	}
-	if c >= 0xd0 && c <= 0xd3 || c >= 0xe0 { // int 8 to 64, negative fixint
-		s, err := d.DecodeInt64()
-		if s < 0 {
-			return uint64(-(s + 1)) + 1, true, err // -(2^63) too
-		}
-		return uint64(s), false, err
-	}
-	v, err = d.DecodeUint64()
-	return v, false, err
 }
 
 // check reports what no record can hold: a game no configuration allows,

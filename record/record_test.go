@@ -119,9 +119,10 @@ func TestLoadRefusesCorruptFiles(t *testing.T) {
 	}
 }
 
-// TestLoadRefusesOutOfRangeIntegers: an action past 65535 or below 0, or a
-// negative seed, which decoding into a Game would change (a uint16 keeps an
-// action's low bits, a uint64 wraps a seed) rather than refuse, is refused.
+// TestLoadRefusesOutOfRangeIntegers: an action past 65535 or below 0, a
+// negative seed, or a game option past int's range, which decoding into a
+// Game would change (a uint16 keeps an action's low bits, a uint64 wraps a
+// seed, an int a uint64) rather than refuse, is refused.
 func TestLoadRefusesOutOfRangeIntegers(t *testing.T) {
 	dir := t.TempDir()
 	g := validRecord(t)
@@ -139,18 +140,18 @@ func TestLoadRefusesOutOfRangeIntegers(t *testing.T) {
 		name, want string
 		edit       func(*rawRecord)
 	}{
-		{"action+65536", "action 1 is " + fmt.Sprint(int(g.Actions[0])+65536) + ": a record's actions are ids from 0 to 65535", func(x *rawRecord) { x.Actions[0] = uint64(g.Actions[0]) + 65536 }},
-		{"action65536", "action 2 is 65536: a record's actions are ids from 0 to 65535", func(x *rawRecord) { x.Actions[1] = uint64(65536) }}, // one past the bound: read as 0 if let through
-		{"action-1", "action 2 is -1: a record's actions are ids from 0 to 65535", func(x *rawRecord) { x.Actions[1] = int64(-1) }},
-		{"action2^64-1", "action 3 is 18446744073709551615: a record's actions are ids from 0 to 65535", func(x *rawRecord) { x.Actions[2] = uint64(math.MaxUint64) }},
-		{"action-2^63", "action 1 is -9223372036854775808: a record's actions are ids from 0 to 65535", func(x *rawRecord) { x.Actions[0] = int64(math.MinInt64) }},
-		{"seed-1", "seed -1 is negative: a deal's seed is 0 to 2^64-1", func(x *rawRecord) { x.Seed = int64(-1) }},
+		{"action+65536", "not a spider game record: actions[0] is " + fmt.Sprint(int(g.Actions[0])+65536) + ", outside uint16's range (0 to 65535)", func(x *rawRecord) { x.Actions[0] = uint64(g.Actions[0]) + 65536 }},
+		{"action65536", "not a spider game record: actions[1] is 65536, outside uint16's range (0 to 65535)", func(x *rawRecord) { x.Actions[1] = uint64(65536) }}, // one past the bound: read as 0 if let through
+		{"action-1", "not a spider game record: actions[1] is -1, outside uint16's range (0 to 65535)", func(x *rawRecord) { x.Actions[1] = int64(-1) }},
+		{"action2^64-1", "not a spider game record: actions[2] is 18446744073709551615, outside uint16's range (0 to 65535)", func(x *rawRecord) { x.Actions[2] = uint64(math.MaxUint64) }},
+		{"action-2^63", "not a spider game record: actions[0] is -9223372036854775808, outside uint16's range (0 to 65535)", func(x *rawRecord) { x.Actions[0] = int64(math.MinInt64) }},
+		{"seed-1", "not a spider game record: seed is -1, outside uint64's range (0 to 18446744073709551615)", func(x *rawRecord) { x.Seed = int64(-1) }},
 		// Integers in every encoding, the last action too: a negative
 		// fixint or int8 is negative.
-		{"fixint-seed", "seed -1 is negative: a deal's seed is 0 to 2^64-1", func(x *rawRecord) { x.Seed = msgpack.RawMessage{0xff} }},
-		{"fixint-action", fmt.Sprintf("action %d is -32: a record's actions are ids from 0 to 65535", last), func(x *rawRecord) { x.Actions[last-1] = msgpack.RawMessage{0xe0} }},
-		{"int8-action", "action 1 is -1: a record's actions are ids from 0 to 65535", func(x *rawRecord) { x.Actions[0] = msgpack.RawMessage{0xd0, 0xff} }},
-		{"last-action", fmt.Sprintf("action %d is 65536: a record's actions are ids from 0 to 65535", last), func(x *rawRecord) { x.Actions[last-1] = uint64(65536) }},
+		{"fixint-seed", "not a spider game record: seed is -1, outside uint64's range (0 to 18446744073709551615)", func(x *rawRecord) { x.Seed = msgpack.RawMessage{0xff} }},
+		{"fixint-action", fmt.Sprintf("not a spider game record: actions[%d] is -32, outside uint16's range (0 to 65535)", last-1), func(x *rawRecord) { x.Actions[last-1] = msgpack.RawMessage{0xe0} }},
+		{"int8-action", "not a spider game record: actions[0] is -1, outside uint16's range (0 to 65535)", func(x *rawRecord) { x.Actions[0] = msgpack.RawMessage{0xd0, 0xff} }},
+		{"last-action", fmt.Sprintf("not a spider game record: actions[%d] is 65536, outside uint16's range (0 to 65535)", last-1), func(x *rawRecord) { x.Actions[last-1] = uint64(65536) }},
 	} {
 		x := base()
 		tc.edit(&x)
@@ -163,8 +164,8 @@ func TestLoadRefusesOutOfRangeIntegers(t *testing.T) {
 	// The same with the keys written as bins, which msgpack takes as field
 	// names too.
 	for _, tc := range []struct{ name, key, want string }{
-		{"bin-actions", "actions", "action 1 is "},
-		{"bin-seed", "seed", "seed -1 is negative"},
+		{"bin-actions", "actions", "actions[0] is "},
+		{"bin-seed", "seed", "seed is -1, outside"},
 	} {
 		x := base()
 		if tc.key == "actions" {
@@ -185,6 +186,19 @@ func TestLoadRefusesOutOfRangeIntegers(t *testing.T) {
 		}
 		if _, err := Load(p); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v; want %q", tc.name, err, tc.want)
+		}
+	}
+	// A game option msgpack would cut: a step limit of 2^64-1 would read
+	// as -1, no limit at all, which the options' own check allows.
+	{
+		x := base()
+		m := map[string]any{"version": x.Version, "game": map[string]any{"rules": "classic", "suits": 1, "max_steps": uint64(math.MaxUint64)},
+			"seed": x.Seed, "player": x.Player, "actions": x.Actions, "score": x.Score, "runs": x.Runs, "won": x.Won}
+		p := filepath.Join(dir, "max-steps.spider")
+		writeSealed(t, p, m)
+		want := fmt.Sprintf(`%s: not a spider game record: env: game option "max_steps": 18446744073709551615 is outside int's range (%d to %d)`, p, math.MinInt, math.MaxInt)
+		if _, err := Load(p); err == nil || err.Error() != want {
+			t.Errorf("max_steps 2^64-1: %v; want %q", err, want)
 		}
 	}
 	// In range, whatever the encoding: a seed as an int 64 and an action as

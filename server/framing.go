@@ -27,13 +27,15 @@ func readFrame(r io.Reader, buf []byte, limit int, g frameGrower) (payload, reus
 	if _, err := io.ReadFull(r, buf[:frameHeader]); err != nil {
 		return nil, buf, err
 	}
-	n := int(binary.BigEndian.Uint32(buf[:frameHeader]))
+	// Compared as int64: where int has 32 bits, 2^31 and more read negative.
+	n64 := int64(binary.BigEndian.Uint32(buf[:frameHeader]))
 	switch {
-	case n == 0:
+	case n64 == 0:
 		return nil, buf, fail(codeBadFrame, "empty frame")
-	case n > limit:
-		return nil, buf, fail(codeBadFrame, "frame of %d bytes is over the limit of %d (--max-frame)", n, limit)
+	case n64 > int64(limit):
+		return nil, buf, fail(codeBadFrame, "frame of %d bytes is over the limit of %d (--max-frame)", n64, limit)
 	}
+	n := int(n64)
 	// The buffer grows with the bytes that arrive, not with the length the
 	// peer declared: a peer that announces a frame of limit bytes and sends
 	// nothing holds 64 KiB, not max. Once grown, it is reused as it is. It
@@ -42,7 +44,7 @@ func readFrame(r io.Reader, buf []byte, limit int, g frameGrower) (payload, reus
 	buf = buf[:0]
 	for len(buf) < n {
 		have := len(buf)
-		want := min(n, max(have*2, 64<<10))
+		want := have + min(n-have, max(have, 64<<10)) // no have*2, which can pass int's range
 		if cap(buf) < want {
 			if g != nil {
 				if re := g.growFrame(want); re != nil {

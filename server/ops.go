@@ -161,6 +161,9 @@ func (cn *conn) opMake(q *request) *replyError {
 		switch {
 		case v.big:
 			return fail(codeBadConfig, "%s %d is more than any game can have", v.field.Key, uint64(v.num))
+		case v.field.Numeric && int64(int(v.num)) != v.num:
+			// Where int has 32 bits: SetInt would keep the low bits.
+			return fail(codeBadConfig, "%s %d is more than any game can have", v.field.Key, v.num)
 		case v.field.Numeric:
 			v.field.SetInt(&o, v.num)
 		case v.field.Float:

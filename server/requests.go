@@ -307,6 +307,16 @@ func (r *reader) header(fixLow, fixMask, c8, c16, c32 byte, what string) (int, e
 	}
 	r.off++
 	n, err := r.uint(size)
+	return r.length(n, err)
+}
+
+// length is a declared length n as an int. Where int has 32 bits a
+// uint32 of 2^31 or more would read negative: it is refused as running
+// past the end of the frame, which no frame (at most an int's bytes) has.
+func (r *reader) length(n uint64, err error) (int, error) {
+	if err == nil && n > math.MaxInt {
+		err = errTooLong
+	}
 	return int(n), err
 }
 
@@ -324,8 +334,7 @@ func (r *reader) binLen() (int, error) {
 		return 0, errors.New("want a bin")
 	}
 	r.off++
-	n, err := r.uint(1 << (c - 0xc4))
-	return int(n), err
+	return r.length(r.uint(1 << (c - 0xc4)))
 }
 
 // str reads a string of at most maxString bytes, as a view.
@@ -491,6 +500,9 @@ func (r *reader) seedItem() (v uint64, ok bool, err error) {
 // items are checked here and read again by the reset.
 func (r *reader) seeds(q *request) error {
 	n, err := r.arrayLen()
+	if err == errTooLong { // an array32 too long for a 32-bit int
+		return err
+	}
 	if err != nil {
 		return errors.New("want an array of seeds (integers from 0 to 2^64-1, or nil)")
 	}
@@ -519,6 +531,9 @@ func (r *reader) actions(q *request) error {
 		return err
 	}
 	n, err := r.arrayLen()
+	if err == errTooLong { // an array32 too long for a 32-bit int
+		return err
+	}
 	if err != nil {
 		return errors.New("want a bin of uint16 or an array of integers")
 	}

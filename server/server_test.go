@@ -500,6 +500,9 @@ func TestBadInput(t *testing.T) {
 		{name: "SeedsMinusOne", setup: [][]byte{helloB, makeB}, raw: frame(marshal(map[string]any{"op": "reset", "seeds": []any{1, -1, 3}})), code: "bad_request", msg: `field "seeds" has the wrong type or value: negative`},
 		{name: "HugeString", raw: frame(append([]byte{0x81, 0xa2, 'o', 'p', 0xdb}, 0x7f, 0xff, 0xff, 0xff)), code: "bad_request", msg: `field "op" has the wrong type or value: a string of 2147483647 bytes is over the limit of 256`},
 		{name: "OversizeFrame", raw: []byte{0, 2, 0, 0, 1, 2}, code: "bad_frame", msg: "frame of 131072 bytes is over the limit of 65536 (--max-frame)", closes: true},
+		// The largest header: where int has 32 bits it had read negative,
+		// under any limit, and the connection had stayed open.
+		{name: "LargestFrame", raw: []byte{0xff, 0xff, 0xff, 0xff, 1, 2}, code: "bad_frame", msg: "frame of 4294967295 bytes is over the limit of 65536 (--max-frame)", closes: true},
 		{name: "EmptyFrame", raw: []byte{0, 0, 0, 0}, code: "bad_frame", msg: "empty frame", closes: true},
 		{name: "DisconnectMidFrame", setup: [][]byte{helloB}, raw: []byte{0, 0, 0, 50, 0x81}, closes: true, noReply: true},
 	}
@@ -552,6 +555,28 @@ func TestBadInput(t *testing.T) {
 
 // TestFailedReplyEchoesID checks that a failed request's reply carries its
 // id, as a good one does.
+// TestMakeRefusesOptionsPastInt: an option over what an int holds is
+// refused, not cut to its low bits, which where int has 32 bits made 2^32
+// + 2 suits 2 and a step limit of 2^31 -1 (none).
+func TestMakeRefusesOptionsPastInt(t *testing.T) {
+	_, addr := start(t, Config{})
+	cl := dial(t, addr)
+	hello(cl)
+	for key, v := range map[string]int64{"suits": 1<<32 + 2, "max_steps": 1 << 31, "time_per_action_ms": 1<<32 + 1} {
+		want := fmt.Sprintf("%s %d is more than any game can have", key, v) // 32 bits
+		if strconv.IntSize == 64 {
+			want = fmt.Sprintf("%s must be 1, 2 or 4, not %d", key, v)
+			if key != "suits" {
+				want = fmt.Sprintf("%s %d is ", key, v) // over the option's own limit
+			}
+		}
+		r := cl.call(map[string]any{"op": "make", key: v})
+		if r["ok"] != false || r["code"] != "bad_config" || !strings.Contains(fmt.Sprint(r["error"]), want) {
+			t.Errorf("%s %d: %v; want bad_config saying %q", key, v, r, want)
+		}
+	}
+}
+
 func TestFailedReplyEchoesID(t *testing.T) {
 	_, addr := start(t, Config{})
 	cl := dial(t, addr)

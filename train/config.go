@@ -178,7 +178,7 @@ func (c Config) validate() error {
 	switch {
 	case c.Games < 1 || c.Games > 1<<14:
 		return fmt.Errorf("train: games %d outside 1 to 16384", c.Games)
-	case c.Rollout < 1 || c.Games*c.Rollout > 1<<20:
+	case c.Rollout < 1 || int64(c.Games)*int64(c.Rollout) > 1<<20: // int64: a 32-bit int wraps
 		return fmt.Errorf("train: rollout %d steps x %d games is outside 1 to 1048576 samples", c.Rollout, c.Games)
 	case c.Minibatch < 1 || c.Minibatch > c.Games*c.Rollout:
 		return fmt.Errorf("train: minibatch %d must be 1 to games x rollout (%d)", c.Minibatch, c.Games*c.Rollout)

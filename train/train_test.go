@@ -210,6 +210,8 @@ func TestConfigValidation(t *testing.T) {
 		"obs":       {func(c *Config) { c.Game.Encoding = env.Compact }, "train: obs compact: the network reads float32 observations"},
 		"games":     {func(c *Config) { c.Games = 0 }, "train: games 0 outside 1 to 16384"},
 		"minibatch": {func(c *Config) { c.Minibatch = 1 << 30 }, "train: minibatch 1073741824 must be 1 to games x rollout (64)"},
+		// 3 x 1431655766 is 2 where int has 32 bits (make test-ports).
+		"samples":   {func(c *Config) { c.Games, c.Rollout = 3, 1431655766 }, "train: rollout 1431655766 steps x 3 games is outside 1 to 1048576 samples"},
 		"lr":        {func(c *Config) { c.LR = 0 }, "train: learning rates must be in (0, 1]"},
 		"lr inf":    {func(c *Config) { c.LR = math.Inf(1) }, "train: learning rates must be in (0, 1]"},
 		"value inf": {func(c *Config) { c.ValueCoef = math.Inf(1) }, "train: value and entropy coefficients must be 0 to 1e+06"},

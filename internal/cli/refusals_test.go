@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +28,31 @@ import (
 // fakeMachine makes machineMemory read a machine of 32 GiB with 16 GiB
 // available, for the rest of the test.
 func fakeMachine(t *testing.T) { fakeMemory(t, 32<<30, 16<<30) }
+
+// skipOn32Bits skips a test of a 16 GiB machine where int has 32 bits
+// (make test-ports): there no process holds more than 2 GiB, so the
+// figures it checks are refused (TestCheckMemoryCapsAt32Bits).
+func skipOn32Bits(t *testing.T) {
+	if strconv.IntSize == 32 {
+		t.Skip("a 16 GiB machine's figures; a 32-bit build holds at most 2 GiB")
+	}
+}
+
+// TestCheckMemoryCapsAt32Bits: where int has 32 bits, a 16 GiB machine
+// still holds at most what an int counts, and the message says so: beyond
+// it, buffers' sizes would wrap around and panic instead of refusing.
+func TestCheckMemoryCapsAt32Bits(t *testing.T) {
+	if strconv.IntSize != 32 {
+		t.Skip("for 32-bit builds (make test-ports)")
+	}
+	fakeMemory(t, 32<<30, 16<<30)
+	if err := checkMemory(math.MaxInt, 0, "the test", "lower it"); err != nil {
+		t.Errorf("2 GiB less a byte: %v", err)
+	}
+	over := int64(math.MaxInt)
+	over++ // a variable: as a constant it overflows where int has 64 bits
+	wantUsage(t, "2 GiB", checkMemory(over, 0, "the test", "lower it"), "the test needs 2GiB of memory, over the 2.0GiB most a 32-bit build can hold: lower it")
+}
 
 // fakeMemory makes machineMemory read a machine of total bytes with
 // available bytes available, for the rest of the test.
@@ -62,6 +88,7 @@ func wantUsage(t *testing.T, what string, err error, text string) {
 // larger than the memory available or --max-memory, saying how much it
 // needs; the default batch passes.
 func TestBenchRefusesWhatMemoryCannotHold(t *testing.T) {
+	skipOn32Bits(t)
 	fakeMachine(t)
 	o := smallBench()
 	o.n, o.game, o.autoreset = 1<<20, env.Options{Suits: 4, Encoding: env.Float32}, "next-step"
@@ -78,6 +105,7 @@ func TestBenchRefusesWhatMemoryCannotHold(t *testing.T) {
 // TestTrainRefusesWhatMemoryCannotHold refuses the run that died with a
 // 74 GB allocation, before allocating anything.
 func TestTrainRefusesWhatMemoryCannotHold(t *testing.T) {
+	skipOn32Bits(t)
 	fakeMachine(t)
 	o := tinyTrain(t.TempDir(), 1)
 	o.cfg.Games, o.cfg.Rollout, o.cfg.Game.FaceUpSlots, o.cfg.Game.Suits = 16384, 64, 104, 4
@@ -290,6 +318,7 @@ func TestByteSize(t *testing.T) {
 // more does not, under --max-memory and under the machine's available
 // memory alike.
 func TestCheckMemoryAtTheLimit(t *testing.T) {
+	skipOn32Bits(t)
 	fakeMemory(t, 32<<30, 16<<30)
 	for _, tc := range []struct {
 		need  int64
@@ -475,6 +504,7 @@ func TestDemoRefusesWhatMemoryCannotHold(t *testing.T) {
 // eval that needs more than the memory available is refused before any
 // game, saying how much; workers beyond the games to play hold nothing.
 func TestEvalRefusesWhatMemoryCannotHold(t *testing.T) {
+	skipOn32Bits(t)
 	fakeMachine(t) // 16 GiB available
 	big := agents.Options{Nodes: agents.MaxNodes}
 	makers := func(specs ...string) map[string]agents.Maker {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -17,7 +18,9 @@ import (
 // that decoding it into v's type cannot allocate more than Budget(len(b))
 // bytes (Alloc's estimate): msgpack allocates a slice's declared length
 // at once, so without this a file of nil items decoding into a slice of
-// large structs would take a few hundred times its size.
+// large structs would take a few hundred times its size. It also refuses
+// a number that does not fit the integer field it decodes into, which
+// msgpack would cut to its low bits (Alloc).
 func Decode(b []byte, v any) error {
 	n, err := Size(b)
 	if err != nil {
@@ -71,7 +74,10 @@ func sliceCost(n int, size uintptr) int64 {
 // field of type any is charged what a generic decode allocates. An
 // extension where any other type is decoded is refused (msgpack would
 // read a map out of one unchecked); one that msgpack skips, as an unknown
-// field's value, is charged its bytes.
+// field's value, is charged its bytes. A number decoded into an integer
+// field must fit it, in any of msgpack's integer encodings, or Alloc
+// refuses it and names where it is: msgpack would keep
+// its low bits, and read the file as another.
 func Alloc(b []byte, t reflect.Type, limit int64) (int64, error) {
 	n, err := Size(b)
 	if err != nil {
@@ -221,8 +227,12 @@ func (w *walker) value(t reflect.Type) error {
 		if err := w.charge(sliceCost(n, t.Elem().Size())); err != nil {
 			return err
 		}
-		for range n {
+		for i := range n {
 			if err := w.value(t.Elem()); err != nil {
+				if re, ok := err.(errRange); ok {
+					re.path = "[" + strconv.Itoa(i) + "]" + re.path
+					return re
+				}
 				return err
 			}
 		}
@@ -263,8 +273,96 @@ func (w *walker) value(t reflect.Type) error {
 		return nil
 	}
 	// Numbers and booleans allocate nothing.
+	if err := w.fits(t); err != nil {
+		return err
+	}
 	w.skip()
 	return nil
+}
+
+// errRange is a number that does not fit the integer field it decodes
+// into.
+type errRange struct {
+	path string // where, as ".field" and "[index]" from the value decoded
+	text string // the number as the file has it
+	t    reflect.Type
+}
+
+func (e errRange) Error() string {
+	lo, hi := rangeOf(e.t)
+	what := "a number"
+	if e.path != "" {
+		what = strings.TrimPrefix(e.path, ".")
+	}
+	return fmt.Sprintf("%s is %s, outside %v's range (%d to %d)", what, e.text, e.t, lo, hi)
+}
+
+// rangeOf is the range of an integer kind, as int64 and uint64 bounds
+// (the uint64 one holds 2^64-1).
+func rangeOf(t reflect.Type) (lo int64, hi uint64) {
+	bits := t.Bits()
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return -1 << (bits - 1), 1<<(bits-1) - 1
+	}
+	return 0, 1<<bits - 1 // bits is at most 64: 1<<64 - 1 wraps to the maximum
+}
+
+// fits refuses a number at w.pos that decoding into t, an integer kind,
+// would change: msgpack keeps the low bits of an integer that does not
+// fit (an action of 65536 becomes 0 in a uint16, a max_steps of 2^64-1
+// becomes -1 in an int, and where int has 32 bits 2^32+5 becomes 5), so
+// such a file would be read as another instead of refused. Other kinds,
+// and codes msgpack refuses for t (a float among them), pass.
+func (w *walker) fits(t reflect.Type) error {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+	default:
+		return nil
+	}
+	lo, hi := rangeOf(t)
+	c, b := w.b[w.pos], w.b[w.pos+1:]
+	var neg bool
+	var mag uint64 // the magnitude
+	switch {
+	case c <= 0x7f:
+		mag = uint64(c)
+	case c >= 0xe0:
+		neg, mag = true, uint64(-int64(int8(c)))
+	case c >= 0xcc && c <= 0xcf: // uint 8 to 64
+		mag = beUint(b, 1<<(c-0xcc))
+	case c >= 0xd0 && c <= 0xd3: // int 8 to 64
+		size := 1 << (c - 0xd0)
+		v := int64(beUint(b, size)) << (64 - 8*size) >> (64 - 8*size) // sign-extended
+		if v < 0 {
+			neg, mag = true, uint64(-(v+1))+1
+		} else {
+			mag = uint64(v)
+		}
+	default:
+		return nil
+	}
+	if neg && (lo == 0 || mag > uint64(-(lo+1))+1) || !neg && mag > hi {
+		text := strconv.FormatUint(mag, 10)
+		if neg {
+			text = "-" + text
+		}
+		return errRange{text: text, t: t}
+	}
+	return nil
+}
+
+func beUint(b []byte, size int) uint64 {
+	switch size {
+	case 1:
+		return uint64(b[0])
+	case 2:
+		return uint64(binary.BigEndian.Uint16(b))
+	case 4:
+		return uint64(binary.BigEndian.Uint32(b))
+	}
+	return binary.BigEndian.Uint64(b)
 }
 
 // structValue walks a struct, which msgpack reads from a map of field
@@ -301,6 +399,10 @@ func (w *walker) structValue(t reflect.Type) error {
 				continue
 			}
 			if err := w.value(ft); err != nil {
+				if re, ok := err.(errRange); ok {
+					re.path = "." + string(w.b[start:start+kn]) + re.path
+					return re
+				}
 				return err
 			}
 		}

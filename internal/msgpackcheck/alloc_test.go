@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -306,6 +307,18 @@ func TestReadFileRefusesLargeFilesUnread(t *testing.T) {
 			t.Fatalf("/dev/zero: %v", err)
 		}
 	}
+	// Where int has 32 bits (make test-ports) no slice holds 2 GiB: a file
+	// of 2^31-1 bytes under a limit of 2 GiB is refused, not a panic in
+	// make.
+	if strconv.IntSize == 32 {
+		if err := os.Truncate(p, math.MaxInt32); err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("%s: 2147483647 bytes, more than any valid file can have (%d)", p, math.MaxInt-1)
+		if _, err := ReadFile(p, 2<<30); err == nil || err.Error() != want {
+			t.Fatalf("2^31-1 bytes under a 2 GiB limit: %v; want %q", err, want)
+		}
+	}
 	if _, err := ReadFile(filepath.Join(t.TempDir(), "missing"), 10); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a missing file: %v", err)
 	}
@@ -536,5 +549,64 @@ func TestReadFileClosesAndSizesOnce(t *testing.T) {
 	}
 	if got := alloccount.Bytes(func() { ReadFile(p, 1<<30) }); got > 1<<20+64<<10 {
 		t.Fatalf("reading 1 MiB allocated %d bytes", got)
+	}
+}
+
+// TestDecodeRefusesNumbersThatDoNotFit: an integer msgpack would cut to
+// its low bits to fit an integer field is refused with where it is, in
+// every encoding, and the bounds themselves decode.
+func TestDecodeRefusesNumbersThatDoNotFit(t *testing.T) {
+	type inner struct {
+		N int `msgpack:"n"`
+	}
+	type file struct {
+		U8  uint8    `msgpack:"u8"`
+		I16 int16    `msgpack:"i16"`
+		U16 []uint16 `msgpack:"u16"`
+		I64 int64    `msgpack:"i64"`
+		U64 uint64   `msgpack:"u64"`
+		In  inner    `msgpack:"in"`
+	}
+	raw := func(v any) []byte {
+		b, err := msgpack.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	maxInt, minInt := fmt.Sprint(math.MaxInt), fmt.Sprint(math.MinInt)
+	for _, tc := range []struct {
+		name string
+		v    map[string]any
+		want string // "" decodes
+	}{
+		{"bounds", map[string]any{"u8": 255, "i16": -32768, "u16": []any{0, 65535}, "i64": int64(math.MinInt64), "u64": uint64(math.MaxUint64), "in": map[string]any{"n": math.MaxInt}}, ""},
+		{"int bounds", map[string]any{"in": map[string]any{"n": math.MinInt}}, ""},
+		{"u8 256", map[string]any{"u8": 256}, "u8 is 256, outside uint8's range (0 to 255)"},
+		{"u8 -1", map[string]any{"u8": -1}, "u8 is -1, outside uint8's range (0 to 255)"},
+		{"i16 as int64", map[string]any{"i16": int64(-32769)}, "i16 is -32769, outside int16's range (-32768 to 32767)"},
+		{"u16 item", map[string]any{"u16": []any{1, 2, 65536}}, "u16[2] is 65536, outside uint16's range (0 to 65535)"},
+		{"negative fixint into uint", map[string]any{"u64": msgpack.RawMessage{0xff}}, "u64 is -1, outside uint64's range (0 to 18446744073709551615)"},
+		{"uint64 into int64", map[string]any{"i64": uint64(1 << 63)}, "i64 is 9223372036854775808, outside int64's range (-9223372036854775808 to 9223372036854775807)"},
+		{"uint64 max into int", map[string]any{"in": map[string]any{"n": uint64(math.MaxUint64)}}, "in.n is 18446744073709551615, outside int's range (" + minInt + " to " + maxInt + ")"},
+	} {
+		var f file
+		err := Decode(raw(tc.v), &f)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || err.Error() != tc.want) {
+			t.Errorf("%s: %v; want %q", tc.name, err, tc.want)
+		}
+	}
+	// A float msgpack refuses for an integer itself.
+	var f file
+	if err := Decode(raw(map[string]any{"u8": 2.0}), &f); err == nil {
+		t.Error("a float for a uint8 decoded")
+	}
+	// Where int has 32 bits (make test-ports), 2^32+5 would decode as 5.
+	if strconv.IntSize == 32 {
+		var f file
+		err := Decode(raw(map[string]any{"in": map[string]any{"n": int64(1<<32 + 5)}}), &f)
+		if err == nil || err.Error() != "in.n is 4294967301, outside int's range (-2147483648 to 2147483647)" {
+			t.Errorf("2^32+5 into a 32-bit int: %v", err)
+		}
 	}
 }

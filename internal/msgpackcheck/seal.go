@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"os"
 )
 
@@ -83,6 +84,9 @@ func Damaged(b []byte) error {
 // what the read finds, in case the file grows meanwhile or is not a regular
 // file (a device or a pipe says 0).
 func ReadFile(path string, limit int64) ([]byte, error) {
+	// Where int has 32 bits no slice holds more than an int's bytes: a
+	// larger limit would panic in make, not refuse the file.
+	limit = min(limit, math.MaxInt-1)
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
