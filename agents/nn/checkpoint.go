@@ -27,8 +27,10 @@ const Format = 3
 // over (the weights and Adam's two moments), so 2 GiB is a network of
 // about 180 million parameters, eleven times [1024, 1024] hidden units on
 // the widest observation (16 million); the runs documented here write
-// checkpoints of 7-8 MB.
-const MaxSize int64 = 2 << 30
+// checkpoints of 7-8 MB. Where int has 32 bits it is 2 GiB less two
+// bytes, the most a slice there holds with the byte ReadFile reads past
+// the limit.
+const MaxSize int64 = min(2<<30, math.MaxInt-1)
 
 // kind marks a file as a spider checkpoint.
 const kind = "spider-policy"

@@ -106,9 +106,9 @@ func checkMemoryOf(need int64, limit byteSize, other, what, lower string) error 
 			return nil
 		}
 		have, from = avail, "available on this machine (MemAvailable in /proc/meminfo"+other+")"
-		if have > math.MaxInt { // a 32-bit build: no process of it holds more than an int counts
-			have, from = math.MaxInt, fmt.Sprintf("most a %d-bit build can hold", strconv.IntSize)
-		}
+	}
+	if have > math.MaxInt { // a 32-bit build: no process of it holds more than an int counts
+		have, from = math.MaxInt, fmt.Sprintf("most a %d-bit build can hold", strconv.IntSize)
 	}
 	if need <= have {
 		return nil

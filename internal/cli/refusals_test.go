@@ -52,6 +52,8 @@ func TestCheckMemoryCapsAt32Bits(t *testing.T) {
 	over := int64(math.MaxInt)
 	over++ // a variable: as a constant it overflows where int has 64 bits
 	wantUsage(t, "2 GiB", checkMemory(over, 0, "the test", "lower it"), "the test needs 2GiB of memory, over the 2.0GiB most a 32-bit build can hold: lower it")
+	// --max-memory past it is capped the same.
+	wantUsage(t, "2 GiB under --max-memory 8GiB", checkMemory(over, 8<<30, "the test", "lower it"), "the test needs 2GiB of memory, over the 2.0GiB most a 32-bit build can hold: lower it")
 }
 
 // fakeMemory makes machineMemory read a machine of total bytes with

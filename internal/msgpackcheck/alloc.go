@@ -76,8 +76,11 @@ func sliceCost(n int, size uintptr) int64 {
 // read a map out of one unchecked); one that msgpack skips, as an unknown
 // field's value, is charged its bytes. A number decoded into an integer
 // field must fit it, in any of msgpack's integer encodings, or Alloc
-// refuses it and names where it is: msgpack would keep
-// its low bits, and read the file as another.
+// refuses it and names where it is: msgpack would keep its low bits, and
+// read the file as another. Two kinds of value are not looked into, as
+// for their cost: a type that decodes itself, which checks its own numbers
+// (env.Options does), and a struct with an embedded field. No file type
+// here has an integer in either.
 func Alloc(b []byte, t reflect.Type, limit int64) (int64, error) {
 	n, err := Size(b)
 	if err != nil {
@@ -229,11 +232,7 @@ func (w *walker) value(t reflect.Type) error {
 		}
 		for i := range n {
 			if err := w.value(t.Elem()); err != nil {
-				if re, ok := err.(errRange); ok {
-					re.path = "[" + strconv.Itoa(i) + "]" + re.path
-					return re
-				}
-				return err
+				return within(err, "["+strconv.Itoa(i)+"]")
 			}
 		}
 		return nil
@@ -243,9 +242,9 @@ func (w *walker) value(t reflect.Type) error {
 			return w.skipCharged()
 		}
 		w.pos += hdr
-		for range n {
+		for i := range n {
 			if err := w.value(t.Elem()); err != nil {
-				return err
+				return within(err, "["+strconv.Itoa(i)+"]")
 			}
 		}
 		return nil
@@ -264,10 +263,10 @@ func (w *walker) value(t reflect.Type) error {
 		}
 		for range n {
 			if err := w.value(t.Key()); err != nil {
-				return err
+				return within(err, " key")
 			}
 			if err := w.value(t.Elem()); err != nil {
-				return err
+				return within(err, "[key]")
 			}
 		}
 		return nil
@@ -278,6 +277,16 @@ func (w *walker) value(t reflect.Type) error {
 	}
 	w.skip()
 	return nil
+}
+
+// within adds step to the path of an errRange (a field, an index, a
+// map's key or value), and returns other errors as they are.
+func within(err error, step string) error {
+	if re, ok := err.(errRange); ok {
+		re.path = step + re.path
+		return re
+	}
+	return err
 }
 
 // errRange is a number that does not fit the integer field it decodes
@@ -399,19 +408,15 @@ func (w *walker) structValue(t reflect.Type) error {
 				continue
 			}
 			if err := w.value(ft); err != nil {
-				if re, ok := err.(errRange); ok {
-					re.path = "." + string(w.b[start:start+kn]) + re.path
-					return re
-				}
-				return err
+				return within(err, "."+string(w.b[start:start+kn]))
 			}
 		}
 		return nil
 	case isArray(c) && n == len(f.list):
 		w.pos += hdr
-		for _, ft := range f.list {
+		for i, ft := range f.list {
 			if err := w.value(ft); err != nil {
-				return err
+				return within(err, "."+f.names[i])
 			}
 		}
 		return nil
@@ -467,6 +472,7 @@ func (w *walker) generic() error {
 type fields struct {
 	byName map[string]reflect.Type
 	list   []reflect.Type // in order, for the array form
+	names  []string       // list's names, for messages
 	// opaque marks a struct with embedded fields, whose inlining rules
 	// are not mirrored here: it is charged as a type that decodes itself.
 	opaque bool
@@ -501,6 +507,7 @@ func fieldsOf(t reflect.Type) *fields {
 		}
 		f.byName[name] = sf.Type
 		f.list = append(f.list, sf.Type)
+		f.names = append(f.names, name)
 		for opts != "" {
 			var o string
 			o, opts, _ = strings.Cut(opts, ",")

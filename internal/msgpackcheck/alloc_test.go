@@ -560,12 +560,15 @@ func TestDecodeRefusesNumbersThatDoNotFit(t *testing.T) {
 		N int `msgpack:"n"`
 	}
 	type file struct {
-		U8  uint8    `msgpack:"u8"`
-		I16 int16    `msgpack:"i16"`
-		U16 []uint16 `msgpack:"u16"`
-		I64 int64    `msgpack:"i64"`
-		U64 uint64   `msgpack:"u64"`
-		In  inner    `msgpack:"in"`
+		U8  uint8            `msgpack:"u8"`
+		I16 int16            `msgpack:"i16"`
+		U16 []uint16         `msgpack:"u16"`
+		I64 int64            `msgpack:"i64"`
+		U64 uint64           `msgpack:"u64"`
+		In  inner            `msgpack:"in"`
+		Arr [2]inner         `msgpack:"arr"`
+		M   map[string]uint8 `msgpack:"m"`
+		K   map[int8]bool    `msgpack:"k"`
 	}
 	raw := func(v any) []byte {
 		b, err := msgpack.Marshal(v)
@@ -588,6 +591,10 @@ func TestDecodeRefusesNumbersThatDoNotFit(t *testing.T) {
 		{"u16 item", map[string]any{"u16": []any{1, 2, 65536}}, "u16[2] is 65536, outside uint16's range (0 to 65535)"},
 		{"negative fixint into uint", map[string]any{"u64": msgpack.RawMessage{0xff}}, "u64 is -1, outside uint64's range (0 to 18446744073709551615)"},
 		{"uint64 into int64", map[string]any{"i64": uint64(1 << 63)}, "i64 is 9223372036854775808, outside int64's range (-9223372036854775808 to 9223372036854775807)"},
+		{"array item", map[string]any{"arr": []any{map[string]any{"n": 1}, map[string]any{"n": uint64(math.MaxUint64)}}}, "arr[1].n is 18446744073709551615, outside int's range (" + minInt + " to " + maxInt + ")"},
+		{"array-form struct", map[string]any{"in": []any{uint64(math.MaxUint64)}}, "in.n is 18446744073709551615, outside int's range (" + minInt + " to " + maxInt + ")"},
+		{"map value", map[string]any{"m": map[string]any{"x": 300}}, "m[key] is 300, outside uint8's range (0 to 255)"},
+		{"map key", map[string]any{"k": map[int]bool{-200: true}}, "k key is -200, outside int8's range (-128 to 127)"},
 		{"uint64 max into int", map[string]any{"in": map[string]any{"n": uint64(math.MaxUint64)}}, "in.n is 18446744073709551615, outside int's range (" + minInt + " to " + maxInt + ")"},
 	} {
 		var f file
