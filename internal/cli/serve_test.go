@@ -23,6 +23,20 @@ import (
 	"github.com/spiderenv/spider/server"
 )
 
+// helloUnix says hello to the server on the Unix socket at path, which
+// must answer ok, and hangs up.
+func helloUnix(t *testing.T, path string) {
+	t.Helper()
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if r := helloOver(t, c); r["ok"] != true {
+		t.Fatalf("hello: %v", r)
+	}
+}
+
 // helloOver sends a hello over c and returns the decoded reply.
 func helloOver(t *testing.T, c net.Conn) map[string]any {
 	t.Helper()
@@ -154,14 +168,7 @@ func TestServeUnixSocketReplacesStaleFile(t *testing.T) {
 	case err := <-done:
 		t.Fatalf("serve failed: %v", err)
 	}
-	c, err := net.Dial("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := helloOver(t, c); r["ok"] != true {
-		t.Fatalf("hello: %v", r)
-	}
-	c.Close()
+	helloUnix(t, path)
 	// A second server on the same live path is refused.
 	o2 := serveOpts()
 	o2.unix = path

@@ -53,14 +53,7 @@ func TestServeUnixSocketIsOwnerOnly(t *testing.T) {
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Errorf("the socket's folder holds %d entries, want the socket alone: %v", len(entries), entries)
 	}
-	c, err := net.Dial("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := helloOver(t, c); r["ok"] != true {
-		t.Fatalf("hello: %v", r)
-	}
-	c.Close()
+	helloUnix(t, path)
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
