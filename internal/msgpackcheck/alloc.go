@@ -4,6 +4,7 @@ import (
 	"encoding"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"reflect"
 	"strconv"
 	"strings"
@@ -295,14 +296,18 @@ type errRange struct {
 	path string // where, as ".field" and "[index]" from the value decoded
 	text string // the number as the file has it
 	t    reflect.Type
+	why  string // instead of t's range, when t is not an integer
 }
 
 func (e errRange) Error() string {
-	lo, hi := rangeOf(e.t)
 	what := "a number"
 	if e.path != "" {
 		what = strings.TrimPrefix(e.path, ".")
 	}
+	if e.why != "" {
+		return fmt.Sprintf("%s is %s, %s", what, e.text, e.why)
+	}
+	lo, hi := rangeOf(e.t)
 	return fmt.Sprintf("%s is %s, outside %v's range (%d to %d)", what, e.text, e.t, lo, hi)
 }
 
@@ -322,11 +327,22 @@ func rangeOf(t reflect.Type) (lo int64, hi uint64) {
 // fit (an action of 65536 becomes 0 in a uint16, a max_steps of 2^64-1
 // becomes -1 in an int, and where int has 32 bits 2^32+5 becomes 5), so
 // such a file would be read as another instead of refused. Other kinds,
-// and codes msgpack refuses for t (a float among them), pass.
+// and codes msgpack refuses for t (a float among them), pass. A float
+// field refuses the one integer msgpack would read into it with the wrong
+// sign, a uint64 of 2^63 or more.
 func (w *walker) fits(t reflect.Type) error {
 	switch t.Kind() {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+	case reflect.Float32, reflect.Float64:
+		// msgpack reads an integer into a float through an int64: a
+		// uint64 of 2^63 or more would come out negative.
+		if c := w.b[w.pos]; c == 0xcf {
+			if u := beUint(w.b[w.pos+1:], 8); u > math.MaxInt64 {
+				return errRange{text: strconv.FormatUint(u, 10), t: t, why: fmt.Sprintf("which msgpack would read into a %v as negative", t)}
+			}
+		}
+		return nil
 	default:
 		return nil
 	}

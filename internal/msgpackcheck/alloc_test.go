@@ -569,6 +569,7 @@ func TestDecodeRefusesNumbersThatDoNotFit(t *testing.T) {
 		Arr [2]inner         `msgpack:"arr"`
 		M   map[string]uint8 `msgpack:"m"`
 		K   map[int8]bool    `msgpack:"k"`
+		F   float64          `msgpack:"f"`
 	}
 	raw := func(v any) []byte {
 		b, err := msgpack.Marshal(v)
@@ -594,6 +595,9 @@ func TestDecodeRefusesNumbersThatDoNotFit(t *testing.T) {
 		{"array item", map[string]any{"arr": []any{map[string]any{"n": 1}, map[string]any{"n": uint64(math.MaxUint64)}}}, "arr[1].n is 18446744073709551615, outside int's range (" + minInt + " to " + maxInt + ")"},
 		{"array-form struct", map[string]any{"in": []any{uint64(math.MaxUint64)}}, "in.n is 18446744073709551615, outside int's range (" + minInt + " to " + maxInt + ")"},
 		{"map value", map[string]any{"m": map[string]any{"x": 300}}, "m[key] is 300, outside uint8's range (0 to 255)"},
+		{"float from int64", map[string]any{"f": int64(math.MinInt64)}, ""},
+		{"float from uint64", map[string]any{"f": uint64(math.MaxInt64)}, ""},
+		{"float from 2^63", map[string]any{"f": uint64(1 << 63)}, "f is 9223372036854775808, which msgpack would read into a float64 as negative"},
 		{"map key", map[string]any{"k": map[int]bool{-200: true}}, "k key is -200, outside int8's range (-128 to 127)"},
 		{"uint64 max into int", map[string]any{"in": map[string]any{"n": uint64(math.MaxUint64)}}, "in.n is 18446744073709551615, outside int's range (" + minInt + " to " + maxInt + ")"},
 	} {
