@@ -249,13 +249,12 @@ func (o *Options) DecodeMsgpack(d *msgpack.Decoder) error {
 			// to an int's low bits: a step limit of 2^64-1 read as -1
 			// (none), or where int has 32 bits 2^32+5 as 5.
 			x, err := decodeInt(d)
-			if err == nil && v.Field(f.index).OverflowInt(x) {
-				err = fmt.Errorf("%d is outside int's range (%d to %d)", x, math.MinInt, math.MaxInt)
+			if err == nil {
+				err = f.SetInt(&out, x)
 			}
 			if err != nil {
 				return fmt.Errorf("env: game option %q: %w", key, err)
 			}
-			v.Field(f.index).SetInt(x)
 			continue
 		}
 		if err := d.DecodeValue(v.Field(f.index)); err != nil {
@@ -276,7 +275,7 @@ func decodeInt(d *msgpack.Decoder) (int64, error) {
 	if c == msgpcode.Uint64 {
 		u, err := d.DecodeUint64()
 		if err == nil && u > math.MaxInt64 {
-			err = fmt.Errorf("%d is outside int's range (%d to %d)", u, math.MinInt, math.MaxInt)
+			err = outsideInt(u)
 		}
 		return int64(u), err
 	}
@@ -302,13 +301,24 @@ func (f OptionField) SetFloat(o *Options, x float64) {
 	reflect.ValueOf(o).Elem().Field(f.index).SetFloat(x)
 }
 
-// SetInt sets a numeric field of o to n, which must fit an int: where
-// int has 32 bits, a larger n keeps its low bits, so callers check.
+// SetInt sets a numeric field of o to n, or returns an error and changes
+// nothing if n does not fit an int (where int has 32 bits, reflect would
+// keep its low bits). Validate checks the value.
 //
 // It panics if the field is not numeric.
-func (f OptionField) SetInt(o *Options, n int64) {
+func (f OptionField) SetInt(o *Options, n int64) error {
 	if !f.Numeric {
 		panic("env: SetInt on the non-numeric option " + f.Key)
 	}
-	reflect.ValueOf(o).Elem().Field(f.index).SetInt(n)
+	v := reflect.ValueOf(o).Elem().Field(f.index)
+	if v.OverflowInt(n) {
+		return outsideInt(n)
+	}
+	v.SetInt(n)
+	return nil
+}
+
+// outsideInt is the error of a number an int cannot hold.
+func outsideInt[T int64 | uint64](n T) error {
+	return fmt.Errorf("%d is outside int's range (%d to %d)", n, math.MinInt, math.MaxInt)
 }

@@ -161,11 +161,10 @@ func (cn *conn) opMake(q *request) *replyError {
 		switch {
 		case v.big:
 			return fail(codeBadConfig, "%s %d is more than any game can have", v.field.Key, uint64(v.num))
-		case v.field.Numeric && int64(int(v.num)) != v.num:
-			// Where int has 32 bits: SetInt would keep the low bits.
-			return fail(codeBadConfig, "%s %d is more than any game can have", v.field.Key, v.num)
 		case v.field.Numeric:
-			v.field.SetInt(&o, v.num)
+			if v.field.SetInt(&o, v.num) != nil { // past an int, where int has 32 bits
+				return fail(codeBadConfig, "%s %d is more than any game can have", v.field.Key, v.num)
+			}
 		case v.field.Float:
 			v.field.SetFloat(&o, v.float)
 		default:

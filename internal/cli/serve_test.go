@@ -23,6 +23,17 @@ import (
 	"github.com/spiderenv/spider/server"
 )
 
+// serveInBackground runs runServe with o, stderr to stderr, until cancel:
+// ready gets the address it listens on, done what it returned.
+func serveInBackground(o serveOptions, stderr io.Writer) (ready <-chan net.Addr, done <-chan error, cancel context.CancelFunc) {
+	r := make(chan net.Addr, 1)
+	o.ready = func(a net.Addr) { r <- a }
+	ctx, cancel := context.WithCancel(context.Background())
+	d := make(chan error, 1)
+	go func() { d <- runServe(ctx, o, io.Discard, stderr) }()
+	return r, d, cancel
+}
+
 // helloUnix says hello to the server on the Unix socket at path, which
 // must answer ok, and hangs up.
 func helloUnix(t *testing.T, path string) {
@@ -110,12 +121,8 @@ func TestServeExitsWithStdin(t *testing.T) {
 		o.unix, o.stdinEOF = path, exit
 		pr, pw := io.Pipe()
 		o.stdin = pr
-		ready := make(chan net.Addr, 1)
-		o.ready = func(a net.Addr) { ready <- a }
-		ctx, cancel := context.WithCancel(context.Background())
 		var errb lockedBuffer
-		done := make(chan error, 1)
-		go func() { done <- runServe(ctx, o, io.Discard, &errb) }()
+		ready, done, cancel := serveInBackground(o, &errb)
 		<-ready
 		pw.Close() // the parent's end of the pipe, closed as its process exits
 		stopped := false
@@ -158,11 +165,7 @@ func TestServeUnixSocketReplacesStaleFile(t *testing.T) {
 	stale.Close()
 	o := serveOpts()
 	o.unix = path
-	ready := make(chan net.Addr, 1)
-	o.ready = func(a net.Addr) { ready <- a }
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- runServe(ctx, o, io.Discard, io.Discard) }()
+	ready, done, cancel := serveInBackground(o, io.Discard)
 	select {
 	case <-ready:
 	case err := <-done:

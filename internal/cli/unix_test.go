@@ -6,9 +6,6 @@ package cli
 
 import (
 	"bytes"
-	"context"
-	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,12 +23,8 @@ func TestServeUnixSocketIsOwnerOnly(t *testing.T) {
 	defer syscall.Umask(old)
 	o := serveOpts()
 	o.unix = path
-	ready := make(chan net.Addr, 1)
-	o.ready = func(a net.Addr) { ready <- a }
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
 	var stderr bytes.Buffer
-	go func() { done <- runServe(ctx, o, io.Discard, &stderr) }()
+	ready, done, cancel := serveInBackground(o, &stderr)
 	select {
 	case a := <-ready:
 		if a.String() != path {

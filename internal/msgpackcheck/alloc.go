@@ -144,15 +144,7 @@ func decodesItself(t reflect.Type) bool {
 // maps), and the size of its header. Size has checked every length.
 func (w *walker) header() (c byte, n, hdr int) {
 	c = w.b[w.pos]
-	be := func(k int) int {
-		switch k {
-		case 1:
-			return int(w.b[w.pos+1])
-		case 2:
-			return int(binary.BigEndian.Uint16(w.b[w.pos+1:]))
-		}
-		return int(binary.BigEndian.Uint32(w.b[w.pos+1:]))
-	}
+	be := func(k int) int { return int(beUint(w.b[w.pos+1:], k)) }
 	switch {
 	case c >= 0x80 && c <= 0x8f:
 		return c, int(c & 0x0f), 1
@@ -290,8 +282,9 @@ func within(err error, step string) error {
 	return err
 }
 
-// errRange is a number that does not fit the integer field it decodes
-// into.
+// errRange is a number that decoding into its field would change: an
+// integer outside the field's range, or one msgpack reads into a float
+// with the wrong sign.
 type errRange struct {
 	path string // where, as ".field" and "[index]" from the value decoded
 	text string // the number as the file has it
