@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"strings"
 	"sync"
@@ -263,7 +264,7 @@ func (a *Agent) wait(ctx context.Context, id int64, n int) (reply, error) {
 				return reply{}, a.lost
 			}
 			rep, err := decodeReply(f.payload)
-			if err == nil && rep.hasID && rep.id < id {
+			if err == nil && rep.hasID && rep.id >= 0 && rep.id < id {
 				// The answer to a request that timed out, whatever it
 				// holds: it is not checked against this request.
 				continue
@@ -450,13 +451,13 @@ func decodeReply(b []byte) (reply, error) {
 			rep.ok, err = d.DecodeBool()
 			hasOK = true
 		case "id":
-			rep.id, err = d.DecodeInt64()
+			rep.id, err = decodeInt64(d)
 			rep.hasID = true
 		case "error":
 			rep.errMsg, err = d.DecodeString()
 			rep.errMsg = cleanText(rep.errMsg, maxErrorText)
 		case "version":
-			rep.version, err = d.DecodeInt64()
+			rep.version, err = decodeInt64(d)
 		case "name":
 			rep.name, err = d.DecodeString()
 			rep.name = cleanText(rep.name, maxNameText)
@@ -476,6 +477,20 @@ func decodeReply(b []byte) (reply, error) {
 		return rep, errors.New(`no "ok" field`)
 	}
 	return rep, nil
+}
+
+// decodeInt64 reads an integer an int64 holds. msgpack's DecodeInt64
+// reads a uint64 past 2^63-1 as negative, and wait would have skipped such
+// an id as the late reply to an earlier request, waiting out the timeout.
+func decodeInt64(d *msgpack.Decoder) (int64, error) {
+	if c, err := d.PeekCode(); err == nil && c == msgpcode.Uint64 {
+		u, err := d.DecodeUint64()
+		if err == nil && u > math.MaxInt64 {
+			err = fmt.Errorf("%d is outside int64's range", u)
+		}
+		return int64(u), err
+	}
+	return d.DecodeInt64()
 }
 
 // check reports what is wrong with a reply to a request for n games' actions

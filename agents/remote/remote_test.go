@@ -365,6 +365,44 @@ func TestRemoteVanishedAgentFailsTheRest(t *testing.T) {
 	}
 }
 
+// TestRemoteImpossibleIDFailsAtOnce: a reply whose id no request had (a
+// negative one, or a uint64 past 2^63-1, which msgpack reads as negative)
+// is a broken stream, not the late reply to an earlier request: the
+// agent's games fail at once, naming the id, rather than after the
+// timeout.
+func TestRemoteImpossibleIDFailsAtOnce(t *testing.T) {
+	for name, c := range map[string]struct {
+		id   any
+		want string
+	}{
+		"negative":     {int64(-1), "with id -1"},
+		"past int64's": {uint64(1) << 63, "9223372036854775808 is outside int64's range"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := &fakeAgent{}
+			f.misbehave = func(req int64, _ any, _ []uint16, conn net.Conn) bool {
+				if req == 2 {
+					writeFrame(conn, map[string]any{"ok": true, "id": c.id, "actions": []int{0, 0}})
+					return false
+				}
+				return true
+			}
+			f.start(t)
+			r := rules(t, env.Options{Suits: 1, MaxSteps: 100})
+			start := time.Now()
+			ev := evalBoth(t, f, Options{Rules: r, Width: 2, Timeout: 10 * time.Second}, seedRange(1, 2))
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("the eval took %v: a reply no request had must not wait for the timeout", d)
+			}
+			for i := range ev.Seeds {
+				if msg := ev.Results[1][i].Failure; !strings.Contains(msg, c.want) {
+					t.Errorf("seed %d: failure %q, want it to contain %q", ev.Seeds[i], msg, c.want)
+				}
+			}
+		})
+	}
+}
+
 func TestParseAddressRefusesNonLoopback(t *testing.T) {
 	for addr, want := range map[string]string{
 		"unix:/tmp/a.sock": "unix /tmp/a.sock", "127.0.0.1:9": "tcp 127.0.0.1:9", "[::1]:9": "tcp [::1]:9", "localhost:9": "tcp localhost:9",
