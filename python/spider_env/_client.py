@@ -14,6 +14,7 @@ a new buffer and never overwrites them.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import mmap
 import numbers
@@ -21,6 +22,7 @@ import operator
 import os
 import socket
 import struct
+import time
 import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any, TypeAlias, TypedDict, cast
@@ -55,6 +57,21 @@ _HDR = struct.Struct(">I")
 # The largest socket receive buffer a client asks for; the kernel bounds it
 # further (net.core.rmem_max).
 _MAX_RCVBUF = 8 << 20
+
+# The largest reply taken before a batch is made, and beside a batch's own
+# replies after: hello, make (two observations' bounds), errors, render's
+# picture (921,600 bytes) and hint. A batch's step replies add their arrays
+# (Client._reply_limit). A frame declared longer is refused before
+# anything is allocated for it: a broken or hostile server must not make
+# the client allocate the 4 GiB a frame header can declare.
+_SETUP_REPLY = 4 << 20
+
+# The most items the arrays and maps of one reply may hold together: real
+# replies hold a few dozen (hello's lists, make's fields, a shared
+# layout's entries), while each item built is a Python object of 50-100
+# bytes, so a 1-byte empty map repeated costs 60 times its frame: this
+# bounds that to about 13 MB, whatever the frame's size.
+_MAX_ITEMS = 1 << 17
 
 
 Address: TypeAlias = str | os.PathLike[str] | tuple[str, int]
@@ -344,16 +361,20 @@ _MAX_DEPTH = 16
 
 
 class _Reader:
-    __slots__ = ("depth", "mv", "pos")
+    __slots__ = ("depth", "items", "mv", "pos")
 
     def __init__(self, mv: memoryview):
         self.mv = mv
         self.pos = 0
         self.depth = 0
+        self.items = 0
 
     def _nested(self, n: int, is_map: bool) -> Any:
         if self.depth >= _MAX_DEPTH:
             raise SpiderError("protocol", f"a reply nests arrays or maps more than {_MAX_DEPTH} deep")
+        self.items += n
+        if self.items > _MAX_ITEMS:
+            raise SpiderError("protocol", f"a reply's arrays and maps hold more than {_MAX_ITEMS} items")
         self.depth += 1
         v = self._map(n) if is_map else [self.value() for _ in range(n)]
         self.depth -= 1
@@ -542,6 +563,16 @@ def _seed(seed: int | np.integer[Any]) -> int:
     return s
 
 
+def _wait_until(sock: socket.socket, deadline: float | None) -> None:
+    """Give the socket's next wait what is left until deadline (None: no
+    bound); past it, raise TimeoutError as the socket would."""
+    if deadline is not None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("timed out")
+        sock.settimeout(left)
+
+
 # The clients of this process: a forked child marks its copies, whose
 # connections are the parent's (see Client._usable).
 _clients: weakref.WeakSet[Client] = weakref.WeakSet()
@@ -565,9 +596,12 @@ class Client:
     :meth:`reset` / :meth:`step` play it. A failed request raises
     :class:`SpiderError`. Not safe for concurrent use.
 
-    ``timeout`` bounds each wait on the socket (seconds; None: no bound):
-    a server that stops answering raises SpiderError ``"timeout"`` and
-    closes the connection, whose stream can no longer be trusted.
+    ``timeout`` bounds the wait for each reply, from asking to its last
+    byte however slowly it comes, and the sending of each request
+    (seconds; None: no bound): a server that stops answering raises
+    SpiderError ``"timeout"`` and closes the connection, whose stream can
+    no longer be trusted. A reply longer than the batch can produce
+    (:attr:`max_reply`) is refused before anything is allocated for it.
     """
 
     spec: MakeReply | None
@@ -582,6 +616,10 @@ class Client:
                 raise ValueError(f"{name} must be a positive number of seconds (or None for timeout), got {t!r}")
         family, addr = parse_address(address)
         self.address = address
+        self._timeout = timeout
+        self.max_reply = _SETUP_REPLY
+        """The longest reply frame taken, in bytes: 4 MiB, and after
+        :meth:`make` 4 MiB more than the largest step reply of the batch."""
         self._sock: socket.socket | None = None
         self._ids = itertools.count(1)
         self.spec = None
@@ -718,6 +756,13 @@ class Client:
         if not reply["ok"]:
             code = reply.get("code", "unknown")
             err = SpiderError(str(code), str(reply.get("error", "the server gave no message")))
+            if "id" in reply and reply["id"] != rid:
+                # A refusal of another request: the stream is out of step.
+                # (One without an id is the server's own, or of a request
+                # whose id it did not read.)
+                err = SpiderError("protocol", f"reply id {reply['id']!r} does not match request id {rid}: {err}")
+                self.close(err.message)
+                raise err
             if code == "bad_frame":
                 # The server may close the connection after bad_frame.
                 self.close(err.message)
@@ -743,20 +788,31 @@ class Client:
         return sock
 
     @staticmethod
-    def _recv_exact(sock: socket.socket, view: memoryview) -> None:
+    def _recv_exact(sock: socket.socket, view: memoryview, deadline: float | None) -> None:
         got, n = 0, len(view)
         while got < n:
+            _wait_until(sock, deadline)
             k = sock.recv_into(view[got:], n - got)
             if k == 0:
                 raise SpiderError("connection", "the spider server closed the connection")
             got += k
 
     def _read_reply(self, sock: socket.socket, fds: list[int] | None = None) -> Any:
+        # The timeout bounds the whole reply, not each recv: a server that
+        # sends a byte now and then must not hold the client forever.
+        deadline = None if self._timeout is None else time.monotonic() + self._timeout
+        try:
+            return self._read_frame(sock, fds, deadline)
+        finally:
+            sock.settimeout(self._timeout)
+
+    def _read_frame(self, sock: socket.socket, fds: list[int] | None, deadline: float | None) -> Any:
         hdr = bytearray(4)
         if fds is None:
-            self._recv_exact(sock, memoryview(hdr))
+            self._recv_exact(sock, memoryview(hdr), deadline)
         else:
             # The descriptors come with the frame's first bytes.
+            _wait_until(sock, deadline)
             data, got, flags, _ = socket.recv_fds(sock, 4, 2)
             fds.extend(got)
             if not data:
@@ -764,20 +820,31 @@ class Client:
             if flags & socket.MSG_CTRUNC:
                 raise SpiderError("protocol", "the server sent more descriptors than a make reply has")
             hdr[: len(data)] = data
-            self._recv_exact(sock, memoryview(hdr)[len(data) :])
+            self._recv_exact(sock, memoryview(hdr)[len(data) :], deadline)
         (n,) = _HDR.unpack(hdr)
+        if n > self.max_reply:
+            raise SpiderError(
+                "protocol",
+                f"the server declared a reply of {n} bytes, over the {self.max_reply} this client takes "
+                + ("before a batch is made" if self.spec is None else "for this batch"),
+            )
         # A fresh, uninitialised buffer per reply: the arrays returned are
         # views of it and must not be overwritten by a later reply.
         mv = np.empty(n, dtype=np.uint8).data
-        self._recv_exact(sock, mv)
+        self._recv_exact(sock, mv, deadline)
         return decode_frame(mv)
 
     # -- operations -----------------------------------------------------------
 
     def _hello(self) -> HelloReply:
         r = self.request({"op": "hello", "version": PROTOCOL_VERSION})
+        version = _field("hello", r, "version", int)
+        if version != PROTOCOL_VERSION:
+            raise SpiderError(
+                "protocol", f"the server speaks protocol version {version}; this client speaks {PROTOCOL_VERSION}"
+            )
         return HelloReply(
-            version=_field("hello", r, "version", int),
+            version=version,
             server=_field("hello", r, "server", str),
             ops=[str(op) for op in _field("hello", r, "ops", list)],
             options=[str(k) for k in _field("hello", r, "options", list)] if "options" in r else [],
@@ -846,7 +913,7 @@ class Client:
             try:
                 if reply.get("shm") is True:
                     shared = _Shared(reply, fds, _field("make", reply, "n", int))
-                spec, dtype, obs_len = self._read_spec(reply, given)
+                spec, dtype, obs_len = self._read_spec(reply, req, shared is not None)
                 if shared is not None:
                     shared.check(spec["n"], dtype, obs_len)
             except BaseException as e:
@@ -871,6 +938,10 @@ class Client:
         self._n = spec["n"]
         self._bits = spec["mask"] == "bits"
         self._shared = shared
+        # What a step reply of this batch can hold (an observation and a
+        # final one, a mask row of bytes and the per-game fields, 35 bytes,
+        # for every game), beside what any other reply takes.
+        self.max_reply = _SETUP_REPLY + self._n * (2 * obs_len * dtype.itemsize + NUM_ACTIONS + 64)
         if shared is None and self._sock is not None:
             # A receive buffer that holds a whole step reply: it arrives in
             # fewer pieces, each of which wakes this process.
@@ -882,16 +953,25 @@ class Client:
         return spec
 
     @staticmethod
-    def _read_spec(reply: dict[str, Any], given: dict[str, Any]) -> tuple[MakeReply, np.dtype[Any], int]:
-        """The make reply as a spec, its observations' dtype and length; a
-        reply this client cannot use raises SpiderError."""
+    def _read_spec(reply: dict[str, Any], req: dict[str, Any], shared: bool) -> tuple[MakeReply, np.dtype[Any], int]:
+        """The make reply to req as a spec, its observations' dtype and
+        length; a reply this client cannot use, or one that made another
+        batch than req asked for, raises SpiderError."""
         # A server older than this client ignores options it does not know
         # (as the protocol asks): refuse rather than play another game.
+        given = {k: v for k, v in req.items() if k in _GAME_OPTIONS}
         unknown = [k for k in given if k not in reply]
         if unknown:
             raise SpiderError(
                 "protocol", f"the server does not know the game options {unknown}: it is older than this client"
             )
+        for k, v in req.items():
+            if k == "mask" and shared:
+                continue  # a shared batch's masks are bytes, whatever was asked
+            if k in given or k in ("n", "autoreset", "illegal", "mask"):
+                got = reply.get(k)
+                if not _echoes(v, got):
+                    raise SpiderError("protocol", f"{k} is {got!r}, not the {v!r} asked for")
         reply.pop("ok", None)
         reply.pop("id", None)
         obs_dtype = _field("make", reply, "obs_dtype", str)
@@ -913,6 +993,10 @@ class Client:
             config = SpiderConfig.from_spec(reply)
         except TypeError as e:
             raise SpiderError("protocol", f"the make reply's game options: {e}") from None
+        mask = _field("make", reply, "mask", str)
+        row = _field("make", reply, "mask_row_bytes", int)
+        if row != {"bytes": NUM_ACTIONS, "bits": PACKED_ROW_BYTES}.get(mask):
+            raise SpiderError("protocol", f"mask_row_bytes {row} for masks as {mask!r}")
         typed = MakeReply(
             n=_whole_number(_field("make", reply, "n", int), "n", 1),
             num_actions=num_actions,
@@ -920,8 +1004,8 @@ class Client:
             obs_dtype=obs_dtype,
             obs_low=bounds[0],
             obs_high=bounds[1],
-            mask=_field("make", reply, "mask", str),
-            mask_row_bytes=_field("make", reply, "mask_row_bytes", int),
+            mask=mask,
+            mask_row_bytes=row,
             autoreset=_field("make", reply, "autoreset", str),
             illegal=_field("make", reply, "illegal", str),
             workers=_field("make", reply, "workers", int),
@@ -1086,6 +1170,13 @@ class Client:
     # -- decoding -------------------------------------------------------------
 
     def _decode_step(self, reply: dict[str, Any]) -> StepReply:
+        try:
+            return self._step_arrays(reply)
+        except SpiderError as e:
+            self.close(e.message)  # a reply that cannot be read leaves no trust in the stream
+            raise
+
+    def _step_arrays(self, reply: dict[str, Any]) -> StepReply:
         if self.spec is None:
             raise SpiderError("protocol", "a step reply before make")
         if self._shared is not None:
@@ -1112,15 +1203,30 @@ class Client:
             out["masks"] = np.unpackbits(packed, axis=1, count=NUM_ACTIONS, bitorder="little")
         else:
             out["masks"] = arr("masks", np.uint8, n * NUM_ACTIONS).reshape(n, NUM_ACTIONS)
+        # Under same-step every reply holds the finals, which the envs read.
+        finals = self.spec["autoreset"] == "same-step"
         for key, dt in _STEP_FIELDS.items():
-            if key in reply or key in _STEP_REQUIRED:
+            if key in reply or key in _STEP_REQUIRED or (finals and key in _FINALS):
                 out[key] = arr(key, dt, n)
-        if "final_obs" in reply:
+        if "final_obs" in reply or finals:
             out["final_obs"] = arr("final_obs", dtype, n * obs_len).reshape(n, obs_len)
         return cast(StepReply, out)  # every required key is there, each checked
 
 
 _STEP_REQUIRED = StepReply.__required_keys__
+_FINALS = ("has_final", "final_score")
+_GAME_OPTIONS = frozenset(f.name for f in dataclasses.fields(SpiderConfig))
+
+
+def _echoes(sent: Any, echoed: Any) -> bool:
+    """Whether a make reply's echo of a field is what was sent, as the
+    server resolves it (PROTOCOL.md): a name in lower case, 0 as a default
+    (any value), a negative number as any negative one (max_steps' -1)."""
+    if isinstance(sent, str):
+        return isinstance(echoed, str) and echoed == sent.lower()
+    if isinstance(echoed, bool) or not isinstance(echoed, (int, float)):
+        return False
+    return sent == 0 or echoed == sent or (sent < 0 and echoed < 0)
 
 
 @contextlib.contextmanager

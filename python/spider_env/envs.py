@@ -185,8 +185,9 @@ class SpiderEnv(gym.Env[NDArray[Any], np.int64]):
     its own server and stops it on :meth:`close`. ``mask`` is the masks'
     form on the wire (``"bytes"`` or ``"bits"``; Python always sees them
     unpacked). ``timeout`` is how many seconds a request may wait for its
-    reply (default 60; None waits for ever): a server that stops answering
-    raises :class:`SpiderError` with code ``"timeout"`` instead of hanging.
+    whole reply (default 60; None waits for ever): a server that stops
+    answering, or sends a byte now and then, raises :class:`SpiderError`
+    with code ``"timeout"`` instead of hanging.
 
     An action is an integer id (a Python or numpy integer); floats, strings
     and booleans raise TypeError, and an id outside the action space 0 to

@@ -61,14 +61,17 @@ _MAX_FRAME = 1 << 30
 PolicyFn = Callable[..., Any]
 
 
-def _recv_exact(conn: socket.socket, n: int) -> bytes | None:
+def _recv_exact(conn: socket.socket, n: int) -> bytearray | None:
+    # Grown as the bytes come, not allocated at the declared size: a peer
+    # that declares a large frame and sends nothing costs nothing. Returned
+    # as it is: a copy would hold a large frame twice.
     buf = bytearray()
     while len(buf) < n:
         chunk = conn.recv(min(n - len(buf), 1 << 20))
         if not chunk:
             return None
         buf += chunk
-    return bytes(buf)
+    return buf
 
 
 def _read_msg(conn: socket.socket) -> dict[str, Any] | None:
@@ -198,6 +201,8 @@ class PolicyServer:
                 self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             self._sock.bind(sockaddr)
             if self._path is not None:
+                # Before listen, so no one can connect while the socket
+                # still has the umask's mode (a connect is refused until then).
                 os.chmod(self._path, 0o600)
             self._sock.listen(8)
             self._sock.settimeout(0.2)  # the accept loop checks for close() this often

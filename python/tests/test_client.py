@@ -192,6 +192,19 @@ def test_decoder_refuses_what_no_server_sends(server, monkeypatch):
     assert refused > 10000  # most alterations make a frame no reader should accept
 
 
+def test_decoder_refuses_a_flood_of_items():
+    """Items are bounded together, not only by their nesting: 200,000
+    empty maps (a byte each) would cost some 13 MB of Python objects from
+    200 KB, and a 64 MiB frame 4 GB."""
+    with pytest.raises(SpiderError) as e:
+        _client.decode_frame(msgpack.packb({"ok": True, "junk": [{}] * 200_000}))
+    assert e.value.code == "protocol" and "more than 131072 items" in e.value.message
+    # Spread over many small arrays it is the same.
+    with pytest.raises(SpiderError, match="more than 131072 items"):
+        _client.decode_frame(msgpack.packb([[None] * 1000] * 140))
+    assert len(_client.decode_frame(msgpack.packb([[None] * 1000] * 130))) == 130
+
+
 def test_bits_and_bytes_masks_agree(server):
     """The packed masks unpack to exactly the byte masks, step after step."""
     with Client(server.address) as a, Client(server.address) as b:

@@ -10,6 +10,7 @@ import socket
 import struct
 import sys
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -359,3 +360,179 @@ def test_the_proxy_passes_a_game_unaltered(proxy, server):
         acts = a["masks"].argmax(axis=1)
         a, b = via.step(acts), direct.step(acts)
         assert (a["obs"] == b["obs"]).all() and (a["score"] == b["score"]).all()
+
+
+class _RawServer:
+    """A Unix socket that answers a client's first request (its hello)
+    with ``frame``'s bytes, ``pace`` seconds apart if given, and then
+    waits for the client to go: a server that breaks the framing."""
+
+    def __init__(self, path: Path, frame: bytes, pace: float | None = None):
+        self.frame, self.pace = frame, pace
+        self.errors: list[BaseException] = []
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(str(path))
+        self.listener.listen(1)
+        self.listener.settimeout(10)
+        self.address = f"unix:{path}"
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        try:
+            conn, _ = self.listener.accept()
+        except OSError as e:
+            self.errors.append(e)
+            return
+        with conn:
+            conn.settimeout(20)
+            try:
+                _recv_exact(conn, _HDR.unpack(_recv_exact(conn, 4))[0])
+                if self.pace is None:
+                    conn.sendall(self.frame)
+                else:
+                    for i in range(len(self.frame)):
+                        conn.sendall(self.frame[i : i + 1])
+                        time.sleep(self.pace)
+                while conn.recv(1 << 16):
+                    pass
+            except (EOFError, ConnectionError):
+                pass  # the client closed its end, refusing the reply
+            except BaseException as e:  # reported by the test
+                self.errors.append(e)
+
+    def close(self) -> None:
+        self.listener.close()
+        self.thread.join(20)
+        assert not self.thread.is_alive() and not self.errors, self.errors
+
+
+def _hello_frame(**change: Any) -> bytes:
+    reply = {"ok": True, "id": 1, "version": 1, "server": "fake", "ops": ["hello"]}
+    reply |= {"max_games": 1, "max_frame": 1 << 20}
+    payload = _pack({**reply, **change})
+    return _HDR.pack(len(payload)) + payload
+
+
+def test_a_reply_longer_than_any_the_client_takes_is_refused_unread(tmp_path):
+    """A frame header declares up to 4 GiB: the client refuses one longer
+    than any reply it can be sent before reading or allocating it."""
+    fake = _RawServer(tmp_path / "s.sock", _HDR.pack(0xFFFFFFFF) + b"\x80")
+    with pytest.raises(SpiderError) as e:
+        Client(fake.address, timeout=10)
+    assert e.value.code == "protocol"
+    says = "declared a reply of 4294967295 bytes, over the 4194304 this client takes before a batch is made"
+    assert says in str(e.value)
+    fake.close()
+
+
+def test_a_step_reply_longer_than_the_batch_can_produce_is_refused(proxy):
+    def padded(op: str, reply: dict[str, Any], fds: list[int]) -> tuple[bytes, list[int]] | None:
+        if op != "reset":
+            return None
+        reply["junk"] = bytes(5 << 20)
+        return _pack(reply), fds
+
+    with Client(proxy(padded).address) as c:
+        c.make(n=1)
+        assert 4 << 20 < c.max_reply < 5 << 20  # 4 MiB and one game's arrays
+        with pytest.raises(SpiderError) as e:
+            c.reset(seed=1)
+        assert e.value.code == "protocol" and "over the" in e.value.message and "for this batch" in e.value.message
+        _is_closed_by(c, "declared a reply of")
+
+
+def test_the_timeout_bounds_a_whole_reply_however_slowly_it_comes(tmp_path):
+    """Each byte comes well within the timeout, the reply not: the client
+    gives up at the timeout, not when the last byte comes."""
+    frame = _hello_frame()
+    fake = _RawServer(tmp_path / "s.sock", frame, pace=0.05)
+    start = time.monotonic()
+    with pytest.raises(SpiderError) as e:
+        Client(fake.address, timeout=1)
+    took = time.monotonic() - start
+    assert e.value.code == "timeout" and "within 1 s" in e.value.message
+    assert took < len(frame) * 0.05 / 2, f"gave up after {took:.1f} s"
+    fake.close()
+
+
+def test_a_hello_of_another_protocol_version_is_refused(tmp_path):
+    fake = _RawServer(tmp_path / "s.sock", _hello_frame(version=7))
+    with pytest.raises(SpiderError) as e:
+        Client(fake.address, timeout=10)
+    assert e.value.code == "protocol" and "speaks protocol version 7; this client speaks 1" in e.value.message
+    fake.close()
+
+
+@pytest.mark.parametrize(
+    ("ask", "change", "says"),
+    [
+        ({"n": 4}, {"n": 2}, "n is 2, not the 4 asked for"),
+        ({"suits": 4}, {"suits": 1}, "suits is 1, not the 4 asked for"),
+        ({"rules": "Cardems"}, {"rules": "classic"}, "rules is 'classic', not the 'Cardems' asked for"),
+        ({"autoreset": "same-step"}, {"autoreset": "next-step"}, "autoreset is 'next-step'"),
+        ({"illegal": "noop"}, {"illegal": "error"}, "illegal is 'error'"),
+        ({"mask": "bits"}, {"mask": "bytes"}, "mask is 'bytes'"),
+        ({"max_steps": 50}, {"max_steps": -1}, "max_steps is -1"),
+        ({}, {"mask_row_bytes": 136}, "mask_row_bytes 136 for masks as 'bytes'"),
+    ],
+)
+def test_a_make_reply_for_another_batch_is_refused(proxy, ask, change, says):
+    """The make reply must echo what was asked, as the server resolves it
+    (a name in lower case): another batch would be played by the wrong
+    spec, or fail later with a bare KeyError."""
+
+    def other(op: str, reply: dict[str, Any], fds: list[int]) -> tuple[bytes, list[int]] | None:
+        if op != "make":
+            return None
+        reply.update(change)
+        return _pack(reply), fds
+
+    with Client(proxy(other).address) as c:
+        with pytest.raises(SpiderError) as e:
+            c.make(**ask)
+        assert e.value.code == "protocol" and says in e.value.message, e.value.message
+        _is_closed_by(c, says)
+
+
+def test_a_make_reply_resolving_what_was_asked_is_taken(server):
+    """What the server resolves is no mismatch: names in any case, 0 as
+    the default, a negative max_steps as -1."""
+    with Client(server.address) as c:
+        spec = c.make(n=2, rules="CARDEMS", autoreset="Same-Step", mask="BITS", max_steps=-5, face_up_slots=0)
+        assert spec["config"].rules == "cardems" and spec["autoreset"] == "same-step" and spec["mask"] == "bits"
+        assert spec["config"].max_steps == -1 and spec["config"].face_up_slots == 78
+
+
+@pytest.mark.parametrize("key", ["final_obs", "has_final", "final_score"])
+def test_a_same_step_reply_without_its_finals_closes_the_client(proxy, key):
+    def dropped(op: str, reply: dict[str, Any], fds: list[int]) -> tuple[bytes, list[int]] | None:
+        if op != "step":
+            return None
+        reply.pop(key)
+        return _pack(reply), fds
+
+    with Client(proxy(dropped).address) as c:
+        c.make(n=2, autoreset="same-step")
+        r = c.reset(seed=1)
+        with pytest.raises(SpiderError) as e:
+            c.step(r["masks"].argmax(axis=1))
+        assert e.value.code == "protocol" and f"no bin {key!r}" in e.value.message
+        _is_closed_by(c, key)
+
+
+def test_a_refusal_of_another_request_closes_the_client(proxy):
+    def wrong_id(op: str, reply: dict[str, Any], fds: list[int]) -> tuple[bytes, list[int]] | None:
+        if op != "step":
+            return None
+        assert reply["ok"] is False  # a step before any reset: bad_order
+        reply["id"] += 1
+        return _pack(reply), fds
+
+    with Client(proxy(wrong_id).address) as c:
+        c.make(n=1)
+        with pytest.raises(SpiderError) as e:
+            c.step([0])
+        assert e.value.code == "protocol" and "does not match request id" in e.value.message
+        assert "bad_order" in e.value.message
+        _is_closed_by(c, "does not match")
