@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -884,5 +885,105 @@ func TestSearchBytes(t *testing.T) {
 		} else {
 			t.Logf("%d suits: holds %.1f MB, Bytes %.1f MB", suits, float64(held)/1e6, float64(want)/1e6)
 		}
+	}
+}
+
+// faulty plays the first legal action until its game's move number fault,
+// where it answers an illegal action, a nil-pointer panic or a panic of
+// its own, as a third party's agent with a bug might.
+type faulty struct {
+	kind  string
+	fault int
+	moves int
+}
+
+func (f *faulty) Name() string { return "faulty" }
+func (f *faulty) Begin(uint64) { f.moves = 0 }
+func (f *faulty) Act(v View) Decision {
+	f.moves++
+	if f.moves == f.fault {
+		switch f.kind {
+		case "illegal":
+			return Decision{Action: env.NumActions} // not an id
+		case "nil":
+			var m map[string]*int
+			return Decision{Action: env.Action(*m["x"])}
+		default:
+			panic("faulty: a bug")
+		}
+	}
+	return Decision{Action: v.Legal()[0]}
+}
+
+// TestEvaluateFailsTheGamesOfAFaultyAgent: an agent in the process that
+// answers an illegal action or panics fails that game, saying what and
+// where, instead of ending the process from a worker goroutine where the
+// caller cannot recover the panic; the other policies' games and the
+// agent's later games are played. A panicking agent is made anew.
+func TestEvaluateFailsTheGamesOfAFaultyAgent(t *testing.T) {
+	r := env.MustRules(env.Options{Suits: 1, MaxSteps: 50})
+	seeds := []uint64{1, 2, 3, 4}
+	for kind, want := range map[string]string{
+		"illegal": "illegal action 1081 at move 3: ",
+		"nil":     "panic: runtime error: invalid memory address or nil pointer dereference (github.com/spiderenv/spider/agents.(*faulty).Act at agents_test.go:",
+		"panic":   "panic: faulty: a bug (github.com/spiderenv/spider/agents.(*faulty).Act at agents_test.go:",
+	} {
+		t.Run(kind, func(t *testing.T) {
+			var made atomic.Int32
+			maker := func() Agent {
+				made.Add(1)
+				return &faulty{kind: kind, fault: 3}
+			}
+			first, _ := New("first")
+			ev, err := EvaluateWith(context.Background(), r, []string{"first", "faulty"}, []Maker{first, maker}, seeds, 1, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, res := range ev.Results[1] {
+				if !strings.HasPrefix(res.Failure, want) || res.Won || res.Moves != 2 || len(res.Actions) != 2 {
+					t.Errorf("seed %d: %+v; want a failed game of 2 moves, failure starting %q", seeds[i], res, want)
+				}
+				if ev.Results[0][i].Failure != "" || ev.Results[0][i].Moves == 0 {
+					t.Errorf("seed %d: first's game %+v", seeds[i], ev.Results[0][i])
+				}
+			}
+			// One for the check of its rules and one for the worker; a
+			// panicking agent is replaced after each of its 4 games.
+			if wantMade := map[string]int32{"illegal": 2, "nil": 5, "panic": 5}[kind]; made.Load() != wantMade {
+				t.Errorf("%d agents made; want %d", made.Load(), wantMade)
+			}
+		})
+	}
+}
+
+// TestEvaluateRefusesOrFailsBadMakers: zero Rules and a Maker that makes
+// nil are errors before any game; a Maker that panics on a worker fails
+// the games it could not make an agent for.
+func TestEvaluateRefusesOrFailsBadMakers(t *testing.T) {
+	first, _ := New("first")
+	if _, err := EvaluateWith(context.Background(), env.Rules{}, []string{"first"}, []Maker{first}, []uint64{1}, 1, nil); err == nil || !strings.Contains(err.Error(), "zero Rules") {
+		t.Errorf("zero Rules: %v", err)
+	}
+	r := env.MustRules(env.Options{Suits: 1, MaxSteps: 20})
+	if _, err := EvaluateWith(context.Background(), r, []string{"none"}, []Maker{func() Agent { return nil }}, []uint64{1}, 1, nil); err == nil || !strings.Contains(err.Error(), "policy none: its Maker made no agent") {
+		t.Errorf("nil Maker: %v", err)
+	}
+	calls := 0
+	flaky := func() Agent {
+		calls++
+		if calls == 2 { // the first worker's: the rules check made the first
+			panic("flaky maker")
+		}
+		return First{}
+	}
+	ev, err := EvaluateWith(context.Background(), r, []string{"flaky"}, []Maker{flaky}, []uint64{1, 2}, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ev.Results[0][0].Failure; !strings.HasPrefix(got, "the policy's Maker panicked: flaky maker (") {
+		t.Errorf("game 1 failure %q", got)
+	}
+	if res := ev.Results[0][1]; res.Failure != "" || res.Moves == 0 {
+		t.Errorf("game 2, with an agent made again: %+v", res)
 	}
 }

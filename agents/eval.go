@@ -2,6 +2,7 @@ package agents
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -28,7 +29,8 @@ type Evaluation struct {
 // those finished need not be the first). It stops early when
 // ctx ends, returning ctx's error and the deals every policy finished
 // before it (an Evaluation of those alone, possibly of none), so that a
-// stopped evaluation keeps what it played.
+// stopped evaluation keeps what it played. A game whose agent fails
+// (EvaluatePolicies) is a result with Failure set.
 func Evaluate(ctx context.Context, r env.Rules, policies []string, seeds []uint64, workers int, o Options, progress func(done, total int)) (*Evaluation, error) {
 	makers := make([]Maker, len(policies))
 	for i, p := range policies {
@@ -58,8 +60,11 @@ func EvaluateWith(ctx context.Context, r env.Rules, policies []string, makers []
 // EvaluatePolicies is Evaluate for any mix of policies: those with a Maker
 // share workers goroutines (0: GOMAXPROCS), each game on one of them, and
 // each BatchAgent plays its games in a goroutine of its own, Width() at a
-// time, on the same deals. A batch agent's failed games are results with
-// Failure set; the evaluation goes on.
+// time, on the same deals. A failed game is a result with Failure set, and
+// the evaluation goes on: a batch agent's, and one whose agent chose an
+// illegal action or panicked (which Play would pass on to its caller: on
+// a worker goroutine a panic would end the process). Its Failure says
+// what and where, and the worker makes a new agent for its next game.
 func EvaluatePolicies(ctx context.Context, r env.Rules, ps []Policy, seeds []uint64, workers int, progress func(done, total int)) (*Evaluation, error) {
 	return EvaluateEach(ctx, r, ps, seeds, workers, progress, nil)
 }
@@ -72,13 +77,20 @@ func EvaluatePolicies(ctx context.Context, r env.Rules, ps []Policy, seeds []uin
 // millions of games does not hold every move list (about 2 KB a game at a
 // step limit of 1000). Calls for different games may run at once.
 func EvaluateEach(ctx context.Context, r env.Rules, ps []Policy, seeds []uint64, workers int, progress func(done, total int), each func(p, g int, res *Result)) (*Evaluation, error) {
+	if r.Suits() == 0 {
+		return nil, errors.New("agents: an evaluation with zero Rules; make them with env.NewRules")
+	}
 	var local []int // the policies played by the worker pool
 	for i, p := range ps {
 		switch {
 		case (p.Maker == nil) == (p.Batch == nil):
 			return nil, fmt.Errorf("agents: policy %s needs a maker or a batch agent, one of them", p.Name)
 		case p.Maker != nil:
-			if err := CheckRules(p.Maker(), r); err != nil {
+			a := p.Maker()
+			if a == nil {
+				return nil, fmt.Errorf("agents: policy %s: its Maker made no agent (nil)", p.Name)
+			}
+			if err := CheckRules(a, r); err != nil {
 				return nil, fmt.Errorf("%s: %v", p.Name, err)
 			}
 			local = append(local, i)
@@ -125,19 +137,25 @@ func EvaluateEach(ctx context.Context, r env.Rules, ps []Policy, seeds []uint64,
 	var next atomic.Int64
 	for range min(workers, jobs) {
 		wg.Go(func() {
-			agents := make([]Agent, len(ps))
-			for _, i := range local {
-				agents[i] = ps[i].Maker()
-			}
+			agents := make([]Agent, len(ps)) // made at a policy's first game, and again after a panic
 			for ctx.Err() == nil {
 				j := int(next.Add(1) - 1)
 				if j >= jobs {
 					return
 				}
 				p, g := local[j%len(local)], j/len(local)
+				var res Result
+				var why string
+				if agents[p] == nil {
+					agents[p], why = makeGuarded(ps[p].Maker)
+				}
 				// The game looks at ctx as it goes: one game of search
 				// can take a minute, too long to wait for on Ctrl-C.
-				res := playFrom(ctx, env.NewGame(r, seeds[g]), seeds[g], agents[p], nil)
+				if agents[p] == nil {
+					res = Result{Seed: seeds[g], Failure: why}
+				} else if playGuarded(ctx, env.NewGame(r, seeds[g]), seeds[g], agents[p], &res) {
+					agents[p] = nil
+				}
 				ok := ctx.Err() == nil // a game cut short is no progress
 				if ok && each != nil {
 					each(p, g, &res)
@@ -154,6 +172,21 @@ func EvaluateEach(ctx context.Context, r env.Rules, ps []Policy, seeds []uint64,
 		return ev.only(finished), err
 	}
 	return ev, nil
+}
+
+// makeGuarded calls make on a worker goroutine, where a panic would end
+// the process. With no agent made (a panic, or nil) it says why, and the
+// game fails with that reason; the next game tries again.
+func makeGuarded(make Maker) (a Agent, why string) {
+	defer func() {
+		if v := recover(); v != nil {
+			a, why = nil, fmt.Sprintf("the policy's Maker panicked: %v (%s)", v, panicSite())
+		}
+	}()
+	if a = make(); a == nil {
+		return nil, "the policy's Maker made no agent (nil)"
+	}
+	return a, ""
 }
 
 // only returns the evaluation of the deals whose games all finished.

@@ -2,6 +2,10 @@ package agents
 
 import (
 	"context"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"strings"
 	"time"
 
 	"github.com/spiderenv/spider/env"
@@ -18,8 +22,10 @@ type Result struct {
 	Actions []env.Action  // every action, in order, for records and replays
 	// Failure, when not empty, says why the game stopped before its end:
 	// an agent outside the process answered an illegal action, too late,
-	// or not at all. Such a game is not won; Score, Runs and Moves are the
-	// position's when it stopped.
+	// or not at all; in an evaluation, an agent in the process chose an
+	// illegal action or panicked; or the context ended ("stopped: ...").
+	// Such a game is not won; Score, Runs and Moves are the position's
+	// when it stopped.
 	Failure string
 }
 
@@ -28,8 +34,8 @@ type Result struct {
 // seed, so a result depends only on (r, seed, agent). It panics if a
 // chooses an action that is not legal, which breaks the Agent contract:
 // agents in this process are the program's own, and such a move is a bug
-// (an agent in another process that does it loses its game instead:
-// Result.Failure).
+// (in an evaluation, and for an agent in another process, the game fails
+// instead: Result.Failure).
 func Play(r env.Rules, seed uint64, a Agent) Result { return PlayVisit(r, seed, a, nil) }
 
 // PlayVisit is Play that also calls visit (if not nil) with each decision
@@ -80,14 +86,33 @@ const checkEvery = 16
 // ends (Search).
 type stopper interface{ stopOn(done <-chan struct{}) }
 
+// playFrom plays a from s to the game's end; an illegal action panics
+// (Play's contract).
 func playFrom(ctx context.Context, s env.State, seed uint64, a Agent, visit func(s *env.State, legal []env.Action, d Decision)) Result {
+	var res Result
+	if err := playInto(ctx, &s, seed, a, visit, &res); err != nil {
+		panic("agents: " + a.Name() + " chose an " + err.Error())
+	}
+	return res
+}
+
+// playInto plays a from *s to the game's end into res, move by move, so
+// that what was played is there if the agent panics. An illegal action
+// stops the game, unplayed, and is returned, with res as the position
+// left it.
+func playInto(ctx context.Context, s *env.State, seed uint64, a Agent, visit func(s *env.State, legal []env.Action, d Decision), res *Result) (err error) {
 	start := time.Now()
+	*res = Result{Seed: seed}
+	defer func() {
+		res.Won = res.Failure == "" && err == nil && s.Status() == env.Won
+		res.Score, res.Runs, res.Moves = s.Score(), s.Runs(), len(res.Actions)
+		res.Elapsed = time.Since(start)
+	}()
 	if st, ok := a.(stopper); ok {
 		st.stopOn(ctx.Done())
 		defer st.stopOn(nil)
 	}
 	a.Begin(seed)
-	res := Result{Seed: seed}
 	var legal []env.Action
 	last, hasLast := env.Action(0), false
 	for !s.Over() {
@@ -96,18 +121,52 @@ func playFrom(ctx context.Context, s env.State, seed uint64, a Agent, visit func
 			break
 		}
 		legal = s.AppendLegal(legal[:0])
-		d := a.Act(NewView(&s, legal, last, hasLast))
+		d := a.Act(NewView(s, legal, last, hasLast))
 		if visit != nil {
-			visit(&s, legal, d)
+			visit(s, legal, d)
 		}
 		if _, err := s.Step(d.Action); err != nil {
-			panic("agents: " + a.Name() + " chose an illegal action: " + err.Error())
+			return fmt.Errorf("illegal action %d at move %d: %v", d.Action, len(res.Actions)+1, err)
 		}
 		res.Actions = append(res.Actions, d.Action)
 		last, hasLast = d.Action, true
 	}
-	res.Won = res.Failure == "" && s.Status() == env.Won
-	res.Score, res.Runs, res.Moves = s.Score(), s.Runs(), len(res.Actions)
-	res.Elapsed = time.Since(start)
-	return res
+	return nil
+}
+
+// playGuarded is playInto for an evaluation's worker goroutines, where a
+// panic cannot be recovered by Evaluate's caller and would end the
+// process: an illegal action or a panic of the agent (a bug, a nil agent
+// from its Maker) fails that game instead (Result.Failure), as an agent
+// in another process fails its own, and the evaluation goes on. It
+// reports whether the agent panicked: its state is then unknown, and the
+// worker makes a new one.
+func playGuarded(ctx context.Context, s env.State, seed uint64, a Agent, res *Result) (panicked bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			res.Failure = fmt.Sprintf("panic: %v (%s)", v, panicSite())
+			res.Won, panicked = false, true
+		}
+	}()
+	if err := playInto(ctx, &s, seed, a, nil, res); err != nil {
+		res.Failure = err.Error()
+	}
+	return false
+}
+
+// panicSite names the function and line a recovered panic came from: the
+// first frame of the panicking goroutine's stack outside the runtime, so
+// that a failed game's reason points at the agent's bug.
+func panicSite() string {
+	pc := make([]uintptr, 32)
+	frames := runtime.CallersFrames(pc[:runtime.Callers(3, pc)])
+	for {
+		f, more := frames.Next()
+		if !strings.HasPrefix(f.Function, "runtime.") {
+			return fmt.Sprintf("%s at %s:%d", f.Function, filepath.Base(f.File), f.Line)
+		}
+		if !more {
+			return "unknown"
+		}
+	}
 }
