@@ -104,7 +104,7 @@ func playBatch(ctx context.Context, r env.Rules, seeds []uint64, a BatchAgent, r
 		if len(games) == 0 {
 			return
 		}
-		err := a.ActBatch(ctx, games, actions[:len(games)])
+		err := actGuarded(ctx, a, games, actions[:len(games)])
 		if ctx.Err() != nil {
 			return
 		}
@@ -126,4 +126,16 @@ func playBatch(ctx context.Context, r env.Rules, seeds []uint64, a BatchAgent, r
 			}
 		}
 	}
+}
+
+// actGuarded calls a.ActBatch on playBatch's goroutine, where a panic (a
+// bug in the batch agent) would end the process: it becomes the call's
+// error instead, failing the call's games, and the next call goes on.
+func actGuarded(ctx context.Context, a BatchAgent, games []BatchGame, actions []env.Action) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("panic: %v (%s)", v, panicSite())
+		}
+	}()
+	return a.ActBatch(ctx, games, actions)
 }

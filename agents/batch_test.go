@@ -3,6 +3,7 @@ package agents
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/spiderenv/spider/env"
@@ -19,6 +20,7 @@ type recorder struct {
 	calls    int
 	cancelAt int
 	cancel   context.CancelFunc
+	panicAt  int // a call that panics, as a batch agent with a bug
 }
 
 func (*recorder) Name() string { return "recorder" }
@@ -28,6 +30,9 @@ func (a *recorder) ActBatch(ctx context.Context, games []BatchGame, actions []en
 	if a.calls == a.cancelAt {
 		a.cancel()
 		return ctx.Err()
+	}
+	if a.calls == a.panicAt {
+		panic("recorder: a bug")
 	}
 	for i, g := range games {
 		last, has := g.View.Last()
@@ -84,5 +89,32 @@ func TestBatchCancelledCallFailsNoGame(t *testing.T) {
 	}
 	if len(failed) > 0 {
 		t.Fatalf("the stop failed %d games in flight: %q", len(failed), failed)
+	}
+}
+
+// TestBatchAgentPanicFailsItsCallsGames: a batch agent's panic fails the
+// games of that call, with the panic and where it came from as their
+// reason, and the evaluation goes on with its next games; it ran on a
+// goroutine of the evaluation's own, where it would have ended the
+// process.
+func TestBatchAgentPanicFailsItsCallsGames(t *testing.T) {
+	r := env.MustRules(env.Options{Suits: 1, MaxSteps: 30})
+	a := &recorder{t: t, width: 2, last: map[int]env.Action{}, panicAt: 3}
+	ev, err := EvaluatePolicies(context.Background(), r, []Policy{{Name: "recorder", Batch: a}}, []uint64{1, 2, 3, 4, 5}, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := 0
+	for _, res := range ev.Results[0] {
+		switch {
+		case res.Failure == "" && res.Moves == 30:
+		case strings.HasPrefix(res.Failure, "panic: recorder: a bug (github.com/spiderenv/spider/agents.(*recorder).ActBatch at batch_test.go:") && res.Moves == 2:
+			failed++
+		default:
+			t.Errorf("deal %d: %d moves, failure %q", res.Seed, res.Moves, res.Failure)
+		}
+	}
+	if failed != 2 {
+		t.Fatalf("%d games failed; want the 2 of the call that panicked", failed)
 	}
 }
