@@ -8,9 +8,13 @@ import (
 
 // BatchSnapshot is everything a Batch needs to go on exactly where it was:
 // each game's position (as State.MarshalText writes it), its seed stream,
-// episode number, autoreset flags, running return and random generator.
-// Its fields are plain values so a trainer can save it in a checkpoint.
+// episode number, autoreset flags, running return and random generator,
+// and the rules it was taken under. Its fields are plain values so a
+// trainer can save it in a checkpoint.
 type BatchSnapshot struct {
+	// Options are the rules' options (nil in a snapshot saved before they
+	// were recorded): Restore refuses a snapshot of other rules.
+	Options  *Options  `msgpack:"options,omitempty"`
 	States   []string  `msgpack:"states"`
 	Base     []uint64  `msgpack:"base"`
 	Episode  []uint32  `msgpack:"episode"`
@@ -22,10 +26,22 @@ type BatchSnapshot struct {
 }
 
 // Snapshot returns the batch's games and streams. It allocates; it is
-// meant for checkpoints, not for every step.
+// meant for checkpoints, not for every step. A closed batch returns
+// ErrClosed, and a batch never reset, which has no games to snapshot, an
+// error.
 func (b *Batch) Snapshot() (BatchSnapshot, error) {
+	if b.work == nil {
+		return BatchSnapshot{}, ErrClosed
+	}
 	n := b.opts.N
+	for i := range b.states {
+		if b.states[i].rules.suits == 0 {
+			return BatchSnapshot{}, fmt.Errorf("env: Snapshot of a batch whose game %d was never reset", i)
+		}
+	}
+	o := b.rules.Options()
 	snap := BatchSnapshot{
+		Options:  &o,
 		States:   make([]string, n),
 		Base:     append([]uint64(nil), b.base...),
 		Episode:  append([]uint32(nil), b.episode...),
@@ -51,7 +67,12 @@ func (b *Batch) Snapshot() (BatchSnapshot, error) {
 // Restore puts the batch back where snap was taken (by a batch of the same
 // size and rules) and rewrites its observations, masks, scores, runs and
 // moves; rewards and ended flags read zero, as after ResetGames. It returns
-// an error, and changes nothing, if snap does not fit the batch.
+// an error, and changes nothing, if snap does not fit the batch: another
+// size or other rules, a position ParseState refuses under them or one
+// holding more copies of a card than their deck, a
+// game over that this batch would not reset (which would refuse every
+// step), flags its autoreset never sets, or a presampled action that is
+// not legal.
 func (b *Batch) Restore(snap BatchSnapshot) error {
 	if b.work == nil {
 		return ErrClosed
@@ -64,9 +85,27 @@ func (b *Batch) Restore(snap BatchSnapshot) error {
 	if (b.next != nil) != (len(snap.Next) == n) {
 		return fmt.Errorf("env: snapshot and batch disagree on Presample")
 	}
+	if snap.Options != nil {
+		r, err := NewRules(*snap.Options)
+		if err != nil {
+			return fmt.Errorf("env: the snapshot's options: %w", err)
+		}
+		if r != b.rules {
+			return fmt.Errorf("env: a snapshot of %v games for a batch of %v games", r, b.rules)
+		}
+	}
 	states := make([]State, n)
 	for i, text := range snap.States {
 		s, err := ParseState(b.rules, text)
+		if err == nil {
+			err = s.checkCopies() // a game of another deck (suits) parses, short of this
+		}
+		if err == nil {
+			err = b.fits(&s, snap.Pending[i], snap.Ended[i])
+		}
+		if err == nil && b.next != nil {
+			err = b.fitsNext(&s, Action(snap.Next[i]), snap.Pending[i], snap.Ended[i])
+		}
 		if err != nil {
 			return fmt.Errorf("env: snapshot game %d: %w", i, err)
 		}
@@ -100,5 +139,38 @@ func (b *Batch) Restore(snap BatchSnapshot) error {
 		b.Score[i], b.Runs[i], b.Moves[i] = s.score, s.runs, s.steps
 	}
 	b.clearStepFlags()
+	return nil
+}
+
+// fits reports why a game in position s with the flags pending and ended
+// cannot be one of this batch's: each flag is set only by one autoreset
+// mode, and a game that is over must be awaiting its reset or ended,
+// since the batch would otherwise step it on, refusing every action.
+func (b *Batch) fits(s *State, pending, ended bool) error {
+	switch mode := b.opts.Autoreset; {
+	case pending && mode != NextStep:
+		return fmt.Errorf("it awaits a next-step reset, which a batch of autoreset %v never does", mode)
+	case ended && mode != Disabled:
+		return fmt.Errorf("it is ended for good, which a batch of autoreset %v never is", mode)
+	case !pending && !ended && s.Over():
+		return fmt.Errorf("it is over (%v at step %d of a limit of %d) but neither awaits its reset nor is ended", s.Status(), s.Steps(), b.rules.maxSteps)
+	}
+	return nil
+}
+
+// fitsNext reports why a is not an action the batch's presampling could
+// have drawn for the game: any id for one awaiting its reset (every id is
+// allowed), Deal for an ended one (nothing is), otherwise a legal one.
+func (b *Batch) fitsNext(s *State, a Action, pending, ended bool) error {
+	switch {
+	case pending && a >= NumActions:
+		return fmt.Errorf("presampled action %d is not an id", a)
+	case ended && a != Deal:
+		return fmt.Errorf("presampled action %d for an ended game, which draws %v", a, Deal)
+	case !pending && !ended:
+		if err := s.Check(a); err != nil {
+			return fmt.Errorf("presampled action %d: %w", a, err)
+		}
+	}
 	return nil
 }

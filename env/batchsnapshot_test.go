@@ -199,3 +199,77 @@ func TestRestoreOfEndedGames(t *testing.T) {
 		}
 	}
 }
+
+// TestRestoreRefusesASnapshotOfAnotherBatch: a snapshot taken under other
+// rules, or one whose games this batch could not go on with (a game over
+// that it would step on, refusing every action; flags its autoreset never
+// sets; a presampled action that is not legal), is refused with an error
+// naming what does not fit, and the batch is unchanged. Before, each was
+// taken: a one-suit game in a two-suit batch (eight aces of spades), and
+// a game at step 10 in a batch of limit 5, which no action could step.
+func TestRestoreRefusesASnapshotOfAnotherBatch(t *testing.T) {
+	take := func(o Options, bo BatchOptions, steps int) BatchSnapshot {
+		t.Helper()
+		b, err := NewBatch(MustRules(o), bo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		if _, err := b.Snapshot(); err == nil || err.Error() != "env: Snapshot of a batch whose game 0 was never reset" {
+			t.Fatalf("a snapshot before any reset: %v", err)
+		}
+		b.Reset(3)
+		acts := make([]Action, bo.N)
+		for range steps {
+			b.SampleLegal(acts)
+			if err := b.Step(acts); err != nil {
+				t.Fatal(err)
+			}
+		}
+		snap, err := b.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return snap
+	}
+	two := Options{Suits: 2, MaxSteps: 50}
+	bo := BatchOptions{N: 2, Workers: 1, Presample: true}
+	b, err := NewBatch(MustRules(two), bo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	b.Reset(8)
+	obs, masks := slices.Clone(b.ObsCompact), slices.Clone(b.Masks)
+	legacy := func(s BatchSnapshot) BatchSnapshot { s.Options = nil; return s } // as saved before the options were
+	own := take(two, bo, 10)
+	illegal := own
+	illegal.Next = slices.Clone(own.Next)
+	illegal.Next[1] = uint16(MoveAction(0, 1, 12)) // 12 cards: never legal at step 10
+	for name, c := range map[string]struct {
+		snap BatchSnapshot
+		want string
+	}{
+		"one suit":          {take(Options{Suits: 1, MaxSteps: 50}, bo, 10), "env: a snapshot of classic 1-suit"},
+		"one suit, legacy":  {legacy(take(Options{Suits: 1, MaxSteps: 50}, bo, 10)), "env: snapshot game 0: card As appears"},
+		"another limit":     {take(Options{Suits: 2, MaxSteps: 60}, bo, 10), "max-steps 60, slots 78, compact games for a batch of"},
+		"past the limit":    {legacy(take(Options{Suits: 2, MaxSteps: 60}, bo, 55)), "of a limit of 50) but neither awaits its reset nor is ended"},
+		"ended":             {legacy(take(two, BatchOptions{N: 2, Workers: 1, Presample: true, Autoreset: Disabled}, 50)), "it is ended for good, which a batch of autoreset next-step never is"},
+		"illegal presample": {illegal, "env: snapshot game 1: presampled action"},
+		"no presample":      {take(two, BatchOptions{N: 2, Workers: 1}, 10), "disagree on Presample"},
+	} {
+		err := b.Restore(c.snap)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v; want an error containing %q", name, err, c.want)
+		}
+		if !slices.Equal(obs, b.ObsCompact) || !slices.Equal(masks, b.Masks) {
+			t.Fatalf("%s: a refused Restore changed the batch", name)
+		}
+	}
+	// Its own, and one saved before snapshots held their options, fit.
+	for _, s := range []BatchSnapshot{own, legacy(own)} {
+		if err := b.Restore(s); err != nil {
+			t.Errorf("its own snapshot: %v", err)
+		}
+	}
+}

@@ -44,9 +44,9 @@ func (s State) MarshalText() ([]byte, error) {
 
 // ParseState reads a position written by MarshalText, to be played under
 // r. It checks the text, not the deck: a position may hold fewer cards than
-// a whole deck (rule tests use such positions), but never a card outside
-// r's suits, a stock that does not fit, a face-down card on top, or a
-// completed run left on the tableau. Every line is optional: a column not
+// a whole deck, or more copies of one (rule tests use such positions), but
+// never a card outside r's suits, a stock that does not fit, a face-down
+// card on top, or a completed run left on the tableau. Every line is optional: a column not
 // given is empty, no stock line means an empty stock, and score, steps and
 // elapsed default to 500, 0 and 0. Blank lines and lines starting with #
 // are ignored.
@@ -95,6 +95,33 @@ func ParseState(r Rules, text string) (State, error) {
 		s.status = Lost
 	}
 	return s, nil
+}
+
+// checkCopies reports a card that s holds more often than r's deck does
+// (8 of each card with one suit, 4 with two, 2 with four): on the tableau,
+// in the stock and in the completed runs, one of each rank a run.
+func (s *State) checkCopies() error {
+	var count [NumSuits*NumRanks + 1]int
+	for c := range NumColumns {
+		for _, card := range s.cols[c][:s.height[c]] {
+			count[card]++
+		}
+	}
+	for _, card := range s.stock[s.dealt:] {
+		count[card]++
+	}
+	for su := range NumSuits {
+		for r := Ace; r <= King; r++ {
+			count[MakeCard(r, Suit(su))] += int(s.suitRuns[su])
+		}
+	}
+	copies := NumCards / (int(s.rules.suits) * NumRanks)
+	for card, n := range count {
+		if card != int(NoCard) && n > copies {
+			return fmt.Errorf("card %v appears %d times, more than the %d of a %d-suit deck", Card(card), n, copies, s.rules.suits)
+		}
+	}
+	return nil
 }
 
 // parseLine reads one "key: fields" line of the text form into s: a

@@ -412,7 +412,7 @@ func TestResumeRefusesInconsistentState(t *testing.T) {
 		"adam_v count":  {"adam_v", tensors("adam_v", shorter), "optimiser state for"},
 		"adam_m size":   {"adam_m", tensors("adam_m", cut), "optimiser state of tensor 0 has the wrong size"},
 		"adam_v size":   {"adam_v", tensors("adam_v", cut), "optimiser state of tensor 0 has the wrong size"},
-		"ended in play": {"batch", batch, "game 0 of the saved batch has no legal action"},
+		"ended in play": {"batch", batch, "snapshot game 0: it is ended for good, which a batch of autoreset same-step never is"},
 	} {
 		p := saveState(t, dir, strings.ReplaceAll(name, " ", "-")+".spider", net, withKey(st, tc.key, tc.val))
 		tr, err := Resume(p, nil)
