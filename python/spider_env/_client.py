@@ -565,12 +565,20 @@ def _seed(seed: int | np.integer[Any]) -> int:
 
 def _wait_until(sock: socket.socket, deadline: float | None) -> None:
     """Give the socket's next wait what is left until deadline (None: no
-    bound); past it, raise TimeoutError as the socket would."""
+    bound). Past it the socket does not wait: what has come already is
+    still read (a reply that came in time is not refused for being read
+    late), and a socket with nothing more raises (:func:`_recv`)."""
     if deadline is not None:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError("timed out")
-        sock.settimeout(left)
+        sock.settimeout(max(deadline - time.monotonic(), 0.0))
+
+
+def _recv(call: Any, *args: Any) -> Any:
+    """call(*args), a receive on a socket that _wait_until may have made
+    non-blocking: nothing to read past the deadline is a timeout."""
+    try:
+        return call(*args)
+    except BlockingIOError:
+        raise TimeoutError("timed out") from None
 
 
 # The clients of this process: a forked child marks its copies, whose
@@ -771,6 +779,10 @@ class Client:
             err = SpiderError("protocol", f"reply id {reply.get('id')!r} does not match request id {rid}")
             self.close(err.message)
             raise err
+        if self._pending_op == "make":
+            # A new batch, made by make() or through request(): its replies
+            # may be as long as its step replies.
+            self.max_reply = _reply_limit(reply)
         return reply
 
     def _usable(self, what: str) -> socket.socket:
@@ -792,7 +804,7 @@ class Client:
         got, n = 0, len(view)
         while got < n:
             _wait_until(sock, deadline)
-            k = sock.recv_into(view[got:], n - got)
+            k = _recv(sock.recv_into, view[got:], n - got)
             if k == 0:
                 raise SpiderError("connection", "the spider server closed the connection")
             got += k
@@ -813,7 +825,7 @@ class Client:
         else:
             # The descriptors come with the frame's first bytes.
             _wait_until(sock, deadline)
-            data, got, flags, _ = socket.recv_fds(sock, 4, 2)
+            data, got, flags, _ = _recv(socket.recv_fds, sock, 4, 2)
             fds.extend(got)
             if not data:
                 raise SpiderError("connection", "the spider server closed the connection")
@@ -826,7 +838,7 @@ class Client:
             raise SpiderError(
                 "protocol",
                 f"the server declared a reply of {n} bytes, over the {self.max_reply} this client takes "
-                + ("before a batch is made" if self.spec is None else "for this batch"),
+                + ("before a batch is made" if self.max_reply == _SETUP_REPLY else "for this batch"),
             )
         # A fresh, uninitialised buffer per reply: the arrays returned are
         # views of it and must not be overwritten by a later reply.
@@ -938,10 +950,6 @@ class Client:
         self._n = spec["n"]
         self._bits = spec["mask"] == "bits"
         self._shared = shared
-        # What a step reply of this batch can hold (an observation and a
-        # final one, a mask row of bytes and the per-game fields, 35 bytes,
-        # for every game), beside what any other reply takes.
-        self.max_reply = _SETUP_REPLY + self._n * (2 * obs_len * dtype.itemsize + NUM_ACTIONS + 64)
         if shared is None and self._sock is not None:
             # A receive buffer that holds a whole step reply: it arrives in
             # fewer pieces, each of which wakes this process.
@@ -1218,12 +1226,32 @@ _FINALS = ("has_final", "final_score")
 _GAME_OPTIONS = frozenset(f.name for f in dataclasses.fields(SpiderConfig))
 
 
+def _reply_limit(make_reply: dict[str, Any]) -> int:
+    """The longest reply a batch made by make_reply can send: a step reply
+    (an observation and a final one, a mask row of bytes and the per-game
+    fields, 35 bytes, for every game) beside what any reply takes. A reply
+    that does not say (which make() then refuses) leaves the setup bound."""
+    n, shape = make_reply.get("n"), make_reply.get("obs_shape")
+    dtype = _OBS_DTYPES.get(make_reply.get("obs_dtype"))  # type: ignore[arg-type]
+    if not isinstance(n, int) or not isinstance(shape, list) or dtype is None:
+        return _SETUP_REPLY
+    obs = dtype.itemsize
+    for x in shape:
+        if not isinstance(x, int):
+            return _SETUP_REPLY
+        obs *= x
+    return _SETUP_REPLY + max(n, 0) * (2 * max(obs, 0) + NUM_ACTIONS + 64)
+
+
 def _echoes(sent: Any, echoed: Any) -> bool:
     """Whether a make reply's echo of a field is what was sent, as the
     server resolves it (PROTOCOL.md): a name in lower case, 0 as a default
     (any value), a negative number as any negative one (max_steps' -1)."""
     if isinstance(sent, str):
-        return isinstance(echoed, str) and echoed == sent.lower()
+        # The server folds case as Go does, which Python's lower() does not
+        # match beyond ASCII ("\u017fame-step" is same-step there): a name
+        # with other letters is only checked to come back as a string.
+        return isinstance(echoed, str) and (echoed == sent.lower() or not sent.isascii())
     if isinstance(echoed, bool) or not isinstance(echoed, (int, float)):
         return False
     return sent == 0 or echoed == sent or (sent < 0 and echoed < 0)

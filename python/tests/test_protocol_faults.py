@@ -495,6 +495,15 @@ def test_a_make_reply_for_another_batch_is_refused(proxy, ask, change, says):
         _is_closed_by(c, says)
 
 
+def test_a_batch_made_through_request_gets_its_replies(server):
+    """The raw protocol's make sets the reply bound as make() does: the
+    step replies of a batch of 4096 games (some 8 MB) are taken."""
+    with Client(server.address) as c:
+        c.request({"op": "make", "n": 4096})
+        r = c.request({"op": "reset", "seed": 1})
+        assert len(r["obs"]) == 4096 * 806 and c.max_reply > len(r["obs"]) + len(r["masks"])
+
+
 def test_a_make_reply_resolving_what_was_asked_is_taken(server):
     """What the server resolves is no mismatch: names in any case, 0 as
     the default, a negative max_steps as -1."""
@@ -502,6 +511,9 @@ def test_a_make_reply_resolving_what_was_asked_is_taken(server):
         spec = c.make(n=2, rules="CARDEMS", autoreset="Same-Step", mask="BITS", max_steps=-5, face_up_slots=0)
         assert spec["config"].rules == "cardems" and spec["autoreset"] == "same-step" and spec["mask"] == "bits"
         assert spec["config"].max_steps == -1 and spec["config"].face_up_slots == 78
+        # Go folds case beyond ASCII as Python's lower() does not: the long
+        # s is an s there, and the server made a same-step batch.
+        assert c.make(n=1, autoreset="\u017fame-step")["autoreset"] == "same-step"
 
 
 @pytest.mark.parametrize("key", ["final_obs", "has_final", "final_score"])
