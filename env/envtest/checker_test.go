@@ -178,3 +178,39 @@ func TestCheckUndoRefusesAWrongPosition(t *testing.T) {
 		t.Error("a replay to a position other than the one after the step accepted")
 	}
 }
+
+// TestCheckGameBlamesAPolicyThatBreaksItsContract: an action outside the
+// action space fails the check with a message, not an index panic, and a
+// policy that writes 1 into its mask for an illegal action is caught as
+// the policy's fault: it is given a copy, so the environment is never
+// blamed for refusing a move the policy forged.
+func TestCheckGameBlamesAPolicyThatBreaksItsContract(t *testing.T) {
+	r := env.MustRules(env.Options{Suits: 1, MaxSteps: 30})
+	var st Stats
+	outside := func(*env.State, []uint8) env.Action { return env.NumActions + 3000 }
+	if err := checkGame(r, outside, 1, false, &st); err == nil || err.Error() != "step 0: the policy chose 4081, outside the action space (0 to 1080)" {
+		t.Errorf("an action outside the space: %v", err)
+	}
+	forged := env.MoveAction(0, 1, 12) // 12 cards: never legal at a deal
+	forger := func(_ *env.State, mask []uint8) env.Action {
+		mask[forged] = 1
+		return forged
+	}
+	if err := checkGame(r, forger, 1, false, &st); err == nil || err.Error() != "step 0: the policy chose 1>2x12, which the mask says is illegal" {
+		t.Errorf("a forged mask: %v", err)
+	}
+}
+
+// TestCheckGameEndsWithoutAStepLimit: under rules without a step limit a
+// random policy may never end a game; the checker stops it at
+// NoLimitSteps and counts it, rather than run for ever.
+func TestCheckGameEndsWithoutAStepLimit(t *testing.T) {
+	r := env.MustRules(env.Options{Suits: 4, MaxSteps: -1})
+	var st Stats
+	if err := checkGame(r, RandomPolicy(5), 2, false, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Steps > NoLimitSteps || st.Steps < 1 || st.Unfinished+st.Won+st.Lost != 1 || st.Truncated != 0 {
+		t.Fatalf("%+v: want one game, ended or stopped at %d steps", st, NoLimitSteps)
+	}
+}

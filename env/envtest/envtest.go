@@ -11,8 +11,10 @@ import (
 	"github.com/spiderenv/spider/internal/rng"
 )
 
-// Policy picks an action for the game in s, given its mask. It may return
-// an illegal action only if the checker is told to expect that.
+// Policy picks an action for the game in s, given its mask (a copy, which
+// it may change). It must return a legal action: one outside the action
+// space or masked out fails the check, naming the policy, the seed and
+// the step. s is the whole game, hidden cards included, and a copy too.
 type Policy func(s *env.State, mask []uint8) env.Action
 
 // RandomPolicy returns a policy that picks uniformly among the legal
@@ -93,10 +95,19 @@ type Config struct {
 type Stats struct {
 	Games, Steps, Won, Lost, Truncated int
 	MaxFaceUp                          int // most face-up cards seen in one column
+	// Unfinished counts the games of rules without a step limit that were
+	// still going after NoLimitSteps steps, where Check moved on.
+	Unfinished int
 }
 
+// NoLimitSteps is the most steps Check plays of one game under rules
+// without a step limit (a negative MaxSteps): a random policy can move
+// cards back and forth for ever, and a check must end.
+const NoLimitSteps = 20000
+
 // Check plays cfg.Games games under r with policy and fails t at the first
-// broken invariant, naming the game's seed and step.
+// broken invariant, or at an action the policy chose that is not legal,
+// naming the game's seed and step.
 func Check(t testing.TB, r env.Rules, policy Policy, cfg Config) Stats {
 	t.Helper()
 	var st Stats
@@ -118,16 +129,27 @@ func checkGame(r env.Rules, policy Policy, seed uint64, sweep bool, st *Stats) e
 		return fmt.Errorf("after reset: %w", err)
 	}
 	sum := 0.0
+	var mask []uint8
 	for step := 0; ; step++ {
+		if r.MaxSteps() < 0 && step == NoLimitSteps {
+			st.Unfinished++
+			return nil
+		}
 		s := e.State()
 		if sweep {
 			if err := sweepActions(&s, e.Mask()); err != nil {
 				return fmt.Errorf("step %d: %w", step, err)
 			}
 		}
-		a := policy(&s, e.Mask())
+		// The policy gets copies: one that writes its mask or position
+		// must be caught as the policy's fault, not the environment's.
+		mask = append(mask[:0], e.Mask()...)
+		a := policy(&s, mask)
+		if int(a) >= env.NumActions {
+			return fmt.Errorf("step %d: the policy chose %d, outside the action space (0 to %d)", step, a, env.NumActions-1)
+		}
 		if e.Mask()[a] == 0 {
-			return fmt.Errorf("step %d: policy chose %v, which the mask says is illegal", step, a)
+			return fmt.Errorf("step %d: the policy chose %v, which the mask says is illegal", step, a)
 		}
 		before := e.State()
 		obs, reward, term, trunc, info, err := e.Step(a)
