@@ -171,6 +171,15 @@ type Scratch struct {
 	h    [][]float32
 	dims [][2]int
 	cols *columnScratch
+	spec Spec // the network's it was made for: its buffers have that shape
+}
+
+// fits reports whether the scratch's buffers have the shapes a network of
+// s needs (the game it was trained on does not matter to them).
+func (sc *Scratch) fits(s Spec) bool {
+	t := sc.spec
+	return t.ObsLen == s.ObsLen && t.NumActions == s.NumActions && t.Arch == s.Arch &&
+		t.Column == s.Column && t.Pair == s.Pair && slices.Equal(t.Hidden, s.Hidden)
 }
 
 // ScratchBytes returns the memory NewScratch(rows) allocates for a
@@ -194,7 +203,9 @@ func (s Spec) ScratchBytes(rows int) int64 {
 
 // NewScratch returns buffers for rows rows of n.
 func (n *Net) NewScratch(rows int) *Scratch {
-	s := &Scratch{Rows: rows, dims: n.Spec.Dims()}
+	spec := n.Spec
+	spec.Hidden = slices.Clone(spec.Hidden)
+	s := &Scratch{Rows: rows, dims: n.Spec.Dims(), spec: spec}
 	if n.Spec.columns() {
 		s.cols = newColumnScratch(n.Spec, rows)
 		return s
@@ -211,9 +222,16 @@ func (n *Net) NewScratch(rows int) *Scratch {
 // column) it allocates nothing; larger batches run the parallel BLAS
 // multiply (gonum's, or OpenBLAS's: see BLAS), which may allocate a few
 // small objects a layer. It panics if a
-// buffer is too short, which is a programming error.
+// buffer is too short, or sc is nil or was made for a network of other
+// layers (its buffers would be read with n's shapes, silently wrong),
+// which are programming errors.
 func (n *Net) Forward(logits, values []float32, x []float32, rows int, sc *Scratch) {
-	if rows > sc.Rows || len(x) < rows*n.Spec.ObsLen || len(logits) < rows*n.Spec.NumActions || len(values) < rows {
+	switch {
+	case sc == nil:
+		panic("nn: Forward with a nil Scratch")
+	case !sc.fits(n.Spec):
+		panic("nn: Forward with the Scratch of a network of other layers; make it with this network's NewScratch")
+	case rows > sc.Rows || len(x) < rows*n.Spec.ObsLen || len(logits) < rows*n.Spec.NumActions || len(values) < rows:
 		panic("nn: Forward buffers too short")
 	}
 	if n.Spec.columns() {

@@ -341,3 +341,45 @@ func TestNewStartsNearUniform(t *testing.T) {
 		}
 	}
 }
+
+// TestForwardRefusesAnotherNetworksScratch: a Scratch made for a network
+// of other layers (or none) panics with a message; before, its buffers
+// were read with this network's shapes, and every logit came out wrong
+// without a word. A scratch of another network of the same layers fits.
+func TestForwardRefusesAnotherNetworksScratch(t *testing.T) {
+	r := env.MustRules(env.Options{Suits: 1})
+	a, err := New(SpecFor(r, []int{32}), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := make([]float32, a.Spec.ObsLen)
+	logits, values := make([]float32, env.NumActions), make([]float32, 1)
+	forward := func(sc *Scratch) (msg string) {
+		defer func() {
+			if v := recover(); v != nil {
+				msg = fmt.Sprint(v)
+			}
+		}()
+		a.Forward(logits, values, x, 1, sc)
+		return ""
+	}
+	for _, spec := range []Spec{SpecFor(r, []int{8}), SpecFor(r, []int{32, 8}), ColumnSpecFor(r, 8, 32, 4)} {
+		b, err := New(spec, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := forward(b.NewScratch(1)); got != "nn: Forward with the Scratch of a network of other layers; make it with this network's NewScratch" {
+			t.Errorf("%v %v: %q", spec.Arch, spec.Hidden, got)
+		}
+	}
+	if got := forward(nil); got != "nn: Forward with a nil Scratch" {
+		t.Errorf("nil: %q", got)
+	}
+	same, err := New(SpecFor(env.MustRules(env.Options{Suits: 1, MaxSteps: 50}), []int{32}), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := forward(same.NewScratch(1)); got != "" {
+		t.Errorf("a scratch of the same layers: %q", got)
+	}
+}
