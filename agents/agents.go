@@ -13,7 +13,8 @@ import (
 
 // View is one game as its player sees it. The state behind it is never
 // handed to an agent: only visible facts leave through the methods, plus
-// Sample, which deals the unseen cards anew at random.
+// Sample, which deals the unseen cards anew at random. Make it with
+// NewView: the zero View has no game, and its methods panic.
 type View struct {
 	s     *env.State
 	legal []env.Action
@@ -243,7 +244,12 @@ func NewWith(name string, o Options) (Maker, error) {
 	}
 	m, ok := makers[strings.ToLower(name)]
 	if !ok {
-		return nil, fmt.Errorf("agents: unknown agent %q (known: %s)", name, strings.Join(Names(), ", "))
+		if len(name) >= 3 && strings.EqualFold(name[:3], "nn:") {
+			// The built-in names are read in any case; the prefix is not,
+			// since eval and serve find a network by it.
+			return nil, fmt.Errorf("agents: unknown agent %q: a network is named nn:PATH, in lower case", name)
+		}
+		return nil, fmt.Errorf("agents: unknown agent %q (known: %s, and nn:PATH)", name, strings.Join(Names(), ", "))
 	}
 	if o.Nodes < 0 || o.Nodes > MaxNodes {
 		return nil, fmt.Errorf("agents: a search budget of %d nodes is outside 0 to %d", o.Nodes, MaxNodes)

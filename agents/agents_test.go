@@ -987,3 +987,17 @@ func TestEvaluateRefusesOrFailsBadMakers(t *testing.T) {
 		t.Errorf("game 2, with an agent made again: %+v", res)
 	}
 }
+
+// TestNewWithSaysHowANetworkIsNamed: built-in names are read in any case,
+// the nn: prefix only in lower case, and its error says so.
+func TestNewWithSaysHowANetworkIsNamed(t *testing.T) {
+	if _, err := New("GREEDY"); err != nil {
+		t.Errorf("GREEDY: %v", err)
+	}
+	if _, err := New("NN:run/model.spider"); err == nil || err.Error() != `agents: unknown agent "NN:run/model.spider": a network is named nn:PATH, in lower case` {
+		t.Errorf("NN:: %v", err)
+	}
+	if _, err := New("chess"); err == nil || !strings.HasSuffix(err.Error(), ", and nn:PATH)") {
+		t.Errorf("chess: %v", err)
+	}
+}

@@ -35,7 +35,7 @@ type Result struct {
 // chooses an action that is not legal, which breaks the Agent contract:
 // agents in this process are the program's own, and such a move is a bug
 // (in an evaluation, and for an agent in another process, the game fails
-// instead: Result.Failure).
+// instead: Result.Failure); and, as NewGame does, if r is the zero Rules.
 func Play(r env.Rules, seed uint64, a Agent) Result { return PlayVisit(r, seed, a, nil) }
 
 // PlayVisit is Play that also calls visit (if not nil) with each decision
@@ -49,7 +49,8 @@ func PlayVisit(r env.Rules, seed uint64, a Agent, visit func(s *env.State, legal
 	return playFrom(context.Background(), env.NewGame(r, seed), seed, a, visit)
 }
 
-// PlayFrom plays on from s, a position of the game of seed, with a until
+// PlayFrom plays on from s, a position of the game of seed (from NewGame,
+// a record or a parsed position: the zero State is no game), with a until
 // the game ends (won, lost or at its step limit, counted from the deal)
 // and returns the result of the rest: Actions and Moves count only what a
 // played, Score and Runs are the final position's. The agent is seeded

@@ -16,7 +16,8 @@ import (
 // BatchBuffers. Results do not depend on the number of workers: game i's
 // deals come from the seed stream of seed+i and its episode number (see
 // EpisodeSeed). Step and Reset allocate nothing in steady state. A Batch is not
-// safe for concurrent use; Close stops its workers.
+// safe for concurrent use; Close stops its workers. The zero Batch is a
+// closed one (Step returns ErrClosed, Reset panics): make it with NewBatch.
 type Batch struct {
 	BatchBuffers
 	rules Rules

@@ -36,7 +36,8 @@ type Info struct {
 // Env is one game behind a Gymnasium-style interface: Reset, then Step
 // until terminated or truncated. It keeps the mask and the observation in
 // buffers of its own and the undo history of the episode. An Env is not
-// safe for concurrent use; run one per goroutine.
+// safe for concurrent use; run one per goroutine. Make it with New: the
+// zero Env has no rules, and its Reset panics as New does on zero Rules.
 type Env struct {
 	rules   Rules
 	state   State

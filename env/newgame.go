@@ -1,6 +1,7 @@
 package env
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/spiderenv/spider/internal/rng"
@@ -41,8 +42,13 @@ func NewGame(r Rules, seed uint64) State {
 }
 
 // Shuffle fills deck with a shuffled deck of the given number of suits, as
-// NewGame deals it. It is exported for tools that need the raw order.
+// NewGame deals it. It is exported for tools that need the raw order. It
+// panics if suits is not 1, 2 or 4, which deal no Spider deck (a
+// programming error: Rules hold only those).
 func Shuffle(deck *[NumCards]Card, suits int, seed uint64) {
+	if suits != 1 && suits != 2 && suits != 4 {
+		panic(fmt.Sprintf("env: Shuffle with %d suits; want 1, 2 or 4", suits))
+	}
 	for i := range deck {
 		deck[i] = MakeCard(Rank(i%NumRanks+1), Suit((i/NumRanks)%suits))
 	}

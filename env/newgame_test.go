@@ -1,6 +1,7 @@
 package env_test
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -100,5 +101,21 @@ func TestResampleDealsEveryArrangement(t *testing.T) {
 	}
 	if len(seen) != 6 {
 		t.Fatalf("300 resamples dealt %d of the 6 arrangements of three hidden cards: %v", len(seen), seen)
+	}
+}
+
+// TestShuffleRefusesOtherSuitCounts: 3 suits deal no Spider deck (unequal
+// suits) and 0 divided by zero; each panics, as documented, naming it.
+func TestShuffleRefusesOtherSuitCounts(t *testing.T) {
+	for _, suits := range []int{0, 3, 5, -1} {
+		got := func() (v any) {
+			defer func() { v = recover() }()
+			var deck [env.NumCards]env.Card
+			env.Shuffle(&deck, suits, 1)
+			return nil
+		}()
+		if want := "env: Shuffle with " + strconv.Itoa(suits) + " suits; want 1, 2 or 4"; got != want {
+			t.Errorf("%d suits: panic %v, want %q", suits, got, want)
+		}
 	}
 }
