@@ -65,7 +65,8 @@ func potential(s *State) float32 {
 }
 
 // Potential returns Phi(s) under r's shaping, in score points: 0 without
-// shaping and for an ended game. A trainer that replays recorded games
+// shaping and for a game won or lost (a game cut at its step limit keeps
+// its potential, as the Shaping doc says). A trainer that replays recorded games
 // shapes their rewards with it as the environment would: a step from s to
 // t earns ShapingGamma*Potential(t) - Potential(s) on top of the score's
 // change.
