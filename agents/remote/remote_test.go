@@ -340,29 +340,7 @@ func TestRemoteLateReplyOfAnotherShapeIsDropped(t *testing.T) {
 // connection fails every game left, at once, and the built-in policy's
 // games are all played.
 func TestRemoteVanishedAgentFailsTheRest(t *testing.T) {
-	f := &fakeAgent{}
-	f.misbehave = func(req int64, _ any, _ []uint16, conn net.Conn) bool {
-		if req == 5 {
-			conn.Close()
-			return false
-		}
-		return true
-	}
-	f.start(t)
-	r := rules(t, env.Options{Suits: 1, MaxSteps: 100})
-	start := time.Now()
-	ev := evalBoth(t, f, Options{Rules: r, Width: 2, Timeout: 10 * time.Second}, seedRange(1, 6))
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("the eval took %v: a vanished agent must not wait for the timeout", d)
-	}
-	for i := range ev.Seeds {
-		if ev.Results[0][i].Failure != "" || ev.Results[0][i].Moves == 0 {
-			t.Errorf("built-in game %+v", ev.Results[0][i])
-		}
-		if msg := ev.Results[1][i].Failure; !strings.Contains(msg, "agent disconnected") {
-			t.Errorf("seed %d: failure %q, want agent disconnected", ev.Seeds[i], msg)
-		}
-	}
+	failsAtOnce(t, 5, func(conn net.Conn) { conn.Close() }, seedRange(1, 6), "agent disconnected")
 }
 
 // TestRemoteImpossibleIDFailsAtOnce: a reply whose id no request had (a
@@ -379,27 +357,42 @@ func TestRemoteImpossibleIDFailsAtOnce(t *testing.T) {
 		"past int64's": {uint64(1) << 63, "9223372036854775808 is outside int64's range"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			f := &fakeAgent{}
-			f.misbehave = func(req int64, _ any, _ []uint16, conn net.Conn) bool {
-				if req == 2 {
-					writeFrame(conn, map[string]any{"ok": true, "id": c.id, "actions": []int{0, 0}})
-					return false
-				}
-				return true
-			}
-			f.start(t)
-			r := rules(t, env.Options{Suits: 1, MaxSteps: 100})
-			start := time.Now()
-			ev := evalBoth(t, f, Options{Rules: r, Width: 2, Timeout: 10 * time.Second}, seedRange(1, 2))
-			if d := time.Since(start); d > 5*time.Second {
-				t.Errorf("the eval took %v: a reply no request had must not wait for the timeout", d)
-			}
-			for i := range ev.Seeds {
-				if msg := ev.Results[1][i].Failure; !strings.Contains(msg, c.want) {
-					t.Errorf("seed %d: failure %q, want it to contain %q", ev.Seeds[i], msg, c.want)
-				}
-			}
+			failsAtOnce(t, 2, func(conn net.Conn) {
+				writeFrame(conn, map[string]any{"ok": true, "id": c.id, "actions": []int{0, 0}})
+			}, seedRange(1, 2), c.want)
 		})
+	}
+}
+
+// failsAtOnce plays a fake agent, which at its request req does only
+// what misbehave does on the connection, beside the built-in policy on
+// seeds, with a timeout of 10 s: every game of the agent must fail with
+// a reason containing want, long before the timeout, and every built-in
+// game be played.
+func failsAtOnce(t *testing.T, req int64, misbehave func(conn net.Conn), seeds []uint64, want string) {
+	t.Helper()
+	f := &fakeAgent{}
+	f.misbehave = func(n int64, _ any, _ []uint16, conn net.Conn) bool {
+		if n == req {
+			misbehave(conn)
+			return false
+		}
+		return true
+	}
+	f.start(t)
+	r := rules(t, env.Options{Suits: 1, MaxSteps: 100})
+	start := time.Now()
+	ev := evalBoth(t, f, Options{Rules: r, Width: 2, Timeout: 10 * time.Second}, seeds)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the eval took %v: it must not wait for the timeout", d)
+	}
+	for i := range ev.Seeds {
+		if ev.Results[0][i].Failure != "" || ev.Results[0][i].Moves == 0 {
+			t.Errorf("built-in game %+v", ev.Results[0][i])
+		}
+		if msg := ev.Results[1][i].Failure; !strings.Contains(msg, want) {
+			t.Errorf("seed %d: failure %q, want it to contain %q", ev.Seeds[i], msg, want)
+		}
 	}
 }
 

@@ -49,34 +49,58 @@ def _recv_exact(sock: socket.socket, n: int, fds: list[int] | None = None) -> by
     return bytes(buf)
 
 
-class _Proxy:
+class _OneClient:
+    """A Unix socket at ``path`` that serves one client with ``_serve``,
+    in a thread; what goes wrong there is kept in ``errors``."""
+
+    def __init__(self, path: Path):
+        self.errors: list[BaseException] = []
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(str(path))
+        self.listener.listen(1)
+        self.listener.settimeout(10)
+        self.address = f"unix:{path}"
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    def _accept(self) -> None:
+        try:
+            conn, _ = self.listener.accept()
+        except OSError as e:
+            self.errors.append(e)
+            return
+        with conn:
+            try:
+                self._serve(conn)
+            except (EOFError, ConnectionError):
+                pass  # the client or the server closed its end (the client, on refusing a reply)
+            except BaseException as e:  # reported by the test
+                self.errors.append(e)
+
+    def _serve(self, conn: socket.socket) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Wait for the thread to see its client go, and close what it holds."""
+        self.listener.close()
+        self.thread.join(20)
+        assert not self.thread.is_alive(), "the server thread did not stop"
+
+
+class _Proxy(_OneClient):
     """A Unix socket that passes one client's frames to a real server and
     its replies back, altering those that ``tamper`` and ``corrupt`` pick."""
 
     def __init__(self, upstream: str, path: Path, tamper: Tamper | None = None, corrupt: str | None = None):
         self.upstream = upstream
-        self.path = str(path)
         self.tamper = tamper
         self.corrupt = corrupt  # an op whose request gets a byte after its map
-        self.errors: list[BaseException] = []
-        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.listener.bind(self.path)
-        self.listener.listen(1)
-        self.listener.settimeout(10)
-        self.address = "unix:" + self.path
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
+        super().__init__(path)
 
-    def _serve(self) -> None:
-        try:
-            down, _ = self.listener.accept()
-        except OSError as e:
-            self.errors.append(e)
-            return
-        up = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    def _serve(self, down: socket.socket) -> None:
         down.settimeout(10)
-        up.settimeout(10)
-        try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as up:
+            up.settimeout(10)
             up.connect(self.upstream)
             while True:
                 (n,) = _HDR.unpack(_recv_exact(down, 4))
@@ -109,19 +133,6 @@ class _Proxy:
                     # must not count as descriptors the client kept.
                     for fd in fds:
                         os.close(fd)
-        except (EOFError, ConnectionError):
-            pass  # the client or the server closed its end (the client, on refusing a reply)
-        except BaseException as e:  # reported by the test
-            self.errors.append(e)
-        finally:
-            down.close()
-            up.close()
-
-    def close(self) -> None:
-        """Wait for the proxy to see its client go, and close what it holds."""
-        self.listener.close()
-        self.thread.join(10)
-        assert not self.thread.is_alive(), "the proxy did not stop"
 
 
 @pytest.fixture
@@ -166,6 +177,19 @@ def _new_fds(before: Counter[str]) -> Counter[str]:
 
 def _pack(reply: dict[str, Any]) -> bytes:
     return msgpack.packb(reply, use_bin_type=True)
+
+
+def _edit(op: str, edit: Callable[[dict[str, Any]], object]) -> Tamper:
+    """A tamper that changes the reply to op in place with edit and passes
+    every other reply as it came."""
+
+    def tamper(got: str, reply: dict[str, Any], fds: list[int]) -> tuple[bytes, list[int]] | None:
+        if got != op:
+            return None
+        edit(reply)
+        return _pack(reply), fds
+
+    return tamper
 
 
 def _is_closed_by(c: Client, why: str) -> None:
@@ -362,49 +386,30 @@ def test_the_proxy_passes_a_game_unaltered(proxy, server):
         assert (a["obs"] == b["obs"]).all() and (a["score"] == b["score"]).all()
 
 
-class _RawServer:
+class _RawServer(_OneClient):
     """A Unix socket that answers a client's first request (its hello)
     with ``frame``'s bytes, ``pace`` seconds apart if given, and then
     waits for the client to go: a server that breaks the framing."""
 
     def __init__(self, path: Path, frame: bytes, pace: float | None = None):
         self.frame, self.pace = frame, pace
-        self.errors: list[BaseException] = []
-        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.listener.bind(str(path))
-        self.listener.listen(1)
-        self.listener.settimeout(10)
-        self.address = f"unix:{path}"
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
+        super().__init__(path)
 
-    def _serve(self) -> None:
-        try:
-            conn, _ = self.listener.accept()
-        except OSError as e:
-            self.errors.append(e)
-            return
-        with conn:
-            conn.settimeout(20)
-            try:
-                _recv_exact(conn, _HDR.unpack(_recv_exact(conn, 4))[0])
-                if self.pace is None:
-                    conn.sendall(self.frame)
-                else:
-                    for i in range(len(self.frame)):
-                        conn.sendall(self.frame[i : i + 1])
-                        time.sleep(self.pace)
-                while conn.recv(1 << 16):
-                    pass
-            except (EOFError, ConnectionError):
-                pass  # the client closed its end, refusing the reply
-            except BaseException as e:  # reported by the test
-                self.errors.append(e)
+    def _serve(self, conn: socket.socket) -> None:
+        conn.settimeout(20)
+        _recv_exact(conn, _HDR.unpack(_recv_exact(conn, 4))[0])
+        if self.pace is None:
+            conn.sendall(self.frame)
+        else:
+            for i in range(len(self.frame)):
+                conn.sendall(self.frame[i : i + 1])
+                time.sleep(self.pace)
+        while conn.recv(1 << 16):
+            pass
 
     def close(self) -> None:
-        self.listener.close()
-        self.thread.join(20)
-        assert not self.thread.is_alive() and not self.errors, self.errors
+        super().close()
+        assert not self.errors, self.errors
 
 
 def _hello_frame(**change: Any) -> bytes:
@@ -427,12 +432,7 @@ def test_a_reply_longer_than_any_the_client_takes_is_refused_unread(tmp_path):
 
 
 def test_a_step_reply_longer_than_the_batch_can_produce_is_refused(proxy):
-    def padded(op: str, reply: dict[str, Any], fds: list[int]) -> tuple[bytes, list[int]] | None:
-        if op != "reset":
-            return None
-        reply["junk"] = bytes(5 << 20)
-        return _pack(reply), fds
-
+    padded = _edit("reset", lambda reply: reply.update(junk=bytes(5 << 20)))
     with Client(proxy(padded).address) as c:
         c.make(n=1)
         assert 4 << 20 < c.max_reply < 5 << 20  # 4 MiB and one game's arrays
@@ -481,14 +481,7 @@ def test_a_make_reply_for_another_batch_is_refused(proxy, ask, change, says):
     """The make reply must echo what was asked, as the server resolves it
     (a name in lower case): another batch would be played by the wrong
     spec, or fail later with a bare KeyError."""
-
-    def other(op: str, reply: dict[str, Any], fds: list[int]) -> tuple[bytes, list[int]] | None:
-        if op != "make":
-            return None
-        reply.update(change)
-        return _pack(reply), fds
-
-    with Client(proxy(other).address) as c:
+    with Client(proxy(_edit("make", lambda reply: reply.update(change))).address) as c:
         with pytest.raises(SpiderError) as e:
             c.make(**ask)
         assert e.value.code == "protocol" and says in e.value.message, e.value.message
@@ -518,13 +511,7 @@ def test_a_make_reply_resolving_what_was_asked_is_taken(server):
 
 @pytest.mark.parametrize("key", ["final_obs", "has_final", "final_score"])
 def test_a_same_step_reply_without_its_finals_closes_the_client(proxy, key):
-    def dropped(op: str, reply: dict[str, Any], fds: list[int]) -> tuple[bytes, list[int]] | None:
-        if op != "step":
-            return None
-        reply.pop(key)
-        return _pack(reply), fds
-
-    with Client(proxy(dropped).address) as c:
+    with Client(proxy(_edit("step", lambda reply: reply.pop(key))).address) as c:
         c.make(n=2, autoreset="same-step")
         r = c.reset(seed=1)
         with pytest.raises(SpiderError) as e:
@@ -534,14 +521,11 @@ def test_a_same_step_reply_without_its_finals_closes_the_client(proxy, key):
 
 
 def test_a_refusal_of_another_request_closes_the_client(proxy):
-    def wrong_id(op: str, reply: dict[str, Any], fds: list[int]) -> tuple[bytes, list[int]] | None:
-        if op != "step":
-            return None
+    def wrong_id(reply: dict[str, Any]) -> None:
         assert reply["ok"] is False  # a step before any reset: bad_order
         reply["id"] += 1
-        return _pack(reply), fds
 
-    with Client(proxy(wrong_id).address) as c:
+    with Client(proxy(_edit("step", wrong_id)).address) as c:
         c.make(n=1)
         with pytest.raises(SpiderError) as e:
             c.step([0])
