@@ -980,8 +980,8 @@ func TestEvaluateRefusesOrFailsBadMakers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := ev.Results[0][0].Failure; !strings.HasPrefix(got, "the policy's Maker panicked: flaky maker (") {
-		t.Errorf("game 1 failure %q", got)
+	if got := ev.Results[0][0]; !strings.HasPrefix(got.Failure, "the policy's Maker panicked: flaky maker (") || got.Score != env.StartScore || got.Moves != 0 {
+		t.Errorf("game 1: %+v; want it failed at the deal, with the deal's score", got)
 	}
 	if res := ev.Results[0][1]; res.Failure != "" || res.Moves == 0 {
 		t.Errorf("game 2, with an agent made again: %+v", res)

@@ -26,13 +26,10 @@ type BatchSnapshot struct {
 }
 
 // Snapshot returns the batch's games and streams. It allocates; it is
-// meant for checkpoints, not for every step. A closed batch returns
-// ErrClosed, and a batch never reset, which has no games to snapshot, an
-// error.
+// meant for checkpoints, not for every step; a closed batch keeps its
+// games and can still be saved. A batch never reset, which has no games
+// to snapshot, returns an error.
 func (b *Batch) Snapshot() (BatchSnapshot, error) {
-	if b.work == nil {
-		return BatchSnapshot{}, ErrClosed
-	}
 	n := b.opts.N
 	for i := range b.states {
 		if b.states[i].rules.suits == 0 {

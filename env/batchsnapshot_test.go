@@ -226,6 +226,7 @@ func TestRestoreRefusesASnapshotOfAnotherBatch(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		b.Close() // a closed batch keeps its games: a trainer saves after Close
 		snap, err := b.Snapshot()
 		if err != nil {
 			t.Fatal(err)

@@ -178,7 +178,13 @@ type Scratch struct {
 // s needs (the game it was trained on does not matter to them).
 func (sc *Scratch) fits(s Spec) bool {
 	t := sc.spec
-	return t.ObsLen == s.ObsLen && t.NumActions == s.NumActions && t.Arch == s.Arch &&
+	arch := func(a string) string { // files from before Arch was recorded leave it empty
+		if a == "" {
+			return MLP
+		}
+		return a
+	}
+	return t.ObsLen == s.ObsLen && t.NumActions == s.NumActions && arch(t.Arch) == arch(s.Arch) &&
 		t.Column == s.Column && t.Pair == s.Pair && slices.Equal(t.Hidden, s.Hidden)
 }
 

@@ -375,11 +375,18 @@ func TestForwardRefusesAnotherNetworksScratch(t *testing.T) {
 	if got := forward(nil); got != "nn: Forward with a nil Scratch" {
 		t.Errorf("nil: %q", got)
 	}
-	same, err := New(SpecFor(env.MustRules(env.Options{Suits: 1, MaxSteps: 50}), []int{32}), 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := forward(same.NewScratch(1)); got != "" {
-		t.Errorf("a scratch of the same layers: %q", got)
+	// The same layers under another game, and with the architecture named
+	// (files from before it was recorded leave it empty, as SpecFor does).
+	spec := SpecFor(env.MustRules(env.Options{Suits: 1, MaxSteps: 50}), []int{32})
+	named := spec
+	named.Arch = MLP
+	for _, spec := range []Spec{spec, named} {
+		same, err := New(spec, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := forward(same.NewScratch(1)); got != "" {
+			t.Errorf("a scratch of the same layers (arch %q): %q", spec.Arch, got)
+		}
 	}
 }
