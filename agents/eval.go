@@ -176,16 +176,16 @@ func EvaluateEach(ctx context.Context, r env.Rules, ps []Policy, seeds []uint64,
 	return ev, nil
 }
 
-// makeGuarded calls make on a worker goroutine, where a panic would end
+// makeGuarded calls maker on a worker goroutine, where a panic would end
 // the process. With no agent made (a panic, or nil) it says why, and the
 // game fails with that reason; the next game tries again.
-func makeGuarded(make Maker) (a Agent, why string) {
+func makeGuarded(maker Maker) (a Agent, why string) {
 	defer func() {
 		if v := recover(); v != nil {
 			a, why = nil, fmt.Sprintf("the policy's Maker panicked: %v (%s)", v, panicSite())
 		}
 	}()
-	if a = make(); a == nil {
+	if a = maker(); a == nil {
 		return nil, "the policy's Maker made no agent (nil)"
 	}
 	return a, ""

@@ -66,10 +66,9 @@ func (b *Batch) Snapshot() (BatchSnapshot, error) {
 // moves; rewards and ended flags read zero, as after ResetGames. It returns
 // an error, and changes nothing, if snap does not fit the batch: another
 // size or other rules, a position ParseState refuses under them or one
-// holding more copies of a card than their deck, a
-// game over that this batch would not reset (which would refuse every
-// step), flags its autoreset never sets, or a presampled action that is
-// not legal.
+// holding more copies of a card than their deck, a game over that this
+// batch would not reset (which would refuse every step), flags its
+// autoreset never sets, or a presampled action that is not legal.
 func (b *Batch) Restore(snap BatchSnapshot) error {
 	if b.work == nil {
 		return ErrClosed
