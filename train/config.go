@@ -220,6 +220,15 @@ func (c Config) validate() error {
 		// (greedy, a network) would play one for ever.
 		return fmt.Errorf("train: a warm start or validation plays whole games, which need a step limit (max steps %d)", c.Game.MaxSteps)
 	}
+	if c.Game.Shaping != env.NoShaping {
+		// Potential-based shaping leaves the best policy unchanged only
+		// for the learner's own discount: at another it pays (1-gamma)
+		// times the potential every step, more than a run is worth, for
+		// staying put in a good position.
+		if r, err := env.NewRules(c.Game); err == nil && r.ShapingGamma() != c.Gamma {
+			return fmt.Errorf("train: shaping for a discount of %g (shaping gamma) under a learner's discount of %g (gamma) changes which policy is best; make them equal", r.ShapingGamma(), c.Gamma)
+		}
+	}
 	for _, h := range c.Hidden {
 		if h < 1 || h > 1<<14 {
 			return fmt.Errorf("train: hidden width %d outside 1 to 16384", h)

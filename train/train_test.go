@@ -225,6 +225,9 @@ func TestConfigValidation(t *testing.T) {
 		"val every": {func(c *Config) { c.ValEvery = -1 }, "train: validation every -1 iterations on 3 deals: want both at least 0, and at most 100000 deals"},
 		"val games": {func(c *Config) { c.ValGames = 0 }, "train: validation every 2 iterations needs at least one deal (val games)"},
 		"val start": {func(c *Config) { c.ValStart = math.MaxUint64 - 1 }, "train: validation deals from seed 18446744073709551614 overflow"},
+		// Shaping for another discount than the learner's changes which
+		// policy is best; its default (0: 1) is not the trainer's 0.99.
+		"shaping gamma": {func(c *Config) { c.Game.Shaping, c.Game.ShapingGamma, c.Gamma = env.Progress, 0, 0.99 }, "train: shaping for a discount of 1 (shaping gamma) under a learner's discount of 0.99 (gamma) changes which policy is best; make them equal"},
 	} {
 		c := tinyConfig()
 		tc.mod(&c)
@@ -837,7 +840,7 @@ func TestCloneDecayLowersTheRate(t *testing.T) {
 func TestImitationReturnsAreTheEnvironments(t *testing.T) {
 	for _, shaping := range []env.Shaping{env.NoShaping, env.Progress} {
 		c := tinyConfig()
-		c.Game.Shaping, c.Game.ShapingGamma = shaping, 0.97
+		c.Game.Shaping, c.Game.ShapingGamma = shaping, 0.9
 		c.Gamma = 0.9
 		tr, err := New(c)
 		if err != nil {

@@ -114,6 +114,10 @@ func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 		case o.export != "" && (fs.Changed("iterations") || fs.Changed("steps") || fs.Changed("time")):
 			return usageError{errors.New("--export writes a trained network and trains nothing: give no --iterations, --steps or --time")}
 		}
+		if !o.resume && o.cfg.Game.Shaping != env.NoShaping && !fs.Changed("shaping-gamma") {
+			// Shaping is for the learner's discount (train refuses another).
+			o.cfg.Game.ShapingGamma = o.cfg.Gamma
+		}
 		archDefaults(&o, fs.Changed("hidden"))
 		return runTrain(ctx, o, stdout, stderr)
 	}

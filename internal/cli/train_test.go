@@ -194,6 +194,23 @@ func TestTrainGameFlags(t *testing.T) {
 	if code := Main([]string{"train", "--obs", "compact", "--iterations", "1", "--out", filepath.Join(dir, "c")}, nil, &bytes.Buffer{}, &stderr); code != 2 || !strings.Contains(stderr.String(), "train: obs compact: the network reads float32 observations") {
 		t.Fatalf("--obs compact: exit %d:\n%s", code, stderr.String())
 	}
+	// --shaping without --shaping-gamma shapes for the learner's --gamma;
+	// another --shaping-gamma is refused, as it would change the best policy.
+	small := []string{"--hidden", "8", "--games", "2", "--rollout", "8", "--minibatch", "16", "--epochs", "1", "--iterations", "1"}
+	if code := Main(append([]string{"train", "--shaping", "progress", "--gamma", "0.95", "--out", filepath.Join(dir, "d")}, small...), nil, &bytes.Buffer{}, &stderr); code != 0 {
+		t.Fatalf("--shaping: exit %d:\n%s", code, stderr.String())
+	}
+	shaped, _, err := nn.Load(filepath.Join(dir, "d", "checkpoint.spider"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := shaped.Spec.Game.ShapingGamma; g != 0.95 {
+		t.Fatalf("--shaping with --gamma 0.95: shaping gamma %v", g)
+	}
+	stderr.Reset()
+	if code := Main(append([]string{"train", "--shaping", "progress", "--shaping-gamma", "0.9", "--out", filepath.Join(dir, "e")}, small...), nil, &bytes.Buffer{}, &stderr); code != 2 || !strings.Contains(stderr.String(), "train: shaping for a discount of 0.9 (shaping gamma) under a learner's discount of 0.99 (gamma)") {
+		t.Fatalf("--shaping-gamma 0.9: exit %d:\n%s", code, stderr.String())
+	}
 }
 
 // TestTrainKeepsWarmStartAndBestCheckpoints validates after the warm start
