@@ -2,8 +2,14 @@
 
     import spider_env.rllib
     spider_env.rllib.register()          # register_env("Spider-v0", env_creator)
-    config = PPOConfig().environment("Spider-v0", env_config={"suits": 1, "max_steps": 500})
+    config = (
+        PPOConfig()
+        .environment("Spider-v0", env_config={"suits": 1, "max_steps": 500})
+        .rl_module(rl_module_spec=RLModuleSpec(module_class=ActionMaskingTorchRLModule))
+    )
 
+(the Dict observations below need RLlib's action-masking module; the whole
+script is examples/rllib_ppo.py)
 or ``ray.tune.registry.register_env("Spider-v0", spider_env.rllib.env_creator)``.
 The creator is a module-level function: Ray pickles it by reference, and an
 env runner that never imported spider_env imports this module (and the
@@ -35,7 +41,18 @@ __all__ = ["ENV_KEYS", "ENV_NAME", "env_creator", "log_episode_metrics", "regist
 
 ENV_NAME = "Spider-v0"
 
-ENV_KEYS = ("illegal", "illegal_penalty", "mask", "address", "episode_key", "render_mode", "float32", "num_envs")
+ENV_KEYS = (
+    "illegal",
+    "illegal_penalty",
+    "mask",
+    "address",
+    "episode_key",
+    "render_mode",
+    "timeout",
+    "workers",
+    "float32",
+    "num_envs",
+)
 """The env_config keys besides the game options (:class:`~spider_env.SpiderConfig`'s fields)."""
 
 _GAME_KEYS = tuple(f.name for f in dataclasses.fields(SpiderConfig))
@@ -109,7 +126,10 @@ def env_creator(env_config: Mapping[str, Any]) -> gym.Env[Any, Any] | gym.vector
     ``shaping``, ...; the server's defaults where absent, except ``obs``,
     which defaults to ``"float32"``, the encoding made for networks), the
     env options ``illegal`` (default ``"noop"``), ``illegal_penalty``,
-    ``mask``, ``episode_key``, ``render_mode``, and
+    ``mask``, ``episode_key``, ``render_mode``, ``timeout`` (seconds a
+    reply may take, default 60: raise it for a server shared by many
+    runners), ``workers`` (the server's goroutines for a vector env's
+    batch; only with ``num_envs``), and
 
     - ``address``: a running ``spider serve`` to connect to (e.g. one on the
       runner's own node, ``"127.0.0.1:7878"``); without it the process
@@ -136,6 +156,8 @@ def env_creator(env_config: Mapping[str, Any]) -> gym.Env[Any, Any] | gym.vector
     num_envs = cfg.pop("num_envs", None)
     cfg.setdefault("obs", "float32")
     cfg.setdefault("illegal", "noop")
+    if num_envs is None and "workers" in cfg:
+        raise TypeError('env_config "workers" sets a batch\'s: it needs gym_env_vectorize_mode="vector_entry_point"')
     server = None
     if cfg.get("address") is None:
         server = cfg["address"] = _acquire_server()

@@ -34,7 +34,7 @@ from numpy.typing import NDArray
 from ._client import NUM_ACTIONS, Address, Client, StepReply, _seed, _whole, parse_address
 from ._server import SpiderServer
 from .config import SpiderConfig
-from .envs import _action_ids, _uncopyable
+from .envs import SpiderEnv, _action_ids, _uncopyable
 
 # The ignores hold where stable-baselines3 is not installed (mypy sees Any);
 # "unused-ignore" keeps them quiet where it is, or where pyproject.toml
@@ -207,6 +207,11 @@ class SpiderVecEnv(VecEnv):  # type: ignore[misc, unused-ignore]
         self._games = [_Game(self, i) for i in range(n)]
         self._t0 = time.time()
         super().__init__(n, self.single_observation_space, self.single_action_space)
+        # SB3's VecEnv lists the render modes only; VecVideoRecorder reads
+        # the frame rate here, 30 fps without it.
+        meta: dict[str, Any] = dict(getattr(self, "metadata", None) or {})
+        meta["render_fps"] = SpiderEnv.metadata["render_fps"]
+        self.metadata = meta
 
     # -- the connection ------------------------------------------------------
 

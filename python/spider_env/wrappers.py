@@ -97,13 +97,18 @@ class VectorMaskInObservation(_VectorWrapper):
     carry ``action_mask``): observations ``{"observations": (n, obs_len),
     "action_mask": (n, 1081) float32}``, one row per game, for the masks of
     the observations returned (under next-step autoreset an ended game's
-    row is all ones until the step that resets it)."""
+    row is all ones until the step that resets it). Under same-step
+    autoreset each ended game's ``infos["final_obs"]`` is such a dict too,
+    as Gymnasium's own observation wrappers convert it, with a mask of all
+    ones: the server sends no final masks, and a learner only values that
+    observation."""
 
     def __init__(self, env: gym.vector.VectorEnv[Any, Any, Any], *, float32: bool = False):
         super().__init__(env)
         self._inner = env
         self._box = _obs_box(env.single_observation_space, float32, "VectorMaskInObservation")
         n = _num_actions(env.single_action_space, "VectorMaskInObservation")
+        self._ones = np.ones(n, np.float32)  # a final observation's mask (the server sends none)
         self.single_observation_space = spaces.Dict(
             {"observations": self._box, "action_mask": spaces.Box(0.0, 1.0, shape=(n,), dtype=np.float32)}
         )
@@ -117,6 +122,15 @@ class VectorMaskInObservation(_VectorWrapper):
 
     def step(self, actions: Any) -> tuple[MaskedObs, Any, Any, Any, dict[str, Any]]:
         obs, rewards, terminations, truncations, infos = self._inner.step(actions)
+        final = infos.get("final_obs")
+        if final is not None:
+            infos["final_obs"] = np.array(
+                [
+                    None if o is None else {"observations": np.asarray(o, self._box.dtype), "action_mask": self._ones}
+                    for o in final
+                ],
+                dtype=object,
+            )
         return self._masked(obs, infos), rewards, terminations, truncations, infos
 
     def _masked(self, obs: NDArray[Any], infos: dict[str, Any]) -> MaskedObs:

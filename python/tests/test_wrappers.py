@@ -63,6 +63,22 @@ def test_vector_mask_in_observation(server):
     envs.close()
 
 
+def test_vector_mask_in_observation_wraps_final_observations(server):
+    """Under same-step autoreset an ended game's final observation is a
+    Dict of the wrapped space too, as Gymnasium's observation wrappers
+    convert it (it was the bare array)."""
+    inner = SpiderVectorEnv(2, max_steps=2, autoreset_mode="same-step", obs="float32", address=server.address)
+    envs = VectorMaskInObservation(inner)
+    obs, infos = envs.reset(seed=3)
+    for _ in range(2):
+        obs, _, terminated, truncated, infos = envs.step(masked_sample(np.random.default_rng(0), obs["action_mask"]))
+    assert (terminated | truncated).all() and infos["_final_obs"].all()
+    for o in infos["final_obs"]:
+        assert envs.single_observation_space.contains(o), o
+        assert (o["action_mask"] == 1).all()
+    envs.close()
+
+
 def test_env_creator_defaults_and_keys(server):
     env = env_creator({"suits": 1, "max_steps": 20})
     assert isinstance(env, MaskInObservation)
@@ -79,8 +95,17 @@ def test_env_creator_defaults_and_keys(server):
     assert env3.unwrapped.client.address == server.address
     with pytest.raises(TypeError, match="unknown env_config key 'suit'"):
         env_creator({"suit": 1})
-    venv = env_creator({"num_envs": 3, "max_steps": 20})
-    assert isinstance(venv, VectorMaskInObservation) and venv.num_envs == 3
+    # A shared server's replies may be slow to come: the timeout is the
+    # env's; workers are a batch's, so only a vector env's.
+    slow = env_creator({"timeout": 300, "address": server.address})
+    assert slow.unwrapped.client._timeout == 300
+    slow.close()
+    with pytest.raises(TypeError, match="vector_entry_point"):
+        env_creator({"workers": 2, "address": server.address})
+    venv = env_creator({"num_envs": 3, "max_steps": 20, "workers": 1})
+    assert (
+        isinstance(venv, VectorMaskInObservation) and venv.num_envs == 3 and venv.unwrapped.spider_spec["workers"] == 1
+    )
     assert venv.unwrapped.client.address == env.unwrapped.client.address
     # The process's server stops with the last env using it, its socket removed.
     shared = spider_env.rllib._shared[1]

@@ -159,6 +159,8 @@ def test_wrappers_and_render(server):
     venv.close()
 
     pictures = SpiderVecEnv(3, render_mode="rgb_array", address=server.address)
+    # SB3's VecVideoRecorder reads the frame rate from the VecEnv: 30 fps without it.
+    assert pictures.metadata["render_fps"] == SpiderEnv.metadata["render_fps"] == 4
     pictures.reset()
     images = pictures.get_images()
     assert len(images) == 3 and all(img.shape == (480, 640, 3) and img.dtype == np.uint8 for img in images)
