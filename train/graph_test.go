@@ -231,6 +231,14 @@ func TestGradientsAccumulateUntilZeroed(t *testing.T) {
 // softmax over the legal actions, the PPO surrogate or cross-entropy, the
 // entropy and the value loss.
 func (c *gradCase) reference(kind Loss, co coefs) (policy, value, entropy float64) {
+	policy, value, entropy, _, _ = c.referenceAll(kind, co)
+	return policy, value, entropy
+}
+
+// referenceAll is reference with PPO's diagnostics too: the mean of
+// (ratio-1) - log ratio, and the share of rows whose ratio is outside
+// their clip range.
+func (c *gradCase) referenceAll(kind Loss, co coefs) (policy, value, entropy, approxKL, clipFrac float64) {
 	rows, A := len(c.adv), c.spec.NumActions
 	forward := c.forward
 	if forward == nil {
@@ -270,11 +278,15 @@ func (c *gradCase) reference(kind Loss, co coefs) (policy, value, entropy float6
 			ratio := math.Exp(lpc - c.old[r])
 			clipped := math.Min(math.Max(ratio, c.lo[r]), c.hi[r])
 			policy -= math.Min(ratio*c.adv[r], clipped*c.adv[r]) / float64(rows)
+			approxKL += (ratio - 1 - (lpc - c.old[r])) / float64(rows)
+			if clipped != ratio {
+				clipFrac += 1 / float64(rows)
+			}
 		case CloneLoss:
 			policy -= lpc / float64(rows)
 		}
 	}
-	return policy, value, entropy
+	return policy, value, entropy, approxKL, clipFrac
 }
 
 // TestLossMatchesItsDefinition checks the loss's parts, as the graph
@@ -285,7 +297,7 @@ func TestLossMatchesItsDefinition(t *testing.T) {
 	for _, kind := range []Loss{PPOLoss, CloneLoss} {
 		c := newGradCase(t, kind)
 		got := c.loss(t)
-		p, v, e := c.reference(kind, co)
+		p, v, e, kl, clip := c.referenceAll(kind, co)
 		want := p + co.Value*v - co.Entropy*e
 		close := func(a, b float64) bool { return math.Abs(a-b) <= 1e-9*(1+math.Abs(b)) }
 		if !close(c.gr.head.policy, p) || !close(c.gr.head.entropy, e) || !close(got, want) {
@@ -294,6 +306,12 @@ func TestLossMatchesItsDefinition(t *testing.T) {
 		}
 		if e <= 0 || p == 0 {
 			t.Fatalf("loss %d: a degenerate case (policy %v, entropy %v) proves little", kind, p, e)
+		}
+		if !close(c.gr.head.approxKL, kl) || !close(c.gr.head.clipFrac, clip) {
+			t.Fatalf("loss %d: approx KL %v, clip fraction %v; by definition %v, %v", kind, c.gr.head.approxKL, c.gr.head.clipFrac, kl, clip)
+		}
+		if kind == PPOLoss && (kl <= 0 || clip <= 0 || clip >= 1) {
+			t.Fatalf("PPO: a degenerate case (approx KL %v, clip fraction %v) proves little", kl, clip)
 		}
 	}
 }

@@ -36,9 +36,13 @@ type headOp struct {
 	rows, cols int
 
 	// Set by Do: the loss's parts, for the learner's report, and the
-	// gradient of the output with respect to each logit.
-	policy, entropy float64
-	dz              []float64
+	// gradient of the output with respect to each logit. approxKL and
+	// clipFrac (PPO only) are the diagnostics CleanRL logs: the estimate
+	// (ratio-1) - log ratio of the KL divergence of the new policy from
+	// the rollout's, and the share of rows whose ratio is clipped.
+	policy, entropy    float64
+	approxKL, clipFrac float64
+	dz                 []float64
 }
 
 func newHeadOp(kind Loss, entCoef float64, rows, cols int) *headOp {
@@ -127,7 +131,7 @@ func inputsOf[T float32 | float64](vals []G.Value, rows int, sizes []int) ([][]T
 func headForward[T float32 | float64](op *headOp, in [][]T) float64 {
 	z, mask, onehot, adv, oldLP, lo, hi := in[0], in[1], in[2], in[3], in[4], in[5], in[6]
 	A, B := op.cols, float64(op.rows)
-	var policy, entropy float64
+	var policy, entropy, kl, clipped float64
 	for r := range op.rows {
 		zr, mr, oh, dz := z[r*A:(r+1)*A], mask[r*A:(r+1)*A], onehot[r*A:(r+1)*A], op.dz[r*A:(r+1)*A]
 		// Pass 1: the row's maximum and the chosen action.
@@ -182,7 +186,12 @@ func headForward[T float32 | float64](op *headOp, in [][]T) float64 {
 		var gc float64 // d(policy loss)/d(chosen log-probability)
 		switch op.kind {
 		case PPOLoss:
-			ratio := math.Exp(lpc - float64(oldLP[r]))
+			logRatio := lpc - float64(oldLP[r])
+			ratio := math.Exp(logRatio)
+			kl += (ratio - 1) - logRatio
+			if ratio < float64(lo[r]) || ratio > float64(hi[r]) {
+				clipped++
+			}
 			a := float64(adv[r])
 			s1 := ratio * a
 			s2 := min(max(ratio, float64(lo[r])), float64(hi[r])) * a
@@ -216,6 +225,7 @@ func headForward[T float32 | float64](op *headOp, in [][]T) float64 {
 		}
 	}
 	op.policy, op.entropy = policy/B, entropy/B
+	op.approxKL, op.clipFrac = kl/B, clipped/B
 	return op.policy - op.entCoef*op.entropy
 }
 

@@ -148,6 +148,7 @@ func (l *learner) setRow(r int, obs []float32, mask []uint8, action int) {
 // losses are one update's loss parts.
 type losses struct {
 	Policy, Value, Entropy, GradNorm float64
+	ApproxKL, ClipFrac               float64 // PPO's diagnostics (headOp)
 }
 
 // update runs the graphs on the filled minibatch and applies one Adam step.
@@ -202,6 +203,8 @@ func (l *learner) update() (losses, error) {
 		out.Policy += w * p.gr.head.policy
 		out.Value += w * float64(p.gr.vLoss.Value().Data().(float32))
 		out.Entropy += w * p.gr.head.entropy
+		out.ApproxKL += w * p.gr.head.approxKL
+		out.ClipFrac += w * p.gr.head.clipFrac
 	}
 	out.GradNorm = gradNorm(l.grads)
 	if bad(out.Policy) || bad(out.Value) || bad(out.Entropy) || bad(out.GradNorm) {

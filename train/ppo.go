@@ -107,6 +107,7 @@ func (t *Trainer) iteration(ctx context.Context) (Metrics, error) {
 	t.elapsed += total.Seconds()
 	m := Metrics{Iter: t.iter, Phase: "ppo", EnvSteps: t.steps, Episodes: t.eps, Finished: finished,
 		PolicyLoss: sum.Policy / float64(updates), ValueLoss: sum.Value / float64(updates), Entropy: sum.Entropy / float64(updates),
+		ApproxKL: sum.ApproxKL / float64(updates), ClipFrac: sum.ClipFrac / float64(updates),
 		EnvStepsPerS: float64(n*T) / total.Seconds(), UpdatesPerS: float64(updates) / learnT.Seconds(),
 		EnvSeconds: envT.Seconds(), ActSeconds: actT.Seconds(), LearnSeconds: learnT.Seconds(), ElapsedSecond: t.elapsed}
 	if finished > 0 {

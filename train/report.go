@@ -54,12 +54,20 @@ type Metrics struct {
 	Labels       int     `msgpack:"labels" json:"labels"`
 	Agreement    float64 `msgpack:"agreement" json:"agreement"`
 	LabelSeconds float64 `msgpack:"label_s" json:"label_s"`
+	// ApproxKL and ClipFrac (PPO iterations; the CSV has them after
+	// entropy) are the mean over the updates of (ratio-1) - log ratio, an
+	// estimate of the KL divergence of the updated policy from the
+	// rollout's, and of the share of rows whose probability ratio was
+	// clipped: a learning rate too high shows in both (CleanRL's approx_kl
+	// and clipfrac).
+	ApproxKL float64 `msgpack:"approx_kl" json:"approx_kl"`
+	ClipFrac float64 `msgpack:"clip_frac" json:"clip_frac"`
 }
 
 // finite reports whether every number of m is finite: what a run
 // measures always is.
 func (m Metrics) finite() bool {
-	for _, v := range []float64{m.MeanReturn, m.WinRate, m.MeanRuns, m.PolicyLoss, m.ValueLoss, m.Entropy, m.EnvStepsPerS,
+	for _, v := range []float64{m.MeanReturn, m.WinRate, m.MeanRuns, m.PolicyLoss, m.ValueLoss, m.Entropy, m.ApproxKL, m.ClipFrac, m.EnvStepsPerS,
 		m.UpdatesPerS, m.EnvSeconds, m.ActSeconds, m.LearnSeconds, m.ElapsedSecond, m.ValWinRate, m.ValRuns, m.ValSeconds,
 		m.Agreement, m.LabelSeconds} {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
@@ -102,9 +110,10 @@ var ErrNoEpisodes = errors.New("train: no finished episode to plot yet")
 // curveWindow is the number of iterations each point of the curve averages.
 const curveWindow = 20
 
-// metricsHeader is the CSV header, in Metrics field order.
+// metricsHeader is the CSV header, in Metrics field order but for
+// approx_kl and clip_frac, which follow entropy.
 var metricsHeader = []string{"iter", "phase", "env_steps", "episodes", "mean_return", "win_rate", "mean_runs", "finished",
-	"policy_loss", "value_loss", "entropy", "env_steps_per_s", "updates_per_s", "env_s", "act_s", "learn_s", "elapsed_s",
+	"policy_loss", "value_loss", "entropy", "approx_kl", "clip_frac", "env_steps_per_s", "updates_per_s", "env_s", "act_s", "learn_s", "elapsed_s",
 	"val_games", "val_win_rate", "val_runs", "val_s", "round", "labels", "agreement", "label_s"}
 
 // WriteMetrics writes history as CSV (jsonl false) or JSON lines.
@@ -124,7 +133,7 @@ func WriteMetrics(w io.Writer, history []Metrics, jsonl bool) error {
 	for _, m := range history {
 		cw.Write([]string{strconv.Itoa(m.Iter), m.Phase, strconv.FormatInt(m.EnvSteps, 10), strconv.FormatInt(m.Episodes, 10),
 			f(m.MeanReturn), f(m.WinRate), f(m.MeanRuns), strconv.Itoa(m.Finished), f(m.PolicyLoss), f(m.ValueLoss), f(m.Entropy),
-			f(m.EnvStepsPerS), f(m.UpdatesPerS), f(m.EnvSeconds), f(m.ActSeconds), f(m.LearnSeconds), f(m.ElapsedSecond),
+			f(m.ApproxKL), f(m.ClipFrac), f(m.EnvStepsPerS), f(m.UpdatesPerS), f(m.EnvSeconds), f(m.ActSeconds), f(m.LearnSeconds), f(m.ElapsedSecond),
 			strconv.Itoa(m.ValGames), f(m.ValWinRate), f(m.ValRuns), f(m.ValSeconds),
 			strconv.Itoa(m.Round), strconv.Itoa(m.Labels), f(m.Agreement), f(m.LabelSeconds)})
 	}

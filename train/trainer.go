@@ -273,6 +273,8 @@ func (t *Trainer) epochs(ctx context.Context, l *learner, n, rows, passes int, o
 			sum.Policy += ls.Policy
 			sum.Value += ls.Value
 			sum.Entropy += ls.Entropy
+			sum.ApproxKL += ls.ApproxKL
+			sum.ClipFrac += ls.ClipFrac
 			updates++
 			if o.average && pass == passes-1 {
 				mean.add(t.params())
