@@ -507,3 +507,27 @@ func TestResumeImitationWithoutAStepLimit(t *testing.T) {
 	}
 	tr.Close()
 }
+
+// TestResumeKeepsARunsShaping: New refuses shaping for another discount
+// than the learner's, but a run saved before it did (spider train's
+// --shaping-gamma had defaulted to 1 beside --gamma 0.99) resumes as it
+// began: its flags must match its checkpoint, so it could not be mended.
+func TestResumeKeepsARunsShaping(t *testing.T) {
+	dir := t.TempDir()
+	c := tinyConfig()
+	c.Game.Shaping, c.Game.ShapingGamma = env.Progress, c.Gamma
+	net, st := savedStateOf(t, dir, c)
+	p := saveState(t, dir, "older.spider", net, withKey(st, "config.gamma", 0.95))
+	tr, err := Resume(p, nil)
+	if err != nil {
+		t.Fatalf("a run saved with shaping for another discount: %v", err)
+	}
+	defer tr.Close()
+	if tr.Config.Gamma != 0.95 || tr.Config.Game.ShapingGamma != c.Gamma {
+		t.Fatalf("resumed with gamma %v and shaping gamma %v", tr.Config.Gamma, tr.Config.Game.ShapingGamma)
+	}
+	c.Gamma = 0.95
+	if _, err := New(c); err == nil || !strings.Contains(err.Error(), "changes which policy is best") {
+		t.Fatalf("New with the same configuration: %v", err)
+	}
+}

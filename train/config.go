@@ -136,7 +136,12 @@ func DefaultConfig() Config {
 
 // Validate reports why New would refuse c, or nil: a command checks it
 // before it creates anything for the run.
-func (c Config) Validate() error { return c.validate() }
+func (c Config) Validate() error {
+	if err := c.validate(); err != nil {
+		return err
+	}
+	return c.checkShaping()
+}
 
 // Rules returns the game configuration the run trains on. It refuses an
 // observation encoding other than float32.
@@ -220,15 +225,6 @@ func (c Config) validate() error {
 		// (greedy, a network) would play one for ever.
 		return fmt.Errorf("train: a warm start or validation plays whole games, which need a step limit (max steps %d)", c.Game.MaxSteps)
 	}
-	if c.Game.Shaping != env.NoShaping {
-		// Potential-based shaping leaves the best policy unchanged only
-		// for the learner's own discount: at another it pays (1-gamma)
-		// times the potential every step, more than a run is worth, for
-		// staying put in a good position.
-		if r, err := env.NewRules(c.Game); err == nil && r.ShapingGamma() != c.Gamma {
-			return fmt.Errorf("train: shaping for a discount of %g (shaping gamma) under a learner's discount of %g (gamma) changes which policy is best; make them equal", r.ShapingGamma(), c.Gamma)
-		}
-	}
 	for _, h := range c.Hidden {
 		if h < 1 || h > 1<<14 {
 			return fmt.Errorf("train: hidden width %d outside 1 to 16384", h)
@@ -240,6 +236,22 @@ func (c Config) validate() error {
 		default:
 			return fmt.Errorf("train: teacher %q: want greedy, search or random (the oracle sees hidden cards)", name)
 		}
+	}
+	return nil
+}
+
+// checkShaping reports a shaping for another discount than the learner's:
+// potential-based shaping leaves the best policy unchanged only for the
+// learner's own discount, and at another it pays (1-gamma) times the
+// potential every step, more than a run is worth, for staying put in a
+// good position. New refuses such a run; Resume does not, so that a run
+// started before New refused it goes on as it began.
+func (c Config) checkShaping() error {
+	if c.Game.Shaping == env.NoShaping {
+		return nil
+	}
+	if r, err := env.NewRules(c.Game); err == nil && r.ShapingGamma() != c.Gamma {
+		return fmt.Errorf("train: shaping for a discount of %g (shaping gamma) under a learner's discount of %g (gamma) changes which policy is best; make them equal", r.ShapingGamma(), c.Gamma)
 	}
 	return nil
 }

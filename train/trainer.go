@@ -61,6 +61,9 @@ func New(c Config) (*Trainer, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
+	if err := c.checkShaping(); err != nil {
+		return nil, err
+	}
 	r, _ := c.Rules()
 	c.Game = r.Options()
 	spec, _ := c.Spec()

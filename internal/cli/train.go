@@ -46,6 +46,9 @@ func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 	o := trainOptions{cfg: train.DefaultConfig()}
 	c := &o.cfg
 	registerGameFlags(fs, &c.Game)
+	// Shaping is for the learner's discount: its default here is --gamma.
+	sg := fs.Lookup("shaping-gamma")
+	sg.Usage, sg.DefValue = "the learner's discount, for reward shaping: --gamma unless given (another is refused)", "0"
 	stepLimitNeeded(fs, "with a warm start or validation, whose games must end")
 	fs.IntSliceVar(&o.hidden, "hidden", c.Hidden, "hidden layer widths (--arch columns: the one mixing layer's, default 256)")
 	fs.StringVar(&c.Arch, "arch", nn.MLP, "the network: mlp (layers over the whole observation) or columns (one encoder shared by the ten columns, and moves scored from their source and destination columns)")
@@ -111,6 +114,8 @@ func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 			return usageError{errors.New("--teacher teaches only a warm start (--clone-games) or DAgger rounds (--dagger-rounds)")}
 		case fs.Changed("dagger-games") && o.cfg.DaggerRounds == 0:
 			return usageError{errors.New("--dagger-games needs --dagger-rounds")}
+		case fs.Changed("shaping-gamma") && o.cfg.Game.Shaping == env.NoShaping:
+			return usageError{errors.New("--shaping-gamma needs --shaping progress")}
 		case o.export != "" && (fs.Changed("iterations") || fs.Changed("steps") || fs.Changed("time")):
 			return usageError{errors.New("--export writes a trained network and trains nothing: give no --iterations, --steps or --time")}
 		}

@@ -211,6 +211,10 @@ func TestTrainGameFlags(t *testing.T) {
 	if code := Main(append([]string{"train", "--shaping", "progress", "--shaping-gamma", "0.9", "--out", filepath.Join(dir, "e")}, small...), nil, &bytes.Buffer{}, &stderr); code != 2 || !strings.Contains(stderr.String(), "train: shaping for a discount of 0.9 (shaping gamma) under a learner's discount of 0.99 (gamma)") {
 		t.Fatalf("--shaping-gamma 0.9: exit %d:\n%s", code, stderr.String())
 	}
+	stderr.Reset()
+	if code := Main(append([]string{"train", "--shaping-gamma", "0.99", "--out", filepath.Join(dir, "f")}, small...), nil, &bytes.Buffer{}, &stderr); code != 2 || !strings.Contains(stderr.String(), "--shaping-gamma needs --shaping progress") {
+		t.Fatalf("--shaping-gamma without shaping: exit %d:\n%s", code, stderr.String())
+	}
 }
 
 // TestTrainKeepsWarmStartAndBestCheckpoints validates after the warm start

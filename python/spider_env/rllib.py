@@ -156,6 +156,8 @@ def env_creator(env_config: Mapping[str, Any]) -> gym.Env[Any, Any] | gym.vector
     num_envs = cfg.pop("num_envs", None)
     cfg.setdefault("obs", "float32")
     cfg.setdefault("illegal", "noop")
+    if cfg.get("workers", 0) is None:
+        del cfg["workers"]  # the default, as absent
     if num_envs is None and "workers" in cfg:
         raise TypeError('env_config "workers" sets a batch\'s: it needs gym_env_vectorize_mode="vector_entry_point"')
     server = None

@@ -108,7 +108,7 @@ class VectorMaskInObservation(_VectorWrapper):
         self._inner = env
         self._box = _obs_box(env.single_observation_space, float32, "VectorMaskInObservation")
         n = _num_actions(env.single_action_space, "VectorMaskInObservation")
-        self._ones = np.ones(n, np.float32)  # a final observation's mask (the server sends none)
+        self._n = n
         self.single_observation_space = spaces.Dict(
             {"observations": self._box, "action_mask": spaces.Box(0.0, 1.0, shape=(n,), dtype=np.float32)}
         )
@@ -126,7 +126,9 @@ class VectorMaskInObservation(_VectorWrapper):
         if final is not None:
             infos["final_obs"] = np.array(
                 [
-                    None if o is None else {"observations": np.asarray(o, self._box.dtype), "action_mask": self._ones}
+                    None
+                    if o is None
+                    else {"observations": np.asarray(o, self._box.dtype), "action_mask": np.ones(self._n, np.float32)}
                     for o in final
                 ],
                 dtype=object,

@@ -76,6 +76,8 @@ def test_vector_mask_in_observation_wraps_final_observations(server):
     for o in infos["final_obs"]:
         assert envs.single_observation_space.contains(o), o
         assert (o["action_mask"] == 1).all()
+    # Each its own: a learner that writes one changes no other.
+    assert infos["final_obs"][0]["action_mask"] is not infos["final_obs"][1]["action_mask"]
     envs.close()
 
 
@@ -102,6 +104,8 @@ def test_env_creator_defaults_and_keys(server):
     slow.close()
     with pytest.raises(TypeError, match="vector_entry_point"):
         env_creator({"workers": 2, "address": server.address})
+    default = env_creator({"workers": None, "address": server.address})  # None: the default, as absent
+    default.close()
     venv = env_creator({"num_envs": 3, "max_steps": 20, "workers": 1})
     assert (
         isinstance(venv, VectorMaskInObservation) and venv.num_envs == 3 and venv.unwrapped.spider_spec["workers"] == 1
