@@ -9,8 +9,8 @@
     )
 
 (the Dict observations below need RLlib's action-masking module; the whole
-script is examples/rllib_ppo.py)
-or ``ray.tune.registry.register_env("Spider-v0", spider_env.rllib.env_creator)``.
+script is examples/rllib_ppo.py), or register the creator yourself with
+``ray.tune.registry.register_env("Spider-v0", spider_env.rllib.env_creator)``.
 The creator is a module-level function: Ray pickles it by reference, and an
 env runner that never imported spider_env imports this module (and the
 package) when it builds its envs, so spider-env must be installed on every
