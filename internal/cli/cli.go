@@ -331,3 +331,28 @@ func optionColumns(header []string) ([]string, func(row []string, o env.Options)
 		return row
 	}
 }
+
+// stickyWriter keeps the first error of its writes, so that a command
+// whose text went, line by line, to a full disk or a closed pipe says so
+// and fails, rather than exit 0 having lost its answer.
+type stickyWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (s *stickyWriter) Write(p []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	n, err := s.w.Write(p)
+	s.err = err
+	return n, err
+}
+
+// failed returns the error of the first write that failed, or nil.
+func (s *stickyWriter) failed() error {
+	if s.err != nil {
+		return fmt.Errorf("writing the output: %w", s.err)
+	}
+	return nil
+}

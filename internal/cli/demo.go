@@ -31,7 +31,11 @@ func demoCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, i
 		if o.show < 0 {
 			return usageError{fmt.Errorf("--show %d is negative", o.show)}
 		}
-		return runDemo(ctx, o, stdout)
+		out := &stickyWriter{w: stdout}
+		if err := runDemo(ctx, o, out); err != nil {
+			return err
+		}
+		return out.failed()
 	}
 }
 

@@ -72,6 +72,10 @@ type turningPoint struct {
 	// OracleWinsDeal says whether the oracle wins the deal from the
 	// start; when it does not, the rest is empty.
 	OracleWinsDeal bool `json:"oracle_wins_deal"`
+	// OracleWinsEnd says the oracle still wins from the last position: a
+	// game stopped before its end (spider play saves one its player
+	// quits) was not lost, and the rest is empty.
+	OracleWinsEnd bool `json:"oracle_wins_end,omitempty"`
 	// Move is the move (from 1) after which the oracle no longer wins,
 	// Action what was played there and Before the position it was played
 	// from, from which the oracle wins in OracleMoves moves.
@@ -143,7 +147,11 @@ func replayCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader,
 		if o.every < 0 {
 			return usageError{fmt.Errorf("--every %d: want 0 or more", o.every)}
 		}
-		return runReplay(ctx, o, args[0], stdout, stderr)
+		out := &stickyWriter{w: stdout}
+		if err := runReplay(ctx, o, args[0], out, stderr); err != nil {
+			return err
+		}
+		return out.failed()
 	}
 }
 
@@ -213,6 +221,8 @@ func runReplay(ctx context.Context, o replayOptions, path string, stdout, stderr
 			fmt.Fprintln(stdout, "turning point: none, the game was won")
 		case tp != nil && !tp.OracleWinsDeal:
 			fmt.Fprintf(stdout, "turning point: none, the oracle (%d nodes) does not win this deal either\n", tp.Nodes)
+		case tp != nil && tp.OracleWinsEnd:
+			fmt.Fprintf(stdout, "turning point: none, the oracle (%d nodes) still wins from the last position: the game stopped before it was lost\n", tp.Nodes)
 		case tp != nil:
 			b := tp.Before
 			fmt.Fprintf(stdout, "turning point: move %d (%s), after which the oracle no longer wins; before it (stock %d, %d face down, %d runs, %d empty columns) the oracle wins in %d moves (%d oracle games of %d nodes a plan)\n",
@@ -311,8 +321,9 @@ const oracleHorizon = 1000
 // findTurningPoint bisects the positions of a game that was not won, and
 // whose record replays, for the last one from which the oracle, playing on
 // (within what is left of the step limit, and within oracleHorizon moves
-// of the position), still wins. Position 0 is the
-// deal and position len(g.Actions) the final one, which is not won.
+// of the position), still wins. Position 0 is the deal and position
+// len(g.Actions) the final one, which is not won; when the oracle wins
+// from it (a game stopped before its end), nothing turned the game.
 func findTurningPoint(ctx context.Context, g record.Game, nodes int, stderr io.Writer) (*turningPoint, error) {
 	tp := &turningPoint{Nodes: cmp.Or(nodes, agents.DefaultNodes)}
 	r, err := g.RulesOf()
@@ -356,6 +367,18 @@ func findTurningPoint(ctx context.Context, g record.Game, nodes int, stderr io.W
 		return tp, err
 	}
 	tp.OracleWinsDeal = true
+	// The bisection needs a last position the oracle does not win: a game
+	// stopped before its end may not be one (nor a record of no moves).
+	if n == 0 {
+		tp.OracleWinsEnd = true
+		return tp, nil
+	}
+	if res, err := wins(n); err != nil {
+		return nil, err
+	} else if res.Won {
+		tp.OracleWinsEnd = true
+		return tp, nil
+	}
 	lo, hi, loMoves := 0, n, res.Moves // the oracle wins from lo, not from hi
 	for hi-lo > 1 {
 		mid := (lo + hi) / 2

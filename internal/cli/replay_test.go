@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"image"
 	"image/draw"
 	"image/gif"
@@ -438,6 +439,31 @@ func TestReplayTurningPoint(t *testing.T) {
 			t.Errorf("%s: the output does not say %q:\n%s", tc.file, tc.want, stdout.String())
 		}
 	}
+
+	// A game stopped before its end (spider play saves one its player
+	// quits), here after 2 and after 0 of the lost game's moves: the
+	// oracle still wins from its last position, so nothing turned it.
+	// Before, the bisection named move 2 all the same, and a record of
+	// no moves panicked.
+	for _, k := range []int{2, 0} {
+		s := env.NewGame(r, 3)
+		var played []env.Action
+		for _, a := range g.Actions[:k] {
+			s.Step(env.Action(a))
+			played = append(played, env.Action(a))
+		}
+		part := filepath.Join(dir, fmt.Sprintf("stopped-%d.spider", k))
+		if err := record.Save(part, record.New(r, 3, "greedy", played, &s)); err != nil {
+			t.Fatal(err)
+		}
+		stdout.Reset()
+		if err := runReplay(context.Background(), replayOptions{turning: true, nodes: nodes}, part, &stdout, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		if want := "turning point: none, the oracle (2000 nodes) still wins from the last position"; !strings.Contains(stdout.String(), want) {
+			t.Errorf("a game stopped after %d moves: the output does not say %q:\n%s", k, want, stdout.String())
+		}
+	}
 	if code := Main([]string{"replay", path, "--turning-point", "--csv"}, strings.NewReader(""), &stdout, &stderr); code != 2 {
 		t.Errorf("--turning-point --csv: exit %d", code)
 	}
@@ -584,5 +610,32 @@ func TestReplayPicturesAreBounded(t *testing.T) {
 	}
 	if p, err := newPictures(o, maxFrames-1, io.Discard); err != nil || p.total != maxFrames {
 		t.Fatalf("%d positions: %v", maxFrames, err)
+	}
+}
+
+// brokenWriter fails every write, as stdout on a full disk or a closed
+// pipe does.
+type brokenWriter struct{}
+
+func (brokenWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
+
+// TestTextOutputThatCannotBeWrittenFails: demo and replay write their text
+// a line at a time; one that cannot be written exits 1 saying so, as
+// --json and --csv did, where before it exited 0 with the answer lost.
+func TestTextOutputThatCannotBeWrittenFails(t *testing.T) {
+	dir := t.TempDir()
+	var stderr bytes.Buffer
+	if code := Main([]string{"eval", "--policies", "greedy", "--seeds", "3", "--max-steps", "50", "--record", dir}, strings.NewReader(""), io.Discard, &stderr); code != 0 {
+		t.Fatalf("eval: exit %d: %s", code, stderr.String())
+	}
+	for _, args := range [][]string{
+		{"demo", "--max-steps", "20"},
+		{"replay", filepath.Join(dir, "greedy-max-steps50-3.spider")},
+		{"replay", filepath.Join(dir, "greedy-max-steps50-3.spider"), "--every", "0"},
+	} {
+		stderr.Reset()
+		if code := Main(args, strings.NewReader(""), brokenWriter{}, &stderr); code != 1 || !strings.Contains(stderr.String(), "writing the output: no space left on device") {
+			t.Errorf("%v: exit %d, %q", args, code, stderr.String())
+		}
 	}
 }
