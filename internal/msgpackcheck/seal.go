@@ -87,7 +87,7 @@ func ReadFile(path string, limit int64) ([]byte, error) {
 	// Where int has 32 bits no slice holds more than an int's bytes: a
 	// larger limit would panic in make, not refuse the file.
 	limit = min(limit, math.MaxInt-1)
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|openFlags, 0)
 	if err != nil {
 		return nil, err
 	}
