@@ -189,13 +189,6 @@ func resume(path string, net *nn.Net, raw []byte, want *Config, admit func(Confi
 		t.batch.Close()
 		return nil, fmt.Errorf("%s: %v", path, err)
 	}
-	for i, n := range t.batch.NumLegal {
-		// A same-step batch always holds a game in progress.
-		if n == 0 {
-			t.batch.Close()
-			return nil, fmt.Errorf("%s: game %d of the saved batch has no legal action", path, i)
-		}
-	}
 	if t.opt.T < 0 {
 		t.batch.Close()
 		return nil, fmt.Errorf("%s: negative optimiser step count", path)

@@ -14,7 +14,6 @@ a new buffer and never overwrites them.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import itertools
 import mmap
 import numbers
@@ -925,7 +924,7 @@ class Client:
             try:
                 if reply.get("shm") is True:
                     shared = _Shared(reply, fds, _field("make", reply, "n", int))
-                spec, dtype, obs_len = self._read_spec(reply, req, shared is not None)
+                spec, dtype, obs_len = self._read_spec(reply, given, req, shared is not None)
                 if shared is not None:
                     shared.check(spec["n"], dtype, obs_len)
             except BaseException as e:
@@ -961,13 +960,15 @@ class Client:
         return spec
 
     @staticmethod
-    def _read_spec(reply: dict[str, Any], req: dict[str, Any], shared: bool) -> tuple[MakeReply, np.dtype[Any], int]:
-        """The make reply to req as a spec, its observations' dtype and
-        length; a reply this client cannot use, or one that made another
-        batch than req asked for, raises SpiderError."""
+    def _read_spec(
+        reply: dict[str, Any], given: dict[str, Any], req: dict[str, Any], shared: bool
+    ) -> tuple[MakeReply, np.dtype[Any], int]:
+        """The make reply to req (whose game options are given) as a spec,
+        its observations' dtype and length; a reply this client cannot use,
+        or one that made another batch than req asked for, raises
+        SpiderError."""
         # A server older than this client ignores options it does not know
         # (as the protocol asks): refuse rather than play another game.
-        given = {k: v for k, v in req.items() if k in _GAME_OPTIONS}
         unknown = [k for k in given if k not in reply]
         if unknown:
             raise SpiderError(
@@ -1223,7 +1224,6 @@ class Client:
 
 _STEP_REQUIRED = StepReply.__required_keys__
 _FINALS = ("has_final", "final_score")
-_GAME_OPTIONS = frozenset(f.name for f in dataclasses.fields(SpiderConfig))
 
 
 def _reply_limit(make_reply: dict[str, Any]) -> int:
