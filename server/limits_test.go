@@ -183,6 +183,29 @@ func TestPeerConnectionLimit(t *testing.T) {
 	}
 }
 
+// TestRefusalsInABurst gives every connection over MaxConns its reply
+// naming the flag, however fast they come: a burst of them on a Unix
+// socket was accepted faster than refusals on goroutines of their own
+// ran, and past 64 most were closed with no reply.
+func TestRefusalsInABurst(t *testing.T) {
+	ln, err := net.Listen("unix", filepath.Join(t.TempDir(), "s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := New(Config{MaxConns: 1})
+	serveOn(t, srv, ln)
+	hello(dialNet(t, "unix", ln.Addr().String()))
+	burst := make([]*client, 300)
+	for i := range burst {
+		burst[i] = dialNet(t, "unix", ln.Addr().String())
+	}
+	for i, cl := range burst {
+		if r := cl.recv(); r == nil || r["code"] != "limit" || !strings.Contains(fmt.Sprint(r["error"]), "--max-conns") || !cl.closed() {
+			t.Fatalf("connection %d of a burst over the limit: %v; want a limit reply naming --max-conns", i, r)
+		}
+	}
+}
+
 // TestSetupTimeout closes a connection that says hello over and over but
 // never makes a batch, with a reply that names the flag, and leaves one
 // that made a batch alone.
@@ -212,8 +235,10 @@ func TestSetupTimeout(t *testing.T) {
 }
 
 // TestMemoryLimitRefusesMake fills MaxMemory with batches: the make that
-// does not fit is refused naming the flag, fits once another connection
-// closes, and every byte comes back when all have closed.
+// does not fit is refused naming the flag, fits as soon as another
+// connection's close is answered (its batch is given back before the
+// reply, not when the connection ends after it), and every byte comes
+// back when all have closed.
 func TestMemoryLimitRefusesMake(t *testing.T) {
 	srv, addr := start(t, Config{MaxMemory: 64 << 20})
 	big := map[string]any{"op": "make", "n": 230, "suits": 4, "obs": "float32", "autoreset": "same-step"}
@@ -235,12 +260,9 @@ func TestMemoryLimitRefusesMake(t *testing.T) {
 	}
 	c.ok(map[string]any{"op": "make", "n": 1}) // a small one still fits
 	a.ok(map[string]any{"op": "close"})
-	deadline := time.Now().Add(5 * time.Second)
-	for srv.Conns() != 2 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
 	c.ok(big)
 	c.ok(map[string]any{"op": "reset", "seed": 3})
+	deadline := time.Now().Add(5 * time.Second)
 	b.c.Close()
 	c.c.Close()
 	for (srv.Conns() != 0 || srv.Memory() != 0) && time.Now().Before(deadline) {
@@ -250,6 +272,61 @@ func TestMemoryLimitRefusesMake(t *testing.T) {
 		t.Fatalf("%d bytes still held after every connection closed", srv.Memory())
 	}
 }
+
+// TestCloseGivesBackBeforeItsReply: a client that makes a batch again as
+// soon as it has read close's reply must find the memory free, so the
+// batch is given back before the reply is written. Over a pipe the reply
+// waits for its reader, which lets the test look in between.
+func TestCloseGivesBackBeforeItsReply(t *testing.T) {
+	ln := &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
+	srv := New(Config{})
+	serveOn(t, srv, ln)
+	mine, theirs := net.Pipe()
+	t.Cleanup(func() { mine.Close() })
+	mine.SetDeadline(time.Now().Add(20 * time.Second))
+	ln.conns <- theirs
+	cl := &client{t: t, c: mine}
+	hello(cl)
+	cl.ok(map[string]any{"op": "make", "n": 64})
+	held := srv.Memory()
+	cl.send(map[string]any{"op": "close"})
+	deadline := time.Now().Add(5 * time.Second)
+	for srv.Games() != 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if srv.Games() != 0 || srv.Memory() >= held {
+		t.Fatalf("before close's reply was read the server held %d games and %d bytes (%d with the batch)", srv.Games(), srv.Memory(), held)
+	}
+	if r := cl.recv(); r == nil || r["ok"] != true {
+		t.Fatalf("close: %v", r)
+	}
+}
+
+// pipeListener accepts the connections sent on conns: one end of a
+// net.Pipe, whose writes wait for their reader.
+type pipeListener struct {
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pipeListener) Close() error { l.once.Do(func() { close(l.done) }); return nil }
+
+func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
+
+type pipeAddr struct{}
+
+func (pipeAddr) Network() string { return "pipe" }
+func (pipeAddr) String() string  { return "pipe" }
 
 // TestHintSharedIsTakenFirst: what the hint agents share (a network's
 // weights) comes off MaxMemory before any connection, so a batch that

@@ -147,6 +147,7 @@ func (cn *conn) opHello(q *request) *replyError {
 
 func (cn *conn) opClose(q *request) *replyError {
 	cn.closing = true
+	cn.dropBatch()
 	cn.en.begin(true, q)
 	return nil
 }

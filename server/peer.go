@@ -8,7 +8,7 @@ import (
 // peerOf names who is at the other end of c, for the limit on connections
 // per peer (Config.MaxPeerConns): the local user, by uid, for a Unix socket
 // (SO_PEERCRED) and, on Linux, for TCP over loopback (the owner of the
-// client's socket in /proc/net/tcp); otherwise the remote address. Every
+// client's socket, tcpPeerUID); otherwise the remote address. Every
 // local user reaches a loopback server from the same address, so without
 // the uid one user's connections would count against everyone's.
 func peerOf(c net.Conn) string {

@@ -2,7 +2,10 @@ package server
 
 import (
 	"net"
+	"os"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestProcAddr checks the address format of /proc/net/tcp and tcp6.
@@ -18,5 +21,84 @@ func TestProcAddr(t *testing.T) {
 		if got := procAddr(a); got != want {
 			t.Errorf("procAddr(%s) = %s, want %s", addr, got, want)
 		}
+	}
+}
+
+// TestTCPPeerUID finds the owner of a loopback client's socket both ways,
+// by netlink (what the server uses) and from /proc/net/tcp (its fallback),
+// and no owner once the client has closed it: its end then has uid 0,
+// which is not the client's user.
+func TestTCPPeerUID(t *testing.T) {
+	for _, network := range []string{"tcp4", "tcp6"} {
+		t.Run(network, func(t *testing.T) {
+			host := "127.0.0.1:0"
+			if network == "tcp6" {
+				host = "[::1]:0"
+			}
+			ln, err := net.Listen(network, host)
+			if err != nil {
+				t.Skipf("no %s loopback here: %v", network, err)
+			}
+			defer ln.Close()
+			client, err := net.Dial(network, ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer client.Close()
+			c, err := ln.Accept()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			remote, local := c.RemoteAddr().(*net.TCPAddr), c.LocalAddr().(*net.TCPAddr)
+			fd, err := syscall.Socket(syscall.AF_NETLINK, syscall.SOCK_DGRAM, syscall.NETLINK_INET_DIAG)
+			if err != nil {
+				t.Skipf("no netlink sock_diag here (%v): the server reads /proc/net/tcp instead", err)
+			}
+			syscall.Close(fd)
+			for name, find := range map[string]func(remote, local *net.TCPAddr) (int, bool){
+				"diagUID":    func(r, l *net.TCPAddr) (int, bool) { return diagUID(r, l) },
+				"procUID":    procUID,
+				"tcpPeerUID": tcpPeerUID,
+			} {
+				if uid, ok := find(remote, local); !ok || uid != os.Getuid() {
+					t.Errorf("%s = %d, %v; want %d, true", name, uid, ok, os.Getuid())
+				}
+			}
+			if !diagWorks {
+				t.Error("tcpPeerUID did not find netlink working")
+			}
+			// The socket found is the client's own: its inode, which also
+			// pins where the reply's uid lies (just before it).
+			var st syscall.Stat_t
+			raw, err := client.(*net.TCPConn).SyscallConn()
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw.Control(func(fd uintptr) { err = syscall.Fstat(int(fd), &st) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, inode, _ := diagSocket(remote, local); uint64(inode) != st.Ino {
+				t.Errorf("diagSocket found inode %d, the client's socket is %d", inode, st.Ino)
+			}
+			// The server's end: the client's address as the remote one.
+			if _, ok := diagUID(remote, &net.TCPAddr{IP: local.IP, Port: local.Port + 1}); ok {
+				t.Error("diagUID found a socket for a pair no connection has")
+			}
+			client.Close()
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				_, okDiag := diagUID(remote, local)
+				_, okProc := procUID(remote, local)
+				if !okDiag && !okProc {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("a closed client's end still names an owner: diag %v, proc %v", okDiag, okProc)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
 	}
 }

@@ -135,14 +135,13 @@ func orDefault[T int | time.Duration](v *T, def T) {
 // Server serves the connections of one listener (Serve) until its
 // context ends.
 type Server struct {
-	cfg      Config
-	served   atomic.Bool // Serve was called
-	conns    atomic.Int64
-	games    atomic.Int64 // games held by all batches
-	mem      atomic.Int64 // bytes of MaxMemory the connections hold
-	refusing atomic.Int64 // refusals being written
-	freed    atomic.Int64 // bytes given back since memory was last returned to the system
-	freeOS   chan struct{}
+	cfg    Config
+	served atomic.Bool // Serve was called
+	conns  atomic.Int64
+	games  atomic.Int64 // games held by all batches
+	mem    atomic.Int64 // bytes of MaxMemory the connections hold
+	freed  atomic.Int64 // bytes given back since memory was last returned to the system
+	freeOS chan struct{}
 
 	shmMu sync.Mutex
 	shm   int64 // bytes of the shared-memory segments held, under shmMu
@@ -265,27 +264,21 @@ func (s *Server) admit(c net.Conn, peer string) *replyError {
 	return nil
 }
 
-// maxRefusing bounds the refusals written at once: past it a connection
-// over a limit is closed without a reply, so a flood of connections
-// cannot pile up goroutines and buffers.
-const maxRefusing = 64
+// refuseTimeout bounds the write of a refusal. A new connection's send
+// buffer is empty and the reply a few hundred bytes, so the write does not
+// wait; the deadline is only insurance for the accept loop.
+const refuseTimeout = 50 * time.Millisecond
 
-// refuse answers a connection over a limit with one failed reply, on a
-// goroutine of its own, and closes it.
+// refuse answers a connection over a limit with one failed reply and
+// closes it. It writes in the accept loop itself: on a goroutine, a burst
+// of connections was accepted faster than the refusals ran, and past a
+// cap on them most were closed with no reply at all.
 func (s *Server) refuse(c net.Conn, re *replyError) {
-	if s.refusing.Add(1) > maxRefusing {
-		s.refusing.Add(-1)
-		c.Close()
-		return
-	}
-	go func() {
-		defer s.refusing.Add(-1)
-		defer c.Close()
-		c.SetDeadline(time.Now().Add(2 * time.Second))
-		var en encoder
-		en.failure(nil, re)
-		c.Write(en.frame())
-	}()
+	defer c.Close()
+	c.SetWriteDeadline(time.Now().Add(refuseTimeout))
+	var en encoder
+	en.failure(nil, re)
+	c.Write(en.frame())
 }
 
 // conn is one connection's state.
@@ -474,6 +467,20 @@ func (cn *conn) setReply(size int64) bool {
 // every byte it holds of the memory limit, and has the memory returned to
 // the operating system when it was much.
 func (cn *conn) release() {
+	cn.dropBatch()
+	n := cn.held.base + cn.held.frame
+	cn.held = held{}
+	cn.frame, cn.req = nil, request{}
+	cn.s.giveBack(n)
+}
+
+// dropBatch frees the connection's batch, its share of the game limit and
+// what it holds of the memory limit beyond its reader, writer and frame
+// buffer (held.base and held.frame; the request being answered lies in
+// the frame). close calls it before its reply, so that a client that
+// makes a batch again as soon as it reads the reply finds the memory
+// free.
+func (cn *conn) dropBatch() {
 	if cn.batch != nil {
 		cn.batch.Close()
 		cn.batch = nil
@@ -484,9 +491,9 @@ func (cn *conn) release() {
 	}
 	cn.s.games.Add(-cn.games)
 	cn.games = 0
-	total := cn.held.total()
-	cn.held = held{}
-	cn.frame, cn.en.buf, cn.req = nil, nil, request{}
+	total := cn.held.batch + cn.held.reply + cn.held.extra
+	cn.held.batch, cn.held.reply, cn.held.extra = 0, 0, 0
+	cn.en.buf = nil
 	cn.en.dropRefs()
 	cn.actions, cn.resetMask, cn.seedVals, cn.seeded, cn.packed, cn.picture, cn.hint = nil, nil, nil, nil, nil, nil, nil
 	cn.ids = nil
