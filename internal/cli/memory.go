@@ -47,6 +47,31 @@ func (b byteSize) String() string { return bytesize.Format(int64(b)) }
 
 func (*byteSize) Type() string { return "size" }
 
+// intBytes is a byteSize flag that sets an int (a server.Config field), so
+// that every flag of bytes takes the same units.
+type intBytes struct{ v *int }
+
+func (b intBytes) Set(s string) error {
+	var n byteSize
+	if err := n.Set(s); err != nil {
+		return err
+	}
+	if int64(n) > math.MaxInt {
+		return fmt.Errorf("%q is over %s, the most a %d-bit build can count", s, bytesize.Format(math.MaxInt), strconv.IntSize)
+	}
+	*b.v = int(n)
+	return nil
+}
+
+func (b intBytes) String() string {
+	if b.v == nil {
+		return "0"
+	}
+	return bytesize.Format(int64(*b.v))
+}
+
+func (intBytes) Type() string { return "size" }
+
 // meminfo is where the machine's memory is read; a variable so tests can
 // point it elsewhere.
 var meminfo = "/proc/meminfo"

@@ -63,8 +63,9 @@ func serveCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 	fs.IntVar(&o.cfg.MaxPeerConns, "max-conns-per-peer", d.MaxPeerConns, "connections one peer may hold at once: one local user (by uid, on the Unix socket or loopback TCP on Linux), else one remote address")
 	fs.IntVar(&o.cfg.MaxGames, "max-games", d.MaxGames, "games in one connection's batch")
 	fs.IntVar(&o.cfg.MaxTotal, "max-total", d.MaxTotal, "games across all connections")
-	fs.IntVar(&o.cfg.MaxFrame, "max-frame", d.MaxFrame, "largest request frame in bytes")
-	fs.IntVar(&o.cfg.MaxBytes, "max-batch-bytes", d.MaxBytes, "largest observation and mask buffers of one batch, in bytes")
+	o.cfg.MaxFrame, o.cfg.MaxBytes = d.MaxFrame, d.MaxBytes
+	fs.Var(intBytes{&o.cfg.MaxFrame}, "max-frame", "largest request frame")
+	fs.Var(intBytes{&o.cfg.MaxBytes}, "max-batch-bytes", "largest observation and mask buffers of one batch")
 	fs.Var(&o.maxMemory, "max-memory", "memory all connections may hold together, every buffer counted (batches, game states, frames, replies); the process stays within it plus "+bytesize.Format(server.Overhead))
 	fs.DurationVar(&o.cfg.IdleTimeout, "idle-timeout", d.IdleTimeout, "close a connection silent for this long")
 	fs.DurationVar(&o.cfg.SetupTimeout, "setup-timeout", d.SetupTimeout, "close a connection that has not made a batch this long after connecting")
@@ -122,7 +123,7 @@ func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) err
 		}
 	}
 	if cfg.MaxBytes > server.MaxBatchBytes {
-		return usageError{fmt.Errorf("--max-batch-bytes %d is over %d: a step reply must fit one frame", cfg.MaxBytes, server.MaxBatchBytes)}
+		return usageError{fmt.Errorf("--max-batch-bytes %s is over %s: a step reply must fit one frame", bytesize.Format(int64(cfg.MaxBytes)), bytesize.Format(server.MaxBatchBytes))}
 	}
 	if o.maxMemory < minMemory {
 		return usageError{fmt.Errorf("--max-memory %s is under %s", o.maxMemory, bytesize.Format(minMemory))}
@@ -154,11 +155,12 @@ func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) err
 	}
 	var ln net.Listener
 	if o.unix != "" {
-		if ln, err = listenUnix(o.unix); err != nil {
+		var remove func()
+		if ln, remove, err = listenUnix(o.unix); err != nil {
 			return err
 		}
-		defer atExit(ctx, func() { os.Remove(o.unix) })() // a second Ctrl-C exits before the deferred calls
-		defer os.Remove(o.unix)
+		defer atExit(ctx, remove)() // a second Ctrl-C exits before the deferred calls
+		defer remove()
 	} else {
 		if err := checkLoopback(o.addr, o.anyAddr); err != nil {
 			return err
@@ -250,13 +252,14 @@ func checkListening(ln net.Listener, addr string, anyAddr bool, stderr io.Writer
 // which another user could connect; changing the umask instead would
 // change it for the whole process. The link fails rather than replace a
 // file already at path. A socket file left by a server that died is
-// removed first; a live one refuses the start.
-func listenUnix(path string) (net.Listener, error) {
+// removed first; a live one refuses the start. The function it returns
+// removes path if it is still this socket.
+func listenUnix(path string) (net.Listener, func(), error) {
 	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
 		// A live server would still answer, so try it before removing it.
 		if c, err := net.Dial("unix", path); err == nil {
 			c.Close()
-			return nil, fmt.Errorf("%s: another server is listening there", path)
+			return nil, nil, fmt.Errorf("%s: another server is listening there", path)
 		}
 		os.Remove(path)
 	}
@@ -271,31 +274,45 @@ func listenUnix(path string) (net.Listener, error) {
 			// be is not. A full disk is another matter.
 			err = usageError{err}
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	defer os.RemoveAll(dir)
 	private := filepath.Join(dir, "s")
 	if len(private) > maxSocketPath {
-		return nil, usageError{fmt.Errorf("--unix %s: the path is too long: the socket is first made in a private folder beside it, whose path must stay under %d bytes; use a shorter one", path, maxSocketPath+1)}
+		return nil, nil, usageError{fmt.Errorf("--unix %s: the path is too long: the socket is first made in a private folder beside it, whose path must stay under %d bytes; use a shorter one", path, maxSocketPath+1)}
 	}
 	ln, err := net.Listen("unix", private)
 	if err != nil {
-		return nil, fmt.Errorf("--unix %s: %w", path, err)
+		return nil, nil, fmt.Errorf("--unix %s: %w", path, err)
 	}
 	ul := ln.(*net.UnixListener)
 	ul.SetUnlinkOnClose(false) // the caller removes path
 	if err := os.Chmod(private, 0o600); err != nil {
 		ln.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	if err := os.Link(private, path); err != nil {
 		ln.Close()
 		if errors.Is(err, fs.ErrExist) {
-			return nil, usageError{fmt.Errorf("--unix %s: a file that is not a socket is there; remove it or choose another path", path)}
+			return nil, nil, usageError{fmt.Errorf("--unix %s: a file that is not a socket is there; remove it or choose another path", path)}
 		}
-		return nil, fmt.Errorf("--unix %s: %w", path, err)
+		return nil, nil, fmt.Errorf("--unix %s: %w", path, err)
 	}
-	return publicListener{ln, &net.UnixAddr{Name: path, Net: "unix"}}, nil
+	// Removed at the end only while it is still this socket: a server
+	// started on the same path after this one's socket was removed (by a
+	// cleaner of /tmp, say) keeps its own.
+	mine, err := os.Lstat(private)
+	if err != nil {
+		ln.Close()
+		os.Remove(path)
+		return nil, nil, err
+	}
+	remove := func() {
+		if fi, err := os.Lstat(path); err == nil && os.SameFile(fi, mine) {
+			os.Remove(path)
+		}
+	}
+	return publicListener{ln, &net.UnixAddr{Name: path, Net: "unix"}}, remove, nil
 }
 
 // maxSocketPath is the longest path of a Unix socket: sockaddr_un's

@@ -345,8 +345,8 @@ func TestServeFlagDefaultsComeFromServer(t *testing.T) {
 	serveCommand(fs)
 	d := server.DefaultConfig()
 	for flag, want := range map[string]any{
-		"max-conns": d.MaxConns, "max-games": d.MaxGames, "max-total": d.MaxTotal, "max-frame": d.MaxFrame,
-		"max-batch-bytes": d.MaxBytes, "idle-timeout": d.IdleTimeout, "workers": d.Workers,
+		"max-conns": d.MaxConns, "max-games": d.MaxGames, "max-total": d.MaxTotal, "max-frame": bytesize.Format(int64(d.MaxFrame)),
+		"max-batch-bytes": bytesize.Format(int64(d.MaxBytes)), "idle-timeout": d.IdleTimeout, "workers": d.Workers,
 		"max-conns-per-peer": d.MaxPeerConns, "setup-timeout": d.SetupTimeout, "max-memory": bytesize.Format(int64(d.MaxMemory)),
 	} {
 		f := fs.Lookup(flag)

@@ -56,6 +56,47 @@ func TestServeUnixSocketIsOwnerOnly(t *testing.T) {
 	}
 }
 
+// TestServeRemovesOnlyItsOwnSocket: a server whose socket file was
+// removed while it ran (by a cleaner of /tmp, say), and another started on
+// the same path since, must leave the other's socket when it stops.
+func TestServeRemovesOnlyItsOwnSocket(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "spider.sock")
+	start := func() (<-chan error, func()) {
+		t.Helper()
+		o := serveOpts()
+		o.unix = path
+		ready, done, cancel := serveInBackground(o, &bytes.Buffer{})
+		select {
+		case <-ready:
+		case err := <-done:
+			t.Fatalf("serve failed: %v", err)
+		case <-time.After(10 * time.Second):
+			t.Fatal("serve did not start")
+		}
+		return done, cancel
+	}
+	firstDone, stopFirst := start()
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	secondDone, stopSecond := start()
+	stopFirst()
+	if err := <-firstDone; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(path); err != nil {
+		t.Fatalf("the first server to stop removed the second's socket: %v", err)
+	}
+	helloUnix(t, path)
+	stopSecond()
+	if err := <-secondDone; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(path); !os.IsNotExist(err) {
+		t.Errorf("the second server left its socket: %v", err)
+	}
+}
+
 // TestTrainStopsOnSIGINT sends the test process a real SIGINT while Main
 // trains: it must say at once that it is stopping and return with the
 // last checkpoint kept, well before its one-hour budget.
