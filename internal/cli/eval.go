@@ -604,16 +604,22 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		return err
 	}
 	// The records come after the results, so that a record that cannot
-	// be saved (a full disk) does not cost the evaluation's report.
+	// be saved (a full disk) does not cost the evaluation's report. A
+	// stopped run saves none: saving takes a millisecond or two a game, and
+	// the work must end within seconds of the stop.
+	if stopped != nil {
+		none := ""
+		if o.record != "" {
+			none = " (no records are saved after a stop)"
+		}
+		return fmt.Errorf("stopped after %d of %d deals, whose results are written%s: %w", len(ev.Seeds), len(seeds), none, stopped)
+	}
 	if o.record != "" {
-		if err := saveRecords(o.record, ev, rep); err != nil {
+		if err := saveRecords(ctx, o.record, ev, rep); err != nil {
 			return fmt.Errorf("the results are written, but not every game's record: %w", err)
 		}
 	}
-	if stopped == nil {
-		return nil
-	}
-	return fmt.Errorf("stopped after %d of %d deals, whose results are written: %w", len(ev.Seeds), len(seeds), stopped)
+	return nil
 }
 
 // uniqueLabels makes labels distinct, so that two remote agents giving the
@@ -639,8 +645,9 @@ func uniqueLabels(labels, specs []string) []string {
 // search-n500-draw1-3.spider), and a game away from the default adds its
 // options to the file names (search-cardems-suits2-3.spider), so that the
 // records of two draws or two games saved into one folder do not
-// overwrite each other.
-func saveRecords(dir string, ev *agents.Evaluation, rep evalReport) error {
+// overwrite each other. It stops with an error once ctx ends; each record
+// it saved is whole.
+func saveRecords(ctx context.Context, dir string, ev *agents.Evaluation, rep evalReport) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -651,8 +658,15 @@ func saveRecords(dir string, ev *agents.Evaluation, rep evalReport) error {
 		tagged[p] = strings.Join(append(append([]string{spec}, tags...), game...), "-")
 	}
 	names := recordNames(tagged)
+	total, saved := 0, 0
+	for _, results := range ev.Results {
+		total += len(results)
+	}
 	for p, results := range ev.Results {
 		for _, res := range results {
+			if ctx.Err() != nil {
+				return fmt.Errorf("stopped after saving %d of %d, each whole: %w", saved, total, context.Cause(ctx))
+			}
 			s := env.NewGame(ev.Rules, res.Seed)
 			for _, a := range res.Actions {
 				s.Step(a)
@@ -662,6 +676,7 @@ func saveRecords(dir string, ev *agents.Evaluation, rep evalReport) error {
 			if err := record.Save(name, record.New(ev.Rules, res.Seed, player, res.Actions, &s)); err != nil {
 				return err
 			}
+			saved++
 		}
 	}
 	return nil

@@ -321,6 +321,64 @@ func TestRecordNamesNeverCollide(t *testing.T) {
 	}
 }
 
+// TestEvalStoppedSavesNoRecords: after a stop the report of the deals
+// finished is written, but no record: saving costs a millisecond or two a
+// game, and the work must end within seconds of the stop.
+func TestEvalStoppedSavesNoRecords(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	rec := filepath.Join(t.TempDir(), "rec")
+	o := smallEval()
+	o.policies, o.seeds, o.out.json, o.record = "first", "1-100000", true, rec
+	var out bytes.Buffer
+	err := runEval(ctx, o, &out, &bytes.Buffer{})
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "no records are saved after a stop") || !strings.Contains(out.String(), `"stopped": true`) {
+		t.Fatalf("a stopped eval with --record: %v\n%s", err, out.String())
+	}
+	if entries, err := os.ReadDir(rec); !os.IsNotExist(err) {
+		t.Errorf("a stopped eval saved records: %d files, %v", len(entries), err)
+	}
+}
+
+// TestSaveRecordsStops: a stop that comes while the records are saved ends
+// the save at once, saying how many were saved, each whole.
+func TestSaveRecordsStops(t *testing.T) {
+	r := env.MustRules(env.Options{Suits: 1, MaxSteps: 50})
+	ev, err := agents.Evaluate(context.Background(), r, []string{"first"}, []uint64{1, 2, 3, 4}, 1, agents.Options{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	ctx := &stopsAfter{Context: context.Background(), left: 2}
+	err = saveRecords(ctx, dir, ev, evalReport{})
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "stopped after saving 2 of 4, each whole") {
+		t.Fatalf("saveRecords stopped after two: %v", err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 2 {
+		t.Fatalf("%d files saved, want 2: %v", len(entries), entries)
+	}
+	for _, e := range entries {
+		if _, err := record.Load(filepath.Join(dir, e.Name())); err != nil {
+			t.Errorf("%s: %v", e.Name(), err)
+		}
+	}
+}
+
+// stopsAfter is a context that ends after its Err has said nil left times.
+type stopsAfter struct {
+	context.Context
+	left int
+}
+
+func (c *stopsAfter) Err() error {
+	if c.left > 0 {
+		c.left--
+		return nil
+	}
+	return context.Canceled
+}
+
 // TestEvalWritesResultsBeforeRecords: a record that cannot be saved (here
 // a folder where the first game's file would go) costs the records, not
 // the results.
