@@ -42,11 +42,18 @@ func Write(path string, data []byte) error {
 	}
 	dir := filepath.Dir(path)
 	cleanOnce(dir)
+	// A temporary is made and counted in flight under one lock, which
+	// RemoveInFlight keeps: it sees every temporary it must remove, and
+	// none is made after it.
+	startMu.Lock()
 	tmp, err := os.CreateTemp(dir, tempPattern(filepath.Base(path)))
+	if err == nil {
+		inFlight.Store(tmp.Name(), struct{}{})
+	}
+	startMu.Unlock()
 	if err != nil {
 		return err
 	}
-	inFlight.Store(tmp.Name(), struct{}{})
 	defer func() {
 		os.Remove(tmp.Name()) // fails harmlessly once renamed
 		inFlight.Delete(tmp.Name())
@@ -98,15 +105,24 @@ func tempPattern(base string) string {
 // inFlight holds the temporaries this process is writing.
 var inFlight sync.Map
 
+// startMu is held while a Write makes its temporary, and by
+// RemoveInFlight until its resume.
+var startMu sync.Mutex
+
 // RemoveInFlight removes the temporaries this process is writing: a
 // command that exits at once (a second Ctrl-C) calls it so as to leave
 // no part of a file behind. A Write under way then fails, or leaves
-// nothing (its file is gone), and the file it replaces stays whole.
-func RemoveInFlight() {
+// nothing (its file is gone), and the file it replaces stays whole. A
+// Write that starts after it waits, for the exit, until resume is called
+// (by a test; the process exits instead).
+func RemoveInFlight() (resume func()) {
+	startMu.Lock()
 	inFlight.Range(func(name, _ any) bool {
 		os.Remove(name.(string))
 		return true
 	})
+	var once sync.Once
+	return func() { once.Do(startMu.Unlock) }
 }
 
 // beforeRename, if set (by tests), runs between writing the temporary and

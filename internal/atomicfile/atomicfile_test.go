@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -103,7 +104,7 @@ func TestRemoveInFlight(t *testing.T) {
 	if err := Write(path, []byte("old")); err != nil {
 		t.Fatal(err)
 	}
-	beforeRename = func(string) { RemoveInFlight() }
+	beforeRename = func(string) { RemoveInFlight()() }
 	defer func() { beforeRename = nil }()
 	if err := Write(path, []byte("new")); err == nil {
 		t.Fatal("a Write whose temporary was removed succeeded")
@@ -213,7 +214,7 @@ func TestRemoveInFlightRemovesAll(t *testing.T) {
 			inner = Write(b, []byte("new"))
 			return
 		}
-		RemoveInFlight()
+		RemoveInFlight()()
 	}
 	defer func() { beforeRename = nil }()
 	if err := Write(a, []byte("new")); err == nil || inner == nil {
@@ -226,5 +227,33 @@ func TestRemoveInFlightRemovesAll(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 2 {
 		t.Fatalf("%d files; want the two files alone", len(ents))
+	}
+}
+
+// TestWriteAfterRemoveInFlightWaits: a Write that starts once the exit has
+// removed what was in flight makes no new temporary (which the exit would
+// leave behind); it waits until resume.
+func TestWriteAfterRemoveInFlightWaits(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f")
+	resume := RemoveInFlight()
+	done := make(chan error, 1)
+	go func() { done <- Write(path, []byte("late")) }()
+	select {
+	case err := <-done:
+		resume()
+		t.Fatalf("a Write after RemoveInFlight went on: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("%d files made while exiting: %v", len(ents), ents)
+	}
+	resume()
+	resume() // a second call changes nothing
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(path); err != nil || string(got) != "late" {
+		t.Fatalf("read %q, %v after resume", got, err)
 	}
 }

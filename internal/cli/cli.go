@@ -99,7 +99,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := interruptible(context.Background(), "spider "+args[0], sigs, repeatedSignal, stderr, os.Exit)
 	defer stop()
 	if err := run(ctx, fs.Args(), stdin, stdout, stderr); err != nil {
-		fmt.Fprintf(stderr, "spider %s: %v\n", args[0], err)
+		unlessExiting(ctx, func() { fmt.Fprintf(stderr, "spider %s: %v\n", args[0], err) })
 		var u usageError
 		if errors.As(err, &u) {
 			return 2
@@ -152,8 +152,9 @@ func interruptible(parent context.Context, name string, sigs <-chan os.Signal, r
 				hooks.run(exitHooksLimit)
 				// A file being written keeps its old whole self, and no
 				// part of the new one is left under a temporary name.
-				atomicfile.RemoveInFlight()
+				resume := atomicfile.RemoveInFlight()
 				exit(code)
+				resume() // exit returned: a test's
 				return
 			}
 		}
@@ -218,6 +219,18 @@ func atExit(ctx context.Context, f func()) (remove func()) {
 		defer h.mu.Unlock()
 		delete(h.hooks, id)
 	}
+}
+
+// unlessExiting runs f unless a second signal is exiting at once (its
+// hooks have run): then it waits for the exit, so that what the exit cut
+// short (a rename whose temporary it removed) is not reported after
+// "exiting at once".
+func unlessExiting(ctx context.Context, f func()) {
+	if h, ok := ctx.Value(exitHooksKey{}).(*exitHooks); ok {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+	}
+	f()
 }
 
 // exitHooksLimit is how long a second signal waits for the hooks before
@@ -308,8 +321,9 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintln(w, "\nexit status: 0 done; 1 the work failed or was stopped; 2 the command line cannot be used as")
-	fmt.Fprintln(w, "  given: a bad flag or argument, or a file named that is missing, unreadable or not what it should be")
+	fmt.Fprintln(w, "\nexit status: 0 done; 1 the work failed or was stopped (serve, whose work ends with a stop, exits 0 then);")
+	fmt.Fprintln(w, "  2 the command line cannot be used as given: a bad flag or argument, or a file named that is")
+	fmt.Fprintln(w, "  missing, unreadable or not what it should be")
 }
 
 // optionColumns appends to a CSV header a column for each option it does

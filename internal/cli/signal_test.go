@@ -124,3 +124,34 @@ func TestInterruptibleRepeatedSignal(t *testing.T) {
 		t.Fatal("a second Ctrl-C after the first did not exit")
 	}
 }
+
+// TestNoErrorAfterExitingAtOnce: once a second signal is exiting, the
+// command's error (a rename whose temporary the exit removed) is not
+// written after "exiting at once"; before it, it is.
+func TestNoErrorAfterExitingAtOnce(t *testing.T) {
+	sigs := make(chan os.Signal, 2)
+	codes := make(chan int, 1)
+	ctx, stop := interruptible(context.Background(), "spider eval", sigs, 0, io.Discard, func(code int) { codes <- code })
+	defer stop()
+	ran := make(chan struct{}, 2)
+	unlessExiting(ctx, func() { ran <- struct{}{} })
+	if len(ran) != 1 {
+		t.Fatal("an error before any signal was not written")
+	}
+	sigs <- os.Interrupt
+	<-ctx.Done()
+	unlessExiting(ctx, func() { ran <- struct{}{} })
+	if len(ran) != 2 {
+		t.Fatal("an error after the first signal was not written")
+	}
+	<-ran
+	<-ran
+	sigs <- os.Interrupt
+	<-codes
+	go unlessExiting(ctx, func() { ran <- struct{}{} })
+	select {
+	case <-ran:
+		t.Fatal("an error was written after exiting at once")
+	case <-time.After(200 * time.Millisecond):
+	}
+}
