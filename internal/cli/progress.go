@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // isTerminal reports whether w is a terminal (a character device), where
@@ -28,6 +30,7 @@ type progress struct {
 	start time.Time
 	last  time.Time
 	drawn bool
+	width int // runes of the line drawn last on a terminal
 }
 
 func newProgress(w io.Writer) *progress {
@@ -55,8 +58,11 @@ func (p *progress) due(done, total int) bool {
 func (p *progress) write(line string) {
 	line += ", " + time.Since(p.start).Round(time.Second).String()
 	if p.tty {
-		fmt.Fprint(p.w, "\r"+line)
-		p.drawn = true
+		// A shorter line is padded over the longer one before it, which
+		// "\r" alone leaves the end of on screen ("2m0ss" after "1m59s").
+		n := utf8.RuneCountInString(line)
+		fmt.Fprint(p.w, "\r"+line+strings.Repeat(" ", max(0, p.width-n)))
+		p.drawn, p.width = true, n
 		return
 	}
 	fmt.Fprintln(p.w, line)
@@ -66,6 +72,6 @@ func (p *progress) write(line string) {
 func (p *progress) end() {
 	if p.drawn {
 		fmt.Fprintln(p.w)
-		p.drawn = false
+		p.drawn, p.width = false, 0
 	}
 }

@@ -72,3 +72,19 @@ func TestProgressEndsALineOnce(t *testing.T) {
 		t.Fatalf("terminal progress %q; want a line redrawn after an end ended again", got)
 	}
 }
+
+// TestProgressCoversALongerLine: on a terminal a shorter line is padded
+// over the longer one before it, so that no end of it stays on screen
+// ("2m0ss" after "1m59s").
+func TestProgressCoversALongerLine(t *testing.T) {
+	var b bytes.Buffer
+	p := newProgress(&b)
+	p.tty = true
+	p.write("eval 1000/1000 deals")
+	b.Reset()
+	p.write("eval 9/9")
+	long := len("\reval 1000/1000 deals, 0s")
+	if got := b.String(); !strings.HasPrefix(got, "\reval 9/9, 0s") || len(got) != long || strings.TrimRight(got, " ") != "\reval 9/9, 0s" {
+		t.Errorf("a shorter line after a longer one: %q; want it padded with spaces to %d bytes", got, long)
+	}
+}
