@@ -43,14 +43,18 @@ type sample struct {
 // collect runs play(k) for k in [0, n) on one goroutine per core and
 // returns the games in k order, so the data does not depend on the core
 // count. Each goroutine gets its own agents from makers. A cancelled ctx
-// stops it between games. done, if not nil, hears the count of games
-// finished after each one, one call at a time.
+// stops it between games. done, if not nil, hears 0 first, then the count
+// of games finished after each one, one call at a time; a game that ends
+// once ctx has (cut short) is not counted.
 func collect(ctx context.Context, n int, play func(k int, teacher, player agents.Agent) labelled, teacherMaker, playerMaker agents.Maker, done func(int)) ([]labelled, error) {
 	out := make([]labelled, n)
 	next := make(chan int)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	finished := 0
+	if done != nil {
+		done(0)
+	}
 	for range min(runtime.GOMAXPROCS(0), n) {
 		var teacher, player agents.Agent
 		if teacherMaker != nil {
@@ -62,7 +66,7 @@ func collect(ctx context.Context, n int, play func(k int, teacher, player agents
 		wg.Go(func() {
 			for k := range next {
 				out[k] = play(k, teacher, player)
-				if done != nil {
+				if done != nil && ctx.Err() == nil {
 					mu.Lock()
 					finished++
 					done(finished)

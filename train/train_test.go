@@ -433,8 +433,9 @@ func TestDaggerRoundsResumeExactly(t *testing.T) {
 	if err := straight.Run(ctx, until(2), nil); err != nil {
 		t.Fatal(err)
 	}
-	// Every imitation game is reported as it ends, counted up to the phase's.
-	want := "clone 1/2, clone 2/2, dagger 1/3, dagger 2/3, dagger 3/3, dagger 1/3, dagger 2/3, dagger 3/3"
+	// Every imitation phase is reported as it starts, and every game as it
+	// ends, counted up to the phase's.
+	want := "clone 0/2, clone 1/2, clone 2/2, dagger 0/3, dagger 1/3, dagger 2/3, dagger 3/3, dagger 0/3, dagger 1/3, dagger 2/3, dagger 3/3"
 	if got := strings.Join(reports, ", "); got != want {
 		t.Fatalf("progress reports %s, want %s", got, want)
 	}
@@ -1001,5 +1002,24 @@ func TestWarmStartDoneBeforeItsCallback(t *testing.T) {
 	}
 	if !slices.Equal(phases, []string{"ppo"}) {
 		t.Fatalf("the resumed run played %v; want one PPO iteration and no second warm start", phases)
+	}
+}
+
+// TestCollectCountsNoCutGame: collect reports 0 as it starts, then only
+// games that ended before a stop; one cut short by it is not counted as
+// played (the report said "4 of 4 games" after a stop).
+func TestCollectCountsNoCutGame(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var heard []int
+	_, err := collect(ctx, 4, func(k int, _, _ agents.Agent) labelled {
+		cancel() // the stop comes while the first game is played
+		return labelled{}
+	}, nil, nil, func(done int) { heard = append(heard, done) })
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("collect after a stop: %v", err)
+	}
+	if fmt.Sprint(heard) != "[0]" {
+		t.Fatalf("collect reported %v after a stop in its first game; want [0]", heard)
 	}
 }

@@ -18,7 +18,8 @@ type Trainer struct {
 	Net     *nn.Net
 	History []Metrics
 	// Progress, if set, hears of the imitation phases' games as they end
-	// (phase "clone" or "dagger", games done of total): a search
+	// (phase "clone" or "dagger", games done of total; 0 done as a phase
+	// starts; a game cut short by a stop is not counted): a search
 	// teacher's games take minutes. It is called from one goroutine at a
 	// time, not necessarily Run's.
 	Progress func(phase string, done, total int)

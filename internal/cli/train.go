@@ -272,8 +272,9 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 	// before their line.
 	var prog *progress
 	t.Progress = func(phase string, done, total int) {
-		if done == 1 {
+		if done == 0 {
 			prog = newProgress(stderr) // a new phase: time it from here
+			return
 		}
 		if prog == nil || !prog.due(done, total) {
 			return
