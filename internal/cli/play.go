@@ -64,6 +64,11 @@ const playHelp = `commands:
 func checkFilePath(path, example string) error {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		return fmt.Errorf("is a folder; give a file name, e.g. %s", filepath.Join(path, example))
+	} else if err == nil && !fi.Mode().IsRegular() {
+		// The file is written to a temporary and renamed over the path,
+		// which would replace a pipe, a device or a link to one (a
+		// reader waiting on a FIFO, /dev/stdout) with a plain file.
+		return fmt.Errorf("is not a regular file (%v); give a file name", fi.Mode().Type())
 	}
 	dir := filepath.Dir(path)
 	switch fi, err := os.Stat(dir); {
@@ -73,6 +78,19 @@ func checkFilePath(path, example string) error {
 		return fmt.Errorf("its folder %s does not exist", dir)
 	}
 	return probeWritable(dir)
+}
+
+// samePath reports whether a and b name the same file: the same file on
+// disk where both exist (through links too), else the same absolute path.
+func samePath(a, b string) bool {
+	fa, errA := os.Stat(a)
+	fb, errB := os.Stat(b)
+	if errA == nil && errB == nil {
+		return os.SameFile(fa, fb)
+	}
+	x, errA := filepath.Abs(a)
+	y, errB := filepath.Abs(b)
+	return errA == nil && errB == nil && x == y
 }
 
 // checkCreatable reports whether the folder dir exists or could be made,

@@ -79,10 +79,10 @@ type turningPoint struct {
 	// Move is the move (from 1) after which the oracle no longer wins,
 	// Action what was played there and Before the position it was played
 	// from, from which the oracle wins in OracleMoves moves.
-	Move        int       `json:"move,omitempty"`
-	Action      string    `json:"action,omitempty"`
-	Before      replayRow `json:"before"`
-	OracleMoves int       `json:"oracle_moves,omitempty"`
+	Move        int        `json:"move,omitempty"`
+	Action      string     `json:"action,omitempty"`
+	Before      *replayRow `json:"before,omitempty"`
+	OracleMoves int        `json:"oracle_moves,omitempty"`
 	// Games is how many oracle games the bisection played, and Nodes the
 	// oracle's budget a plan (--nodes, the default filled in), which the
 	// answer depends on.
@@ -168,7 +168,7 @@ func runReplay(ctx context.Context, o replayOptions, path string, stdout, stderr
 		}
 	}
 	// Where the pictures go is checked before the record is read.
-	if err := checkPicturePaths(o); err != nil {
+	if err := checkPicturePaths(o, path); err != nil {
 		return err
 	}
 	g, err := record.Load(path)
@@ -176,9 +176,14 @@ func runReplay(ctx context.Context, o replayOptions, path string, stdout, stderr
 		return usageError{err}
 	}
 	table := o.out.json || o.out.csv
+	// Pictures of more positions than are drawn are refused before the
+	// check below, which takes seconds for the longest record.
+	if err := checkPictureCount(o, len(g.Actions)); err != nil {
+		return err
+	}
 	// A record that does not replay is refused before anything is shown:
 	// no pictures, no table, no boards. Checking it whole first takes
-	// microseconds.
+	// microseconds for a game, seconds for the longest record.
 	if _, err := record.Replay(g, nil); err != nil {
 		return usageError{fmt.Errorf("%s: %v", path, err)}
 	}
@@ -394,7 +399,8 @@ func findTurningPoint(ctx context.Context, g record.Game, nodes int, stderr io.W
 	}
 	tp.Move, tp.Action, tp.OracleMoves = hi, env.Action(g.Actions[lo]).String(), loMoves
 	before := position(lo)
-	tp.Before = newReplayRow(lo, "", &before)
+	row := newReplayRow(lo, "", &before)
+	tp.Before = &row
 	if lo > 0 {
 		tp.Before.Action = env.Action(g.Actions[lo-1]).String()
 	}
@@ -439,11 +445,18 @@ func (p *pictures) discard() {
 
 // checkPicturePaths checks, before anything is read or drawn, that --gif
 // and --frames name places that can take them: the GIF is written once
-// every frame is drawn, and must not fail then.
-func checkPicturePaths(o replayOptions) error {
+// every frame is drawn, and must not fail then. Nor may the GIF replace
+// the record replayed (record) or one of the frames.
+func checkPicturePaths(o replayOptions, record string) error {
 	if o.gif != "" {
 		if err := checkFilePath(o.gif, "game.gif"); err != nil {
 			return usageError{fmt.Errorf("--gif %s: %v", o.gif, err)}
+		}
+		if samePath(o.gif, record) {
+			return usageError{fmt.Errorf("--gif %s is the record replayed: the picture would replace the game; give another file name", o.gif)}
+		}
+		if o.frames != "" && isFrameName(filepath.Base(o.gif)) && samePath(filepath.Dir(o.gif), o.frames) {
+			return usageError{fmt.Errorf("--gif %s is a frame's name in --frames %s: a frame would replace it, or it a frame; give another file name", o.gif, o.frames)}
 		}
 	}
 	if o.frames != "" {
@@ -480,6 +493,23 @@ const (
 	gifFrameBytes = 20 << 10
 )
 
+// checkPictureCount refuses pictures of a game of the given number of
+// actions that are too many (--frames) or need more memory than the
+// machine has (--gif).
+func checkPictureCount(o replayOptions, actions int) error {
+	total := actions + 1
+	if o.frames != "" && total > maxFrames {
+		return usageError{fmt.Errorf("--frames: the game has %d positions, and at most %d pictures are written", total, maxFrames)}
+	}
+	if o.gif != "" {
+		need := int64(total) * gifFrameBytes
+		if avail, _, ok := machineMemory(); ok && need > avail {
+			return usageError{fmt.Errorf("--gif: an animation of %d frames needs about %s of memory, over the %s available on this machine", total, bytesize.Format(need), bytesize.Format(avail))}
+		}
+	}
+	return nil
+}
+
 // newPictures prepares the pictures of a game of the given number of
 // actions (a picture of each position), refusing more frames than
 // maxFrames, or an animation that would not fit the memory available.
@@ -489,14 +519,8 @@ func newPictures(o replayOptions, actions int, stderr io.Writer) (*pictures, err
 	if o.gif == "" && o.frames == "" {
 		return p, nil
 	}
-	if o.frames != "" && p.total > maxFrames {
-		return nil, usageError{fmt.Errorf("--frames: the game has %d positions, and at most %d pictures are written", p.total, maxFrames)}
-	}
-	if o.gif != "" {
-		need := int64(p.total) * gifFrameBytes
-		if avail, _, ok := machineMemory(); ok && need > avail {
-			return nil, usageError{fmt.Errorf("--gif: an animation of %d frames needs about %s of memory, over the %s available on this machine", p.total, bytesize.Format(need), bytesize.Format(avail))}
-		}
+	if err := checkPictureCount(o, actions); err != nil {
+		return nil, err
 	}
 	if o.frames != "" {
 		undo, err := makeFolder(o.frames)
@@ -562,7 +586,11 @@ func (p *pictures) finish(stdout io.Writer) error {
 	}
 	p.kept = true
 	if p.o.frames != "" {
-		fmt.Fprintf(stdout, "wrote %d pictures into %s\n", p.n, p.o.frames)
+		noun := "pictures"
+		if p.n == 1 {
+			noun = "picture" // a record of no moves: the deal alone
+		}
+		fmt.Fprintf(stdout, "wrote %d %s into %s\n", p.n, noun, p.o.frames)
 	}
 	if p.anim != nil {
 		fmt.Fprintf(stdout, "wrote %s: %d frames, %d KB\n", p.o.gif, p.anim.Frames(), (len(b)+1023)/1024)

@@ -463,6 +463,17 @@ func TestReplayTurningPoint(t *testing.T) {
 		if want := "turning point: none, the oracle (2000 nodes) still wins from the last position"; !strings.Contains(stdout.String(), want) {
 			t.Errorf("a game stopped after %d moves: the output does not say %q:\n%s", k, want, stdout.String())
 		}
+		// In the JSON, no position before a turning point that is not.
+		stdout.Reset()
+		if err := runReplay(context.Background(), replayOptions{turning: true, nodes: nodes, out: outputFlags{json: true}}, part, &stdout, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		var sum struct {
+			Turning map[string]any `json:"turning_point"`
+		}
+		if err := json.Unmarshal(stdout.Bytes(), &sum); err != nil || sum.Turning["oracle_wins_end"] != true || sum.Turning["before"] != nil {
+			t.Errorf("a game stopped after %d moves, as JSON: %v, %v", k, sum.Turning, err)
+		}
 	}
 	if code := Main([]string{"replay", path, "--turning-point", "--csv"}, strings.NewReader(""), &stdout, &stderr); code != 2 {
 		t.Errorf("--turning-point --csv: exit %d", code)
@@ -610,6 +621,18 @@ func TestReplayPicturesAreBounded(t *testing.T) {
 	}
 	if p, err := newPictures(o, maxFrames-1, io.Discard); err != nil || p.total != maxFrames {
 		t.Fatalf("%d positions: %v", maxFrames, err)
+	}
+	// A record of too many positions is refused before it is checked by
+	// replaying it, which takes seconds for the longest one: here the
+	// check would have refused it otherwise (its moves are not legal).
+	path := filepath.Join(t.TempDir(), "long.spider")
+	long := record.Game{Version: record.Version, Game: env.MustRules(env.Options{Suits: 1, MaxSteps: -1}).Options(), Player: "x", Actions: make([]uint16, maxFrames)}
+	if err := record.Save(path, long); err != nil {
+		t.Fatal(err)
+	}
+	err := runReplay(context.Background(), o, path, io.Discard, io.Discard)
+	if !isUsage(err) || !strings.Contains(err.Error(), "at most 100000 pictures") {
+		t.Fatalf("%d positions into --frames: %v", maxFrames+1, err)
 	}
 }
 

@@ -518,6 +518,9 @@ func exportPolicy(o trainOptions, stdout io.Writer) error {
 	if err := checkFilePath(o.export, "policy.spider"); err != nil {
 		return usageError{fmt.Errorf("--export %s: %v", o.export, err)}
 	}
+	if samePath(o.export, from) {
+		return usageError{fmt.Errorf("--export %s is the checkpoint it reads: the policy alone would replace the run's state; give another file name", o.export)}
+	}
 	net, _, err := nn.Load(from)
 	if err != nil {
 		return usageError{err}

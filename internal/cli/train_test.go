@@ -333,6 +333,21 @@ func TestTrainExportsThePolicy(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "x.spider")); !os.IsNotExist(err) {
 		t.Fatalf("a refused export left a file: %v", err)
 	}
+	// An export over the checkpoint it reads would leave the policy alone
+	// where the run's state was.
+	before, err := os.ReadFile(ckpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []trainOptions{{export: ckpt, out: dir}, {export: filepath.Join(dir, ".", "checkpoint.spider"), from: ckpt}} {
+		err := runTrain(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{})
+		if _, ok := err.(usageError); !ok || !strings.Contains(err.Error(), "is the checkpoint it reads") {
+			t.Errorf("--export over its checkpoint (%+v): %v", o, err)
+		}
+	}
+	if after, err := os.ReadFile(ckpt); err != nil || !bytes.Equal(after, before) {
+		t.Fatalf("the checkpoint changed: %v", err)
+	}
 }
 
 // TestShippedModels loads every network in the repository's models/ and

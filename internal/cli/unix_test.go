@@ -1,17 +1,22 @@
 //go:build unix
 
-// The tests that need a Unix system: a umask, a signal sent by kill.
+// The tests that need a Unix system: a umask, a signal sent by kill, a
+// FIFO.
 
 package cli
 
 import (
 	"bytes"
+	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/spiderenv/spider/env"
 )
 
 // TestServeUnixSocketIsOwnerOnly serves on a Unix socket under umask 000:
@@ -130,5 +135,57 @@ func TestTrainStopsOnSIGINT(t *testing.T) {
 	}
 	if _, err := os.Stat(out + "/checkpoint.spider"); err != nil {
 		t.Errorf("no checkpoint kept: %v", err)
+	}
+}
+
+// TestReplayPicturesReplaceNothingOfTheirs: a GIF that names the record
+// replayed (which it replaced: the game was lost), a frame of --frames,
+// a FIFO or a link to one is refused before anything is drawn, and the
+// record stays whole.
+func TestReplayPicturesReplaceNothingOfTheirs(t *testing.T) {
+	dir := t.TempDir()
+	path, _ := saveRandomGame(t, dir, env.Options{Suits: 1, MaxSteps: 10}, 2)
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "to-fifo")
+	if err := os.Symlink(fifo, link); err != nil {
+		t.Fatal(err)
+	}
+	frames := filepath.Join(dir, "frames")
+	if err := os.Mkdir(frames, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for gif, want := range map[string]string{
+		path: "is the record replayed",
+		filepath.Join(dir, ".", filepath.Base(path)): "is the record replayed",
+		filepath.Join(frames, "0003.png"):            "is a frame's name in --frames",
+		fifo:                                         "is not a regular file",
+		link:                                         "is not a regular file",
+	} {
+		o := replayOptions{gif: gif, frames: frames, delay: time.Second}
+		err := runReplay(context.Background(), o, path, &bytes.Buffer{}, io.Discard)
+		if _, ok := err.(usageError); !ok || !strings.Contains(err.Error(), want) {
+			t.Errorf("--gif %s: %v; want a usage error saying %q", gif, err, want)
+		}
+	}
+	if after, err := os.ReadFile(path); err != nil || !bytes.Equal(after, before) {
+		t.Fatalf("the record changed: %v", err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the link was replaced: %v", err)
+	}
+	if entries, _ := os.ReadDir(frames); len(entries) != 0 {
+		t.Fatalf("frames were drawn: %v", entries)
+	}
+	// A frame's name outside --frames, or another name inside it, is a GIF.
+	o := replayOptions{gif: filepath.Join(dir, "0003.png"), frames: frames, delay: time.Second}
+	if err := runReplay(context.Background(), o, path, &bytes.Buffer{}, io.Discard); err != nil {
+		t.Fatal(err)
 	}
 }
