@@ -140,8 +140,8 @@ func resume(path string, net *nn.Net, raw []byte, want *Config, admit func(Confi
 		}
 		// The history is plotted and written out at every save: a value
 		// no run produces would stop the run at its first.
-		if !m.finite() {
-			return nil, fmt.Errorf("%s: line %d of the history holds a value that is not a finite number", path, i+1)
+		if !m.plausible() {
+			return nil, fmt.Errorf("%s: line %d of the history holds a number no run produces (not finite, a negative count or time, a rate outside 0-1, runs outside 0-%d)", path, i+1, env.NumRuns)
 		}
 	}
 	r, _ := c.Rules()

@@ -259,13 +259,20 @@ func TestResumeRefusesBadHistoryAndImitation(t *testing.T) {
 		val  any
 		want string
 	}{
-		"nan":      {"history", []any{map[string]any{"phase": "ppo", "mean_runs": math.NaN()}}, "line 1 of the history holds a value that is not a finite number"},
-		"inf":      {"history", []any{map[string]any{"phase": "clone"}, map[string]any{"phase": "ppo", "val_runs": math.Inf(1)}}, "line 2 of the history"},
-		"games":    {"imitation", []any{game(d, d), game(d, d), game(d, d)}, "3 imitation games, more than the 2 of the warm start and 0 DAgger rounds of 0"},
-		"labels":   {"imitation", []any{game([]env.Action{env.Deal, env.Deal}, d)}, "imitation game 1 has 1 labels for 2 moves"},
-		"label":    {"imitation", []any{game(d, []env.Action{illegal})}, "imitation game 1: the label of move 1 is illegal"},
-		"move":     {"imitation", []any{game(d, d), game([]env.Action{illegal}, d)}, "imitation game 2, move 1: "},
-		"too long": {"imitation", []any{game(long, long)}, fmt.Sprintf("imitation game 1 has %d moves, over the step limit of %d", len(long), r.MaxSteps())},
+		"nan": {"history", []any{map[string]any{"phase": "ppo", "mean_runs": math.NaN()}}, "line 1 of the history holds a number no run produces"},
+		"inf": {"history", []any{map[string]any{"phase": "clone"}, map[string]any{"phase": "ppo", "val_runs": math.Inf(1)}}, "line 2 of the history"},
+		// Finite, but past what a run produces: -9e307 and 9e307 on one
+		// axis had the curve's plot hang at the first save.
+		"val runs":     {"history", []any{map[string]any{"phase": "ppo", "val_games": 4, "val_runs": 9e307}}, "line 1 of the history holds a number no run produces"},
+		"win rate":     {"history", []any{map[string]any{"phase": "ppo", "win_rate": 1.5}}, "line 1 of the history"},
+		"finished":     {"history", []any{map[string]any{"phase": "clone"}, map[string]any{"phase": "ppo", "finished": -2}}, "line 2 of the history"},
+		"mean return":  {"history", []any{map[string]any{"phase": "ppo", "mean_return": -1e300}}, "line 1 of the history"},
+		"elapsed time": {"history", []any{map[string]any{"phase": "ppo", "elapsed_s": -1.0}}, "line 1 of the history"},
+		"games":        {"imitation", []any{game(d, d), game(d, d), game(d, d)}, "3 imitation games, more than the 2 of the warm start and 0 DAgger rounds of 0"},
+		"labels":       {"imitation", []any{game([]env.Action{env.Deal, env.Deal}, d)}, "imitation game 1 has 1 labels for 2 moves"},
+		"label":        {"imitation", []any{game(d, []env.Action{illegal})}, "imitation game 1: the label of move 1 is illegal"},
+		"move":         {"imitation", []any{game(d, d), game([]env.Action{illegal}, d)}, "imitation game 2, move 1: "},
+		"too long":     {"imitation", []any{game(long, long)}, fmt.Sprintf("imitation game 1 has %d moves, over the step limit of %d", len(long), r.MaxSteps())},
 	} {
 		changed := map[string]any{}
 		for k, v := range st {

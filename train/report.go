@@ -15,6 +15,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
+	"github.com/spiderenv/spider/env"
 	"github.com/spiderenv/spider/internal/atomicfile"
 )
 
@@ -64,9 +65,13 @@ type Metrics struct {
 	ClipFrac float64 `msgpack:"clip_frac" json:"clip_frac"`
 }
 
-// finite reports whether every number of m is finite: what a run
-// measures always is.
-func (m Metrics) finite() bool {
+// plausible reports whether m's numbers are ones a run can produce:
+// finite, counts and times not negative, rates within 0 and 1, runs
+// within 0 and env.NumRuns, and a return within maxReturn. A history
+// read back from a file is checked with it: it is plotted at every save,
+// and a value past these (an axis from -9e307 to 9e307, whose width
+// overflows) had the plot hang.
+func (m Metrics) plausible() bool {
 	for _, v := range []float64{m.MeanReturn, m.WinRate, m.MeanRuns, m.PolicyLoss, m.ValueLoss, m.Entropy, m.ApproxKL, m.ClipFrac, m.EnvStepsPerS,
 		m.UpdatesPerS, m.EnvSeconds, m.ActSeconds, m.LearnSeconds, m.ElapsedSecond, m.ValWinRate, m.ValRuns, m.ValSeconds,
 		m.Agreement, m.LabelSeconds} {
@@ -74,8 +79,29 @@ func (m Metrics) finite() bool {
 			return false
 		}
 	}
-	return true
+	for _, n := range []int64{int64(m.Iter), m.EnvSteps, m.Episodes, int64(m.Finished), int64(m.ValGames), int64(m.Round), int64(m.Labels)} {
+		if n < 0 {
+			return false
+		}
+	}
+	for _, v := range []float64{m.EnvStepsPerS, m.UpdatesPerS, m.EnvSeconds, m.ActSeconds, m.LearnSeconds, m.ElapsedSecond, m.ValSeconds, m.LabelSeconds, m.Entropy, m.ValueLoss} {
+		if v < 0 {
+			return false
+		}
+	}
+	for _, v := range []float64{m.WinRate, m.ValWinRate, m.Agreement, m.ClipFrac} {
+		if v < 0 || v > 1 {
+			return false
+		}
+	}
+	return m.MeanRuns >= 0 && m.MeanRuns <= env.NumRuns && m.ValRuns >= 0 && m.ValRuns <= env.NumRuns &&
+		math.Abs(m.MeanReturn) <= maxReturn
 }
+
+// maxReturn bounds an episode's return, far beyond any game's: a score
+// moves by at most a few hundred points a move, and a game has at most
+// 2^30 moves.
+const maxReturn = 1e15
 
 // BetterValidation reports whether a's validation beats b's: a was
 // validated and b was not, or a won more, or as many with more runs.
@@ -194,6 +220,9 @@ func SaveCurve(path string, history []Metrics, title string) error {
 	if len(runs) == 0 {
 		return ErrNoEpisodes
 	}
+	if !plottable(runs, ret, valRuns, valWins, plotter.XYs{{X: runs[0].X, Y: max(teacher, 0)}}) {
+		return errors.New("train: the history holds numbers too large to plot (the widths of the curve's axes are not finite)")
+	}
 	lr, err := plotter.NewLine(runs)
 	if err != nil {
 		return err
@@ -241,6 +270,29 @@ func SaveCurve(path string, history []Metrics, title string) error {
 		return err
 	}
 	return atomicfile.Write(path, b.Bytes())
+}
+
+// plottable reports whether every point of the series is finite and so
+// are the widths of the axes they span: gonum/plot's ticks loop without
+// end over an axis of infinite width.
+func plottable(series ...plotter.XYs) bool {
+	lo, hi := [2]float64{math.Inf(1), math.Inf(1)}, [2]float64{math.Inf(-1), math.Inf(-1)}
+	for _, xys := range series {
+		for _, p := range xys {
+			for i, v := range [2]float64{p.X, p.Y} {
+				if math.IsNaN(v) || math.IsInf(v, 0) {
+					return false
+				}
+				lo[i], hi[i] = min(lo[i], v), max(hi[i], v)
+			}
+		}
+	}
+	for i := range lo {
+		if w := hi[i] - lo[i]; lo[i] <= hi[i] && math.IsInf(w, 0) {
+			return false
+		}
+	}
+	return true
 }
 
 func plotColor(i int) color.Color {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestMetricsAndCurve(t *testing.T) {
@@ -42,6 +43,21 @@ func TestMetricsAndCurve(t *testing.T) {
 	}
 	if err := SaveCurve(path, h[:1], "test"); !errors.Is(err, ErrNoEpisodes) {
 		t.Fatalf("a curve without PPO episodes: %v, want ErrNoEpisodes", err)
+	}
+	// An axis whose width is not finite (from -9e307 to 9e307) is refused
+	// at once: gonum/plot's ticks looped on it without end.
+	wide := append([]Metrics(nil), h...)
+	wide[10].ValGames, wide[10].ValRuns = 4, 9e307
+	wide[20].ValGames, wide[20].ValRuns = 4, -9e307
+	done := make(chan error, 1)
+	go func() { done <- SaveCurve(path, wide, "test") }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "too large to plot") {
+			t.Fatalf("a curve over an axis of infinite width: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a curve over an axis of infinite width did not return")
 	}
 }
 
