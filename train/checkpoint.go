@@ -5,8 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/vmihailenco/msgpack/v5"
-
 	"github.com/spiderenv/spider/agents/nn"
 	"github.com/spiderenv/spider/env"
 	"github.com/spiderenv/spider/internal/msgpackcheck"
@@ -57,11 +55,29 @@ func (t *Trainer) Save(path string) error {
 		st.AdamM = append(st.AdamM, t.opt.M[i])
 		st.AdamV = append(st.AdamV, t.opt.V[i])
 	}
-	raw, err := msgpack.Marshal(&st)
+	raw, err := msgpackcheck.Marshal(&st, stateSize(&st))
 	if err != nil {
 		return err
 	}
 	return nn.Save(path, t.Net, raw)
+}
+
+// stateSize guesses the length of st's encoding, so that Save's buffer is
+// made once: Adam's moments at five bytes a float32, the games' states
+// as they are (strings) with their numbers, the labelled games at up to
+// three bytes an action, and the history's lines.
+func stateSize(st *state) int {
+	n := 1 << 12
+	for i := range st.AdamM {
+		n += 5 * (len(st.AdamM[i]) + len(st.AdamV[i]))
+	}
+	for _, s := range st.Batch.States {
+		n += len(s) + 48
+	}
+	for _, g := range st.Imitation {
+		n += 3*(len(g.Played)+len(g.Labels)) + 64
+	}
+	return n + 512*len(st.History)
 }
 
 // Resume loads a checkpoint written by Save and returns the run, ready to

@@ -65,10 +65,10 @@ func checkBufferBytes(t *testing.T, c Config) {
 	}
 }
 
-// TestSaveBytes compares SaveBytes with what Save really allocates: all of
-// it (TotalAlloc) is more than it holds at its peak, and half of it less,
-// since its buffers grow by doubling; the estimate must lie between, for a
-// network small and one large enough to dominate.
+// TestSaveBytes compares SaveBytes with what Save really allocates: it
+// makes each buffer once, so all of it (TotalAlloc) is what it holds at
+// its peak, and the estimate must be at least that, and not more than
+// twice it, for a network small and one large enough to dominate.
 func TestSaveBytes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains an iteration of a large network")
@@ -97,7 +97,7 @@ func TestSaveBytes(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("hidden %v: SaveBytes %d MiB; Save allocated %d MiB", hidden, est>>20, got>>20)
-		if est > got || est < got/2 {
+		if est < got || est > 2*got {
 			t.Fatalf("hidden %v: SaveBytes says %d MiB; Save allocated %d MiB", hidden, est>>20, got>>20)
 		}
 	}
