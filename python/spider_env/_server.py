@@ -273,8 +273,10 @@ class SpiderServer:
             fd, self._stderr_path = tempfile.mkstemp(prefix="spider-", suffix=".log")
             stderr_file = os.fdopen(fd, "wb")
         self._stderr = stderr_file
+        self._owner = os.getpid()
+        proc: subprocess.Popen[bytes] | None = None
         try:
-            self.proc = subprocess.Popen(
+            proc = subprocess.Popen(
                 cmd,
                 stdin=subprocess.PIPE,  # never written: its end closing stops the server
                 stdout=subprocess.DEVNULL,
@@ -282,14 +284,24 @@ class SpiderServer:
                 start_new_session=True,  # Ctrl-C in a terminal reaches Python, which stops us
                 close_fds=True,
             )
-        except OSError as e:
-            stderr_file.close()
-            if self._stderr_path:
-                os.remove(self._stderr_path)
-            raise SpiderError("unavailable", f"cannot start the spider server {self.binary!r}: {e}") from e
-        self._finalizer = weakref.finalize(
-            self, _stop, self.proc, sock_path, os.getpid(), stderr_file, self._stderr_path
-        )
+            self.proc = proc
+            self._finalizer = weakref.finalize(
+                self, _stop, proc, sock_path, self._owner, stderr_file, self._stderr_path
+            )
+        except BaseException as e:
+            # A Ctrl-C after the server started but before its finalizer
+            # existed left it running until Python exited: Popen keeps a
+            # running child, and with it the pipe the server watches.
+            if proc is not None:
+                _stop(proc, sock_path, self._owner, stderr_file, self._stderr_path)
+            else:
+                stderr_file.close()
+                if self._stderr_path:
+                    with contextlib.suppress(OSError):
+                        os.remove(self._stderr_path)
+            if isinstance(e, OSError) and proc is None:
+                raise SpiderError("unavailable", f"cannot start the spider server {self.binary!r}: {e}") from e
+            raise
         _servers.add(self)
         try:
             self.address = self._wait_ready(sock_path, startup_timeout)
@@ -374,7 +386,11 @@ class SpiderServer:
 
     def close(self) -> None:
         """Stop the server (SIGTERM, then SIGKILL after 5 s) and remove its socket."""
-        self._finalizer()
+        # The stop runs first and the finalizer is let go only once it is
+        # done: a Ctrl-C inside it leaves the finalizer to stop the server
+        # at the next close, when the object goes, or at exit.
+        _stop(self.proc, self.socket_path, self._owner, self._stderr, self._stderr_path)
+        self._finalizer.detach()
 
     def __enter__(self) -> SpiderServer:
         return self

@@ -698,8 +698,19 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
     def step(
         self, actions: npt.ArrayLike
     ) -> tuple[ObsArray, NDArray[np.float32], NDArray[np.bool_], NDArray[np.bool_], dict[str, Any]]:
-        self.step_async(actions)
-        return self.step_wait()
+        # step_async then step_wait, as one request: a Ctrl-C landing
+        # between the two left the step in flight, and the next step
+        # refused to start.
+        if self._last is None:
+            raise gym.error.ResetNeeded("call reset before step")
+        if self.client.pending:
+            raise RuntimeError("a step is in flight: call step_wait (or recv) first")
+        ids = _action_ids(actions, (self.num_envs,))
+        with _whole(self.client, "step"):
+            self.client.step_send(ids)
+            r = self._own(self.client.step_receive())
+            self._last = r
+        return r["obs"], r["rewards"], r["terminated"], r["truncated"], self._infos(r, with_episode=True)
 
     def step_async(self, actions: npt.ArrayLike) -> None:
         """Send the step (one action per game) and return at once, while the

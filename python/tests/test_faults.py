@@ -85,7 +85,26 @@ def test_ctrl_c_mid_vector_step(monkeypatch, shm):
             venv.step(acts)
         with pytest.raises(SpiderError) as e:
             venv.step(acts)
-        assert e.value.code == "closed" and "KeyboardInterrupt during step_wait" in e.value.message
+        assert e.value.code == "closed" and "KeyboardInterrupt during step" in e.value.message
+    finally:
+        venv.close()
+
+
+def test_ctrl_c_between_a_vector_steps_halves(monkeypatch):
+    """A Ctrl-C landing where step's send ends and its wait begins (here at
+    step_wait's first line) closes the env as anywhere else in step: it
+    left the step in flight, and the next step refused to start."""
+    venv = SpiderVectorEnv(4)
+    try:
+        _, infos = venv.reset(seed=0)
+        acts = np.argmax(infos["action_mask"], axis=1)
+
+        def interrupted(self):
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(SpiderVectorEnv, "step_wait", interrupted)
+        _, _, _, _, infos = venv.step(acts)  # one request: no gap between its halves
+        assert np.all(infos["moves"] == 1)
     finally:
         venv.close()
 

@@ -50,6 +50,47 @@ def test_close_stops_the_server():
     env.close()
 
 
+def test_ctrl_c_before_the_finalizer_stops_the_server(monkeypatch):
+    """A Ctrl-C landing after the server started but before its finalizer
+    existed left it running until Python exited (Popen keeps a running
+    child, and with it the pipe the server watches)."""
+    started = []
+    real_popen = subprocess.Popen
+
+    def popen(*args, **kwargs):
+        started.append(real_popen(*args, **kwargs))
+        return started[-1]
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_server.subprocess, "Popen", popen)
+    monkeypatch.setattr(_server.weakref, "finalize", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        SpiderServer()
+    assert len(started) == 1 and started[0].poll() is not None  # stopped and reaped
+    assert started[0].stdin is None or started[0].stdin.closed
+
+
+def test_ctrl_c_inside_close_leaves_the_stop_to_the_next(monkeypatch):
+    """A Ctrl-C inside close used up the finalizer (it runs once) without
+    stopping the server: a second close then did nothing."""
+    srv = SpiderServer()
+    real_stop = _server._stop
+
+    def interrupted(*args, **kwargs):
+        monkeypatch.setattr(_server, "_stop", real_stop)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_server, "_stop", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        srv.close()
+    assert srv.running
+    srv.close()
+    assert srv.proc.poll() is not None and _gone(srv.pid)
+    assert srv.socket_path is not None and not os.path.exists(srv.socket_path)
+
+
 def test_vector_close_stops_the_server():
     venv = SpiderVectorEnv(4)
     proc = venv.server.proc
