@@ -263,9 +263,9 @@ func listenUnix(path string) (net.Listener, func(), error) {
 		}
 		os.Remove(path)
 	}
-	// A short name: a socket's path has at most 107 bytes, and this one is
-	// 15 longer than path.
-	dir, err := os.MkdirTemp(filepath.Dir(path), ".s")
+	// A short name: a socket's path has at most 107 bytes (checked below).
+	removeStalePrivate(filepath.Dir(path), time.Now())
+	dir, err := os.MkdirTemp(filepath.Dir(path), privatePrefix)
 	if err != nil {
 		err = fmt.Errorf("--unix %s: %w", path, err)
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
@@ -313,6 +313,26 @@ func listenUnix(path string) (net.Listener, func(), error) {
 		}
 	}
 	return publicListener{ln, &net.UnixAddr{Name: path, Net: "unix"}}, remove, nil
+}
+
+// privatePrefix begins the name of the folder listenUnix binds in. The
+// folder lives for a moment, but a server killed in that moment leaves it
+// (with its socket), and the next listenUnix beside it removes those
+// over staleAfter old.
+const (
+	privatePrefix = ".spider-s"
+	staleAfter    = time.Minute
+)
+
+// removeStalePrivate removes from dir the folders of privatePrefix that
+// were made before now less staleAfter: no listenUnix still uses them.
+func removeStalePrivate(dir string, now time.Time) {
+	names, _ := filepath.Glob(filepath.Join(dir, privatePrefix+"*"))
+	for _, name := range names {
+		if fi, err := os.Lstat(name); err == nil && fi.IsDir() && now.Sub(fi.ModTime()) > staleAfter {
+			os.RemoveAll(name) // another user's, in a sticky /tmp, stays
+		}
+	}
 }
 
 // maxSocketPath is the longest path of a Unix socket: sockaddr_un's
