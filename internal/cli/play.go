@@ -68,7 +68,16 @@ func checkFilePath(path, example string) error {
 		// The file is written to a temporary and renamed over the path,
 		// which would replace a pipe, a device or a link to one (a
 		// reader waiting on a FIFO, /dev/stdout) with a plain file.
-		return fmt.Errorf("is not a regular file (%v); give a file name", fi.Mode().Type())
+		kind := "something else"
+		switch m := fi.Mode(); {
+		case m&fs.ModeNamedPipe != 0:
+			kind = "a named pipe"
+		case m&fs.ModeSocket != 0:
+			kind = "a socket"
+		case m&fs.ModeDevice != 0:
+			kind = "a device"
+		}
+		return fmt.Errorf("is %s, not a regular file; give a file name", kind)
 	}
 	dir := filepath.Dir(path)
 	switch fi, err := os.Stat(dir); {
@@ -141,6 +150,9 @@ func runPlay(ctx context.Context, o playOptions, stdin io.Reader, stdout io.Writ
 		// fail now, not after the game.
 		if err := checkFilePath(o.record, "game.spider"); err != nil {
 			return usageError{fmt.Errorf("--record %s: %v", o.record, err)}
+		}
+		if net, ok := strings.CutPrefix(name, "nn:"); ok && samePath(o.record, net) {
+			return usageError{fmt.Errorf("--record %s is the network --hint plays: the game would replace it; give another file name", o.record)}
 		}
 	}
 	e := env.New(r)

@@ -199,6 +199,25 @@ func TestPlayKeepsTheLastGameWithAMove(t *testing.T) {
 	}
 }
 
+// TestPlayRecordIsNotTheHintsNetwork: --record naming the network that
+// --hint plays is refused before the game: the record replaced the
+// network.
+func TestPlayRecordIsNotTheHintsNetwork(t *testing.T) {
+	net := filepath.Join(t.TempDir(), "m.spider")
+	b, err := os.ReadFile(filepath.Join("..", "..", "models", "classic-1suit.spider"))
+	if err != nil || os.WriteFile(net, b, 0o644) != nil {
+		t.Fatal(err)
+	}
+	o := playOptions{game: env.Options{Suits: 1}, seed: 3, hint: "nn:" + net, record: net}
+	err = runPlay(context.Background(), o, strings.NewReader("deal\nq\n"), &bytes.Buffer{})
+	if !isUsage(err) || !strings.Contains(err.Error(), "is the network --hint plays") {
+		t.Fatalf("--record over the hint's network: %v", err)
+	}
+	if after, err := os.ReadFile(net); err != nil || !bytes.Equal(after, b) {
+		t.Fatalf("the network changed: %v", err)
+	}
+}
+
 // TestPlayStopsWhileWaiting: a Ctrl-C while the player thinks ends the
 // game at once, and the game so far is saved.
 func TestPlayStopsWhileWaiting(t *testing.T) {

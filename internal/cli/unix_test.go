@@ -165,8 +165,8 @@ func TestReplayPicturesReplaceNothingOfTheirs(t *testing.T) {
 		path: "is the record replayed",
 		filepath.Join(dir, ".", filepath.Base(path)): "is the record replayed",
 		filepath.Join(frames, "0003.png"):            "is a frame's name in --frames",
-		fifo:                                         "is not a regular file",
-		link:                                         "is not a regular file",
+		fifo:                                         "is a named pipe, not a regular file",
+		link:                                         "is a named pipe, not a regular file",
 	} {
 		o := replayOptions{gif: gif, frames: frames, delay: time.Second}
 		err := runReplay(context.Background(), o, path, &bytes.Buffer{}, io.Discard)
