@@ -58,9 +58,7 @@ func TestProgressLines(t *testing.T) {
 // the first (a deferred end after an explicit one), adds no empty line.
 func TestProgressEndsALineOnce(t *testing.T) {
 	var b bytes.Buffer
-	p := newProgress(&b)
-	p.tty = true
-	p.write("job 1/2")
+	p := ttyProgress(&b, "job 1/2")
 	p.end()
 	p.end()
 	if got := b.String(); strings.Count(got, "\n") != 1 || !strings.HasSuffix(got, "\n") {
@@ -78,13 +76,19 @@ func TestProgressEndsALineOnce(t *testing.T) {
 // ("2m0ss" after "1m59s").
 func TestProgressCoversALongerLine(t *testing.T) {
 	var b bytes.Buffer
-	p := newProgress(&b)
-	p.tty = true
-	p.write("eval 1000/1000 deals")
+	p := ttyProgress(&b, "eval 1000/1000 deals")
 	b.Reset()
 	p.write("eval 9/9")
 	long := len("\reval 1000/1000 deals, 0s")
 	if got := b.String(); !strings.HasPrefix(got, "\reval 9/9, 0s") || len(got) != long || strings.TrimRight(got, " ") != "\reval 9/9, 0s" {
 		t.Errorf("a shorter line after a longer one: %q; want it padded with spaces to %d bytes", got, long)
 	}
+}
+
+// ttyProgress is progress on b taken for a terminal, with line drawn.
+func ttyProgress(b *bytes.Buffer, line string) *progress {
+	p := newProgress(b)
+	p.tty = true
+	p.write(line)
+	return p
 }

@@ -701,11 +701,7 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
         # step_async then step_wait, as one request: a Ctrl-C landing
         # between the two left the step in flight, and the next step
         # refused to start.
-        if self._last is None:
-            raise gym.error.ResetNeeded("call reset before step")
-        if self.client.pending:
-            raise RuntimeError("a step is in flight: call step_wait (or recv) first")
-        ids = _action_ids(actions, (self.num_envs,))
+        ids = self._step_ids(actions)
         with _whole(self.client, "step"):
             self.client.step_send(ids)
             r = self._own(self.client.step_receive())
@@ -715,14 +711,18 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
     def step_async(self, actions: npt.ArrayLike) -> None:
         """Send the step (one action per game) and return at once, while the
         server steps; :meth:`step_wait` returns what :meth:`step` would."""
+        ids = self._step_ids(actions)
+        with _whole(self.client, "step_async"):
+            self.client.step_send(ids)
+            self._all_sent = True
+
+    def _step_ids(self, actions: npt.ArrayLike) -> NDArray[np.int64]:
+        """The action ids of a step of every game, once a step may start."""
         if self._last is None:
             raise gym.error.ResetNeeded("call reset before step")
         if self.client.pending:
             raise RuntimeError("a step is in flight: call step_wait (or recv) first")
-        ids = _action_ids(actions, (self.num_envs,))
-        with _whole(self.client, "step_async"):
-            self.client.step_send(ids)
-            self._all_sent = True
+        return _action_ids(actions, (self.num_envs,))
 
     def step_wait(
         self,
