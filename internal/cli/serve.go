@@ -324,14 +324,24 @@ const (
 	staleAfter    = time.Minute
 )
 
-// removeStalePrivate removes from dir the folders of privatePrefix that
-// were made before now less staleAfter: no listenUnix still uses them.
+// removeStalePrivate removes from dir the folders listenUnix left that
+// were made before now less staleAfter: named privatePrefix and the digits
+// os.MkdirTemp adds, and holding nothing but the socket "s". Anything else
+// of such a name (a user's ".spider-saves") is not one of them, and stays.
 func removeStalePrivate(dir string, now time.Time) {
-	names, _ := filepath.Glob(filepath.Join(dir, privatePrefix+"*"))
+	names, _ := filepath.Glob(filepath.Join(dir, privatePrefix+"[0-9]*"))
 	for _, name := range names {
-		if fi, err := os.Lstat(name); err == nil && fi.IsDir() && now.Sub(fi.ModTime()) > staleAfter {
-			os.RemoveAll(name) // another user's, in a sticky /tmp, stays
+		fi, err := os.Lstat(name)
+		digits := strings.TrimPrefix(filepath.Base(name), privatePrefix)
+		if err != nil || !fi.IsDir() || now.Sub(fi.ModTime()) <= staleAfter || strings.Trim(digits, "0123456789") != "" {
+			continue
 		}
+		entries, err := os.ReadDir(name)
+		if err != nil || len(entries) > 1 || len(entries) == 1 && (entries[0].Name() != "s" || entries[0].Type() != fs.ModeSocket) {
+			continue
+		}
+		os.Remove(filepath.Join(name, "s"))
+		os.Remove(name) // another user's, in a sticky /tmp, stays
 	}
 }
 

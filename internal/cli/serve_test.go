@@ -423,35 +423,3 @@ func refusing(t *testing.T) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
-
-// TestListenUnixRemovesStalePrivateFolders: a server killed while it
-// started leaves its private folder (with its socket); the next one beside
-// it removes those over a minute old, and leaves one being used now.
-func TestListenUnixRemovesStalePrivateFolders(t *testing.T) {
-	dir := t.TempDir()
-	stale, fresh := filepath.Join(dir, privatePrefix+"123"), filepath.Join(dir, privatePrefix+"456")
-	for _, d := range []string{stale, fresh} {
-		if err := os.Mkdir(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(d, "s"), nil, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	old := time.Now().Add(-2 * staleAfter)
-	if err := os.Chtimes(stale, old, old); err != nil {
-		t.Fatal(err)
-	}
-	ln, remove, err := listenUnix(filepath.Join(dir, "spider.sock"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln.Close()
-	remove()
-	if _, err := os.Stat(stale); !os.IsNotExist(err) {
-		t.Errorf("a stale private folder was kept: %v", err)
-	}
-	if _, err := os.Stat(fresh); err != nil {
-		t.Errorf("a private folder in use was removed: %v", err)
-	}
-}

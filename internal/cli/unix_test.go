@@ -1,7 +1,7 @@
 //go:build unix
 
 // The tests that need a Unix system: a umask, a signal sent by kill, a
-// FIFO.
+// FIFO, a socket file.
 
 package cli
 
@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -187,5 +188,53 @@ func TestReplayPicturesReplaceNothingOfTheirs(t *testing.T) {
 	o := replayOptions{gif: filepath.Join(dir, "0003.png"), frames: frames, delay: time.Second}
 	if err := runReplay(context.Background(), o, path, &bytes.Buffer{}, io.Discard); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestListenUnixRemovesStalePrivateFolders: a server killed while it
+// started leaves its private folder (with its socket); the next one beside
+// it removes those over a minute old, and leaves one being used now, and
+// anything else of such a name: a user's folder, or one holding more.
+func TestListenUnixRemovesStalePrivateFolders(t *testing.T) {
+	dir := t.TempDir()
+	stale := filepath.Join(dir, privatePrefix+"123")
+	fresh := filepath.Join(dir, privatePrefix+"456")
+	more := filepath.Join(dir, privatePrefix+"789")
+	user := filepath.Join(dir, ".spider-saves")
+	for _, d := range []string{stale, fresh, more, user} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		ln, err := net.Listen("unix", filepath.Join(d, "s"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln.(*net.UnixListener).SetUnlinkOnClose(false)
+		ln.Close()
+	}
+	for _, f := range []string{filepath.Join(more, "other"), filepath.Join(user, "best.txt")} {
+		if err := os.WriteFile(f, []byte("keep"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-2 * staleAfter)
+	for _, d := range []string{stale, more, user} {
+		if err := os.Chtimes(d, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ln, remove, err := listenUnix(filepath.Join(dir, "spider.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.Close()
+	remove()
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("a stale private folder was kept: %v", err)
+	}
+	for _, d := range []string{fresh, more, user} {
+		if _, err := os.Stat(filepath.Join(d, "s")); err != nil {
+			t.Errorf("%s was removed: %v", d, err)
+		}
 	}
 }
