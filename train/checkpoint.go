@@ -63,13 +63,13 @@ func (t *Trainer) Save(path string) error {
 }
 
 // stateSize guesses the length of st's encoding, so that Save's buffer is
-// made once: Adam's moments at five bytes a float32, the games' states
+// made once: Adam's moments at four bytes a float32 (nn.Floats), the games' states
 // as they are (strings) with their numbers, the labelled games at up to
 // three bytes an action, and the history's lines.
 func stateSize(st *state) int {
 	n := 1 << 12
 	for i := range st.AdamM {
-		n += 5 * (len(st.AdamM[i]) + len(st.AdamV[i]))
+		n += 4*(len(st.AdamM[i])+len(st.AdamV[i])) + 16
 	}
 	for _, s := range st.Batch.States {
 		n += len(s) + 48

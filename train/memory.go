@@ -94,11 +94,12 @@ func weightCount(spec nn.Spec) int64 {
 
 // SaveParamBytes is what Save holds at its peak for each weight of the
 // network. It makes each buffer once, at the size it will need
-// (msgpackcheck.Marshal), so it holds at its peak about all it allocates:
-// 35 bytes a weight for 2 x 2048 hidden units (TotalAlloc). Before, its
-// buffers grew by doubling and it allocated 61-66 bytes a weight, of which
-// the RSS of a run grew by 43; the figure was set then and is kept, a
-// margin over what Save now allocates, which TestSaveBytes keeps it above.
+// (msgpackcheck.Marshal, and nn.Floats through a small buffer), so it
+// holds at its peak about all it allocates: 20 bytes a weight for 2 x 2048
+// hidden units (TotalAlloc). Before, its buffers grew by doubling and it
+// allocated 61-66 bytes a weight, of which the RSS of a run grew by 43;
+// the figure was set then and is kept, a margin over what Save now
+// allocates, which TestSaveBytes keeps it above.
 const SaveParamBytes = 48
 
 // GraphRowBytes is what the learner holds for each row of a minibatch: its

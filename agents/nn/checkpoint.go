@@ -39,13 +39,24 @@ const kind = "spider-policy"
 // little-endian bytes: compact and fast, unlike an array of floats.
 type Floats []float32
 
-// EncodeMsgpack writes f as a bin.
+// EncodeMsgpack writes f as a bin, through a small buffer: a copy of the
+// whole slice as bytes was as much again as a checkpoint's weights.
 func (f Floats) EncodeMsgpack(e *msgpack.Encoder) error {
-	b := make([]byte, 4*len(f))
-	for i, v := range f {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+	if err := e.EncodeBytesLen(4 * len(f)); err != nil {
+		return err
 	}
-	return e.EncodeBytes(b)
+	var buf [4096]byte
+	for len(f) > 0 {
+		n := min(len(f), len(buf)/4)
+		for i, v := range f[:n] {
+			binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(v))
+		}
+		if _, err := e.Writer().Write(buf[:4*n]); err != nil {
+			return err
+		}
+		f = f[n:]
+	}
+	return nil
 }
 
 // DecodeMsgpack reads a bin written by EncodeMsgpack. It reads the bytes
@@ -133,11 +144,11 @@ func encode(n *Net, train msgpack.RawMessage) ([]byte, error) {
 		c.W = append(c.W, n.W[i])
 		c.B = append(c.B, n.B[i])
 	}
-	// Each float32 is five bytes (0xca and four); the specification and
-	// the arrays' headers take a little more.
+	// Each float32 is four bytes of a bin (Floats); the specification and
+	// the bins' headers take a little more.
 	size := len(train) + 4096
 	for i := range n.W {
-		size += 5 * (len(n.W[i]) + len(n.B[i]))
+		size += 4 * (len(n.W[i]) + len(n.B[i]))
 	}
 	return msgpackcheck.MarshalSealed(&c, size)
 }
