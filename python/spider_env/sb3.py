@@ -290,19 +290,35 @@ class SpiderVecEnv(VecEnv):  # type: ignore[misc, unused-ignore]
         self._seeds = given
         return given
 
+    def step(self, actions: NDArray[Any]) -> VecEnvStepReturn:
+        """Step every game and return (obs, rewards, dones, infos): what
+        :meth:`step_async` and :meth:`step_wait` return, as one request, so
+        that a Ctrl-C between the two closes the env as anywhere else in a
+        step, rather than leave the step in flight."""
+        ids = self._step_ids(actions, "step")
+        with _whole(self.client, "step"):
+            self.client.step_send(ids)
+            r = self._owned(self.client.step_receive())
+            self._last = r
+        return self._results(r)
+
     def step_async(self, actions: NDArray[Any]) -> None:
         """Send the step to the server and return without waiting."""
+        ids = self._step_ids(actions, "step_async")
+        with _whole(self.client, "step_async"):
+            self.client.step_send(ids)
+
+    def _step_ids(self, actions: NDArray[Any], what: str) -> NDArray[np.int64]:
+        """The action ids of a step, once one may start (what names the call)."""
         if self._stash is not None or self.client.pending:
-            raise RuntimeError("step_async while a step is in flight: call step_wait first")
+            raise RuntimeError(f"{what} while a step is in flight: call step_wait first")
         if self._last is None:
-            raise gym.error.ResetNeeded("call reset before step_async")
+            raise gym.error.ResetNeeded(f"call reset before {what}")
         a = np.asarray(actions)
         if a.shape == (self.num_envs, 1):
             a = a[:, 0]  # a column of ids, as some SB3 wrappers give a Discrete space
         # The checks SpiderEnv and SpiderVectorEnv make: integer ids in 0..1080.
-        ids = _action_ids(a, (self.num_envs,))
-        with _whole(self.client, "step_async"):
-            self.client.step_send(ids)
+        return _action_ids(a, (self.num_envs,))
 
     def step_wait(self) -> VecEnvStepReturn:
         """Wait for the step sent by :meth:`step_async`; return (obs, rewards, dones, infos)."""
@@ -315,6 +331,10 @@ class SpiderVecEnv(VecEnv):  # type: ignore[misc, unused-ignore]
                 self._last = r
         else:
             raise RuntimeError("step_wait without step_async")
+        return self._results(r)
+
+    def _results(self, r: StepReply) -> VecEnvStepReturn:
+        """A step reply as SB3's (obs, rewards, dones, infos)."""
         terminated, truncated = r["terminated"], r["truncated"]
         dones = terminated | truncated
         score, runs, moves = r["score"].tolist(), r["runs"].tolist(), r["moves"].tolist()

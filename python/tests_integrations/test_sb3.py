@@ -258,3 +258,34 @@ def test_record_video(server, tmp_path):
         env.close()
     videos = list(tmp_path.glob("*.mp4"))
     assert len(videos) == 1 and videos[0].stat().st_size > 1000
+
+
+@pytest.mark.limit(60)
+def test_step_is_one_request(server, monkeypatch):
+    """step is step_async and step_wait as one request: the same results,
+    and no gap between the halves where a Ctrl-C left the step in flight
+    (the next step then raised "a step is in flight")."""
+    a = SpiderVecEnv(3, max_steps=20, address=server.address)
+    b = SpiderVecEnv(3, max_steps=20, address=server.address)
+    try:
+        a.seed(5)
+        b.seed(5)
+        np.testing.assert_array_equal(a.reset(), b.reset())
+        for _ in range(25):  # past the step limit: games end and restart
+            acts = np.argmax(a.action_masks(), axis=1)
+            b.step_async(acts)
+            want = b.step_wait()
+            got = a.step(acts)
+            for x, y in zip(got[:3], want[:3], strict=True):
+                np.testing.assert_array_equal(x, y)
+            assert [set(i) for i in got[3]] == [set(i) for i in want[3]]
+
+        def interrupted(self):
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(SpiderVecEnv, "step_wait", interrupted)
+        _, _, _, infos = a.step(np.argmax(a.action_masks(), axis=1))
+        assert len(infos) == 3
+    finally:
+        a.close()
+        b.close()
