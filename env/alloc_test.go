@@ -141,11 +141,18 @@ func TestBatchPathsDoNotAllocate(t *testing.T) {
 		{RuleSet: env.Cardems, Suits: 4, MaxSteps: 100, Encoding: env.Float32, Shaping: env.Progress},
 	} {
 		r := env.MustRules(o)
+		// Cardems steps on two workers whatever the machine: with one CPU
+		// (go test -cpu 1) the default steps on the caller, and the hand-off
+		// to the workers would never be counted.
+		workers := 0
+		if o.RuleSet == env.Cardems {
+			workers = 2
+		}
 		for _, mode := range []env.Autoreset{env.NextStep, env.SameStep, env.Disabled} {
 			for _, ill := range []env.IllegalPolicy{env.RefuseIllegal, env.NoopIllegal, env.LoseIllegal} {
 				var runs, illegal, ends int
 				allocs := fewestMallocs(func() uint64 {
-					b := newBatch(t, r, env.BatchOptions{N: n, Autoreset: mode, Illegal: ill, Legal: o.Encoding == env.Compact, Presample: o.RuleSet == env.Cardems})
+					b := newBatch(t, r, env.BatchOptions{N: n, Workers: workers, Autoreset: mode, Illegal: ill, Legal: o.Encoding == env.Compact, Presample: o.RuleSet == env.Cardems})
 					b.Reset(1)
 					warmBatch(t, b)
 					g := rng.New(7)
