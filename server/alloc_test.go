@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"net"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -222,14 +221,7 @@ func TestStepRequestDecodeAllocatesNothing(t *testing.T) {
 func TestServedStepAllocatesNothing(t *testing.T) {
 	for _, network := range []string{"unix", "tcp"} {
 		t.Run(network, func(t *testing.T) {
-			addr := "127.0.0.1:0"
-			if network == "unix" {
-				addr = filepath.Join(t.TempDir(), "s")
-			}
-			ln, err := net.Listen(network, addr)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ln := listenOn(t, network)
 			serveOn(t, New(Config{}), ln)
 			cl := dialNet(t, network, ln.Addr().String())
 			hello(cl)

@@ -145,6 +145,21 @@ func TestAcceptStopsOnAPermanentError(t *testing.T) {
 	}
 }
 
+// listenOn listens on a Unix socket in a temporary folder, or on a free
+// loopback TCP port.
+func listenOn(t *testing.T, network string) net.Listener {
+	t.Helper()
+	addr := "127.0.0.1:0"
+	if network == "unix" {
+		addr = filepath.Join(t.TempDir(), "s")
+	}
+	ln, err := net.Listen(network, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
+}
+
 // TestPeerConnectionLimit lets one local user hold MaxPeerConns
 // connections, over a Unix socket and over loopback TCP alike (the peer is
 // the user, found by its uid), and refuses the next with the flag's name.
@@ -155,14 +170,7 @@ func TestPeerConnectionLimit(t *testing.T) {
 	want := fmt.Sprintf("user %d already has 2 connections, the most one peer may hold (--max-conns-per-peer); close one", os.Getuid())
 	for _, network := range []string{"unix", "tcp"} {
 		t.Run(network, func(t *testing.T) {
-			addr := "127.0.0.1:0"
-			if network == "unix" {
-				addr = filepath.Join(t.TempDir(), "s")
-			}
-			ln, err := net.Listen(network, addr)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ln := listenOn(t, network)
 			srv := New(Config{MaxConns: 8, MaxPeerConns: 2})
 			serveOn(t, srv, ln)
 			a, b := dialNet(t, network, ln.Addr().String()), dialNet(t, network, ln.Addr().String())
