@@ -63,9 +63,9 @@ func (t *Trainer) Save(path string) error {
 }
 
 // stateSize guesses the length of st's encoding, so that Save's buffer is
-// made once: Adam's moments at four bytes a float32 (nn.Floats), the games' states
-// as they are (strings) with their numbers, the labelled games at up to
-// three bytes an action, and the history's lines.
+// made once: Adam's moments at four bytes a float32 (nn.Floats), the
+// games' states as they are (strings) with their numbers, the labelled
+// games at up to three bytes an action, and the history's lines.
 func stateSize(st *state) int {
 	n := 1 << 12
 	for i := range st.AdamM {

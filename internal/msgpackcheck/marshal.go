@@ -2,8 +2,6 @@ package msgpackcheck
 
 import (
 	"bytes"
-	"encoding/binary"
-	"hash/crc32"
 
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -34,6 +32,5 @@ func MarshalSealed(v any, size int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	sum := crc32.Checksum(b, castagnoli)
-	return binary.BigEndian.AppendUint32(append(b, 0xce), sum), nil
+	return appendSum(b), nil
 }

@@ -27,8 +27,13 @@ const TrailerSize = 5
 func Seal(b []byte) []byte {
 	out := make([]byte, len(b), len(b)+TrailerSize)
 	copy(out, b)
-	out = append(out, 0xce)
-	return binary.BigEndian.AppendUint32(out, crc32.Checksum(b, castagnoli))
+	return appendSum(out)
+}
+
+// appendSum appends to b the checksum of b that Seal writes.
+func appendSum(b []byte) []byte {
+	sum := crc32.Checksum(b, castagnoli)
+	return binary.BigEndian.AppendUint32(append(b, 0xce), sum)
 }
 
 // Unseal checks that b is one msgpack value (checked as Size does)
