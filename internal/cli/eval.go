@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -222,9 +223,9 @@ type policySummary struct {
 	WinLo     float64 `json:"win_rate_lo95"`
 	WinHi     float64 `json:"win_rate_hi95"`
 	Score     float64 `json:"mean_score"`
-	ScoreHalf float64 `json:"mean_score_ci95"`
+	ScoreHalf ci95    `json:"mean_score_ci95"`
 	Runs      float64 `json:"mean_runs"`
-	RunsHalf  float64 `json:"mean_runs_ci95"`
+	RunsHalf  ci95    `json:"mean_runs_ci95"`
 	Moves     float64 `json:"mean_moves"`
 	MsPerGame float64 `json:"ms_per_game"`
 	MsPerMove float64 `json:"ms_per_move"`
@@ -232,6 +233,36 @@ type policySummary struct {
 	// prints it), the same before and after it was read, since a trainer
 	// rewrites its checkpoints under the same names; empty for the others.
 	Checkpoint string `json:"checkpoint_sha256,omitempty"`
+}
+
+// ci95 is the half-width of a mean's 95% interval, NaN where there is
+// none (a policy of one game): null in JSON, an empty CSV cell and "n/a"
+// in text, since a width of 0 would read as certainty.
+type ci95 float64
+
+// MarshalJSON writes h, or null for NaN.
+func (h ci95) MarshalJSON() ([]byte, error) {
+	if math.IsNaN(float64(h)) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(float64(h))
+}
+
+// UnmarshalJSON reads a number, or null as NaN.
+func (h *ci95) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*h = ci95(math.NaN())
+		return nil
+	}
+	return json.Unmarshal(b, (*float64)(h))
+}
+
+// plusMinus writes mean ± h with prec decimals, or the mean and "± n/a".
+func plusMinus(mean float64, h ci95, prec int) string {
+	if math.IsNaN(float64(h)) {
+		return strconv.FormatFloat(mean, 'f', prec, 64) + " ± n/a"
+	}
+	return strconv.FormatFloat(mean, 'f', prec, 64) + " ± " + strconv.FormatFloat(float64(h), 'f', prec, 64)
 }
 
 // comparison is one pair of policies on the same deals.
@@ -777,8 +808,10 @@ func summarize(ev *agents.Evaluation, labels []string) evalReport {
 		}
 		s.WinRate = float64(s.Wins) / float64(len(res))
 		s.WinLo, s.WinHi = stats.Wilson(s.Wins, len(res))
-		s.Score, s.ScoreHalf = stats.Mean(column(res, score))
-		s.Runs, s.RunsHalf = stats.Mean(column(res, runs))
+		var scoreHalf, runsHalf float64
+		s.Score, scoreHalf = stats.Mean(column(res, score))
+		s.Runs, runsHalf = stats.Mean(column(res, runs))
+		s.ScoreHalf, s.RunsHalf = ci95(scoreHalf), ci95(runsHalf)
 		s.Moves, s.MsPerGame = moves/float64(len(res)), ms/float64(len(res))
 		if moves > 0 {
 			s.MsPerMove = ms / moves
@@ -825,9 +858,15 @@ func writeEval(w io.Writer, rep evalReport, o evalOptions) error {
 	header, others := optionColumns(header)
 	done, err := o.out.write(w, rep, header, func() (rows [][]string) {
 		f := func(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
+		half := func(h ci95) string { // empty where there is no interval
+			if math.IsNaN(float64(h)) {
+				return ""
+			}
+			return f(float64(h))
+		}
 		for _, p := range rep.Policies {
 			row := []string{rep.RuleSet.String(), strconv.Itoa(rep.Suits), p.Policy, strconv.Itoa(p.Games), strconv.Itoa(p.Wins), f(p.WinRate), f(p.WinLo), f(p.WinHi),
-				f(p.Score), f(p.ScoreHalf), f(p.Runs), f(p.RunsHalf), f(p.Moves), f(p.MsPerGame), f(p.MsPerMove),
+				f(p.Score), half(p.ScoreHalf), f(p.Runs), half(p.RunsHalf), f(p.Moves), f(p.MsPerGame), f(p.MsPerMove),
 				strconv.Itoa(p.Failures), suiteName(rep.Suite), strconv.Itoa(rep.MaxSteps), strconv.FormatBool(rep.Stopped)}
 			version := ""
 			if rep.Suite != nil {
@@ -858,8 +897,8 @@ func writeEval(w io.Writer, rep evalReport, o evalOptions) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "policy\tgames\twins\twin rate (95% CI)\tmean score (95% CI)\tmean runs (95% CI)\tmean moves\tms/game\tms/move\t")
 	for _, p := range rep.Policies {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f%% (%.1f-%.1f)\t%.1f ± %.1f\t%.2f ± %.2f\t%.0f\t%.1f\t%.2f\t\n",
-			p.Policy+budgetNote(p.Spec, rep), p.Games, p.Wins, 100*p.WinRate, 100*p.WinLo, 100*p.WinHi, p.Score, p.ScoreHalf, p.Runs, p.RunsHalf, p.Moves, p.MsPerGame, p.MsPerMove)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f%% (%.1f-%.1f)\t%s\t%s\t%.0f\t%.1f\t%.2f\t\n",
+			p.Policy+budgetNote(p.Spec, rep), p.Games, p.Wins, 100*p.WinRate, 100*p.WinLo, 100*p.WinHi, plusMinus(p.Score, p.ScoreHalf, 1), plusMinus(p.Runs, p.RunsHalf, 2), p.Moves, p.MsPerGame, p.MsPerMove)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -594,3 +594,47 @@ func TestEvalPlaysPinnedMoves(t *testing.T) {
 		t.Fatalf("%d of %d games played other moves (or the table has %d):\n%s", len(diff), len(got), len(want), strings.Join(diff, "\n"))
 	}
 }
+
+// TestEvalOneGameHasNoInterval: a policy's mean over one game has no 95%
+// interval, and the report says so (JSON null, an empty CSV cell, "n/a")
+// instead of a width of 0 that reads as certainty; results reads it back.
+func TestEvalOneGameHasNoInterval(t *testing.T) {
+	o := smallEval()
+	o.policies, o.seeds = "random,greedy", "5"
+	report := func(json, csv bool) string {
+		t.Helper()
+		o.out.json, o.out.csv = json, csv
+		var out bytes.Buffer
+		if err := runEval(context.Background(), o, &out, &bytes.Buffer{}); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	var rep struct {
+		Policies []map[string]any `json:"policies"`
+	}
+	js := report(true, false)
+	if err := json.Unmarshal([]byte(js), &rep); err != nil || len(rep.Policies) != 2 {
+		t.Fatalf("JSON %s: %v", js, err)
+	}
+	for _, p := range rep.Policies {
+		if v, ok := p["mean_score_ci95"]; !ok || v != nil || p["mean_runs_ci95"] != nil {
+			t.Errorf("%v: mean_score_ci95 %v, mean_runs_ci95 %v; want null", p["policy"], v, p["mean_runs_ci95"])
+		}
+	}
+	rows, err := csv.NewReader(strings.NewReader(report(false, true))).ReadAll()
+	if err != nil || len(rows) != 3 || rows[0][9] != "score_ci95" || rows[1][9] != "" || rows[2][11] != "" || rows[1][8] == "" {
+		t.Errorf("CSV %q: %v", rows, err)
+	}
+	if text := report(false, false); strings.Count(text, "± n/a") != 4 || strings.Contains(text, "± 0.0") {
+		t.Errorf("text:\n%s", text)
+	}
+	path := filepath.Join(t.TempDir(), "one.json")
+	if err := os.WriteFile(path, []byte(js), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	back, err := readEvalReport(path, false)
+	if err != nil || !math.IsNaN(float64(back.Policies[0].ScoreHalf)) {
+		t.Errorf("read back: %v, %v", back.Policies, err)
+	}
+}

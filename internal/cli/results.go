@@ -9,13 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/spf13/pflag"
 
@@ -38,7 +38,7 @@ type resultsOptions struct {
 func resultsCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, io.Writer, io.Writer) error {
 	var o resultsOptions
 	fs.StringVar(&o.update, "update", "", "rewrite the generated section of this Markdown file (between "+resultsBegin+" and "+resultsEnd+") instead of printing the table")
-	fs.BoolVar(&o.pair, "pair", false, "compare two eval --json --per-game reports deal by deal instead (every policy of the first against every policy of the second, on the seeds both played): McNemar's exact test on wins, paired t-tests on score and runs; either side may be a comma-separated list of reports (parts of a seed range, or --draw runs of the same deals, whose plays of a deal are pooled and compared by each deal's share of wins with a sign test)")
+	fs.BoolVar(&o.pair, "pair", false, "compare two eval --json --per-game reports deal by deal instead (every policy of the first against every policy of the second, on the seeds both played): McNemar's exact test on wins, paired t-tests on score and runs; either side may be a comma-separated list of reports (parts of a seed range, or --draw runs of the same deals, whose plays of a deal are pooled and compared by each deal's share of wins with a sign test; a policy pools only as one player: one spec, network and build)")
 	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		o.files = args
 		return runResults(ctx, o, stdout, stderr)
@@ -77,9 +77,15 @@ func runResults(ctx context.Context, o resultsOptions, stdout, _ io.Writer) erro
 		order[s.Name] = i
 	}
 	var rows []resultRow
-	for _, name := range o.files {
+	for i, name := range o.files {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		for _, before := range o.files[:i] {
+			if samePath(before, name) {
+				// Its rows would be in the table twice.
+				return usageError{fmt.Errorf("%s is listed twice", name)}
+			}
 		}
 		rep, err := readEvalJSON(name)
 		if err != nil {
@@ -95,7 +101,18 @@ func runResults(ctx context.Context, o resultsOptions, stdout, _ io.Writer) erro
 		if !rep.Options.SameGame(cur.Options()) {
 			return usageError{fmt.Errorf("%s: names suite %s but played another game (%s): not a run of the suite", name, cur.Name, gameDiff(cur.Options(), rep.Options))}
 		}
+		// The row stands for the whole suite: its deals must be the
+		// suite's, and the rate and interval are computed here from the
+		// wins, not copied from the file.
+		if want := seedRanges(cur.Seeds()); rep.SeedList != want || rep.Seeds != cur.Count {
+			return usageError{fmt.Errorf("%s: %d deals (seeds %s), but suite %s is %d (seeds %s): not a whole run of the suite", name, rep.Seeds, printable.Cut(rep.SeedList, 40), cur.Name, cur.Count, want)}
+		}
 		for _, p := range rep.Policies {
+			if p.Games != cur.Count || p.Wins < 0 || p.Wins > p.Games || p.Failures < 0 || p.Failures > p.Games {
+				return usageError{fmt.Errorf("%s: %s played %d games with %d wins and %d failures, which a run of suite %s (%d deals) cannot have", name, p.Policy, p.Games, p.Wins, p.Failures, cur.Name, cur.Count)}
+			}
+			p.WinRate = float64(p.Wins) / float64(p.Games)
+			p.WinLo, p.WinHi = stats.Wilson(p.Wins, p.Games)
 			rows = append(rows, resultRow{suite: cur, file: filepath.Base(name), report: rep, policy: p})
 		}
 	}
@@ -178,33 +195,38 @@ func parseEvalReport(name string, b []byte, games bool) (evalReport, error) {
 		Comparisons jsonSkip                `json:"comparisons"`
 		Failures    jsonSkip                `json:"failures"`
 	}{evalReport: &rep}
-	in.Policies = jsonRows[policySummary]{rows: &rep.Policies, max: maxReportPolicies, what: "policies", check: checkPolicyRow}
-	in.Games = jsonRows[gameRow]{rows: &rep.Games, max: maxResultsFile / minGameRowBytes, what: "games", check: checkGameRow, skip: !games}
+	in.Policies = jsonRows[policySummary]{rows: &rep.Policies, keys: policyKeys, max: maxReportPolicies, what: "policies", check: checkPolicyRow}
+	in.Games = jsonRows[gameRow]{rows: &rep.Games, keys: gameKeys, max: maxResultsFile / minGameRowBytes, what: "games", check: checkGameRow, skip: !games}
 	if t := bytes.TrimLeft(b, " \t\r\n"); len(t) == 0 || t[0] != '{' {
 		return rep, fmt.Errorf("%s: not an eval report: want a JSON object", name)
 	}
-	if err := json.Unmarshal(b, &in); err != nil {
-		// Not the decoder's own words, which name this program's Go types.
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			field := te.Field[strings.LastIndex(te.Field, ".")+1:]
-			return rep, fmt.Errorf("%s: not an eval report: %q holds a JSON %s", name, field, te.Value)
+	// A field this build's eval does not write is refused, not skipped,
+	// at the top, in the suite and in the rows results reads: a newer
+	// build's report may hold a game option this one does not know, and
+	// its games are not the ones this build would pair or tabulate it as.
+	// The keys are checked in place before the file is decoded, so that
+	// the first unknown one ends the reading: a map of them all took 14
+	// times the file's size, and the decoder, which matches keys in any
+	// case, would take "Deals" for "deals".
+	err := eachKey(b, func(k, v []byte) error {
+		if !reportKeys[string(k)] {
+			return unknownField(k)
 		}
-		return rep, fmt.Errorf("%s: %v", name, err)
-	}
-	// A field this build's eval does not write is refused, not skipped:
-	// a newer build's report may hold a game option this one does not
-	// know, and its games are not the ones this build would pair or
-	// tabulate it as. (The keys are read again with their values
-	// skipped, which costs a second scan and no copy of the file.)
-	var keys map[string]jsonSkip
-	if err := json.Unmarshal(b, &keys); err != nil {
-		return rep, fmt.Errorf("%s: %v", name, err)
-	}
-	for _, k := range slices.Sorted(maps.Keys(keys)) {
-		if !reportKeys[k] {
-			return rep, fmt.Errorf("%s: the field %q is not one this build's eval writes (a newer spider's report? this build would read its games as others)", name, printable.Cut(k, 80))
+		if string(k) == "suite" {
+			return eachKey(v, func(k, _ []byte) error {
+				if !suiteKeys[string(k)] {
+					return unknownField(k)
+				}
+				return nil
+			})
 		}
+		return nil
+	})
+	if err == nil {
+		err = json.Unmarshal(b, &in)
+	}
+	if err != nil {
+		return rep, fmt.Errorf("%s: %w", name, reportError(err))
 	}
 	switch {
 	case rep.Schema != evalSchema:
@@ -241,6 +263,114 @@ func parseEvalReport(name string, b []byte, games bool) (evalReport, error) {
 		rep.Games[i].Policy = p
 	}
 	return rep, nil
+}
+
+// reportError is err, from decoding a report, in words that name no Go
+// type of this program.
+func reportError(err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		field := te.Field[strings.LastIndex(te.Field, ".")+1:]
+		return fmt.Errorf("not an eval report: %q holds a JSON %s", field, te.Value)
+	}
+	return err
+}
+
+// unknownField is the error of a report's field k (as eachKey gives it)
+// that this build's eval does not write.
+func unknownField(k []byte) error {
+	return fmt.Errorf("the field %q is not one this build's eval writes (a newer spider's report? this build would read its games as others)", printable.Cut(string(k), 80))
+}
+
+// eachKey calls f with each key of the JSON object b and the bytes of its
+// value, in order, and returns f's first error. It reads b in place and
+// allocates nothing for a key without escapes (f gets it unquoted);
+// anything that is not a well-formed object ends the walk without error,
+// for the decoder that reads b next to refuse in its own words.
+func eachKey(b []byte, f func(key, value []byte) error) error {
+	i := skipSpace(b, 0)
+	if i == len(b) || b[i] != '{' {
+		return nil
+	}
+	for i = skipSpace(b, i+1); i < len(b) && b[i] == '"'; {
+		end := skipValue(b, i)
+		if end < 0 {
+			return nil
+		}
+		key := b[i+1 : end-1]
+		if bytes.IndexByte(key, '\\') >= 0 || !utf8.Valid(key) { // as the decoder reads it
+			var k string
+			if json.Unmarshal(b[i:end], &k) != nil {
+				return nil
+			}
+			key = []byte(k)
+		}
+		i = skipSpace(b, end)
+		if i == len(b) || b[i] != ':' {
+			return nil
+		}
+		start := skipSpace(b, i+1)
+		if end = skipValue(b, start); end < 0 {
+			return nil
+		}
+		if err := f(key, b[start:end]); err != nil {
+			return err
+		}
+		if i = skipSpace(b, end); i == len(b) || b[i] != ',' {
+			return nil
+		}
+		i = skipSpace(b, i+1)
+	}
+	return nil
+}
+
+// skipSpace returns the index of the first byte of b from i that is not
+// JSON white space.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the index just past the JSON value that starts at
+// b[i] (-1 if it does not end), checking only its brackets and strings:
+// what is inside is for the decoder.
+func skipValue(b []byte, i int) int {
+	depth := 0
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			for i++; i < len(b) && b[i] != '"'; i++ {
+				if b[i] == '\\' {
+					i++
+				}
+			}
+			if i >= len(b) {
+				return -1
+			}
+			if depth == 0 {
+				return i + 1
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return i // the end of a number, true, false or null
+			}
+			if depth--; depth == 0 {
+				return i + 1
+			}
+		case ',', ' ', '\t', '\r', '\n':
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	if depth == 0 {
+		return i // a number, true, false or null at the end
+	}
+	return -1
 }
 
 // maxReportPolicies is the most policies a report may list: eval refuses
@@ -283,6 +413,7 @@ func checkGameRow(g *gameRow) error {
 // items (with skip, it reads none) and a second array under its key.
 type jsonRows[T any] struct {
 	rows  *[]T
+	keys  map[string]bool // the keys an item may have
 	max   int
 	what  string
 	check func(*T) error
@@ -308,15 +439,63 @@ func (r *jsonRows[T]) UnmarshalJSON(b []byte) error {
 		if len(*r.rows) == r.max {
 			return fmt.Errorf("%s: more than %d", r.what, r.max)
 		}
-		var item T
-		if err := d.Decode(&item); err != nil {
+		// Each item's keys are checked as the report's are, then it is
+		// decoded.
+		var raw json.RawMessage
+		if err := d.Decode(&raw); err != nil {
 			return fmt.Errorf("%s: item %d: %v", r.what, len(*r.rows)+1, err)
+		}
+		var item T
+		err := eachKey(raw, func(k, _ []byte) error {
+			if !r.keys[string(k)] {
+				return unknownField(k)
+			}
+			return nil
+		})
+		if err == nil {
+			err = json.Unmarshal(raw, &item)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: item %d: %w", r.what, len(*r.rows)+1, reportError(err))
 		}
 		if err := r.check(&item); err != nil {
 			return fmt.Errorf("%s: item %d: %v", r.what, len(*r.rows)+1, err)
 		}
 		*r.rows = append(*r.rows, item)
 	}
+	return nil
+}
+
+// UnmarshalJSON reads a per-game row, refusing one without its policy,
+// seed, result, score, runs, moves or hash: read as zeros they would pair
+// as a game lost at score 0.
+func (g *gameRow) UnmarshalJSON(b []byte) error {
+	type plain gameRow // its fields, without this method
+	var in struct {
+		plain
+		Policy      *string `json:"policy"`
+		ActionsHash *string `json:"actions_sha256"`
+		Seed        *uint64 `json:"seed"`
+		Won         *bool   `json:"won"`
+		Score       *int    `json:"score"`
+		Runs        *int    `json:"runs"`
+		Moves       *int    `json:"moves"`
+	}
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{{"policy", in.Policy != nil}, {"seed", in.Seed != nil}, {"won", in.Won != nil}, {"score", in.Score != nil},
+		{"runs", in.Runs != nil}, {"moves", in.Moves != nil}, {"actions_sha256", in.ActionsHash != nil}} {
+		if !f.set {
+			return fmt.Errorf("a game without its %s", f.name)
+		}
+	}
+	*g = gameRow(in.plain)
+	g.Policy, g.ActionsHash = *in.Policy, *in.ActionsHash
+	g.Seed, g.Won, g.Score, g.Runs, g.Moves = *in.Seed, *in.Won, *in.Score, *in.Runs, *in.Moves
 	return nil
 }
 
@@ -352,9 +531,9 @@ func resultsTable(rows []resultRow) string {
 	for _, r := range rows {
 		p, s := r.policy, r.suite
 		p.Policy += budgetNote(p.Spec, r.report)
-		fmt.Fprintf(&b, "| %s (v%s) | %s | %d | %d | %s | %d | %.1f%% (%.1f-%.1f) | %.1f ± %.1f | %.2f ± %.2f | %.0f | %d | %s | %s |\n",
+		fmt.Fprintf(&b, "| %s (v%s) | %s | %d | %d | %s | %d | %.1f%% (%.1f-%.1f) | %s | %s | %.0f | %d | %s | %s |\n",
 			s.Name, s.Version, s.RuleSet, s.Suits, r.report.MaxSteps, cell(p.Policy), p.Games,
-			100*p.WinRate, 100*p.WinLo, 100*p.WinHi, p.Score, p.ScoreHalf, p.Runs, p.RunsHalf, p.Moves, p.Failures, cell(r.report.Program), cell(r.file))
+			100*p.WinRate, 100*p.WinLo, 100*p.WinHi, plusMinus(p.Score, p.ScoreHalf, 1), plusMinus(p.Runs, p.RunsHalf, 2), p.Moves, p.Failures, cell(r.report.Program), cell(r.file))
 	}
 	return b.String()
 }
@@ -568,9 +747,35 @@ func runPair(ctx context.Context, o resultsOptions, stdout io.Writer) error {
 
 // poolable reports why rep cannot be pooled with the reports of one side
 // of --pair before it (names are the side's files, in order): a policy
-// with a budget (search, the oracle) must have played with one budget in
-// every report that holds it, or its plays would mix two players.
+// named in two reports must be one player in both, or its plays would mix
+// two players under one name. So it must have the same spec, the same
+// network (the checkpoint's hash) and the same build (program version),
+// and a policy with a budget (search, the oracle) the same budget. A
+// remote agent is known by the name it gives: its address is often a
+// temporary one, and the build that played it does not choose its moves.
 func poolable(side []evalReport, rep evalReport, names []string) error {
+	for i, other := range side {
+		for _, p := range rep.Policies {
+			j := slices.IndexFunc(other.Policies, func(q policySummary) bool { return q.Policy == p.Policy })
+			if j < 0 {
+				continue
+			}
+			q, remote := other.Policies[j], strings.HasPrefix(p.Spec, "remote:")
+			why := ""
+			switch {
+			case q.Checkpoint != p.Checkpoint:
+				hash := func(h string) string { return cmp.Or(printable.Cut(h, 64), "none") }
+				why = fmt.Sprintf("networks of different files (checkpoint sha256 %s and %s)", hash(q.Checkpoint), hash(p.Checkpoint))
+			case !remote && q.Spec != p.Spec:
+				why = fmt.Sprintf("different specs (%s and %s)", q.Spec, p.Spec)
+			case !remote && other.Program != rep.Program:
+				why = fmt.Sprintf("different builds (%s and %s)", other.Program, rep.Program)
+			}
+			if why != "" {
+				return fmt.Errorf("%s and %s played %s as %s: only draws or parts of one player pool (pair them as two sides)", names[i], names[len(side)], p.Policy, why)
+			}
+		}
+	}
 	nodes := func(r evalReport) int { return cmp.Or(r.Nodes, agents.DefaultNodes) } // 0: the default, in older reports
 	for i, other := range side {
 		if nodes(other) == nodes(rep) && other.MoveMs == rep.MoveMs {
@@ -587,23 +792,26 @@ func poolable(side []evalReport, rep evalReport, names []string) error {
 	return nil
 }
 
-// sideNote is budgetNote for policy on one side of --pair: the draw only
-// when every report of the side played the same one.
+// sideNote is budgetNote for policy on one side of --pair, from the
+// reports of the side that played it (poolable saw to it that they share
+// a budget): the draw only when all of them played the same one.
 func sideNote(side []evalReport, policy string) string {
-	r := side[0]
-	for _, other := range side {
-		if other.Draw != r.Draw {
+	var r evalReport
+	spec := ""
+	for _, rep := range side {
+		i := slices.IndexFunc(rep.Policies, func(p policySummary) bool { return p.Policy == policy })
+		switch {
+		case i < 0:
+		case spec == "":
+			r, spec = rep, rep.Policies[i].Spec
+		case rep.Draw != r.Draw:
 			r.Draw = 0
 		}
 	}
-	for _, rep := range side {
-		for _, p := range rep.Policies {
-			if p.Policy == policy {
-				return budgetNote(p.Spec, r)
-			}
-		}
+	if spec == "" {
+		return ""
 	}
-	return ""
+	return budgetNote(spec, r)
 }
 
 // pool sums one side's plays of a deal: games won, score and runs.
@@ -636,9 +844,19 @@ func gameDiff(a, b env.Options) string {
 	return strings.Join(diff, ", ")
 }
 
-// reportKeys are the top-level keys of an eval report: evalReport's JSON
-// names, the game options' among them.
-var reportKeys = func() map[string]bool {
+// The keys eval writes: reportKeys at the top of a report (the game
+// options' among them), suiteKeys in its suite, policyKeys in a policy
+// and gameKeys in a per-game row.
+var (
+	reportKeys = jsonKeys(reflect.TypeFor[evalReport]())
+	suiteKeys  = jsonKeys(reflect.TypeFor[suites.Suite]())
+	policyKeys = jsonKeys(reflect.TypeFor[policySummary]())
+	gameKeys   = jsonKeys(reflect.TypeFor[gameRow]())
+)
+
+// jsonKeys returns the JSON names of the struct type t's fields, those of
+// embedded structs included.
+func jsonKeys(t reflect.Type) map[string]bool {
 	keys := map[string]bool{}
 	var add func(t reflect.Type)
 	add = func(t reflect.Type) {
@@ -654,6 +872,6 @@ var reportKeys = func() map[string]bool {
 			}
 		}
 	}
-	add(reflect.TypeFor[evalReport]())
+	add(t)
 	return keys
-}()
+}

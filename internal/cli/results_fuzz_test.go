@@ -1,6 +1,9 @@
 package cli
 
 import (
+	"bytes"
+	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -54,6 +57,37 @@ func FuzzParseEvalReport(f *testing.F) {
 					t.Fatalf("accepted the game %+v", g)
 				}
 			}
+		}
+	})
+}
+
+// FuzzEachKey checks eachKey, which walks a report's keys before it is
+// decoded, against encoding/json's own reading: on any JSON object it
+// must give the same keys, unquoted, with the same value bytes.
+func FuzzEachKey(f *testing.F) {
+	f.Add([]byte(`{"a":1,"b\u0041":[1,{"c":"}"}],"d":"x\"y","e":null,"f":{"g":true} , "h" : -1.5e3 }`))
+	f.Add([]byte(`{}`))
+	f.Add([]byte(` {"a":{"b":[[]]},"a":"\\"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var want []string
+		d := json.NewDecoder(bytes.NewReader(b))
+		if tok, err := d.Token(); !json.Valid(b) || err != nil || tok != json.Delim('{') {
+			return
+		}
+		for d.More() {
+			k, err := d.Token()
+			var v json.RawMessage
+			if err != nil || d.Decode(&v) != nil {
+				t.Fatalf("the decoder fails on valid JSON: %v", err)
+			}
+			want = append(want, k.(string)+"="+string(v))
+		}
+		var got []string
+		if err := eachKey(b, func(k, v []byte) error {
+			got = append(got, string(k)+"="+string(v))
+			return nil
+		}); err != nil || !slices.Equal(got, want) {
+			t.Fatalf("eachKey gave %q (%v), want %q", got, err, want)
 		}
 	})
 }

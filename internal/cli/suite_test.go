@@ -176,6 +176,21 @@ func TestResultsTable(t *testing.T) {
 	if b, err := json.Marshal(stopped); err != nil || os.WriteFile(filepath.Join(dir, "other-game.json"), b, 0o644) != nil {
 		t.Fatalf("other-game.json: %v", err)
 	}
+	// A report whose figures are not a whole run of the suite: fewer
+	// deals, or a policy's fewer games, or more wins than games.
+	edited := func(name string, edit func(rep, first map[string]any)) string {
+		return editReport(t, filepath.Join(dir, "dev-a.json"), dir, name, edit)
+	}
+	fewer := edited("fewer.json", func(rep, _ map[string]any) { rep["deals"], rep["seeds"] = 40, "1001-1040" })
+	fewerGames := edited("fewer-games.json", func(_, first map[string]any) { first["games"] = 40 })
+	moreWins := edited("more-wins.json", func(_, first map[string]any) { first["wins"] = 201 })
+	// Its rate and interval are the wins': a forged rate is not printed.
+	forged := edited("forged.json", func(_, first map[string]any) {
+		first["win_rate"], first["win_rate_lo95"], first["win_rate_hi95"] = 0.99, 0.98, 1
+	})
+	if code, out, errs := runMain("results", forged); code != 0 || strings.Contains(out, "99.0%") || !strings.Contains(out, "| first | 200 | 0.0% (0.0-1.9) |") {
+		t.Errorf("results of a forged rate: exit %d: %s%s", code, out, errs)
+	}
 	// Markers in the wrong order hold no section: the end before the begin.
 	swapped := filepath.Join(dir, "swapped.md")
 	if err := os.WriteFile(swapped, []byte(before+resultsEnd+"\nkept\n"+resultsBegin+after), 0o644); err != nil {
@@ -193,6 +208,11 @@ func TestResultsTable(t *testing.T) {
 		{[]string{"--update", swapped, filepath.Join(dir, "dev-a.json")}, "no section between"},
 		{[]string{"--update", filepath.Join(dir, "missing.md"), filepath.Join(dir, "dev-a.json")}, "no such file"},
 		{[]string{filepath.Join(dir, "dev-a.json"), filepath.Join(dir, "missing.json")}, "no such file"},
+		{[]string{fewer}, "40 deals (seeds 1001-1040), but suite classic-1suit-dev is 200 (seeds 1-200): not a whole run of the suite"},
+		{[]string{fewerGames}, "first played 40 games with 0 wins and 0 failures, which a run of suite classic-1suit-dev (200 deals) cannot have"},
+		{[]string{moreWins}, "first played 200 games with 201 wins"},
+		// Its rows would be in the table twice.
+		{[]string{filepath.Join(dir, "dev-a.json"), filepath.Join(dir, ".", "dev-a.json")}, "dev-a.json is listed twice"},
 	} {
 		// Input to fix, not work that failed: a usage error's 2.
 		if code, _, errs := runMain(append([]string{"results"}, tc.args...)...); code != 2 || !strings.Contains(errs, tc.want) {
@@ -415,19 +435,7 @@ func TestResultsPairLists(t *testing.T) {
 	if code != 0 || !strings.Contains(got, "| deals A won more often |") || !strings.Contains(got, want) {
 		t.Fatalf("exit %d (%s); want a row starting %q, got\n%s", code, errs, want, got)
 	}
-	// evalTo writes the report of spider eval --json --per-game with args.
-	evalTo := func(name string, args ...string) string {
-		t.Helper()
-		code, o, errs := runMain(append([]string{"eval", "--json", "--per-game"}, args...)...)
-		if code != 0 {
-			t.Fatalf("exit %d: %s", code, errs)
-		}
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, []byte(o), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
+	evalTo := func(name string, args ...string) string { return evalToFile(t, dir, name, args...) }
 	// Two halves of a seed range pair as one report: game with game.
 	h1, h2 := evalTo("h1.json", "--policies", "first", "--seeds", "1-2"), evalTo("h2.json", "--policies", "first", "--seeds", "3-4")
 	code, got, errs = runMain("results", "--pair", h1+","+h2, b1)
@@ -484,6 +492,84 @@ func TestResultsPairLists(t *testing.T) {
 	}
 }
 
+// evalToFile writes the report of spider eval --json --per-game with args
+// to dir/name.
+func evalToFile(t *testing.T, dir, name string, args ...string) string {
+	t.Helper()
+	code, o, errs := runMain(append([]string{"eval", "--json", "--per-game"}, args...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(o), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// editReport writes to dir/name the report of the file src after edit,
+// which is given the report and its first policy.
+func editReport(t *testing.T, src, dir, name string, edit func(rep, first map[string]any)) string {
+	t.Helper()
+	var rep map[string]any
+	if b, err := os.ReadFile(src); err != nil || json.Unmarshal(b, &rep) != nil {
+		t.Fatalf("%s: %v", src, err)
+	}
+	edit(rep, rep["policies"].([]any)[0].(map[string]any))
+	path := filepath.Join(dir, name)
+	if b, err := json.Marshal(rep); err != nil || os.WriteFile(path, b, 0o644) != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return path
+}
+
+// TestResultsPoolsOnePlayer: a side of --pair pools the reports of one
+// player under a name, and names it from the reports that played it.
+// Before, two networks saved in turn under one path, or two builds, were
+// pooled as draws of one policy, and a side whose first report lacked
+// search named it without its budget.
+func TestResultsPoolsOnePlayer(t *testing.T) {
+	dir := t.TempDir()
+	a := evalToFile(t, dir, "a.json", "--policies", "greedy", "--seeds", "1-2")
+	b := evalToFile(t, dir, "b.json", "--policies", "greedy", "--seeds", "3-4")
+	both := evalToFile(t, dir, "both.json", "--policies", "greedy", "--seeds", "1-4")
+	if code, out, errs := runMain("results", "--pair", a+","+b, both); code != 0 || !strings.Contains(out, "| greedy (") {
+		t.Fatalf("two parts of one player: exit %d: %s%s", code, out, errs)
+	}
+	build := editReport(t, b, dir, "build.json", func(rep, _ map[string]any) { rep["program_version"] = "v0.0.1 (another build)" })
+	network := editReport(t, b, dir, "network.json", func(_, first map[string]any) { first["checkpoint_sha256"] = strings.Repeat("ab", 32) })
+	spec := editReport(t, b, dir, "spec.json", func(_, first map[string]any) { first["spec"] = "Greedy" })
+	for _, tc := range []struct{ other, want string }{
+		{build, "played greedy as different builds (" + programVersion() + " and v0.0.1 (another build)): only draws or parts of one player pool"},
+		{network, "played greedy as networks of different files (checkpoint sha256 none and " + strings.Repeat("ab", 32) + ")"},
+		{spec, "played greedy as different specs (greedy and Greedy)"},
+	} {
+		if code, _, errs := runMain("results", "--pair", a+","+tc.other, both); code != 2 || !strings.Contains(errs, tc.want) {
+			t.Errorf("pooled with %s: exit %d, %q; want 2 and %q", filepath.Base(tc.other), code, errs, tc.want)
+		}
+	}
+	// A remote agent is known by its name: its address is often a
+	// temporary one, and the build does not choose its moves.
+	remote := func(name, src, addr, program string) string {
+		return editReport(t, src, dir, name, func(rep, first map[string]any) {
+			first["spec"], rep["program_version"] = "remote:unix:"+addr, program
+		})
+	}
+	ra, rb := remote("ra.json", a, "/tmp/x/s", "v1"), remote("rb.json", b, "/tmp/y/s", "v2")
+	if code, out, errs := runMain("results", "--pair", ra+","+rb, both); code != 0 || !strings.Contains(out, "| greedy (") {
+		t.Errorf("two parts of one remote agent: exit %d: %s%s", code, out, errs)
+	}
+	// The side's search is named with its budget whichever report comes
+	// first, though the other did not play it.
+	s := evalToFile(t, dir, "s.json", "--policies", "search", "--nodes", "50", "--seeds", "3-4")
+	for _, side := range []string{a + "," + s, s + "," + a} {
+		code, out, errs := runMain("results", "--pair", side, both)
+		if want := "| search (50 nodes) (" + side + ") |"; code != 0 || !strings.Contains(out, want) {
+			t.Errorf("side %s: exit %d (%s); want a row with %q, got\n%s", side, code, errs, want, out)
+		}
+	}
+}
+
 // TestResultsRefusesRowsEvalNeverWrites: a report's arrays are read an
 // item at a time, and an item eval never writes is refused before the
 // next is read. Before, a report of a million empty policies ({}, 3 MB)
@@ -491,7 +577,7 @@ func TestResultsPairLists(t *testing.T) {
 // results with Go's fatal out of memory.
 func TestResultsRefusesRowsEvalNeverWrites(t *testing.T) {
 	dir := t.TempDir()
-	head := `{"schema":"spider-eval/1","suite":{"name":"classic-1suit-test","version":"1"},"deals":1000,"program_version":"x",`
+	head := `{"schema":"spider-eval/1","suite":{"name":"classic-1suit-test","version":"1"},"deals":1000,"seeds":"100001-101000","program_version":"x",`
 	write := func(name, body string, items string, n int) string {
 		t.Helper()
 		var b strings.Builder
@@ -509,13 +595,34 @@ func TestResultsRefusesRowsEvalNeverWrites(t *testing.T) {
 		}
 		return path
 	}
-	policy := `"policies":[{"policy":"first","spec":"first"}],`
+	policy := `"policies":[{"policy":"first","spec":"first","games":1000}],`
 	empty := write("empty.json", `"policies":`, `{}`, 1_000_000)
 	many := write("many.json", `"policies":`, `{"policy":"pN","spec":"first"}`, maxReportPolicies+1)
 	games := write("games.json", policy+`"games":`, `{}`, 1_000_000)
-	hash := write("hash.json", policy+`"games":`, `{"policy":"first","seed":N,"actions_sha256":"not hex digits!"}`, 3)
-	good := write("good.json", policy+`"games":`, `{"policy":"first","seed":N,"actions_sha256":"0123456789abcdef"}`, 3)
-	short := write("short.json", policy+`"games":`, `{"policy":"first","seed":N,"actions_sha256":"01234567"}`, 3)
+	hash := write("hash.json", policy+`"games":`, `{"policy":"first","seed":N,"won":false,"score":1,"runs":0,"moves":9,"actions_sha256":"not hex digits!"}`, 3)
+	good := write("good.json", policy+`"games":`, `{"policy":"first","seed":N,"won":false,"score":1,"runs":0,"moves":9,"actions_sha256":"0123456789abcdef"}`, 3)
+	short := write("short.json", policy+`"games":`, `{"policy":"first","seed":N,"won":false,"score":1,"runs":0,"moves":9,"actions_sha256":"01234567"}`, 3)
+	// Fields eval never writes, in a row or the suite, and a row without
+	// its result (read as a loss at score 0, it would pair).
+	extraGame := write("extra-game.json", policy+`"games":`, `{"policy":"first","seed":N,"won":false,"score":1,"runs":0,"moves":9,"actions_sha256":"0123456789abcdef","extra_field":1}`, 3)
+	extraPolicy := write("extra-policy.json", `"policies":`, `{"policy":"first","spec":"first","newthing":1}`, 1)
+	noWon := write("no-won.json", policy+`"games":`, `{"policy":"first","seed":N,"score":1,"runs":0,"moves":9,"actions_sha256":"0123456789abcdef"}`, 3)
+	extraSuite := filepath.Join(dir, "extra-suite.json")
+	if err := os.WriteFile(extraSuite, []byte(strings.Replace(head, `"version":"1"}`, `"version":"1","note":"x"}`, 1)+policy[:len(policy)-1]+"}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A million keys eval never writes (12 MB): refused at the first,
+	// without a list of them all (which took 14 times the file).
+	var keys strings.Builder
+	keys.WriteString(`{"schema":"spider-eval/1"`)
+	for i := range 1_000_000 {
+		fmt.Fprintf(&keys, `,"k%d":0`, i)
+	}
+	keys.WriteString("}")
+	manyKeys := filepath.Join(dir, "keys.json")
+	if err := os.WriteFile(manyKeys, []byte(keys.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	// A key given twice would add its second array to the first.
 	twice := write("twice.json", policy+`"policies":`, `{"policy":"second","spec":"first"}`, 1)
 	array := filepath.Join(dir, "array.json")
@@ -534,6 +641,11 @@ func TestResultsRefusesRowsEvalNeverWrites(t *testing.T) {
 		{[]string{"--pair", hash, good}, `games: item 1: a game whose actions_sha256 is not 16 hex digits ("not hex digits!")`},
 		{[]string{"--pair", short, good}, `games: item 1: a game whose actions_sha256 is not 16 hex digits ("01234567")`},
 		{[]string{twice}, "policies given twice"},
+		{[]string{"--pair", extraGame, good}, `games: item 1: the field "extra_field" is not one this build's eval writes`},
+		{[]string{extraPolicy}, `policies: item 1: the field "newthing" is not one this build's eval writes`},
+		{[]string{"--pair", noWon, good}, "games: item 1: a game without its won"},
+		{[]string{extraSuite}, `the field "note" is not one this build's eval writes`},
+		{[]string{manyKeys}, `the field "k0" is not one this build's eval writes`},
 		{[]string{array}, "not an eval report: want a JSON object"},
 		{[]string{wrong}, `not an eval report: "deals" holds a JSON string`},
 	} {

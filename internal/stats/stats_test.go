@@ -32,8 +32,11 @@ func TestMean(t *testing.T) {
 	m, h := Mean([]float64{2, 4, 6})
 	near(t, "mean", m, 4, 1e-12)
 	near(t, "half", h, 4.968275, 1e-5)
-	if m, h := Mean([]float64{7}); m != 7 || h != 0 {
-		t.Error("one value has no interval")
+	if m, h := Mean([]float64{7}); m != 7 || !math.IsNaN(h) {
+		t.Errorf("Mean of one value = %v ± %v, want 7 ± NaN: one value has no interval", m, h)
+	}
+	if _, h := Mean(nil); !math.IsNaN(h) {
+		t.Errorf("Mean of no value: half-width %v, want NaN", h)
 	}
 }
 
@@ -61,9 +64,12 @@ func TestPairedT(t *testing.T) {
 	if _, p := PairedT([]float64{1, 2}, []float64{1, 2}); p != 1 {
 		t.Error("identical pairs must give p = 1")
 	}
-	if _, p := PairedT([]float64{2, 3}, []float64{1, 2}); p != 0 {
-		t.Error("a constant non-zero difference must give p = 0")
-	}
+	// A constant difference: the sign test's p, 2^(1-n), not the t-test's 0.
+	_, p = PairedT([]float64{2, 3}, []float64{1, 2})
+	near(t, "p of a constant difference over 2 pairs (the sign test's)", p, 0.5, 1e-12)
+	diff, p = PairedT([]float64{0, 0, 0, 0, 0, 0}, []float64{8, 8, 8, 8, 8, 8})
+	near(t, "diff of a constant -8", diff, -8, 0)
+	near(t, "p of a constant difference over 6 pairs", p, 1.0/32, 1e-12)
 	if d, p := PairedT([]float64{5}, []float64{1}); d != 4 || p != 1 {
 		t.Errorf("one pair: diff %v, p %v; want 4 and 1", d, p)
 	}
