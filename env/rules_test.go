@@ -186,6 +186,19 @@ func TestRuleRunRemovalCanEmptyColumn(t *testing.T) {
 	}
 }
 
+// TestRuleFaceDownKingIsNotPartOfARun: a run is 13 face-up cards under
+// both rule sets (decision 13). Only a position built by hand holds a
+// face-down King under a face-up Queen to Ace; it is not removed.
+func TestRuleFaceDownKingIsNotPartOfARun(t *testing.T) {
+	for _, rs := range []env.RuleSet{env.Classic, env.Cardems} {
+		s := pos(t, rs, 1, "1: Ks | Qs Js Ts 9s 8s 7s 6s 5s 4s 3s 2s\n2: | As\n3: | 4s")
+		step(t, &s, "2>1x1")
+		if s.Runs() != 0 || s.FaceDown(0) != 1 || s.FaceUpCount(0) != 12 {
+			t.Errorf("%v: runs %d, column 1 %d down and %d up; want no run, the King still face down under 12", rs, s.Runs(), s.FaceDown(0), s.FaceUpCount(0))
+		}
+	}
+}
+
 func TestRuleMixedSuitKingToAceIsNotARun(t *testing.T) {
 	s := pos(t, env.Classic, 2, "1: | Ks Qs Js Ts 9s 8s 7s 6s 5s 4s 3s 2h\n2: | Ah\n3: | 4h")
 	step(t, &s, "2>1x1")
