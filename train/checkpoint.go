@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -55,11 +56,45 @@ func (t *Trainer) Save(path string) error {
 		st.AdamM = append(st.AdamM, t.opt.M[i])
 		st.AdamV = append(st.AdamV, t.opt.V[i])
 	}
+	if err := checkAdam(st.AdamM, st.AdamV, st.AdamT); err != nil {
+		// Saved, it would freeze or poison every run resumed from it.
+		return fmt.Errorf("train: not saved to %s: %v", path, err)
+	}
 	raw, err := msgpackcheck.Marshal(&st, stateSize(&st))
 	if err != nil {
 		return err
 	}
 	return nn.Save(path, t.Net, raw)
+}
+
+// maxAdamSteps bounds Adam's step count in a checkpoint: far beyond any
+// run (an update takes milliseconds), and low enough that its
+// bias corrections, Beta^T, are computed from an exact float64 count and
+// T+1 never wraps.
+const maxAdamSteps = 1 << 53
+
+// checkAdam refuses optimiser state no run produces: a moment that is not
+// finite, a negative second moment, or a step count past maxAdamSteps.
+// Resumed, a NaN first moment or negative second one made every weight
+// NaN at the first update, and an infinite second one froze every weight
+// for good without a word.
+func checkAdam(m, v []nn.Floats, steps int) error {
+	if steps < 0 || int64(steps) > maxAdamSteps {
+		return fmt.Errorf("the optimiser's step count %d is outside 0-%d", steps, int64(maxAdamSteps))
+	}
+	for i := range m {
+		for _, x := range m[i] {
+			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+				return fmt.Errorf("the optimiser's first moment of tensor %d holds a value that is not finite", i)
+			}
+		}
+		for _, x := range v[i] {
+			if !(x >= 0) || math.IsInf(float64(x), 1) {
+				return fmt.Errorf("the optimiser's second moment of tensor %d holds a value that is negative or not finite", i)
+			}
+		}
+	}
+	return nil
 }
 
 // stateSize guesses the length of st's encoding, so that Save's buffer is
@@ -196,6 +231,9 @@ func resume(path string, net *nn.Net, raw []byte, want *Config, admit func(Confi
 		}
 		copy(t.opt.M[i], st.AdamM[i])
 		copy(t.opt.V[i], st.AdamV[i])
+	}
+	if err := checkAdam(st.AdamM, st.AdamV, st.AdamT); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
 	}
 	t.opt.T = st.AdamT
 	if err := t.setup(); err != nil {

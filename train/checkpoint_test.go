@@ -5,9 +5,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -177,11 +180,14 @@ func TestResumeRefusesBadCountersAndText(t *testing.T) {
 		"steps":    {"env_steps", -5, "negative counters in the training state (iter 0, env steps -5,"},
 		"episodes": {"episodes", -2, "episodes -2,"},
 		"adam":     {"adam_t", -3, "adam steps -3,"},
-		"elapsed":  {"elapsed_s", -1.5, "elapsed -1.5)"},
-		"rounds":   {"dagger_rounds_done", -1, "-1 DAgger rounds done of 0"},
-		"teacher":  {"config.teacher", "greedy\x1b[2J", `the teacher's name "greedy\x1b[2J" is not printable text`},
-		"invalid":  {"config.teacher", "gr\xffedy", `the teacher's name "gr\xffedy" is not printable text`},
-		"phase":    {"history", []any{map[string]any{"phase": "ppo\x1b]0;x\a"}}, `line 1 of the history has the unknown phase "ppo\x1b]0;x\a"`},
+		// Past 2^53 the bias corrections lose the count, and T+1 could
+		// wrap: every weight became NaN at the first update.
+		"adam huge": {"adam_t", int64(1) << 62, "the optimiser's step count 4611686018427387904 is outside 0-9007199254740992"},
+		"elapsed":   {"elapsed_s", -1.5, "elapsed -1.5)"},
+		"rounds":    {"dagger_rounds_done", -1, "-1 DAgger rounds done of 0"},
+		"teacher":   {"config.teacher", "greedy\x1b[2J", `the teacher's name "greedy\x1b[2J" is not printable text`},
+		"invalid":   {"config.teacher", "gr\xffedy", `the teacher's name "gr\xffedy" is not printable text`},
+		"phase":     {"history", []any{map[string]any{"phase": "ppo\x1b]0;x\a"}}, `line 1 of the history has the unknown phase "ppo\x1b]0;x\a"`},
 	} {
 		changed := map[string]any{}
 		for k, v := range st {
@@ -200,8 +206,45 @@ func TestResumeRefusesBadCountersAndText(t *testing.T) {
 		} else {
 			changed[tc.key] = tc.val
 		}
+		if name == "adam huge" && strconv.IntSize == 32 {
+			continue // no int holds it there: refused as a number that does not fit
+		}
 		p := saveState(t, dir, name+".spider", net, changed)
 		if _, err := Resume(p, nil); err == nil || !strings.HasPrefix(err.Error(), p+": ") || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v; want an error naming the file and saying %q", name, err, tc.want)
+		}
+	}
+}
+
+// TestResumeRefusesBadAdamState: optimiser moments no run produces are
+// refused, naming the file. Before, a NaN first moment or a negative
+// second one made every weight NaN at the first update (blamed on the
+// training), and an infinite second moment froze every weight for good
+// and was saved again.
+func TestResumeRefusesBadAdamState(t *testing.T) {
+	dir := t.TempDir()
+	net, st := savedState(t, dir)
+	for name, tc := range map[string]struct {
+		key  string
+		val  float32
+		want string
+	}{
+		"m NaN":      {"adam_m", float32(math.NaN()), "the optimiser's first moment of tensor 1 holds a value that is not finite"},
+		"m infinite": {"adam_m", float32(math.Inf(-1)), "the optimiser's first moment of tensor 1 holds a value that is not finite"},
+		"v negative": {"adam_v", -1, "the optimiser's second moment of tensor 1 holds a value that is negative or not finite"},
+		"v infinite": {"adam_v", float32(math.Inf(1)), "the optimiser's second moment of tensor 1 holds a value that is negative or not finite"},
+		"v NaN":      {"adam_v", float32(math.NaN()), "the optimiser's second moment of tensor 1 holds a value that is negative or not finite"},
+	} {
+		changed := maps.Clone(st)
+		tensors := slices.Clone(st[tc.key].([]any))
+		b := slices.Clone(tensors[1].([]byte))
+		binary.LittleEndian.PutUint32(b[4:], math.Float32bits(tc.val)) // nn.Floats: little-endian float32s
+		tensors[1], changed[tc.key] = b, tensors
+		p := saveState(t, dir, strings.ReplaceAll(name, " ", "-")+".spider", net, changed)
+		if tr, err := Resume(p, nil); err == nil || !strings.HasPrefix(err.Error(), p+": ") || !strings.Contains(err.Error(), tc.want) {
+			if tr != nil {
+				tr.Close()
+			}
 			t.Errorf("%s: %v; want an error naming the file and saying %q", name, err, tc.want)
 		}
 	}

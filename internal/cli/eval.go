@@ -26,10 +26,12 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/spiderenv/spider/agents"
+	"github.com/spiderenv/spider/agents/nn"
 	"github.com/spiderenv/spider/agents/remote"
 	"github.com/spiderenv/spider/agents/suites"
 	"github.com/spiderenv/spider/env"
 	"github.com/spiderenv/spider/internal/bytesize"
+	"github.com/spiderenv/spider/internal/msgpackcheck"
 	"github.com/spiderenv/spider/internal/printable"
 	"github.com/spiderenv/spider/internal/stats"
 	"github.com/spiderenv/spider/record"
@@ -1060,14 +1062,21 @@ func cutSeeds(list string, max int) string {
 // fileSHA256 returns the SHA-256 of the file at path in hex, read a
 // little at a time.
 func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
+	// A regular file only, read no further than a checkpoint can be: a
+	// device (nn:/dev/zero) was hashed for ever, a named pipe with no
+	// writer blocked the open, and a pipe cannot be read twice anyway.
+	f, _, err := msgpackcheck.OpenFile(path, false)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
 	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
+	n, err := io.Copy(h, io.LimitReader(f, nn.MaxSize+1))
+	switch {
+	case err != nil:
 		return "", fmt.Errorf("%s: %w", path, err)
+	case n > nn.MaxSize:
+		return "", fmt.Errorf("%s: more than %d bytes, more than any checkpoint can have", path, int64(nn.MaxSize))
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -238,3 +238,34 @@ func TestListenUnixRemovesStalePrivateFolders(t *testing.T) {
 		}
 	}
 }
+
+// TestEvalRefusesANetworkThatIsNotAFile: an nn: policy must name a
+// regular file. Before, nn:/dev/zero was hashed for ever (the first
+// Ctrl-C did not stop it) and a named pipe with no writer blocked eval in
+// its open.
+func TestEvalRefusesANetworkThatIsNotAFile(t *testing.T) {
+	cases := map[string]string{t.TempDir(): "a folder, not a file"}
+	if _, err := os.Stat("/dev/zero"); err == nil {
+		cases["/dev/zero"] = "/dev/zero: not a regular file (a device or socket)"
+	}
+	if pipe := filepath.Join(t.TempDir(), "pipe"); syscall.Mkfifo(pipe, 0o600) == nil {
+		cases[pipe] = pipe + ": a named pipe, not a regular file"
+	}
+	for path, want := range cases {
+		done := make(chan struct{})
+		var code int
+		var errs string
+		go func() {
+			defer close(done)
+			code, _, errs = runMain("eval", "--policies", "nn:"+path, "--games", "1")
+		}()
+		select {
+		case <-done:
+			if code != 2 || !strings.Contains(errs, want) {
+				t.Errorf("eval nn:%s: exit %d, %q; want 2 and %q", path, code, errs, want)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("eval nn:%s still runs after 20 s", path)
+		}
+	}
+}

@@ -3,6 +3,7 @@
 package msgpackcheck
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -34,6 +35,26 @@ func TestReadFileOfAPipeNoOneWritesReturns(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("ReadFile of a pipe no one writes is still waiting after 5 s")
 	}
+}
+
+// TestOpenFileRefusesPipesUnlessAsked: OpenFile takes a named pipe only
+// with pipes (ReadFile's process substitution), and never waits on one.
+func TestOpenFileRefusesPipesUnlessAsked(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pipe")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Skip("no named pipes here:", err)
+	}
+	if f, _, err := OpenFile(path, false); err == nil || err.Error() != path+": a named pipe, not a regular file" {
+		if f != nil {
+			f.Close()
+		}
+		t.Fatalf("OpenFile(pipe, false): %v", err)
+	}
+	f, st, err := OpenFile(path, true)
+	if err != nil || st.Mode()&os.ModeNamedPipe == 0 {
+		t.Fatalf("OpenFile(pipe, true): %v", err)
+	}
+	f.Close()
 }
 
 type errString string

@@ -86,21 +86,18 @@ func Damaged(b []byte) error {
 
 // ReadFile reads the file at path, refusing (with an error naming it) one
 // of more than limit bytes before reading it: what stat says first, then
-// what the read finds, in case the file grows meanwhile or is not a regular
-// file (a device or a pipe says 0).
+// what the read finds, in case the file grows meanwhile or is a named pipe
+// (whose size stat says is 0). A folder, device or socket is refused
+// unread.
 func ReadFile(path string, limit int64) ([]byte, error) {
 	// Where int has 32 bits no slice holds more than an int's bytes: a
 	// larger limit would panic in make, not refuse the file.
 	limit = min(limit, math.MaxInt-1)
-	f, err := os.OpenFile(path, os.O_RDONLY|openFlags, 0)
+	f, st, err := OpenFile(path, true)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
 	if st.Size() > limit {
 		return nil, fmt.Errorf("%s: %d bytes, more than any valid file can have (%d)", path, st.Size(), limit)
 	}
@@ -114,6 +111,34 @@ func ReadFile(path string, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s: more than %d bytes, more than any valid file can have", path, limit)
 	}
 	return b, nil
+}
+
+// OpenFile opens the file at path for reading, refusing a folder, a
+// device or a socket (and a named pipe unless pipes) with an error naming
+// it: a device reads for ever (/dev/zero would fill a buffer to its limit,
+// gigabytes, before it is refused), while a named pipe is read to its end
+// like a file, for process substitution. A named pipe no one writes to
+// does not block the open.
+func OpenFile(path string, pipes bool) (*os.File, os.FileInfo, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|openFlags, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := f.Stat()
+	switch m := st.Mode(); {
+	case err != nil:
+	case m.IsDir():
+		err = fmt.Errorf("%s: a folder, not a file", path)
+	case m&os.ModeNamedPipe != 0 && !pipes:
+		err = fmt.Errorf("%s: a named pipe, not a regular file", path)
+	case !m.IsRegular() && m&os.ModeNamedPipe == 0:
+		err = fmt.Errorf("%s: not a regular file (a device or socket)", path)
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, st, nil
 }
 
 // readAll is io.ReadAll into b's spare capacity.
