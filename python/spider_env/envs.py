@@ -178,7 +178,9 @@ class SpiderEnv(gym.Env[NDArray[Any], np.int64]):
     ``max_steps`` actions. ``illegal`` is what an illegal action does:
     ``"noop"`` (the default: nothing changes, ``info["illegal"]`` is set and
     the reward is ``-illegal_penalty``), ``"lose"`` (the game ends as
-    terminated) or ``"error"`` (:class:`SpiderError` is raised).
+    terminated) or ``"error"`` (:class:`SpiderError` is raised; Gymnasium's
+    ``check_env`` steps with ``action_space.sample()``, so it passes only
+    with ``"noop"`` or ``"lose"``).
 
     ``address`` is a running server's address (``"host:port"``,
     ``"unix:/path"``) or a :class:`SpiderServer`; without one the env starts
@@ -345,6 +347,10 @@ class SpiderEnv(gym.Env[NDArray[Any], np.int64]):
             raise ValueError(f"SpiderEnv.reset takes no options, got {sorted(options)}")
         if seed is not None:
             seed = _seed(seed)  # refused before anything changes, np_random included
+        if not self._closed and self.client.closed:
+            # A fault closed the connection (a broken or killed server, an
+            # interrupt): a reset is the way on, as after close().
+            self.close()
         if self._closed:
             # Reset after close() opens anew, as Gymnasium's own envs go on
             # after close (SB3's check_env resets after closing). The new
@@ -435,9 +441,10 @@ class SpiderEnv(gym.Env[NDArray[Any], np.int64]):
         later :meth:`reset` opens anew (a new server unless given an
         address) and deals what it would have dealt; :meth:`step`,
         :meth:`render` and :meth:`hint` raise until then. So does an env
-        whose connection a fault closed (an interrupt, a broken or idle
-        server), once closed: a reset starts a new episode from this env's
-        own count of them, whatever the server had played."""
+        whose connection a fault closed (an interrupt, a broken, killed or
+        idle server): its next reset closes and opens anew, and starts a
+        new episode from this env's own count of them, whatever the server
+        had played."""
         backend = getattr(self, "_backend", None)
         if backend is not None:
             backend.close()
@@ -455,6 +462,10 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
     ``workers`` sets the server's worker goroutines for this batch (0: its
     default). ``step`` takes exactly ``num_envs`` integer ids, shape
     (num_envs,), under the rules of :class:`SpiderEnv`'s actions.
+    ``max_episode_steps``, which ``gymnasium.make_vec`` passes from a
+    registered spec or its caller, is the step limit ``max_steps`` (the
+    two, given together, must agree); sync vectorization adds a TimeLimit
+    instead, over the env's own limit of 1000 by default.
 
     ``step`` returns observations of shape (num_envs, obs_len), float32
     rewards and bool terminations and truncations; every array is new and
@@ -463,9 +474,13 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
     have it: ``action_mask`` (int8, (num_envs, 1081)), ``score``, ``runs``,
     ``moves``, ``num_legal``, ``illegal``; where games ended, the episode
     statistics {``r``, ``l``, ``won``, ``runs``} under ``episode_key``
-    (default ``"spider_episode"``, leaving ``"episode"`` to wrappers); with
-    same-step autoreset, ``final_obs`` (an object array holding the ended
-    games' last observations) and ``final_info``. Under next-step
+    (default ``"spider_episode"``, leaving ``"episode"`` to wrappers). With
+    same-step autoreset, as Gymnasium's ``SyncVectorEnv`` of
+    :class:`SpiderEnv` games, the infos at the top are the new episodes',
+    and ``final_obs`` (an object array holding the ended games' last
+    observations) and ``final_info`` hold the ended ones': their
+    ``action_mask`` (all ones), ``score``, ``runs``, ``moves``,
+    ``num_legal`` (0), ``illegal`` and the episode statistics. Under next-step
     autoreset a game that ended has an all-ones mask row until the next
     step resets it (its action is ignored), and ``num_legal`` 0, the true
     count; under ``disabled`` its row is all zeros until a reset with
@@ -478,8 +493,8 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
     each game with its own seed, a None game going on to its next episode.
 
     ``render_mode`` ``"rgb_array"`` renders every game's board as a
-    (480, 640, 3) uint8 picture (a tuple, one per game), ``"ansi"`` game
-    0's board as text.
+    (480, 640, 3) uint8 picture, ``"ansi"`` as text: a tuple, one per
+    game, as Gymnasium's vector envs render.
 
     Shared memory: on a Unix socket (the default: the env's own server) the
     batch's arrays live in memory the server shares with this process, so
@@ -540,8 +555,20 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
         shm: bool | None = None,
         copy: bool = True,
         legal_actions: bool = False,
+        max_episode_steps: int | None = None,
         **game: Any,
     ):
+        if max_episode_steps is not None:
+            # gymnasium.make_vec passes a spec's or caller's horizon to the
+            # vector entry point, where sync mode would add a TimeLimit:
+            # here it is the server's step limit, which truncates the same way.
+            given = game.get("max_steps", config.max_steps if config is not None else None)
+            if given is not None and given != max_episode_steps:
+                raise ValueError(
+                    f"max_episode_steps={max_episode_steps} and max_steps={given} disagree: "
+                    "give one (max_episode_steps is the step limit, max_steps)"
+                )
+            game["max_steps"] = max_episode_steps
         game_config = SpiderConfig.resolve(config, **game)
         if int(num_envs) < 1:
             raise ValueError(f"num_envs must be at least 1, got {num_envs}")
@@ -584,6 +611,8 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
         self._last: StepReply | None = None
         self._sent: NDArray[np.int64] | None = None  # the games of the step in flight (send), or None
         self._all_sent = False  # a step_async of every game is in flight
+        # async_reset's observations and infos, until recv returns them.
+        self._reset_results: tuple[ObsArray, dict[str, Any]] | None = None
         self._actions = np.zeros(self.num_envs, np.int64)  # send's actions, one per game
 
     @property
@@ -671,6 +700,7 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
             if seed + last >= 2**64:
                 # Game i is dealt seed + i, which must not wrap to another game's deal.
                 raise ValueError(f"seed {seed} + {last} for game {last} is over 2**64-1")
+        self._reset_results = None  # a reset replaces async_reset's results
         never_seeded = self._np_random is None
         # Gymnasium seeds the vector env's own generator with the first seed.
         super().reset(seed=seed if seeds is None else next((s for s in seeds if s is not None), None))
@@ -722,6 +752,8 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
             raise gym.error.ResetNeeded("call reset before step")
         if self.client.pending:
             raise RuntimeError("a step is in flight: call step_wait (or recv) first")
+        if self._reset_results is not None:
+            raise RuntimeError("async_reset's results are waiting: call recv first")
         return _action_ids(actions, (self.num_envs,))
 
     def step_wait(
@@ -738,10 +770,28 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
             self._last = r
         return r["obs"], r["rewards"], r["terminated"], r["truncated"], self._infos(r, with_episode=True)
 
+    def async_reset(
+        self,
+        *,
+        seed: int | np.integer[Any] | list[int | None] | tuple[int | None, ...] | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> None:
+        """EnvPool's ``async_reset``: reset every game as :meth:`reset` does
+        (seeds and options the same) and keep the results for the next
+        :meth:`recv`, which returns every game's first observation, rewards
+        0, no game ended and ``infos["env_id"]`` naming every game, so that
+        EnvPool's loop (``async_reset()``, then ``recv()`` and ``send(actions,
+        infos["env_id"])`` in turn) runs as it is. Until that recv, a step
+        or send is refused."""
+        obs, infos = self.reset(seed=seed, options=options)
+        self._reset_results = (obs, infos)
+
     def send(self, actions: npt.ArrayLike, env_ids: npt.ArrayLike | None = None) -> None:
         """Step the games ``env_ids`` (all when None), one action each in that
         order, and return at once; :meth:`recv` returns their results.
         EnvPool's ``send``: the policy can compute on other games meanwhile."""
+        if self._reset_results is not None:
+            raise RuntimeError("async_reset's results are waiting: call recv first")
         if env_ids is None:
             self.step_async(actions)
             return
@@ -770,7 +820,14 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
     def recv(self) -> tuple[ObsArray, NDArray[np.float32], NDArray[np.bool_], NDArray[np.bool_], dict[str, Any]]:
         """The results of the games :meth:`send` stepped, in its order of
         ``env_ids`` (every game after a send of all): observations, rewards,
-        terminations, truncations and infos, with ``infos["env_id"]``."""
+        terminations, truncations and infos, with ``infos["env_id"]``
+        (after :meth:`async_reset`, every game's first observation)."""
+        if self._reset_results is not None:
+            obs, infos = self._reset_results
+            self._reset_results = None
+            infos["env_id"] = np.arange(self.num_envs)
+            n = self.num_envs
+            return obs, np.zeros(n, np.float32), np.zeros(n, np.bool_), np.zeros(n, np.bool_), infos
         if self._all_sent:
             obs, rew, term, trunc, infos = self.step_wait()
             infos["env_id"] = np.arange(self.num_envs)
@@ -837,7 +894,7 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
             # The server's all-ones row counts 1081 ids, every one ignored:
             # num_legal says the truth, no legal move.
             infos["num_legal"] = np.where(done, 0, infos["num_legal"]).astype(infos["num_legal"].dtype)
-        if self.episode_key is not None and done.any():
+        if self.episode_key is not None and done.any() and self.autoreset_mode != AutoresetMode.SAME_STEP:
             infos[self.episode_key] = self._episode(r, done)
             infos["_" + self.episode_key] = done
         if self.autoreset_mode == AutoresetMode.SAME_STEP:
@@ -850,13 +907,18 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
                 rows = r["final_obs"]
                 for i in np.flatnonzero(has_final):
                     final_obs[i] = rows[i]
+                # The ended step's info, as SyncVectorEnv's final_info holds
+                # a SpiderEnv's: an all-ones mask (the game is over; no
+                # action of it is played) and no legal move.
                 final_info: dict[str, Any] = {
+                    "action_mask": np.repeat(has_final.astype(np.int8)[:, None], NUM_ACTIONS, axis=1),
                     "score": np.where(has_final, r["final_score"], 0).astype(np.int32),
                     "runs": np.where(has_final, r["episode_runs"], 0).astype(np.uint8),
                     "moves": np.where(has_final, r["episode_length"], 0).astype(np.int32),
+                    "num_legal": np.zeros(n, infos["num_legal"].dtype),
                     "illegal": r["illegal"] & has_final,
                 }
-                for key in ("score", "runs", "moves", "illegal"):
+                for key in ("action_mask", "score", "runs", "moves", "num_legal", "illegal"):
                     final_info["_" + key] = has_final.copy()
                 if self.episode_key is not None:
                     final_info[self.episode_key] = self._episode(r, has_final)
@@ -898,14 +960,14 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
         h = self.client.hint(int(index))
         return h["action"], h["reason"]
 
-    # ansi is not gymnasium's tuple of every game's frame: one text, game 0's.
-    def render(self) -> str | tuple[NDArray[np.uint8], ...] | None:  # type: ignore[override]
-        """Every game's board as a (480, 640, 3) uint8 picture (render_mode
-        "rgb_array"), or game 0's as text (render_mode "ansi")."""
+    def render(self) -> tuple[str, ...] | tuple[NDArray[np.uint8], ...] | None:
+        """Every game's board, a tuple with one per game: a (480, 640, 3)
+        uint8 picture (render_mode "rgb_array") or text (render_mode
+        "ansi")."""
         if self._last is None:
             raise gym.error.ResetNeeded("call reset before render")
         if self.render_mode == "ansi":
-            return self.client.render(0)
+            return tuple(self.client.render(i) for i in range(self.num_envs))
         if self.render_mode == "rgb_array":
             return tuple(self.client.render_rgb(i) for i in range(self.num_envs))
         return None

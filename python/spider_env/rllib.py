@@ -88,11 +88,29 @@ def _release_server(server: SpiderServer) -> None:
 
 
 class _SharedServerEnv(MaskInObservation):
-    """MaskInObservation that gives the shared server back on close."""
+    """MaskInObservation that gives the shared server back on close, takes
+    it again on a reset after close, and pickles without it."""
 
     def __init__(self, env: SpiderEnv, server: SpiderServer | None, *, float32: bool):
         super().__init__(env, float32=float32)
         self._shared_server = server
+        self._sharing = server is not None
+        self._spider = env
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A copy plays on its own server, as a copy of a SpiderEnv given a
+        # SpiderServer does: the process's shared one is not the copy's.
+        state = dict(self.__dict__)
+        state["_shared_server"], state["_sharing"] = None, False
+        return state
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        if self._sharing and self._shared_server is None:
+            # Closed, and the last close stopped the shared server: take
+            # this process's server again, and open anew on it.
+            server = self._shared_server = _acquire_server()
+            self._spider._address = server.address
+        return super().reset(seed=seed, options=options)
 
     def close(self) -> None:
         try:

@@ -47,7 +47,7 @@ def _num_actions(space: spaces.Space[Any], what: str) -> int:
     return int(space.n)
 
 
-class MaskInObservation(gym.ObservationWrapper[MaskedObs, Any, NDArray[Any]]):
+class MaskInObservation(gym.ObservationWrapper[MaskedObs, Any, NDArray[Any]], gym.utils.RecordConstructorArgs):
     """Observations as ``{"observations": obs, "action_mask": mask}``.
 
     ``observations`` is the wrapped env's observation (its Box space; with
@@ -60,7 +60,10 @@ class MaskInObservation(gym.ObservationWrapper[MaskedObs, Any, NDArray[Any]]):
     """
 
     def __init__(self, env: gym.Env[NDArray[Any], Any], *, float32: bool = False):
-        super().__init__(env)
+        # Recorded in env.spec, so that gymnasium.make(env.spec) and
+        # check_env can build the wrapped env again, as Gymnasium's own.
+        gym.utils.RecordConstructorArgs.__init__(self, float32=float32)
+        gym.ObservationWrapper.__init__(self, env)
         self._inner = env
         self._box = _obs_box(env.observation_space, float32, "MaskInObservation")
         n = _num_actions(env.action_space, "MaskInObservation")
@@ -91,7 +94,7 @@ class MaskInObservation(gym.ObservationWrapper[MaskedObs, Any, NDArray[Any]]):
         return np.asarray(mask, dtype=np.float32)
 
 
-class VectorMaskInObservation(_VectorWrapper):
+class VectorMaskInObservation(_VectorWrapper, gym.utils.RecordConstructorArgs):
     """:class:`MaskInObservation` for a vector env (a
     :class:`~spider_env.SpiderVectorEnv`, or any vector env whose infos
     carry ``action_mask``): observations ``{"observations": (n, obs_len),
@@ -104,7 +107,8 @@ class VectorMaskInObservation(_VectorWrapper):
     observation."""
 
     def __init__(self, env: gym.vector.VectorEnv[Any, Any, Any], *, float32: bool = False):
-        super().__init__(env)
+        gym.utils.RecordConstructorArgs.__init__(self, float32=float32)
+        _VectorWrapper.__init__(self, env)
         self._inner = env
         self._box = _obs_box(env.single_observation_space, float32, "VectorMaskInObservation")
         n = _num_actions(env.single_action_space, "VectorMaskInObservation")

@@ -254,20 +254,24 @@ def test_reset_after_close_opens_anew(server):
     with pytest.raises(SpiderError) as e:
         env.reset()
     assert e.value.code == "bad_config" and "make a new env" in e.value.message
-    # A connection a fault closed (here its server died) stays closed until
-    # close(); then a reset opens anew and deals the stream's next game.
+    # A connection a fault closed (here its server died): a step says so,
+    # and a reset opens anew, as after close(), and deals the stream's next
+    # game. (It raised "closed" until the user called close(), with nothing
+    # saying so.)
     env = SpiderEnv()
     env.reset(seed=4)
     env.reset()
-    env.server.proc.kill()
-    env.server.proc.wait()
+    dead = env.server
+    dead.proc.kill()
+    dead.proc.wait()
     with pytest.raises(SpiderError):
         env.step(0)
     with pytest.raises(SpiderError) as e:
-        env.reset()
+        env.step(0)
     assert e.value.code == "closed"
-    env.close()
     assert (env.reset()[0] == want[2]).all()
+    assert env.server is not dead and env.server.running
+    env.step(int(np.flatnonzero(env.action_masks())[0]))
     env.close()
 
 

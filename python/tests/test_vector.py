@@ -90,8 +90,12 @@ def test_random_rollout(server, mode, rules):
             assert (infos["moves"][live & ~done] == length[live & ~done]).all()
 
             if done.any():
-                ep = infos["spider_episode"]
-                assert (infos["_spider_episode"] == done).all() and "episode" not in infos
+                # Under same-step the ended episodes' infos are in
+                # final_info, as SyncVectorEnv puts them.
+                ended = infos["final_info"] if mode == "same-step" else infos
+                assert ("spider_episode" in infos) == (mode != "same-step")
+                ep = ended["spider_episode"]
+                assert (ended["_spider_episode"] == done).all() and "episode" not in infos
                 assert set(ep) == {"r", "l", "won", "runs"}
                 if mode == "same-step":
                     fi = infos["final_info"]
@@ -277,7 +281,8 @@ def test_vector_spaces_and_render(server):
         assert venv.metadata["autoreset_mode"] is AutoresetMode.NEXT_STEP
         obs, infos = venv.reset(seed=1)
         assert obs in venv.observation_space
-        assert "score 500" in venv.render()
+        frames = venv.render()
+        assert isinstance(frames, tuple) and len(frames) == 5 and all("score 500" in f for f in frames)
         sample = venv.action_space.sample()
         obs, r, term, trunc, infos = venv.step(sample)  # unmasked: illegal ones are no-ops
         assert infos["illegal"].dtype == np.bool_ and (infos["moves"] == 1).all()
@@ -546,5 +551,93 @@ def test_action_masks_while_a_send_is_in_flight():
         assert np.array_equal(venv.action_masks(), moved)
         venv.recv()
         assert not np.array_equal(venv.action_masks(), moved)  # the games moved on
+    finally:
+        venv.close()
+
+
+def test_same_step_infos_are_sync_vector_envs(server):
+    """Under same-step autoreset the infos have SyncVectorEnv's layout of
+    SpiderEnv games: the same keys at the top (the new episodes') and in
+    final_info (the ended ones'), with the same values."""
+    kwargs = {"suits": 4, "max_steps": 2, "address": server}
+    venv = SpiderVectorEnv(3, autoreset_mode="same-step", **kwargs)
+    sync = gym.vector.SyncVectorEnv(
+        [lambda: SpiderEnv(**kwargs) for _ in range(3)], autoreset_mode=AutoresetMode.SAME_STEP
+    )
+    try:
+        _, a = venv.reset(seed=2)
+        _, b = sync.reset(seed=2)
+        ended = 0
+        for _ in range(6):
+            actions = a["action_mask"].view(bool).argmax(axis=1)
+            _, ra, ta, ua, a = venv.step(actions)
+            _, rb, tb, ub, b = sync.step(actions)
+            assert (ra == rb).all() and (ta == tb).all() and (ua == ub).all()
+            assert sorted(a) == sorted(b), "top-level keys"
+            if "final_info" in b:
+                ended += 1
+                fa, fb = a["final_info"], b["final_info"]
+                assert sorted(fa) == sorted(fb), "final_info keys"
+                done = fb["_score"]
+                for key in ("action_mask", "score", "runs", "moves", "num_legal", "illegal"):
+                    assert (fa[key][done] == fb[key][done]).all(), key
+                assert (fa["spider_episode"]["r"][done] == fb["spider_episode"]["r"][done]).all()
+        assert ended >= 2
+    finally:
+        venv.close()
+        sync.close()
+
+
+def test_make_vec_takes_max_episode_steps(server):
+    """gymnasium.make_vec passes max_episode_steps to the vector entry
+    point: it is the step limit. Before, it was an unknown game option."""
+    envs = gym.make_vec(
+        "Spider-v0", num_envs=2, vectorization_mode="vector_entry_point", max_episode_steps=3, address=server
+    )
+    try:
+        assert envs.unwrapped.config.max_steps == 3
+        envs.reset(seed=0)
+        for _ in range(3):
+            _, _, term, trunc, _ = envs.step(_first_legal(envs))
+        assert (trunc | term).all()
+    finally:
+        envs.close()
+    with pytest.raises(ValueError, match="max_episode_steps=3 and max_steps=5 disagree"):
+        SpiderVectorEnv(2, max_episode_steps=3, max_steps=5, address=server)
+    both = SpiderVectorEnv(1, max_episode_steps=4, max_steps=4, address=server)
+    assert both.config.max_steps == 4
+    both.close()
+
+
+def _first_legal(envs: gym.vector.VectorEnv) -> np.ndarray:
+    """Every game's first legal action now."""
+    return envs.unwrapped.action_masks().argmax(axis=1)
+
+
+def test_async_reset_runs_envpools_loop(server):
+    """EnvPool's loop runs as it is: async_reset, then recv and send in
+    turn; the first recv holds every game's reset."""
+    venv = SpiderVectorEnv(4, address=server)
+    try:
+        venv.async_reset(seed=3)
+        with pytest.raises(RuntimeError, match="async_reset's results are waiting"):
+            venv.send(np.zeros(4, np.int64))
+        with pytest.raises(RuntimeError, match="async_reset's results are waiting"):
+            venv.step(np.zeros(4, np.int64))
+        obs, rew, term, trunc, infos = venv.recv()
+        other = SpiderVectorEnv(4, address=server)
+        first, _ = other.reset(seed=3)
+        other.close()
+        assert (obs == first).all() and (infos["env_id"] == np.arange(4)).all()
+        assert (rew == 0).all() and not term.any() and not trunc.any()
+        for _ in range(5):
+            ids = infos["env_id"]
+            venv.send(infos["action_mask"].view(bool).argmax(axis=1), ids)
+            obs, rew, term, trunc, infos = venv.recv()
+            assert (infos["moves"] >= 1).all()
+        # A reset drops results async_reset left waiting.
+        venv.async_reset(seed=3)
+        venv.reset(seed=3)
+        venv.step(venv.action_masks().argmax(axis=1))
     finally:
         venv.close()

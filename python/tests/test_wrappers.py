@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import pickle
 
 import gymnasium as gym
 import numpy as np
@@ -47,6 +48,53 @@ def test_mask_in_observation_passes_gymnasium_check_env(server):
     env = MaskInObservation(SpiderEnv(max_steps=15, address=server.address), float32=True)
     check_env(env, skip_render_check=True)
     env.close()
+
+
+@pytest.mark.filterwarnings("ignore:.*is different from the unwrapped version")
+def test_mask_in_observation_is_made_again_from_its_spec(server):
+    """The wrappers record their arguments, as Gymnasium's own do, so that
+    gymnasium.make(env.spec) and check_env (which makes the env again to
+    check close) rebuild a wrapped gymnasium.make env; before, both raised
+    that the wrapper does not inherit RecordConstructorArgs."""
+    env = MaskInObservation(gym.make("Spider-v0", max_steps=15, address=server.address), float32=True)
+    again = gym.make(env.spec)
+    try:
+        assert isinstance(again, MaskInObservation) and again.observation_space == env.observation_space
+        assert again.unwrapped.config == env.unwrapped.config
+        check_env(env, skip_render_check=True)
+    finally:
+        env.close()
+        again.close()
+    venv = VectorMaskInObservation(SpiderVectorEnv(2, address=server.address), float32=True)
+    assert isinstance(venv, gym.utils.RecordConstructorArgs) and venv._saved_kwargs == {"float32": True}
+    venv.close()
+
+
+def test_env_creator_env_copies_and_opens_after_close():
+    """An env_creator env pickles (the copy plays on, on its own server)
+    and opens anew on a reset after close, as a SpiderEnv does; before, the
+    shared server could not be pickled, and a reset after close called the
+    stopped server."""
+    env = env_creator({"suits": 1, "max_steps": 50})
+    try:
+        obs, _ = env.reset(seed=3)
+        env.step(int(np.flatnonzero(obs["action_mask"])[0]))
+        copy = pickle.loads(pickle.dumps(env))
+        try:
+            a = int(np.flatnonzero(env.unwrapped.action_masks())[0])
+            mine, theirs = env.step(a)[0], copy.step(a)[0]
+            assert (mine["observations"] == theirs["observations"]).all()
+            assert copy.unwrapped.client.address != env.unwrapped.client.address
+        finally:
+            copy.close()
+        env.close()
+        assert spider_env.rllib._shared is None  # the last user stopped it
+        again, _ = env.reset(seed=3)
+        assert (again["observations"] == obs["observations"]).all()
+        assert spider_env.rllib._shared is not None and spider_env.rllib._shared[1].running
+    finally:
+        env.close()
+    assert spider_env.rllib._shared is None
 
 
 def test_vector_mask_in_observation(server):
