@@ -229,6 +229,20 @@ func TestTrainOutNotWritable(t *testing.T) {
 	}
 }
 
+// TestTrainOutUnderAFile: an --out that cannot be a folder (under a
+// file) is input to fix, a usage error, as every other output path's is;
+// it was mkdir's error and exit 1.
+func TestTrainOutUnderAFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "afile")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{file, filepath.Join(file, "run")} {
+		err := runTrain(withTimeout(t, 20*time.Second), tinyTrain(out, 1), &bytes.Buffer{}, &bytes.Buffer{})
+		wantUsage(t, "--out "+out, err, "--out "+out+": ")
+	}
+}
+
 // TestEvalRefusesBadWorkersAndSeeds refuses a negative worker count and
 // deals that run past the last seed (which wrapped to seed 0).
 func TestEvalRefusesBadWorkersAndSeeds(t *testing.T) {

@@ -188,7 +188,9 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 	// --out behind, when it made it.
 	undo, err := makeFolder(o.out)
 	if err != nil {
-		return err
+		// A place that cannot take the folder is input to fix, as every
+		// other output path's is: a usage error's 2.
+		return usageError{fmt.Errorf("--out %s: %v", o.out, err)}
 	}
 	defer undo()
 	// The first checkpoint is written after the warm start or the first
