@@ -29,10 +29,12 @@ def train(path: str, steps: int, suits: int = 1, rules: str = "classic", seed: i
     from spider_env.sb3 import SpiderVecEnv
 
     venv = SpiderVecEnv(8, rules=rules, suits=suits)
-    venv.seed(seed + 1)  # seeds 1-8, ...: inside the tuning range, far from the test suites
     try:
+        # The algorithm seeds the env as it is built (a venv.seed before it
+        # is overwritten): seed + 1 deals seeds 1-8, ...: inside the
+        # tuning range, far from the test suites.
         model = MaskablePPO(
-            "MlpPolicy", venv, n_steps=32, batch_size=64, n_epochs=1, seed=seed, device="cpu", verbose=0
+            "MlpPolicy", venv, n_steps=32, batch_size=64, n_epochs=1, seed=seed + 1, device="cpu", verbose=0
         )
         model.learn(total_timesteps=steps)
         model.save(path)

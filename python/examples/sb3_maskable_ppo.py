@@ -95,6 +95,8 @@ def main() -> None:
 
     if args.load:
         model = MaskablePPO.load(args.load, device="cpu")
+        # Evaluate with the encoding the model was trained on, whatever --obs says.
+        game["obs"] = "float32" if model.observation_space.dtype == np.float32 else "compact"
     else:
         shaping = {"shaping": args.shaping, "shaping_gamma": args.gamma} if args.shaping != "none" else {}
         env = VecMonitor(SpiderVecEnv(args.envs, **game, **shaping))

@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 
 from ._server import SpiderServer
 from .config import SpiderConfig
@@ -87,15 +88,26 @@ def _release_server(server: SpiderServer) -> None:
             server.close()
 
 
+# A seed's streams are spread over this many runners (sync mode) before
+# two could share one.
+_RUNNERS = 1 << 16
+
+
+def _spread(seed: int, k: int, i: int) -> int:
+    """Seed i of k drawn from ``seed``: distinct for every (seed, i), i < k."""
+    return (int(seed) * k + i) % (1 << 63)
+
+
 class _SharedServerEnv(MaskInObservation):
     """MaskInObservation that gives the shared server back on close, takes
     it again on a reset after close, and pickles without it."""
 
-    def __init__(self, env: SpiderEnv, server: SpiderServer | None, *, float32: bool):
+    def __init__(self, env: SpiderEnv, server: SpiderServer | None, *, float32: bool, worker: int | None = None):
         super().__init__(env, float32=float32)
         self._shared_server = server
         self._sharing = server is not None
         self._spider = env
+        self._worker = worker
 
     def __getstate__(self) -> dict[str, Any]:
         # A copy plays on its own server, as a copy of a SpiderEnv given a
@@ -110,6 +122,11 @@ class _SharedServerEnv(MaskInObservation):
             # this process's server again, and open anew on it.
             server = self._shared_server = _acquire_server()
             self._spider._address = server.address
+        if seed is not None and self._worker is not None:
+            # RLlib seeds runner w's SyncVectorEnv with seed + w, which
+            # seeds its env i with seed + w + i: runners would share deal
+            # streams. The runner's index spreads them apart.
+            seed = _spread(seed, _RUNNERS, self._worker % _RUNNERS)
         return super().reset(seed=seed, options=options)
 
     def close(self) -> None:
@@ -122,11 +139,23 @@ class _SharedServerEnv(MaskInObservation):
 
 
 class _SharedServerVectorEnv(VectorMaskInObservation):
-    """VectorMaskInObservation that gives the shared server back on close."""
+    """VectorMaskInObservation that gives the shared server back on close,
+    and seeds its games apart from other runners'."""
 
     def __init__(self, env: SpiderVectorEnv, server: SpiderServer | None, *, float32: bool):
         super().__init__(env, float32=float32)
         self._shared_server = server
+
+    def reset(
+        self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        if isinstance(seed, (int, np.integer)):
+            # RLlib seeds runner w's batch with seed + w; game i of it would
+            # get seed + w + i, the deal stream of runner w + 1's game i - 1.
+            # Game i gets seed * num_envs + i instead: every runner's games
+            # apart.
+            seed = [_spread(seed, self.num_envs, i) for i in range(self.num_envs)]
+        return super().reset(seed=seed, options=options)
 
     def close(self, **kwargs: Any) -> None:
         try:
@@ -161,6 +190,14 @@ def env_creator(env_config: Mapping[str, Any]) -> gym.Env[Any, Any] | gym.vector
       :class:`~spider_env.SpiderVectorEnv` batch (next-step autoreset),
       wrapped in :class:`~spider_env.wrappers.VectorMaskInObservation`.
 
+    Seeds (``.debugging(seed=S)``): RLlib resets runner w's envs with the
+    seed S + w, and a vector env seeds its game i with that seed + i, so
+    runners would play each other's deal streams (R runners of E games,
+    R + E - 1 streams). The envs made here spread them: a batch's game i
+    gets seed * num_envs + i, and a single env (sync mode) whose
+    ``env_config`` names its ``worker_index`` gets seed * 65536 +
+    worker_index. Every game of every runner then has its own stream.
+
     An unknown key raises TypeError.
     """
     cfg = dict(env_config)
@@ -185,7 +222,10 @@ def env_creator(env_config: Mapping[str, Any]) -> gym.Env[Any, Any] | gym.vector
         if num_envs is not None:
             venv = SpiderVectorEnv(int(num_envs), autoreset_mode="next-step", **cfg)
             return _SharedServerVectorEnv(venv, server, float32=float32)
-        return _SharedServerEnv(SpiderEnv(**cfg), server, float32=float32)
+        worker = getattr(env_config, "worker_index", None)  # an EnvContext's
+        return _SharedServerEnv(
+            SpiderEnv(**cfg), server, float32=float32, worker=None if worker is None else int(worker)
+        )
     except BaseException:
         if server is not None:
             _release_server(server)
@@ -212,7 +252,11 @@ def log_episode_metrics(
     """
     if metrics_logger is None:
         return
-    infos = [i for chunk in [*(prev_episode_chunks or ()), episode] for i in chunk.get_infos()]
+    # Each chunk after the first starts with the last info of the one
+    # before (RLlib's cut keeps the observation a chunk starts from): that
+    # step is counted once.
+    chunks = [*(prev_episode_chunks or ()), episode]
+    infos = [i for k, chunk in enumerate(chunks) for i in list(chunk.get_infos())[1 if k else 0 :]]
     last = infos[-1] if infos and isinstance(infos[-1], dict) else {}
     stats = next((v for k, v in last.items() if k.endswith("episode") and isinstance(v, dict) and "won" in v), None)
     if stats is not None:

@@ -34,7 +34,7 @@ from numpy.typing import NDArray
 from ._client import NUM_ACTIONS, Address, Client, StepReply, _seed, _whole, parse_address
 from ._server import SpiderServer
 from .config import SpiderConfig
-from .envs import SpiderEnv, _action_ids, _uncopyable
+from .envs import DEFAULT_TIMEOUT, SpiderEnv, _action_ids, _uncopyable
 
 # The ignores hold where stable-baselines3 is not installed (mypy sees Any);
 # "unused-ignore" keeps them quiet where it is, or where pyproject.toml
@@ -64,6 +64,10 @@ class _Game:
     def __init__(self, venv: SpiderVecEnv, index: int):
         self._venv = venv
         self._index = index
+
+    # DummyVecEnv's games are gymnasium envs, whose spec third-party
+    # callbacks read: these were not made by gymnasium.make.
+    spec = None
 
     @property
     def index(self) -> int:
@@ -109,9 +113,10 @@ class SpiderVecEnv(VecEnv):  # type: ignore[misc, unused-ignore]
     keywords (``rules``, ``suits``, ``max_steps``, ``obs``, ...), and
     ``illegal``, ``illegal_penalty``, ``mask``, ``workers``, ``address``
     (a running server, or None to start one owned by this env),
-    ``render_mode`` (None, ``"rgb_array"`` or ``"ansi"``) and ``shm``
-    (shared memory with the server on a Unix socket: None uses it where
-    offered, the default; the arrays returned are always new).
+    ``render_mode`` (None, ``"rgb_array"`` or ``"ansi"``), ``timeout``
+    (seconds a reply may take, default 60; None waits for ever) and
+    ``shm`` (shared memory with the server on a Unix socket: None uses it
+    where offered, the default; the arrays returned are always new).
 
     The batch runs with the server's same-step autoreset, SB3's convention:
     for a game that ended, ``step_wait`` returns the new episode's first
@@ -144,6 +149,8 @@ class SpiderVecEnv(VecEnv):  # type: ignore[misc, unused-ignore]
     ``seed + i``, which deals what ``SpiderEnv().reset(seed=seed + i)``
     deals; later episodes continue each game's stream. ``seed([s0, s1,
     ...])`` gives each game its own seed (e.g. a fixed evaluation set).
+    An algorithm given ``seed=`` seeds the env itself when it is built,
+    replacing seeds set before: seed after building it, or through it.
     """
 
     def __init__(
@@ -159,6 +166,7 @@ class SpiderVecEnv(VecEnv):  # type: ignore[misc, unused-ignore]
         workers: int = 0,
         episode_key: str | None = "spider_episode",
         shm: bool | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT,
         **game: Any,
     ):
         game_config = SpiderConfig.resolve(config, **game)
@@ -180,7 +188,7 @@ class SpiderVecEnv(VecEnv):  # type: ignore[misc, unused-ignore]
         elif isinstance(address, SpiderServer):
             address = address.address
         try:
-            self._client = Client(address)
+            self._client = Client(address, timeout=timeout)
             self.spider_spec = self._client.make(
                 game_config,
                 n=n,

@@ -97,6 +97,65 @@ def test_env_creator_env_copies_and_opens_after_close():
     assert spider_env.rllib._shared is None
 
 
+class _EnvContext(dict):
+    """What RLlib hands an env creator in sync mode: the config, and the
+    runner's index."""
+
+    def __init__(self, config: dict, worker_index: int):
+        super().__init__(config)
+        self.worker_index = worker_index
+
+
+def test_env_creator_spreads_runners_seeds(server):
+    """With .debugging(seed=S), RLlib resets runner w's envs with S + w,
+    and a vector env seeds its game i with that + i: runner 1's game 1 and
+    runner 2's game 0 played one deal stream. Every game of every runner
+    now has its own."""
+    cfg = {"suits": 1, "address": server.address}
+    deals = set()
+    for w in (1, 2):  # sync mode: runner w's env i reset with S + w + i
+        for i in (0, 1):
+            env = env_creator(_EnvContext(cfg, w))
+            obs, _ = env.reset(seed=w + i)
+            deals.add(obs["observations"].tobytes())
+            env.close()
+    assert len(deals) == 4
+    deals.clear()
+    for w in (1, 2):  # vector mode: runner w's batch reset with S + w
+        venv = env_creator({**cfg, "num_envs": 2})
+        obs, _ = venv.reset(seed=w)
+        deals.update(o.tobytes() for o in obs["observations"])
+        venv.close()
+    assert len(deals) == 4
+
+
+def test_log_episode_metrics_counts_a_step_once():
+    """An episode cut into chunks (RLlib's sample) repeats the boundary
+    step's info at the start of the next chunk: an illegal move there was
+    counted twice."""
+
+    class Chunk:
+        def __init__(self, infos: list[dict]):
+            self._infos = infos
+
+        def get_infos(self) -> list[dict]:
+            return self._infos
+
+    class Logger:
+        def __init__(self) -> None:
+            self.logged: dict = {}
+
+        def log_value(self, key: tuple, value: float, **kwargs: object) -> None:
+            self.logged[key] = value
+
+    first = Chunk([{}, {"illegal": False}, {"illegal": True}])
+    last = Chunk([{"illegal": True}, {"illegal": False, "score": 480, "spider_episode": {"won": False, "runs": 1}}])
+    log = Logger()
+    spider_env.rllib.log_episode_metrics(episode=last, metrics_logger=log, prev_episode_chunks=[first])
+    assert log.logged[("spider", "illegal")] == 1
+    assert log.logged[("spider", "score")] == 480 and log.logged[("spider", "runs")] == 1
+
+
 def test_vector_mask_in_observation(server):
     envs = VectorMaskInObservation(SpiderVectorEnv(3, max_steps=10, address=server.address), float32=True)
     assert envs.single_observation_space["observations"].dtype == np.float32

@@ -289,3 +289,23 @@ def test_step_is_one_request(server, monkeypatch):
     finally:
         a.close()
         b.close()
+
+
+@pytest.mark.limit(60)
+def test_timeout_and_seeding_through_the_algorithm(server):
+    """SpiderVecEnv takes SpiderVectorEnv's timeout (it was an unknown
+    game option), and an algorithm's seed= seeds the env as it is built,
+    replacing a seed set before (so the examples seed through it)."""
+    venv = SpiderVecEnv(2, timeout=300, address=server.address)
+    try:
+        assert venv.client._timeout == 300
+        venv.seed(1)
+        MaskablePPO("MlpPolicy", venv, n_steps=8, batch_size=8, seed=11, device="cpu")
+        first = venv.reset()
+        ref = SpiderVectorEnv(2, address=server.address)
+        try:
+            np.testing.assert_array_equal(first, ref.reset(seed=11)[0])
+        finally:
+            ref.close()
+    finally:
+        venv.close()
