@@ -943,6 +943,11 @@ func TestEvaluateFailsTheGamesOfAFaultyAgent(t *testing.T) {
 				if !strings.HasPrefix(res.Failure, want) || res.Won || res.Moves != 2 || len(res.Actions) != 2 {
 					t.Errorf("seed %d: %+v; want a failed game of 2 moves, failure starting %q", seeds[i], res, want)
 				}
+				// At the lowest score it could have ended with, 48 moves
+				// left at a point each, not the 498 it froze by failing.
+				if res.Score != env.StartScore-50 {
+					t.Errorf("seed %d failed at score %d; want %d", seeds[i], res.Score, env.StartScore-50)
+				}
 				if ev.Results[0][i].Failure != "" || ev.Results[0][i].Moves == 0 {
 					t.Errorf("seed %d: first's game %+v", seeds[i], ev.Results[0][i])
 				}
@@ -980,8 +985,10 @@ func TestEvaluateRefusesOrFailsBadMakers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := ev.Results[0][0]; !strings.HasPrefix(got.Failure, "the policy's Maker panicked: flaky maker (") || got.Score != env.StartScore || got.Moves != 0 {
-		t.Errorf("game 1: %+v; want it failed at the deal, with the deal's score", got)
+	// Failed at the deal, counted at the lowest score the game could have
+	// ended with: 20 moves at a point each.
+	if got := ev.Results[0][0]; !strings.HasPrefix(got.Failure, "the policy's Maker panicked: flaky maker (") || got.Score != env.StartScore-20 || got.Moves != 0 {
+		t.Errorf("game 1: %+v; want it failed at the deal, at score %d", got, env.StartScore-20)
 	}
 	if res := ev.Results[0][1]; res.Failure != "" || res.Moves == 0 {
 		t.Errorf("game 2, with an agent made again: %+v", res)

@@ -75,6 +75,9 @@ func playBatch(ctx context.Context, r env.Rules, seeds []uint64, a BatchAgent, r
 		g := slots[i]
 		g.res.Won = failure == "" && g.s.Status() == env.Won
 		g.res.Score, g.res.Runs, g.res.Moves = g.s.Score(), g.s.Runs(), g.s.Steps()
+		if failure != "" {
+			g.res.Score = g.s.LowestScore() // failing must not pay
+		}
 		g.res.Elapsed = time.Since(g.start)
 		g.res.Failure = failure
 		if each != nil {

@@ -152,9 +152,10 @@ func EvaluateEach(ctx context.Context, r env.Rules, ps []Policy, seeds []uint64,
 				// The game looks at ctx as it goes: one game of search
 				// can take a minute, too long to wait for on Ctrl-C.
 				if agents[p] == nil {
-					// The game failed at the deal: its score is the deal's.
+					// The game failed at the deal, counted at the lowest
+					// score it could have ended with (Result.Failure).
 					s := env.NewGame(r, seeds[g])
-					res = Result{Seed: seeds[g], Score: s.Score(), Runs: s.Runs(), Failure: why}
+					res = Result{Seed: seeds[g], Score: s.LowestScore(), Runs: s.Runs(), Failure: why}
 				} else if playGuarded(ctx, env.NewGame(r, seeds[g]), seeds[g], agents[p], &res) {
 					agents[p] = nil
 				}

@@ -24,8 +24,12 @@ type Result struct {
 	// an agent outside the process answered an illegal action, too late,
 	// or not at all; in an evaluation, an agent in the process chose an
 	// illegal action or panicked; or the context ended ("stopped: ...").
-	// Such a game is not won; Score, Runs and Moves are the position's
-	// when it stopped.
+	// Such a game is not won; Runs and Moves are the position's when it
+	// stopped, and Score too when the context ended it, but a game whose
+	// agent failed is counted at env.State.LowestScore, the lowest score
+	// it could still have ended with: an agent that froze its score by
+	// failing (every move costs a point) would otherwise score better
+	// than one that played on.
 	Failure string
 }
 
@@ -147,10 +151,12 @@ func playGuarded(ctx context.Context, s env.State, seed uint64, a Agent, res *Re
 		if v := recover(); v != nil {
 			res.Failure = fmt.Sprintf("panic: %v (%s)", v, panicSite())
 			res.Won, panicked = false, true
+			res.Score = s.LowestScore()
 		}
 	}()
 	if err := playInto(ctx, &s, seed, a, nil, res); err != nil {
 		res.Failure = err.Error()
+		res.Score = s.LowestScore()
 	}
 	return false
 }

@@ -616,3 +616,56 @@ func TestParseStateRefusesALineTwice(t *testing.T) {
 		t.Errorf("a column numbered 01: %v", err)
 	}
 }
+
+// TestLowestScore: LowestScore is the score of a game whose every action
+// left costs its point and the clock's charge, and no way of playing on
+// ends lower.
+func TestLowestScore(t *testing.T) {
+	for _, o := range []env.Options{
+		{Suits: 1, MaxSteps: 12},
+		{Suits: 2, MaxSteps: 12, TimePerActionMs: 1500},
+		{RuleSet: env.Cardems, Suits: 1, MaxSteps: 12},
+	} {
+		r := env.MustRules(o)
+		full := 0
+		for seed := range uint64(20) {
+			s := env.NewGame(r, seed)
+			lowest := []int{s.LowestScore()}
+			var legal []env.Action
+			for i := 0; !s.Over(); i++ {
+				legal = s.AppendLegal(legal[:0])
+				if _, err := s.Step(legal[(int(seed)+i*7)%len(legal)]); err != nil {
+					t.Fatal(err)
+				}
+				lowest = append(lowest, s.LowestScore())
+			}
+			for i, l := range lowest {
+				if s.Score() < l {
+					t.Fatalf("%v seed %d: ended at %d, below LowestScore %d after %d moves", r, seed, s.Score(), l, i)
+				}
+			}
+			// Twelve actions from the deal complete no run: the game ends
+			// at the lowest score, 500 less 12 points, and under the
+			// clock 12 x 1.5 s = 18 s, 9 more.
+			want := env.StartScore - 12
+			if o.TimePerActionMs > 0 {
+				want -= 9
+			}
+			if s.Steps() == 12 {
+				full++
+				if lowest[0] != want || s.Score() != want || s.LowestScore() != want {
+					t.Errorf("%v seed %d: LowestScore %d at the deal, ended at %d (LowestScore %d there); want %d", r, seed, lowest[0], s.Score(), s.LowestScore(), want)
+				}
+			}
+		}
+		if full < 10 {
+			t.Errorf("%v: %d of 20 games played their 12 actions", r, full)
+		}
+	}
+	if s := env.NewGame(env.MustRules(env.Options{Suits: 1, MaxSteps: -1}), 1); s.LowestScore() != 0 {
+		t.Errorf("no step limit: LowestScore %d, want 0", s.LowestScore())
+	}
+	if s := env.NewGame(env.MustRules(env.Options{Suits: 1, MaxSteps: 1 << 30, TimePerActionMs: 1_000_000_000}), 1); s.LowestScore() != 0 {
+		t.Errorf("a clock past any score: LowestScore %d, want 0", s.LowestScore())
+	}
+}

@@ -2,6 +2,7 @@ package env
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -70,6 +71,28 @@ func (s *State) Steps() int { return int(s.steps) }
 
 // Elapsed returns the simulated game time (Options.TimePerActionMs per action).
 func (s *State) Elapsed() time.Duration { return s.elapsed }
+
+// LowestScore returns the lowest score the game can still end with: each
+// action left before its step limit costing its point and what the clock
+// charges for it, never below 0; with no step limit, 0. Bonuses only add,
+// so no way of playing on ends lower (a game that ends sooner ends
+// higher). An evaluation counts a game whose agent failed at this score,
+// so that failing never scores better than playing on.
+func (s *State) LowestScore() int {
+	if s.rules.maxSteps < 0 {
+		return 0
+	}
+	left := int64(max(0, s.rules.maxSteps-s.steps))
+	cost := left
+	if tick := int64(s.rules.tick); tick > 0 && left > 0 {
+		if left > (math.MaxInt64-int64(s.elapsed))/tick {
+			return 0 // the clock would charge more than any score holds
+		}
+		end := time.Duration(int64(s.elapsed) + left*tick)
+		cost += int64(end/timePerPoint - s.elapsed/timePerPoint)
+	}
+	return int(max(0, int64(s.score)-cost))
+}
 
 // Status returns whether the game is being played, won or lost.
 func (s *State) Status() Status { return s.status }

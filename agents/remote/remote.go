@@ -169,7 +169,7 @@ func (a *Agent) Close() error {
 			a.id++
 			// Best effort, and brief: the agent may be gone, or not reading.
 			ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
-			a.send(ctx, map[string]any{"op": "close", "id": a.id})
+			a.send(ctx, map[string]any{"op": "close", "id": a.id}, 0)
 			cancel()
 		}
 		err = a.conn.Close()
@@ -188,7 +188,7 @@ func (a *Agent) read() {
 		if _, err := io.ReadFull(r, hdr[:]); err != nil {
 			f.err = err
 		} else if n := binary.BigEndian.Uint32(hdr[:]); n == 0 || n > maxReply {
-			f.err = fmt.Errorf("reply frame of %d bytes: want 1 to %d", n, maxReply)
+			f.err = badFrame{fmt.Errorf("a reply frame of %d bytes: want 1 to %d", n, maxReply)}
 		} else {
 			f.payload = make([]byte, n)
 			if _, err := io.ReadFull(r, f.payload); err != nil {
@@ -212,8 +212,11 @@ const closeTimeout = time.Second
 // send writes one frame holding v, within the timeout, and gives up at
 // once when ctx ends: an agent that does not read must not hold a Ctrl-C
 // for the whole timeout.
-func (a *Agent) send(ctx context.Context, v any) error {
+func (a *Agent) send(ctx context.Context, v any, size int) error {
 	a.buf.Reset()
+	// A request's frame is made once at its size: grown by doubling, a
+	// batch of 4096 float32 observations took twice its 220 MB and more.
+	a.buf.Grow(4 + size)
 	a.buf.Write([]byte{0, 0, 0, 0})
 	enc := msgpack.NewEncoder(&a.buf)
 	enc.SetCustomStructTag("msgpack")
@@ -237,9 +240,11 @@ type reply struct {
 	hasID   bool
 	errMsg  string
 	version int64
-	name    string
-	board   bool
-	actions []env.Action
+	// hasVersion says the reply had a version field (a hello's must).
+	hasVersion bool
+	name       string
+	board      bool
+	actions    []env.Action
 	// hasActions says the reply had an actions field.
 	hasActions bool
 }
@@ -257,9 +262,16 @@ func (a *Agent) wait(ctx context.Context, id int64, n int) (reply, error) {
 			return reply{}, fmt.Errorf("timed out: no answer within %v", a.o.Timeout)
 		case f := <-a.frames:
 			if f.err != nil {
-				a.lost = fmt.Errorf("agent disconnected: %v", f.err)
-				if errors.Is(f.err, io.EOF) {
+				var bad badFrame
+				switch {
+				case errors.As(f.err, &bad):
+					// The agent is still there; eval will not read on.
+					a.lost = fmt.Errorf("agent sent a bad reply: %v", bad.error)
+					a.conn.Close()
+				case errors.Is(f.err, io.EOF):
 					a.lost = errors.New("agent disconnected (the connection was closed)")
+				default:
+					a.lost = fmt.Errorf("agent disconnected: %v", f.err)
 				}
 				return reply{}, a.lost
 			}
@@ -280,6 +292,9 @@ func (a *Agent) wait(ctx context.Context, id int64, n int) (reply, error) {
 			}
 			if !rep.hasID || rep.id != id {
 				a.lost = fmt.Errorf("agent answered request %d with id %d", id, rep.id)
+				if !rep.hasID {
+					a.lost = fmt.Errorf("agent answered request %d without an id", id)
+				}
 				a.conn.Close()
 				return reply{}, a.lost
 			}
@@ -305,14 +320,17 @@ func (a *Agent) hello(ctx context.Context) error {
 		"game": r.Options(), "num_actions": env.NumActions, "obs_shape": []int{r.ObsLen()}, "obs_dtype": dtype,
 		"mask_row_bytes": env.NumActions, "max_games": a.o.Width,
 	}
-	if err := a.send(ctx, msg); err != nil {
+	if err := a.send(ctx, msg, 0); err != nil {
 		return err
 	}
 	rep, err := a.wait(ctx, a.id, -1)
 	if err != nil {
 		return err
 	}
-	if rep.version != Version {
+	switch {
+	case !rep.hasVersion:
+		return fmt.Errorf("agent's hello names no protocol version, want %d", Version)
+	case rep.version != Version:
 		return fmt.Errorf("agent speaks protocol version %d, want %d", rep.version, Version)
 	}
 	a.name, a.board = rep.name, rep.board
@@ -373,7 +391,7 @@ func (a *Agent) ActBatch(ctx context.Context, games []agents.BatchGame, actions 
 	if a.board {
 		msg["boards"] = boards
 	}
-	if err := a.send(ctx, msg); err != nil {
+	if err := a.send(ctx, msg, requestBytes(len(obs), n, len(boards))); err != nil {
 		a.lost = fmt.Errorf("agent disconnected: %v", err)
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -386,6 +404,31 @@ func (a *Agent) ActBatch(ctx context.Context, games []agents.BatchGame, actions 
 	}
 	copy(actions, rep.actions)
 	return nil
+}
+
+// boardBytes bounds one game's board in a request: ten columns of at most
+// 104 face-up cards and their counts, with msgpack's headers.
+const boardBytes = 2048
+
+// requestBytes is an act request's encoded size, or a little more: the
+// observations (obs bytes), masks, slots and new-game flags of n games,
+// boards boards, and the keys and headers around them.
+func requestBytes(obs, n, boards int) int {
+	return obs + n*(env.NumActions+3) + boards*boardBytes + 256
+}
+
+// RequestBytes is the most memory one connection of width games holds for
+// its requests under r (ActBatch's buffers and the frame it encodes, a
+// board with every game in case the agent asks for them, and the reply
+// read), for a caller that counts memory before it dials.
+func RequestBytes(r env.Rules, width int) int64 {
+	obs := int64(r.ObsLen())
+	if r.Encoding() == env.Float32 {
+		obs *= 4
+	}
+	w := int64(width)
+	held := w * (obs + env.NumActions + 3 + boardBytes)
+	return held + int64(requestBytes(int(w*obs), width, width)) + maxReply + 64<<10
 }
 
 // board is the visible board of one game.
@@ -448,7 +491,9 @@ func decodeReply(b []byte) (reply, error) {
 		}
 		switch key {
 		case "ok":
-			rep.ok, err = d.DecodeBool()
+			if err = notNil(d); err == nil {
+				rep.ok, err = d.DecodeBool()
+			}
 			hasOK = true
 		case "id":
 			rep.id, err = decodeInt64(d)
@@ -458,6 +503,7 @@ func decodeReply(b []byte) (reply, error) {
 			rep.errMsg = cleanText(rep.errMsg, maxErrorText)
 		case "version":
 			rep.version, err = decodeInt64(d)
+			rep.hasVersion = true
 		case "name":
 			rep.name, err = d.DecodeString()
 			rep.name = cleanText(rep.name, maxNameText)
@@ -479,10 +525,24 @@ func decodeReply(b []byte) (reply, error) {
 	return rep, nil
 }
 
+// notNil refuses a nil where a value must be: msgpack's decoders read nil
+// as 0, false or "" without an error, so an agent's nil id, ok or action
+// would pass for one.
+func notNil(d *msgpack.Decoder) error {
+	if c, err := d.PeekCode(); err == nil && c == msgpcode.Nil {
+		return errors.New("nil where a value must be")
+	}
+	return nil
+}
+
 // decodeInt64 reads an integer an int64 holds. msgpack's DecodeInt64
 // reads a uint64 past 2^63-1 as negative, and wait would have skipped such
-// an id as the late reply to an earlier request, waiting out the timeout.
+// an id as the late reply to an earlier request, waiting out the timeout;
+// and it reads nil as 0.
 func decodeInt64(d *msgpack.Decoder) (int64, error) {
+	if err := notNil(d); err != nil {
+		return 0, err
+	}
 	if c, err := d.PeekCode(); err == nil && c == msgpcode.Uint64 {
 		u, err := d.DecodeUint64()
 		if err == nil && u > math.MaxInt64 {
@@ -492,6 +552,15 @@ func decodeInt64(d *msgpack.Decoder) (int64, error) {
 	}
 	return d.DecodeInt64()
 }
+
+// isInt reports whether the msgpack code c starts an integer.
+func isInt(c byte) bool {
+	return msgpcode.IsFixedNum(c) || c >= msgpcode.Uint8 && c <= msgpcode.Uint64 || c >= msgpcode.Int8 && c <= msgpcode.Int64
+}
+
+// badFrame is a reply frame eval refuses to read (of no bytes, or over
+// maxReply): the agent sent it, the connection did not fail.
+type badFrame struct{ error }
 
 // check reports what is wrong with a reply to a request for n games' actions
 // (n < 0: a hello, which has none).
@@ -550,14 +619,25 @@ func decodeActions(d *msgpack.Decoder) ([]env.Action, error) {
 	}
 	out := make([]env.Action, max(m, 0))
 	for i := range out {
-		v, err := d.DecodeInt64()
-		if err != nil {
+		// An item that is not an integer (nil, which DecodeInt64 reads
+		// as 0, a float, a string) is not an id: that game fails, as for
+		// an id out of range, and the other games of the reply go on.
+		if c, err := d.PeekCode(); err != nil {
 			return nil, fmt.Errorf("action %d: %v", i, err)
-		}
-		out[i] = env.Action(min(max(v, 0), env.NumActions))
-		if v < 0 {
+		} else if !isInt(c) {
+			if err := d.Skip(); err != nil {
+				return nil, fmt.Errorf("action %d: %v", i, err)
+			}
 			out[i] = env.NumActions
+			continue
 		}
+		v, err := decodeInt64(d)
+		if err != nil || v < 0 {
+			// Past int64 (a uint64 over 2^63-1) or negative: out of range.
+			out[i] = env.NumActions
+			continue
+		}
+		out[i] = env.Action(min(v, env.NumActions))
 	}
 	return out, nil
 }

@@ -354,6 +354,7 @@ func TestRemoteImpossibleIDFailsAtOnce(t *testing.T) {
 		want string
 	}{
 		"negative":     {int64(-1), "with id -1"},
+		"none":         {nil, "nil where a value must be"},
 		"past int64's": {uint64(1) << 63, "9223372036854775808 is outside int64's range"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -362,6 +363,10 @@ func TestRemoteImpossibleIDFailsAtOnce(t *testing.T) {
 			}, seedRange(1, 2), c.want)
 		})
 	}
+	// A reply with no id names none (it said "with id 0").
+	failsAtOnce(t, 2, func(conn net.Conn) {
+		writeFrame(conn, map[string]any{"ok": true, "actions": []int{0, 0}})
+	}, seedRange(1, 2), "without an id")
 }
 
 // failsAtOnce plays a fake agent, which at its request req does only
@@ -547,7 +552,8 @@ func TestReplyFrameLengthBounds(t *testing.T) {
 			conn.Write(binary.BigEndian.AppendUint32(nil, n))
 		})
 		_, err := Dial(context.Background(), addr, Options{Rules: r, Timeout: 20 * time.Second})
-		if want := fmt.Sprintf("reply frame of %d bytes: want 1 to %d", n, maxReply); err == nil || !strings.Contains(err.Error(), want) {
+		// The agent sent it: a bad reply, not a disconnection.
+		if want := fmt.Sprintf("agent sent a bad reply: a reply frame of %d bytes: want 1 to %d", n, maxReply); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("a reply frame of %d bytes: %v; want an error saying %q", n, err, want)
 		}
 	}
@@ -582,6 +588,13 @@ func TestHelloRefusesOtherVersions(t *testing.T) {
 		if want := fmt.Sprintf("agent speaks protocol version %d, want 1", v); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("version %d: %v; want an error saying %q", v, err, want)
 		}
+	}
+	// A hello without a version says so (it said "version 0").
+	addr := rawAgent(t, func(conn net.Conn, hello map[string]any) {
+		writeFrame(conn, map[string]any{"ok": true, "id": hello["id"], "name": "other"})
+	})
+	if _, err := Dial(context.Background(), addr, Options{Rules: r, Timeout: 20 * time.Second}); err == nil || !strings.Contains(err.Error(), "agent's hello names no protocol version, want 1") {
+		t.Errorf("no version: %v", err)
 	}
 }
 
@@ -673,6 +686,22 @@ func TestDecodeReplyActions(t *testing.T) {
 	want := []env.Action{1080, env.NumActions, env.NumActions, env.NumActions}
 	if err != nil || !reflect.DeepEqual(rep.actions, want) {
 		t.Errorf("actions past the last id: %v, %v; want %v", rep.actions, err, want)
+	}
+	// An item that is not an integer is not an id: that game fails, and
+	// the others are read. A nil was read as action 0 and played; a
+	// float or string failed the whole reply.
+	rep, err = decodeReply(enc(map[string]any{"ok": true, "id": 1, "actions": []any{nil, 0, 2.0, "3", uint64(1) << 63, []int{1}, 7}}))
+	want = []env.Action{env.NumActions, 0, env.NumActions, env.NumActions, env.NumActions, env.NumActions, 7}
+	if err != nil || !reflect.DeepEqual(rep.actions, want) {
+		t.Errorf("actions that are not integers: %v, %v; want %v", rep.actions, err, want)
+	}
+	// A nil id, ok or version is refused, not read as 0 or false.
+	for _, key := range []string{"id", "ok", "version"} {
+		m := map[string]any{"ok": true, "id": 1, "version": 1}
+		m[key] = nil
+		if _, err := decodeReply(enc(m)); err == nil || !strings.Contains(err.Error(), "nil where a value must be") {
+			t.Errorf("a nil %s: %v", key, err)
+		}
 	}
 }
 

@@ -217,7 +217,7 @@ type policySummary struct {
 	Spec string `json:"spec"`
 	// Failures counts the games that stopped early because a remote agent
 	// answered an illegal action, too late or not at all; they count as
-	// not won, at the score they had.
+	// not won, at the lowest score they could have ended with.
 	Failures  int     `json:"failures"`
 	Games     int     `json:"games"`
 	Wins      int     `json:"wins"`
@@ -257,6 +257,18 @@ func (h *ci95) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	return json.Unmarshal(b, (*float64)(h))
+}
+
+// csvText is text for a CSV cell that a spreadsheet must not run: a cell
+// starting with =, +, -, @, a tab or a carriage return is a formula
+// there, and a remote agent names itself (`=HYPERLINK(...)`), so such
+// text gets a leading apostrophe, as OWASP advises. Only text cells take
+// it, never a number's (-1.5).
+func csvText(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
 }
 
 // plusMinus writes mean ± h with prec decimals, or the mean and "± n/a".
@@ -867,7 +879,7 @@ func writeEval(w io.Writer, rep evalReport, o evalOptions) error {
 			return f(float64(h))
 		}
 		for _, p := range rep.Policies {
-			row := []string{rep.RuleSet.String(), strconv.Itoa(rep.Suits), p.Policy, strconv.Itoa(p.Games), strconv.Itoa(p.Wins), f(p.WinRate), f(p.WinLo), f(p.WinHi),
+			row := []string{rep.RuleSet.String(), strconv.Itoa(rep.Suits), csvText(p.Policy), strconv.Itoa(p.Games), strconv.Itoa(p.Wins), f(p.WinRate), f(p.WinLo), f(p.WinHi),
 				f(p.Score), half(p.ScoreHalf), f(p.Runs), half(p.RunsHalf), f(p.Moves), f(p.MsPerGame), f(p.MsPerMove),
 				strconv.Itoa(p.Failures), suiteName(rep.Suite), strconv.Itoa(rep.MaxSteps), strconv.FormatBool(rep.Stopped)}
 			version := ""
@@ -1018,9 +1030,15 @@ func checkEvalMemory(specs []string, makers map[string]agents.Maker, o evalOptio
 	// map keeps its memory): MoveBytes a move for each, at least one.
 	inPlay := agents.MoveBytes * int64(maxSteps)
 	perWorker += int64(max(1, remembering)) * inPlay
-	// A remote agent's games in play hold only their move lists here.
-	remoteGames := int64(len(specs)-local) * int64(min(cmp.Or(o.remoteWidth, remote.DefaultWidth), deals))
+	// A remote agent's games in play hold only their move lists here, and
+	// each remote policy's connection its requests' buffers.
+	remoteWidth := min(cmp.Or(o.remoteWidth, remote.DefaultWidth), deals)
+	remoteGames := int64(len(specs)-local) * int64(remoteWidth)
 	remoteInPlay := agents.MoveListBytes * int64(maxSteps)
+	var requests int64
+	if remoteGames > 0 {
+		requests = int64(len(specs)-local) * remote.RequestBytes(env.MustRules(o.game), remoteWidth)
+	}
 	perGame := evalResultBytes
 	if o.perGame {
 		perGame += evalPerGameBytes
@@ -1029,7 +1047,7 @@ func checkEvalMemory(specs []string, makers map[string]agents.Maker, o evalOptio
 		perGame += 2 * int64(maxSteps)
 	}
 	games := int64(len(specs)) * int64(deals)
-	need := shared + int64(workers)*perWorker + remoteGames*remoteInPlay + games*perGame
+	need := shared + int64(workers)*perWorker + remoteGames*remoteInPlay + requests + games*perGame
 	what := fmt.Sprintf("%d games (%s each, held to the end)", games, bytesize.Format(perGame))
 	if shared > 0 {
 		what += fmt.Sprintf(", networks' weights (%s)", bytesize.Format(shared))
@@ -1042,7 +1060,7 @@ func checkEvalMemory(specs []string, makers map[string]agents.Maker, o evalOptio
 		what += ")"
 	}
 	if remoteGames > 0 {
-		what += fmt.Sprintf(" and %d remote games in play (%s each)", remoteGames, bytesize.Format(remoteInPlay))
+		what += fmt.Sprintf(" and %d remote games in play (%s each, and %s of requests a remote policy)", remoteGames, bytesize.Format(remoteInPlay), bytesize.Format(requests/int64(len(specs)-local)))
 	}
 	return checkAvailable(need, "an evaluation of "+what, "lower --workers, --nodes, --max-steps or --remote-batch, or split the seeds into ranges (--seeds A-B) and pair the parts with spider results --pair")
 }

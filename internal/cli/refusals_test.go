@@ -19,6 +19,7 @@ import (
 
 	"github.com/spiderenv/spider/agents"
 	"github.com/spiderenv/spider/agents/nn"
+	"github.com/spiderenv/spider/agents/remote"
 	"github.com/spiderenv/spider/env"
 	"github.com/spiderenv/spider/internal/alloccount"
 	"github.com/spiderenv/spider/internal/bytesize"
@@ -557,10 +558,28 @@ func TestEvalRefusesWhatMemoryCannotHold(t *testing.T) {
 	// as its width, or as the deals when fewer.
 	wantUsage(t, "a remote agent's 64 games at a step limit of 2^30",
 		checkEvalMemory([]string{"remote:unix:/x"}, makers(), evalOptions{workers: 1, remoteWidth: 64}, 1<<30, 100),
-		fmt.Sprintf("an evaluation of 100 games (%s each, held to the end) and 64 remote games in play (5GiB each)", bytesize.Format(evalResultBytes)))
+		fmt.Sprintf("an evaluation of 100 games (%s each, held to the end) and 64 remote games in play (5GiB each, and ", bytesize.Format(evalResultBytes)))
 	wantUsage(t, "a remote agent's 4 deals at a step limit of 2^30",
 		checkEvalMemory([]string{"remote:unix:/x"}, makers(), evalOptions{workers: 1, remoteWidth: 64}, 1<<30, 4),
-		"and 4 remote games in play (5GiB each)")
+		"and 4 remote games in play (5GiB each, and ")
+	// Each remote policy's connection holds its requests: 4096 games of
+	// four-suit float32 observations are hundreds of megabytes, counted
+	// (measured: 893 MB of RSS for one such policy, before its frame was
+	// made at its size). Forty of them are refused on 16 GiB.
+	wide := evalOptions{workers: 1, remoteWidth: remote.MaxWidth, game: env.Options{Suits: 4, Encoding: env.Float32}}
+	req := remote.RequestBytes(env.MustRules(wide.game), remote.MaxWidth)
+	if req < 400<<20 || req > 1<<30 {
+		t.Errorf("RequestBytes of 4096 four-suit float32 games: %s", bytesize.Format(req))
+	}
+	var forty []string
+	for i := range 40 {
+		forty = append(forty, fmt.Sprintf("remote:unix:/%d", i))
+	}
+	wantUsage(t, "forty remote policies of 4096 float32 games", checkEvalMemory(forty, makers(), wide, 5, 4096),
+		fmt.Sprintf("and 163840 remote games in play (25B each, and %s of requests a remote policy)", bytesize.Format(req)))
+	if err := checkEvalMemory(forty[:1], makers(), wide, 5, 4096); err != nil {
+		t.Errorf("one remote policy of 4096 float32 games: %v", err)
+	}
 	wantUsage(t, "ten million deals of two policies, per game",
 		checkEvalMemory([]string{"random", "greedy"}, makers("random", "greedy"), evalOptions{workers: 2, perGame: true}, 1000, 10_000_000),
 		"an evaluation of 20000000 games")

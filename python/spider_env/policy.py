@@ -25,6 +25,7 @@ or a hidden card.
 from __future__ import annotations
 
 import contextlib
+import errno
 import ipaddress
 import json
 import math
@@ -55,8 +56,28 @@ __all__ = ["POLICY_PROTOCOL_VERSION", "PolicyServer", "evaluate", "serve_policy"
 POLICY_PROTOCOL_VERSION = 1
 
 _HDR = struct.Struct(">I")
-# A request holds at most 4096 games of at most ~53 KB of float32 observation.
-_MAX_FRAME = 1 << 30
+# The largest frame before a hello (which is small): eval's requests are
+# bounded by what the hello says they hold (_request_bound).
+_MAX_HELLO = 1 << 20
+# The most connections served at once: eval opens one a remote policy; a
+# flood of idle ones must not take every file descriptor and thread.
+_MAX_CONNS = 64
+# How long a new connection may take to say hello.
+_HELLO_TIMEOUT = 30.0
+# A board's most bytes in a request (eval's remote.boardBytes).
+_BOARD_BYTES = 2048
+
+
+def _request_bound(hello: dict[str, Any]) -> int:
+    """The most bytes an act request can hold for the game ``hello``
+    describes: max_games games' observations, masks, slots, flags and
+    boards, and the keys around them."""
+    games = int(hello["max_games"])
+    obs = int(hello["obs_shape"][0]) * (4 if hello.get("obs_dtype") == "float32" else 1)
+    if not 1 <= games <= 4096 or not 0 < obs <= 1 << 20:
+        raise SpiderError("protocol", f"a hello of {games} games of {obs} observation bytes")
+    return games * (obs + NUM_ACTIONS + 3 + _BOARD_BYTES) + 4096
+
 
 PolicyFn = Callable[..., Any]
 
@@ -74,13 +95,14 @@ def _recv_exact(conn: socket.socket, n: int) -> bytearray | None:
     return buf
 
 
-def _read_msg(conn: socket.socket) -> dict[str, Any] | None:
-    """One frame's map, or None when the peer closed the connection."""
+def _read_msg(conn: socket.socket, limit: int = _MAX_HELLO) -> dict[str, Any] | None:
+    """One frame's map of at most ``limit`` bytes, or None when the peer
+    closed the connection."""
     hdr = _recv_exact(conn, _HDR.size)
     if hdr is None:
         return None
     (n,) = _HDR.unpack(hdr)
-    if n == 0 or n > _MAX_FRAME:
+    if n == 0 or n > limit:
         raise SpiderError("protocol", f"a frame of {n} bytes")
     payload = _recv_exact(conn, n)
     if payload is None:
@@ -157,6 +179,12 @@ class PolicyServer:
     that was killed is replaced; a live one is refused. :meth:`start`
     serves from a background thread; :meth:`serve_forever` from the
     calling one.
+
+    Anyone who can connect (any local user, on a loopback port) is
+    untrusted: the agent serves at most 64 connections at once, drops one
+    that says no hello within 30 s or sends a frame larger than 1 MiB
+    before its hello or than the hello's games can hold after it, and
+    goes on serving when file descriptors, memory or threads run out.
     """
 
     def __init__(
@@ -216,6 +244,7 @@ class PolicyServer:
             self.address = f"[{h}]:{port}" if ":" in h else f"{h}:{port}"
         self._stop = threading.Event()
         self._lock = threading.Lock()
+        self._conns = threading.BoundedSemaphore(_MAX_CONNS)
         self._thread: threading.Thread | None = None
         self.hello: dict[str, Any] | None = None
         """The last hello received: the game's options and spaces."""
@@ -227,18 +256,32 @@ class PolicyServer:
         return self
 
     def serve_forever(self) -> None:
-        """Accept connections until :meth:`close`; each is served by a thread of its own."""
+        """Accept connections until :meth:`close`; each is served by a thread
+        of its own, at most 64 at once (more are closed at once), and must
+        say hello within 30 s. Running out of file descriptors, memory or
+        threads (a flood of idle connections, say) refuses connections for a
+        moment; it does not stop the server."""
         while not self._stop.is_set():
             try:
                 conn, _ = self._sock.accept()
             except TimeoutError:
                 continue
-            except OSError:
+            except OSError as e:
                 if self._stop.is_set():
                     return
+                if e.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM, errno.ECONNABORTED):
+                    self._stop.wait(0.1)  # until connections close
+                    continue
                 raise
-            conn.settimeout(None)
-            threading.Thread(target=self._serve_conn, args=(conn,), daemon=True).start()
+            if not self._conns.acquire(blocking=False):
+                conn.close()  # over _MAX_CONNS: eval sees its connection closed
+                continue
+            conn.settimeout(_HELLO_TIMEOUT)
+            try:
+                threading.Thread(target=self._serve_conn, args=(conn,), daemon=True).start()
+            except RuntimeError:  # no thread to be had
+                conn.close()
+                self._conns.release()
 
     def close(self) -> None:
         """Stop accepting and remove the socket file."""
@@ -262,9 +305,10 @@ class PolicyServer:
         with conn:
             obs_dtype: npt.DTypeLike = np.uint8
             obs_len = 0
+            limit = _MAX_HELLO
             try:
                 while True:
-                    msg = _read_msg(conn)
+                    msg = _read_msg(conn, limit)
                     if msg is None:
                         return
                     op, rid = msg.get("op"), msg.get("id")
@@ -274,9 +318,11 @@ class PolicyServer:
                                 conn, {"ok": False, "id": rid, "error": f"want version {POLICY_PROTOCOL_VERSION}"}
                             )
                             return
+                        limit = _request_bound(msg)
                         self.hello = msg
                         obs_dtype = np.dtype("<f4") if msg.get("obs_dtype") == "float32" else np.dtype(np.uint8)
                         obs_len = int(msg["obs_shape"][0])
+                        conn.settimeout(None)  # eval sends when its games need it
                         reply = {"ok": True, "id": rid, "version": POLICY_PROTOCOL_VERSION, "name": self.name}
                         _send_msg(conn, {**reply, "board": self.board})
                     elif op == "act":
@@ -289,6 +335,8 @@ class PolicyServer:
                 # A broken connection, or a peer that does not speak the
                 # protocol (bad msgpack, missing fields): drop it.
                 return
+            finally:
+                self._conns.release()
 
     def _act(self, msg: dict[str, Any], rid: Any, obs_dtype: npt.DTypeLike, obs_len: int) -> dict[str, Any]:
         try:

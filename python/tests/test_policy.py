@@ -404,3 +404,78 @@ def test_a_failed_eval_keeps_its_report(monkeypatch: Any) -> None:
 def test_any_loopback_address_serves() -> None:
     with spider_env.PolicyServer(first_legal, "127.0.0.2:0") as srv:
         assert srv.address.startswith("127.0.0.2:")
+
+
+def _dropped(conn: socket.socket) -> bool:
+    """Whether the agent closed conn (a reset, where bytes it did not read
+    were left)."""
+    try:
+        return conn.recv(1) == b""
+    except ConnectionResetError:
+        return True
+
+
+def _hello(conn: socket.socket, max_games: int = 2) -> dict[str, Any]:
+    """Say eval's hello on conn and return the agent's reply."""
+    _send_msg(
+        conn,
+        {"op": "hello", "version": 1, "id": 1, "obs_shape": [806], "obs_dtype": "uint8", "max_games": max_games},
+    )
+    reply = _read_msg(conn)
+    assert reply is not None
+    return reply
+
+
+def test_a_flood_of_idle_connections_does_not_stop_the_agent(monkeypatch: Any) -> None:
+    """More connections than the agent serves at once are closed, idle
+    ones are dropped when they say no hello in time, and running out of
+    file descriptors refuses connections for a moment: the agent goes on
+    serving. Before, 150 idle connections (ulimit -n 100) ended
+    serve_forever with EMFILE, for good."""
+    monkeypatch.setattr(spider_env.policy, "_MAX_CONNS", 3)
+    monkeypatch.setattr(spider_env.policy, "_HELLO_TIMEOUT", 1.0)
+    with spider_env.PolicyServer(first_legal, "127.0.0.1:0") as srv:
+        real = srv._sock
+        fails = [OSError(24, "Too many open files")]
+
+        class Flaky:  # accept fails once with EMFILE, then works
+            def accept(self) -> tuple[socket.socket, Any]:
+                if fails:
+                    raise fails.pop()
+                return real.accept()
+
+        srv._sock = Flaky()  # type: ignore[assignment]
+        srv.start()
+        host, port = srv.address.rsplit(":", 1)
+        idle = [socket.create_connection((host, int(port)), timeout=5) for _ in range(5)]
+        try:
+            # Two over the cap are closed at once; the three served are
+            # dropped after the hello timeout.
+            t0 = time.monotonic()
+            for c in idle:
+                assert _dropped(c)
+            assert time.monotonic() - t0 < 4
+        finally:
+            for c in idle:
+                c.close()
+        srv._sock = real
+        with socket.create_connection((host, int(port)), timeout=5) as c:
+            reply = _hello(c)
+            assert reply["ok"] and reply["name"] == "python"
+
+
+def test_frames_are_bounded_by_the_hello() -> None:
+    """A frame over 1 MiB before the hello, or over what the hello's games
+    can hold after it, drops the connection: a frame of up to 1 GiB was
+    read whole (about twice that in memory), on every connection."""
+    with spider_env.PolicyServer(first_legal, "127.0.0.1:0") as srv:
+        srv.start()
+        host, port = srv.address.rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=5) as c:
+            c.sendall((2 << 20).to_bytes(4, "big") + b"\x80" * 1000)
+            assert _dropped(c)
+        with socket.create_connection((host, int(port)), timeout=5) as c:
+            assert _hello(c, max_games=2)["ok"]
+            bound = spider_env.policy._request_bound({"max_games": 2, "obs_shape": [806]})
+            c.sendall((bound + 1).to_bytes(4, "big") + b"\x80" * 1000)
+            assert _dropped(c)
