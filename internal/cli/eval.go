@@ -331,7 +331,16 @@ type evalReport struct {
 	// Stopped says the evaluation was stopped (Ctrl-C, a signal) and the
 	// report holds only the deals every policy had finished.
 	Stopped bool `json:"stopped,omitempty"`
+	// FailedScore says how a failed game's score is counted: "lowest",
+	// the lowest score it could still have ended with
+	// (env.State.LowestScore). Reports written before it lack it: their
+	// failed games kept the score they had, and results --pair does not
+	// mix the two where games failed.
+	FailedScore string `json:"failed_score,omitempty"`
 }
+
+// failedLowest is evalReport.FailedScore's value.
+const failedLowest = "lowest"
 
 // gameRow is one game's result. ActionsHash (the first 16 hex digits of
 // the SHA-256 of the actions as little-endian uint16s) tells whether two
@@ -795,7 +804,7 @@ func summarize(ev *agents.Evaluation, labels []string) evalReport {
 			labels = append(labels, agents.Label(p))
 		}
 	}
-	rep := evalReport{Schema: evalSchema, Options: ev.Rules.Options(), Seeds: len(ev.Seeds), SeedList: seedRanges(ev.Seeds), Program: programVersion(),
+	rep := evalReport{Schema: evalSchema, Options: ev.Rules.Options(), Seeds: len(ev.Seeds), SeedList: seedRanges(ev.Seeds), Program: programVersion(), FailedScore: failedLowest,
 		Policies: []policySummary{}, Comparisons: []comparison{}, Failures: []gameFailure{}}
 	column := func(res []agents.Result, f func(agents.Result) float64) []float64 {
 		out := make([]float64, len(res))

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -632,6 +633,23 @@ func runPair(ctx context.Context, o resultsOptions, stdout io.Writer) error {
 			sides[i] = append(sides[i], rep)
 		}
 	}
+	// Failed games scored by two rules would be compared and pooled as
+	// one: refused where games failed.
+	var rule, ruleOf string
+	for i, side := range sides {
+		for j, rep := range side {
+			if !slices.ContainsFunc(rep.Games, func(g gameRow) bool { return g.Failure != "" }) {
+				continue
+			}
+			name := strings.Split(o.files[i], ",")[j]
+			if ruleOf == "" {
+				rule, ruleOf = rep.FailedScore, name
+			} else if rep.FailedScore != rule {
+				return usageError{fmt.Errorf("%s and %s score their failed games differently (%s and %s): pair reports of one rule (an eval run again scores them at the lowest score they could still have ended with)",
+					ruleOf, name, failedRule(rule), failedRule(rep.FailedScore))}
+			}
+		}
+	}
 	// plays returns, for each policy of a side, its games by seed.
 	plays := func(reps []evalReport) (names []string, games map[string]map[uint64][]gameRow) {
 		games = map[string]map[uint64][]gameRow{}
@@ -768,7 +786,7 @@ func poolable(side []evalReport, rep evalReport, names []string) error {
 				why = fmt.Sprintf("networks of different files (checkpoint sha256 %s and %s)", hash(q.Checkpoint), hash(p.Checkpoint))
 			case !remote && q.Spec != p.Spec:
 				why = fmt.Sprintf("different specs (%s and %s)", q.Spec, p.Spec)
-			case !remote && other.Program != rep.Program:
+			case !remote && !sameBuild(other.Program, rep.Program, p.Checkpoint != ""):
 				why = fmt.Sprintf("different builds (%s and %s)", other.Program, rep.Program)
 			}
 			if why != "" {
@@ -790,6 +808,30 @@ func poolable(side []evalReport, rep evalReport, names []string) error {
 		}
 	}
 	return nil
+}
+
+// failedRule names a report's rule for its failed games' scores.
+func failedRule(r string) string {
+	if r == "" {
+		return "at the score they had: a report written before failed_score"
+	}
+	return "at the " + r + " score they could still have ended with"
+}
+
+// blasPart is what programVersion says of the BLAS networks multiply with,
+// and of the kernel OpenBLAS picked for the machine.
+var blasPart = regexp.MustCompile(`, blas [^,()]*(\([^()]*\))?`)
+
+// sameBuild reports whether two reports' program versions played a policy
+// the same way: for a network (net), the same line, since the BLAS kernel
+// a machine picks changes its sums and near-ties; for any other policy,
+// which multiplies no matrices, the same line but for the BLAS, so that
+// one binary's parts run on two machines pool.
+func sameBuild(a, b string, net bool) bool {
+	if net {
+		return a == b
+	}
+	return blasPart.ReplaceAllString(a, "") == blasPart.ReplaceAllString(b, "")
 }
 
 // sideNote is budgetNote for policy on one side of --pair, from the

@@ -683,3 +683,58 @@ func TestResultsRefusesRowsEvalNeverWrites(t *testing.T) {
 		t.Errorf("results --pair of good reports: exit %d: %s%s", code, out, errs)
 	}
 }
+
+// TestSameBuildIgnoresTheBLASBeyondNetworks: one binary's parts run on two
+// machines pool, though OpenBLAS picked another kernel on each, unless a
+// network played (its sums depend on the kernel).
+func TestSameBuildIgnoresTheBLASBeyondNetworks(t *testing.T) {
+	zen := "v0.0.0-x (commit abc, go1.26.8 linux/amd64, blas openblas (Zen kernel))"
+	haswell := "v0.0.0-x (commit abc, go1.26.8 linux/amd64, blas openblas (Haswell kernel))"
+	gonum := "v0.0.0-x (commit abc, go1.26.8 linux/amd64, blas gonum)"
+	other := "v0.0.0-y (commit def, go1.26.8 linux/amd64, blas openblas (Zen kernel))"
+	for _, c := range []struct {
+		a, b string
+		net  bool
+		want bool
+	}{
+		{zen, haswell, false, true}, {zen, gonum, false, true}, {zen, other, false, false},
+		{zen, haswell, true, false}, {zen, zen, true, true}, {"dev (go1.26.8 linux/amd64)", gonum, false, false},
+	} {
+		if got := sameBuild(c.a, c.b, c.net); got != c.want {
+			t.Errorf("sameBuild(%q, %q, net %v) = %v, want %v", c.a, c.b, c.net, got, c.want)
+		}
+	}
+}
+
+// TestResultsPairRefusesTwoRulesForFailedGames: a report written before
+// failed_score kept its failed games' scores; pairing it with one that
+// counts them at the lowest they could reach would compare two rules as
+// one, and is refused where games failed.
+func TestResultsPairRefusesTwoRulesForFailedGames(t *testing.T) {
+	dir := t.TempDir()
+	a := evalToFile(t, dir, "a.json", "--policies", "greedy", "--seeds", "1-2")
+	b := evalToFile(t, dir, "b.json", "--policies", "random", "--seeds", "1-2")
+	failed := func(name, src string, old bool) string {
+		return editReport(t, src, dir, name, func(rep, _ map[string]any) {
+			rep["games"].([]any)[0].(map[string]any)["failure"] = "illegal action 1081 at move 3"
+			if old {
+				delete(rep, "failed_score")
+			}
+		})
+	}
+	newer, older := failed("new.json", a, false), failed("old.json", b, true)
+	want := "score their failed games differently (at the lowest score they could still have ended with and at the score they had: a report written before failed_score)"
+	if code, _, errs := runMain("results", "--pair", newer, older); code != 2 || !strings.Contains(errs, want) {
+		t.Errorf("two rules: exit %d, %q; want 2 and %q", code, errs, want)
+	}
+	// One rule, or a report whose games all ended, pairs.
+	for _, pair := range [][2]string{{newer, failed("new2.json", b, false)}, {newer, b}, {older, a}} {
+		if code, _, errs := runMain("results", "--pair", pair[0], pair[1]); code != 0 {
+			t.Errorf("%s against %s: exit %d: %s", filepath.Base(pair[0]), filepath.Base(pair[1]), code, errs)
+		}
+	}
+	var rep map[string]any
+	if raw, err := os.ReadFile(a); err != nil || json.Unmarshal(raw, &rep) != nil || rep["failed_score"] != "lowest" {
+		t.Errorf("eval writes failed_score %v", rep["failed_score"])
+	}
+}

@@ -70,6 +70,13 @@ func TestPairedT(t *testing.T) {
 	diff, p = PairedT([]float64{0, 0, 0, 0, 0, 0}, []float64{8, 8, 8, 8, 8, 8})
 	near(t, "diff of a constant -8", diff, -8, 0)
 	near(t, "p of a constant difference over 6 pairs", p, 1.0/32, 1e-12)
+	// Constant up to rounding: k/3 + 1/3 against k/3 over 20 pairs.
+	var xs, ys []float64
+	for k := range 20 {
+		xs, ys = append(xs, float64(k)/3+1.0/3), append(ys, float64(k)/3)
+	}
+	_, p = PairedT(xs, ys)
+	near(t, "p of a difference of 1/3 up to rounding over 20 pairs", p, math.Pow(2, -19), 1e-12)
 	if d, p := PairedT([]float64{5}, []float64{1}); d != 4 || p != 1 {
 		t.Errorf("one pair: diff %v, p %v; want 4 and 1", d, p)
 	}

@@ -1276,5 +1276,8 @@ def _whole(client: Client, what: str) -> Iterator[None]:
     except Exception:
         raise
     except BaseException as e:
-        client.close(f"{type(e).__name__} during {what}: the env cannot tell where its games stand, so make a new one")
+        client.close(
+            f"{type(e).__name__} during {what}: the env cannot tell where its games stand "
+            "(reset a SpiderEnv, which opens anew, or make a new vector env)"
+        )
         raise

@@ -40,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -62,8 +63,16 @@ _MAX_HELLO = 1 << 20
 # The most connections served at once: eval opens one a remote policy; a
 # flood of idle ones must not take every file descriptor and thread.
 _MAX_CONNS = 64
-# How long a new connection may take to say hello.
+# How long a new connection may take to say hello, in all.
 _HELLO_TIMEOUT = 30.0
+# How long a connection may wait for eval's next request after its hello:
+# eval asks as soon as its games need it, so only a peer that holds a slot
+# idles this long.
+_IDLE_TIMEOUT = 300.0
+# The largest frame: what eval's largest request holds (4096 games of the
+# largest observation, four suits at 104 face-up slots, with masks and
+# boards) is well under it; a hello cannot raise it.
+_MAX_FRAME = 1 << 30
 # A board's most bytes in a request (eval's remote.boardBytes).
 _BOARD_BYTES = 2048
 
@@ -76,18 +85,25 @@ def _request_bound(hello: dict[str, Any]) -> int:
     obs = int(hello["obs_shape"][0]) * (4 if hello.get("obs_dtype") == "float32" else 1)
     if not 1 <= games <= 4096 or not 0 < obs <= 1 << 20:
         raise SpiderError("protocol", f"a hello of {games} games of {obs} observation bytes")
-    return games * (obs + NUM_ACTIONS + 3 + _BOARD_BYTES) + 4096
+    return min(games * (obs + NUM_ACTIONS + 3 + _BOARD_BYTES) + 4096, _MAX_FRAME)
 
 
 PolicyFn = Callable[..., Any]
 
 
-def _recv_exact(conn: socket.socket, n: int) -> bytearray | None:
+def _recv_exact(conn: socket.socket, n: int, deadline: float | None = None) -> bytearray | None:
     # Grown as the bytes come, not allocated at the declared size: a peer
     # that declares a large frame and sends nothing costs nothing. Returned
-    # as it is: a copy would hold a large frame twice.
+    # as it is: a copy would hold a large frame twice. With a deadline
+    # (time.monotonic), the bytes must all come by then, however slowly:
+    # a timeout on each recv would let a byte now and then hold on for ever.
     buf = bytearray()
     while len(buf) < n:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("no whole frame in time")
+            conn.settimeout(left)
         chunk = conn.recv(min(n - len(buf), 1 << 20))
         if not chunk:
             return None
@@ -95,16 +111,16 @@ def _recv_exact(conn: socket.socket, n: int) -> bytearray | None:
     return buf
 
 
-def _read_msg(conn: socket.socket, limit: int = _MAX_HELLO) -> dict[str, Any] | None:
+def _read_msg(conn: socket.socket, limit: int = _MAX_HELLO, deadline: float | None = None) -> dict[str, Any] | None:
     """One frame's map of at most ``limit`` bytes, or None when the peer
-    closed the connection."""
-    hdr = _recv_exact(conn, _HDR.size)
+    closed the connection; with a deadline (time.monotonic), read by then."""
+    hdr = _recv_exact(conn, _HDR.size, deadline)
     if hdr is None:
         return None
     (n,) = _HDR.unpack(hdr)
     if n == 0 or n > limit:
         raise SpiderError("protocol", f"a frame of {n} bytes")
-    payload = _recv_exact(conn, n)
+    payload = _recv_exact(conn, n, deadline)
     if payload is None:
         return None
     msg = msgpack.unpackb(payload, raw=False)
@@ -182,9 +198,11 @@ class PolicyServer:
 
     Anyone who can connect (any local user, on a loopback port) is
     untrusted: the agent serves at most 64 connections at once, drops one
-    that says no hello within 30 s or sends a frame larger than 1 MiB
-    before its hello or than the hello's games can hold after it, and
-    goes on serving when file descriptors, memory or threads run out.
+    whose hello has not come whole within 30 s, or that sends nothing for
+    5 minutes after a reply (eval asks as soon as its games need it), or
+    a frame larger than 1 MiB before its hello or than the hello's games
+    can hold after it (at most 1 GiB), and goes on serving when file
+    descriptors, memory or threads run out.
     """
 
     def __init__(
@@ -276,7 +294,6 @@ class PolicyServer:
             if not self._conns.acquire(blocking=False):
                 conn.close()  # over _MAX_CONNS: eval sees its connection closed
                 continue
-            conn.settimeout(_HELLO_TIMEOUT)
             try:
                 threading.Thread(target=self._serve_conn, args=(conn,), daemon=True).start()
             except RuntimeError:  # no thread to be had
@@ -306,9 +323,14 @@ class PolicyServer:
             obs_dtype: npt.DTypeLike = np.uint8
             obs_len = 0
             limit = _MAX_HELLO
+            # The hello must come whole within _HELLO_TIMEOUT; after it,
+            # each request must start within _IDLE_TIMEOUT of the last reply.
+            deadline: float | None = time.monotonic() + _HELLO_TIMEOUT
             try:
                 while True:
-                    msg = _read_msg(conn, limit)
+                    if deadline is None:
+                        conn.settimeout(_IDLE_TIMEOUT)
+                    msg = _read_msg(conn, limit, deadline)
                     if msg is None:
                         return
                     op, rid = msg.get("op"), msg.get("id")
@@ -322,7 +344,8 @@ class PolicyServer:
                         self.hello = msg
                         obs_dtype = np.dtype("<f4") if msg.get("obs_dtype") == "float32" else np.dtype(np.uint8)
                         obs_len = int(msg["obs_shape"][0])
-                        conn.settimeout(None)  # eval sends when its games need it
+                        deadline = None
+                        conn.settimeout(_IDLE_TIMEOUT)  # for the reply's send too
                         reply = {"ok": True, "id": rid, "version": POLICY_PROTOCOL_VERSION, "name": self.name}
                         _send_msg(conn, {**reply, "board": self.board})
                     elif op == "act":

@@ -479,3 +479,28 @@ def test_frames_are_bounded_by_the_hello() -> None:
             bound = spider_env.policy._request_bound({"max_games": 2, "obs_shape": [806]})
             c.sendall((bound + 1).to_bytes(4, "big") + b"\x80" * 1000)
             assert _dropped(c)
+
+
+def test_a_hello_sent_a_byte_at_a_time_is_dropped_in_time(monkeypatch: Any) -> None:
+    """The hello must come whole within its timeout: a timeout on each
+    read let a peer that sends a byte now and then hold its slot for ever.
+    A hello that asks for huge frames gets at most 1 GiB ones."""
+    monkeypatch.setattr(spider_env.policy, "_HELLO_TIMEOUT", 1.0)
+    with spider_env.PolicyServer(first_legal, "127.0.0.1:0") as srv:
+        srv.start()
+        host, port = srv.address.rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=10) as c:
+            t0 = time.monotonic()
+            dropped = False
+            while time.monotonic() - t0 < 6:
+                try:
+                    c.sendall(b"\x00")
+                except (BrokenPipeError, ConnectionResetError):
+                    dropped = True
+                    break
+                time.sleep(0.25)
+            assert dropped or _dropped(c)
+            assert time.monotonic() - t0 < 4
+    assert spider_env.policy._request_bound({"max_games": 4096, "obs_shape": [1 << 18], "obs_dtype": "float32"}) == (
+        1 << 30
+    )
