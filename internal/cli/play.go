@@ -43,7 +43,13 @@ func playCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, i
 	fs.IntVar(&o.moveMs, "move-ms", 0, "milliseconds a search hint may plan, next to its node budget (0: no limit)")
 	fs.StringVar(&o.record, "record", "", "save each finished or abandoned game with a move to this file (the last one wins)")
 	return func(ctx context.Context, args []string, stdin io.Reader, stdout, _ io.Writer) error {
-		return runPlay(ctx, o, stdin, stdout)
+		// A failed write (a full disk, a closed pipe) ends the game, saved,
+		// rather than play on unseen.
+		out := &stickyWriter{w: stdout}
+		if err := runPlay(ctx, o, stdin, out); err != nil {
+			return err
+		}
+		return out.failed()
 	}
 }
 
@@ -87,6 +93,22 @@ func checkFilePath(path, example string) error {
 		return fmt.Errorf("its folder %s does not exist", dir)
 	}
 	return probeWritable(dir)
+}
+
+// linkTarget returns the file a link at path leads to, where it exists or
+// would be made (a link to a file not yet written), or path when it is no
+// link.
+func linkTarget(path string) string {
+	if t, err := filepath.EvalSymlinks(path); err == nil {
+		return t
+	}
+	if t, err := os.Readlink(path); err == nil {
+		if !filepath.IsAbs(t) {
+			t = filepath.Join(filepath.Dir(path), t)
+		}
+		return t
+	}
+	return path
 }
 
 // samePath reports whether a and b name the same file: the same file on
@@ -146,6 +168,9 @@ func runPlay(ctx context.Context, o playOptions, stdin io.Reader, stdout io.Writ
 		return usageError{fmt.Errorf("--hint %s: %v", o.hint, err)}
 	}
 	if o.record != "" {
+		// A link is written through, as results --update writes: the
+		// rename would replace the link itself with a plain file.
+		o.record = linkTarget(o.record)
 		// The game is saved when it ends: a path that cannot take it must
 		// fail now, not after the game.
 		if err := checkFilePath(o.record, "game.spider"); err != nil {
@@ -163,8 +188,12 @@ func runPlay(ctx context.Context, o playOptions, stdin io.Reader, stdout io.Writ
 			return nil
 		}
 		s := e.State()
-		return record.Save(o.record, record.New(r, seed, "human", actions, &s))
+		if err := record.Save(o.record, record.New(r, seed, "human", actions, &s)); err != nil {
+			return fmt.Errorf("saving the game to --record %s: %w", o.record, err)
+		}
+		return nil
 	}
+	written, _ := stdout.(interface{ failed() error })
 	start := func() {
 		e.Reset(seed)
 		hint.Begin(seed)
@@ -179,6 +208,12 @@ func runPlay(ctx context.Context, o playOptions, stdin io.Reader, stdout io.Writ
 	defer close(done)
 	go readLines(stdin, lines, done)
 	for {
+		if written != nil && written.failed() != nil {
+			if err := save(); err != nil {
+				return err
+			}
+			return written.failed()
+		}
 		fmt.Fprint(stdout, "> ")
 		var in inputLine
 		select {
@@ -187,10 +222,12 @@ func runPlay(ctx context.Context, o playOptions, stdin io.Reader, stdout io.Writ
 			if err := save(); err != nil {
 				return err
 			}
+			// Not the context's words ("context canceled"): the player
+			// stopped the game.
 			if o.record != "" && len(actions) > 0 {
-				return fmt.Errorf("stopped; the game is saved in %s: %w", o.record, ctx.Err())
+				return stopped{"stopped; the game is saved in " + o.record, ctx.Err()}
 			}
-			return ctx.Err()
+			return stopped{"stopped", ctx.Err()}
 		case in = <-lines:
 		}
 		if in.err != nil {
@@ -218,7 +255,9 @@ func runPlay(ctx context.Context, o playOptions, stdin io.Reader, stdout io.Writ
 			return save()
 		case "n", "new":
 			if err := save(); err != nil {
-				return err
+				// The new deal is still dealt: the player sees why the
+				// last game was not kept.
+				fmt.Fprintln(stdout, err)
 			}
 			seed++
 			start()
@@ -236,6 +275,10 @@ func runPlay(ctx context.Context, o playOptions, stdin io.Reader, stdout io.Writ
 			for _, a := range env.AppendMasked(nil, e.Mask()) {
 				names = append(names, a.String())
 			}
+			if len(names) == 0 {
+				fmt.Fprintln(stdout, gameOver)
+				continue
+			}
 			fmt.Fprintf(stdout, "%d legal: %s\n", len(names), strings.Join(names, " "))
 			continue
 		case "h", "hint":
@@ -251,6 +294,11 @@ func runPlay(ctx context.Context, o playOptions, stdin io.Reader, stdout io.Writ
 			}
 			d := hint.Act(agents.NewView(&s, legal, last, has))
 			fmt.Fprintf(stdout, "hint: %v (%s)\n", d.Action, d.Reason)
+			continue
+		}
+		if s := e.State(); s.Over() {
+			// Not env's words to a program ("call Reset").
+			fmt.Fprintln(stdout, gameOver)
 			continue
 		}
 		a, err := resolve(line, e.Mask())
@@ -277,6 +325,19 @@ func runPlay(ctx context.Context, o playOptions, stdin io.Reader, stdout io.Writ
 		}
 	}
 }
+
+// stopped is play's error when a signal stops it: its words, not the
+// context's ("context canceled"), which it still wraps.
+type stopped struct {
+	msg string
+	err error
+}
+
+func (s stopped) Error() string { return s.msg }
+func (s stopped) Unwrap() error { return s.err }
+
+// gameOver is what play says to a move once the game has ended.
+const gameOver = "the game is over: u to undo, n for a new deal, q to quit"
 
 // maxLine is the longest line play reads as a command; longer ones are
 // skipped whole.

@@ -269,3 +269,92 @@ func TestPathChecksNameAFileInTheWay(t *testing.T) {
 		t.Errorf("checkCreatable: %v, want %q", err, want)
 	}
 }
+
+// TestPlayAfterTheGameEnds: a move, a deal or moves after the game ended
+// say so in play's words; they showed env's to a program ("call Reset").
+func TestPlayAfterTheGameEnds(t *testing.T) {
+	var out bytes.Buffer
+	o := playOptions{game: env.Options{Suits: 1, MaxSteps: 2}, seed: 3}
+	if err := runPlay(context.Background(), o, strings.NewReader("d\nd\nd\nm\n1>2\nq\n"), &out); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(out.String(), gameOver); got != 3 || strings.Contains(out.String(), "call Reset") || strings.Contains(out.String(), "0 legal") {
+		t.Errorf("after the step limit, %d game-over lines:\n%s", got, out.String())
+	}
+}
+
+// TestPlayRecordThroughALinkAndItsFailures: --record through a link
+// writes the link's target (the rename replaced the link with a plain
+// file), and a save that fails names the record.
+func TestPlayRecordThroughALinkAndItsFailures(t *testing.T) {
+	dir := t.TempDir()
+	target, link := filepath.Join(dir, "real.spider"), filepath.Join(dir, "link.spider")
+	if err := os.Symlink("real.spider", link); err != nil {
+		t.Skip("no symbolic links here:", err)
+	}
+	o := playOptions{game: env.Options{Suits: 1}, seed: 3, record: link}
+	if err := runPlay(context.Background(), o, strings.NewReader("d\nq\n"), &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the link was replaced: %v", err)
+	}
+	if g, err := record.Load(target); err != nil || len(g.Actions) != 1 {
+		t.Fatalf("the link's target holds %v (%v)", g.Actions, err)
+	}
+	// The record's folder goes away mid-game: q says which save failed.
+	sub := filepath.Join(dir, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	o.record = filepath.Join(sub, "g.spider")
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- runPlay(context.Background(), o, pr, io.Discard) }()
+	pw.Write([]byte("d\n"))
+	if err := os.RemoveAll(sub); err != nil {
+		t.Fatal(err)
+	}
+	pw.Write([]byte("q\n"))
+	pw.Close()
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "saving the game to --record "+o.record) {
+		t.Errorf("a save into a folder gone: %v", err)
+	}
+}
+
+// failingWriter fails every write after the first n bytes.
+type failingWriter struct{ n int }
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	if w.n -= len(p); w.n < 0 {
+		return 0, errors.New("no space left on device")
+	}
+	return len(p), nil
+}
+
+// TestPlayStopsWhenItsOutputFails: play on output that cannot be written
+// (a full disk) ends with that error; it read moves until its input ended.
+func TestPlayStopsWhenItsOutputFails(t *testing.T) {
+	fs := pflag.NewFlagSet("play", pflag.ContinueOnError)
+	run := playCommand(fs)
+	if err := fs.Parse([]string{"--suits", "1"}); err != nil {
+		t.Fatal(err)
+	}
+	endless := strings.NewReader(strings.Repeat("m\n", 1_000_000))
+	err := run(context.Background(), nil, endless, &failingWriter{n: 3000}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "writing the output: no space left on device") {
+		t.Fatalf("play on a full disk: %v", err)
+	}
+	if endless.Len() == 0 {
+		t.Error("it read every line before it stopped")
+	}
+}
+
+// TestDemoHelpSaysItNeedsAStepLimit: demo refuses a negative --max-steps,
+// and its help says so (it said "negative: no limit").
+func TestDemoHelpSaysItNeedsAStepLimit(t *testing.T) {
+	code, out, errs := runMain("demo", "--help")
+	if help := out + errs; code != 0 || !strings.Contains(help, "negative, no limit, is refused by demo") {
+		t.Errorf("demo --help (exit %d):\n%s", code, help)
+	}
+}
