@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -44,7 +45,12 @@ func playCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, i
 	fs.StringVar(&o.record, "record", "", "save each finished or abandoned game with a move to this file (the last one wins)")
 	return func(ctx context.Context, args []string, stdin io.Reader, stdout, _ io.Writer) error {
 		// A failed write (a full disk, a closed pipe) ends the game, saved,
-		// rather than play on unseen.
+		// rather than play on unseen. Go ends a program on a write to a
+		// closed pipe on its standard output unless SIGPIPE is asked for:
+		// asked for, the write fails with EPIPE and the game is saved.
+		pipes := make(chan os.Signal, 1)
+		signal.Notify(pipes, syscall.SIGPIPE)
+		defer signal.Stop(pipes)
 		out := &stickyWriter{w: stdout}
 		if err := runPlay(ctx, o, stdin, out); err != nil {
 			return err
@@ -95,20 +101,53 @@ func checkFilePath(path, example string) error {
 	return probeWritable(dir)
 }
 
-// linkTarget returns the file a link at path leads to, where it exists or
-// would be made (a link to a file not yet written), or path when it is no
-// link.
-func linkTarget(path string) string {
-	if t, err := filepath.EvalSymlinks(path); err == nil {
-		return t
-	}
-	if t, err := os.Readlink(path); err == nil {
-		if !filepath.IsAbs(t) {
-			t = filepath.Join(filepath.Dir(path), t)
+// linkTarget returns the file a link at path leads to, through a chain
+// of links, where it exists or would be made (a link to a file not yet
+// written), or path when it is no link. A relative target is taken from
+// its link's folder as the kernel takes it, that folder's own links
+// resolved first (a plain join would drop a ".." before a linked folder).
+// It fails on a loop of links.
+func linkTarget(path string) (string, error) {
+	cur := path
+	for range maxLinks {
+		t, err := os.Readlink(cur)
+		if err != nil {
+			return cur, nil // no link, or nothing there yet: the file itself
 		}
-		return t
+		if !filepath.IsAbs(t) {
+			dir := filepath.Dir(cur)
+			if real, err := filepath.EvalSymlinks(dir); err == nil {
+				dir = real
+			}
+			t = filepath.Join(dir, t)
+		}
+		cur = t
 	}
-	return path
+	return "", fmt.Errorf("more than %d links, a loop", maxLinks)
+}
+
+// maxLinks is how many links linkTarget follows, as Linux's path lookup.
+const maxLinks = 40
+
+// stdioFile reports whether path is the same file as one of files that
+// is an open *os.File (a shell's < or > file), which a record saved there
+// would replace.
+func stdioFile(path string, files ...any) bool {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return false
+	}
+	for _, f := range files {
+		if s, ok := f.(*stickyWriter); ok {
+			f = s.w
+		}
+		if f, ok := f.(*os.File); ok && f != nil {
+			if g, err := f.Stat(); err == nil && os.SameFile(fi, g) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // samePath reports whether a and b name the same file: the same file on
@@ -167,17 +206,31 @@ func runPlay(ctx context.Context, o playOptions, stdin io.Reader, stdout io.Writ
 	if err := agents.CheckRules(hint, r); err != nil {
 		return usageError{fmt.Errorf("--hint %s: %v", o.hint, err)}
 	}
+	shown := o.record // the record as the player named it
 	if o.record != "" {
 		// A link is written through, as results --update writes: the
 		// rename would replace the link itself with a plain file.
-		o.record = linkTarget(o.record)
+		target, err := linkTarget(o.record)
+		if err != nil {
+			return usageError{fmt.Errorf("--record %s: %v", o.record, err)}
+		}
+		if target != o.record {
+			shown = fmt.Sprintf("%s (a link to %s)", o.record, target)
+		}
+		o.record = target
 		// The game is saved when it ends: a path that cannot take it must
 		// fail now, not after the game.
 		if err := checkFilePath(o.record, "game.spider"); err != nil {
-			return usageError{fmt.Errorf("--record %s: %v", o.record, err)}
+			return usageError{fmt.Errorf("--record %s: %v", shown, err)}
 		}
 		if net, ok := strings.CutPrefix(name, "nn:"); ok && samePath(o.record, net) {
-			return usageError{fmt.Errorf("--record %s is the network --hint plays: the game would replace it; give another file name", o.record)}
+			return usageError{fmt.Errorf("--record %s is the network --hint plays: the game would replace it; give another file name", shown)}
+		}
+		// /dev/stdin or /dev/stdout lead, through /proc, to the file the
+		// shell opened for play: the record would replace the moves or
+		// the transcript.
+		if stdioFile(o.record, stdin, stdout, os.Stdin, os.Stdout, os.Stderr) {
+			return usageError{fmt.Errorf("--record %s is a file play reads or writes as it plays; give another file name", shown)}
 		}
 	}
 	e := env.New(r)
@@ -189,9 +242,28 @@ func runPlay(ctx context.Context, o playOptions, stdin io.Reader, stdout io.Writ
 		}
 		s := e.State()
 		if err := record.Save(o.record, record.New(r, seed, "human", actions, &s)); err != nil {
-			return fmt.Errorf("saving the game to --record %s: %w", o.record, err)
+			return fmt.Errorf("saving the game of deal %d to --record %s: %w", seed, shown, err)
 		}
 		return nil
+	}
+	// lost is the first game a new deal could not keep: said at once,
+	// and the command's error at the end, so that a script knows.
+	var lost error
+	// end saves the game and returns why play ended (nil: the player
+	// quit), with what was lost.
+	end := func(why error) error {
+		saved := o.record != "" && len(actions) > 0
+		err := save()
+		switch {
+		case err != nil:
+			why = errors.Join(why, err)
+		case saved && why != nil:
+			why = fmt.Errorf("%w; the game is saved in %s", why, shown)
+		}
+		if lost != nil {
+			why = errors.Join(why, fmt.Errorf("an earlier game was not kept: %w", lost))
+		}
+		return why
 	}
 	written, _ := stdout.(interface{ failed() error })
 	start := func() {
@@ -209,36 +281,24 @@ func runPlay(ctx context.Context, o playOptions, stdin io.Reader, stdout io.Writ
 	go readLines(stdin, lines, done)
 	for {
 		if written != nil && written.failed() != nil {
-			if err := save(); err != nil {
-				return err
-			}
-			return written.failed()
+			return end(written.failed())
 		}
 		fmt.Fprint(stdout, "> ")
 		var in inputLine
 		select {
 		case <-ctx.Done():
 			fmt.Fprintln(stdout)
-			if err := save(); err != nil {
-				return err
-			}
 			// Not the context's words ("context canceled"): the player
 			// stopped the game.
-			if o.record != "" && len(actions) > 0 {
-				return stopped{"stopped; the game is saved in " + o.record, ctx.Err()}
-			}
-			return stopped{"stopped", ctx.Err()}
+			return end(stopped{"stopped", ctx.Err()})
 		case in = <-lines:
 		}
 		if in.err != nil {
 			fmt.Fprintln(stdout)
-			if err := save(); err != nil {
-				return err
-			}
 			if in.err != io.EOF {
-				return fmt.Errorf("reading the moves: %w", in.err)
+				return end(fmt.Errorf("reading the moves: %w", in.err))
 			}
-			return nil
+			return end(nil)
 		}
 		if in.tooLong {
 			fmt.Fprintf(stdout, "a line of more than %d bytes is not a command (type ? for help)\n", maxLine)
@@ -252,12 +312,15 @@ func runPlay(ctx context.Context, o playOptions, stdin io.Reader, stdout io.Writ
 			fmt.Fprint(stdout, playHelp)
 			continue
 		case "q", "quit", "exit":
-			return save()
+			return end(nil)
 		case "n", "new":
 			if err := save(); err != nil {
 				// The new deal is still dealt: the player sees why the
 				// last game was not kept.
 				fmt.Fprintln(stdout, err)
+				if lost == nil {
+					lost = err
+				}
 			}
 			seed++
 			start()
@@ -285,7 +348,7 @@ func runPlay(ctx context.Context, o playOptions, stdin io.Reader, stdout io.Writ
 			s := e.State()
 			legal := s.AppendLegal(nil)
 			if len(legal) == 0 {
-				fmt.Fprintln(stdout, "no legal action: the game is over (n for a new deal)")
+				fmt.Fprintln(stdout, gameOver)
 				continue
 			}
 			last, has := env.Action(0), len(actions) > 0

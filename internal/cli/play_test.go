@@ -7,7 +7,9 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -317,7 +319,7 @@ func TestPlayRecordThroughALinkAndItsFailures(t *testing.T) {
 	}
 	pw.Write([]byte("q\n"))
 	pw.Close()
-	if err := <-done; err == nil || !strings.Contains(err.Error(), "saving the game to --record "+o.record) {
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "saving the game of deal 3 to --record "+o.record) {
 		t.Errorf("a save into a folder gone: %v", err)
 	}
 }
@@ -347,6 +349,205 @@ func TestPlayStopsWhenItsOutputFails(t *testing.T) {
 	}
 	if endless.Len() == 0 {
 		t.Error("it read every line before it stopped")
+	}
+	// With a record, the error says the game is kept.
+	rec := filepath.Join(t.TempDir(), "g.spider")
+	if err := fs.Parse([]string{"--record", rec}); err != nil {
+		t.Fatal(err)
+	}
+	err = run(context.Background(), nil, strings.NewReader("d\n"+strings.Repeat("m\n", 10_000)), &failingWriter{n: 3000}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "no space left on device; the game is saved in "+rec) {
+		t.Fatalf("play with --record on a full disk: %v", err)
+	}
+	if g, err := record.Load(rec); err != nil || len(g.Actions) != 1 {
+		t.Fatalf("the record holds %v (%v), want the deal", g.Actions, err)
+	}
+}
+
+// TestPlayOnAClosedPipeSavesTheGame runs play in a child process whose
+// standard output is a pipe closed by its reader: the write fails, the
+// game is saved, and play says so (Go's default for a closed pipe on
+// standard output is to end the program at once, the game unsaved).
+func TestPlayOnAClosedPipeSavesTheGame(t *testing.T) {
+	if rec := os.Getenv("SPIDER_PLAY_PIPE_CHILD"); rec != "" {
+		os.Exit(Main([]string{"play", "--suits", "1", "--hint", "greedy", "--record", rec}, os.Stdin, os.Stdout, os.Stderr))
+	}
+	if runtime.GOOS == "windows" {
+		t.Skip("no SIGPIPE")
+	}
+	rec := filepath.Join(t.TempDir(), "g.spider")
+	child := exec.Command(os.Args[0], "-test.run=^TestPlayOnAClosedPipeSavesTheGame$", "-test.count=1")
+	child.Env = append(os.Environ(), "SPIDER_PLAY_PIPE_CHILD="+rec)
+	in, err := child.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	child.Stderr = &stderr
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer child.Process.Kill()
+	if _, err := in.Write([]byte("d\n")); err != nil {
+		t.Fatal(err)
+	}
+	// Read until the deal is shown, then close the pipe.
+	br := bufio.NewReader(out)
+	for seen := ""; !strings.Contains(seen, "deal: "); {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("the child's output ended: %v\n%s", err, stderr.String())
+		}
+		seen = line
+	}
+	out.Close()
+	for range 100 {
+		if _, err := in.Write([]byte("m\n")); err != nil {
+			break // the child has ended
+		}
+	}
+	in.Close()
+	done := make(chan error, 1)
+	go func() { done <- child.Wait() }()
+	select {
+	case err = <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("play did not end on a closed pipe")
+	}
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(stderr.String(), "broken pipe; the game is saved in "+rec) {
+		t.Fatalf("play on a closed pipe: %v\n%s", err, stderr.String())
+	}
+	if g, err := record.Load(rec); err != nil || len(g.Actions) != 1 {
+		t.Fatalf("the record holds %v (%v), want the deal", g.Actions, err)
+	}
+}
+
+// TestPlayRecordThroughLinkChains: --record follows a chain of links to
+// a file not yet written (it replaced the second link with the record),
+// takes a relative target from its link's real folder, and refuses a
+// loop.
+func TestPlayRecordThroughLinkChains(t *testing.T) {
+	dir := t.TempDir()
+	at := func(p string) string { return filepath.Join(dir, p) }
+	if err := os.Symlink("l2", at("l1")); err != nil {
+		t.Skip("no symbolic links here:", err)
+	}
+	mustLink := func(target, link string) {
+		t.Helper()
+		if err := os.Symlink(target, at(link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustLink("real.spider", "l2")
+	if err := os.MkdirAll(at("x/y/z"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mustLink("x/y/z", "a")
+	mustLink("../g.spider", "x/y/z/l3")
+	mustLink("loop2", "loop1")
+	mustLink("loop1", "loop2")
+	play := func(rec string) error {
+		o := playOptions{game: env.Options{Suits: 1}, seed: 3, hint: "greedy", record: at(rec)}
+		return runPlay(context.Background(), o, strings.NewReader("d\nq\n"), io.Discard)
+	}
+	if err := play("l1"); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(at("l2")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the second link was replaced: %v", err)
+	}
+	if _, err := record.Load(at("real.spider")); err != nil {
+		t.Errorf("the chain's end: %v", err)
+	}
+	if err := play("a/l3"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := record.Load(at("x/y/g.spider")); err != nil {
+		t.Errorf("the file the link leads to: %v", err)
+	}
+	if _, err := os.Stat(at("g.spider")); err == nil {
+		t.Error("the record went beside the linked folder, not where its link leads")
+	}
+	var u usageError
+	if err := play("loop1"); !errors.As(err, &u) || !strings.Contains(err.Error(), "a loop") {
+		t.Errorf("a loop of links: %v", err)
+	}
+}
+
+// TestPlayRecordIsNotItsInput: --record through /dev/stdin's kind of link
+// to the file play reads its moves from is refused, the moves unchanged.
+func TestPlayRecordIsNotItsInput(t *testing.T) {
+	dir := t.TempDir()
+	moves, link := filepath.Join(dir, "moves.txt"), filepath.Join(dir, "in")
+	if err := os.WriteFile(moves, []byte("d\nq\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(moves, link); err != nil {
+		t.Skip("no symbolic links here:", err)
+	}
+	f, err := os.Open(moves)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	o := playOptions{game: env.Options{Suits: 1}, seed: 3, hint: "greedy", record: link}
+	var u usageError
+	if err := runPlay(context.Background(), o, f, io.Discard); !errors.As(err, &u) || !strings.Contains(err.Error(), "a file play reads or writes") {
+		t.Fatalf("--record naming play's input: %v", err)
+	}
+	if b, err := os.ReadFile(moves); err != nil || string(b) != "d\nq\n" {
+		t.Errorf("the moves now hold %q (%v)", b, err)
+	}
+}
+
+// TestPlayStoppedAndLostGames: a Ctrl-C without a record to save says
+// "stopped", not the context's "context canceled"; a game a new deal could
+// not save is the command's error at the end, though the later one saved.
+func TestPlayStoppedAndLostGames(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	o := playOptions{game: env.Options{Suits: 1}, seed: 3, hint: "greedy"}
+	if err := runPlay(ctx, o, strings.NewReader(""), io.Discard); err == nil || err.Error() != "stopped" || !errors.Is(err, context.Canceled) {
+		t.Errorf("stopped: %v", err)
+	}
+	sub := filepath.Join(t.TempDir(), "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	o.record = filepath.Join(sub, "g.spider")
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	var out lockedBuffer
+	go func() { done <- runPlay(context.Background(), o, pr, &out) }()
+	pw.Write([]byte("d\n"))
+	if err := os.RemoveAll(sub); err != nil {
+		t.Fatal(err)
+	}
+	pw.Write([]byte("n\n?\n")) // the help is written after n is done
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(out.String(), "commands:"); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("n was not played:\n%s", out.String())
+		}
+	}
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pw.Write([]byte("d\nq\n"))
+	pw.Close()
+	err := <-done
+	if err == nil || !strings.Contains(err.Error(), "an earlier game was not kept: saving the game of deal 3") {
+		t.Errorf("a game lost at n: %v", err)
+	}
+	if !strings.Contains(out.String(), "saving the game of deal 3") {
+		t.Errorf("n did not say the game was lost:\n%s", out.String())
+	}
+	if g, err := record.Load(o.record); err != nil || g.Seed != 4 {
+		t.Errorf("the later game: %v", err)
 	}
 }
 
