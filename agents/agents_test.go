@@ -1008,3 +1008,26 @@ func TestNewWithSaysHowANetworkIsNamed(t *testing.T) {
 		t.Errorf("chess: %v", err)
 	}
 }
+
+// TestEvaluateStoppedAfterTheLastGameIsWhole: a stop that comes after
+// every game ended cuts nothing short: the evaluation is returned whole,
+// without the stop (eval reported such a run as stopped, exit 1).
+func TestEvaluateStoppedAfterTheLastGameIsWhole(t *testing.T) {
+	first, err := New("first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := env.MustRules(env.Options{Suits: 1, MaxSteps: 20})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	seeds := []uint64{1, 2, 3}
+	ended := 0
+	ev, err := EvaluateEach(ctx, r, []Policy{{Name: "first", Maker: first}}, seeds, 1, nil, func(_, _ int, _ *Result) {
+		if ended++; ended == len(seeds) {
+			cancel() // the stop, once the last game has ended
+		}
+	})
+	if err != nil || len(ev.Seeds) != len(seeds) {
+		t.Fatalf("%v and %d deals, want no error and %d", err, len(ev.Seeds), len(seeds))
+	}
+}

@@ -172,7 +172,11 @@ func EvaluateEach(ctx context.Context, r env.Rules, ps []Policy, seeds []uint64,
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
-		return ev.only(finished), err
+		// A stop after the last game ended cut nothing short: the
+		// evaluation is whole.
+		if part := ev.only(finished); len(part.Seeds) < len(seeds) {
+			return part, err
+		}
 	}
 	return ev, nil
 }

@@ -86,8 +86,15 @@ func runBench(ctx context.Context, o benchOptions, stdout, stderr io.Writer) err
 	if mode == env.Disabled {
 		return usageError{fmt.Errorf("bench needs an autoreset mode that restarts games: next-step or same-step")}
 	}
-	if o.n < 1 || o.n > env.MaxBatch || o.steps < 1 || o.warmup < 0 || o.workers < 0 {
-		return usageError{fmt.Errorf("need 1 <= n <= %d, steps >= 1, warmup >= 0, workers >= 0", env.MaxBatch)}
+	switch {
+	case o.n < 1 || o.n > env.MaxBatch:
+		return usageError{fmt.Errorf("--n %d: want 1 to %d", o.n, env.MaxBatch)}
+	case o.steps < 1:
+		return usageError{fmt.Errorf("--steps %d: want at least 1", o.steps)}
+	case o.warmup < 0:
+		return usageError{fmt.Errorf("--warmup %d: want 0 or more", o.warmup)}
+	case o.workers < 0:
+		return usageError{fmt.Errorf("--workers %d: want 0 (GOMAXPROCS) or more", o.workers)}
 	}
 	if err := o.out.check(); err != nil {
 		return err
@@ -113,6 +120,14 @@ func runBench(ctx context.Context, o benchOptions, stdout, stderr io.Writer) err
 	var results []benchResult
 	for _, w := range counts {
 		res, err := benchOnce(ctx, r, o, mode, w, stderr)
+		if err != nil && ctx.Err() != nil && len(results) > 0 {
+			// A stop keeps the runs measured whole, as eval keeps the
+			// deals played.
+			if werr := writeBench(stdout, results, o); werr != nil {
+				return werr
+			}
+			return stopped{fmt.Sprintf("stopped after %d of %d runs, whose results are written", len(results), len(counts)), err}
+		}
 		if err != nil {
 			return err
 		}
@@ -139,7 +154,10 @@ func benchOnce(ctx context.Context, r env.Rules, o benchOptions, mode env.Autore
 		b.SampleLegal(actions)
 		return b.Step(actions)
 	}
-	for range o.warmup {
+	p := newProgress(stderr)
+	defer p.end()
+	last := time.Now()
+	for i := 1; i <= o.warmup; i++ {
 		// At every step, untimed: a step of a million games takes half a
 		// second on one worker.
 		if err := ctx.Err(); err != nil {
@@ -148,12 +166,17 @@ func benchOnce(ctx context.Context, r env.Rules, o benchOptions, mode env.Autore
 		if err := step(); err != nil {
 			return benchResult{}, err
 		}
+		// Said as it goes: the warm-up of a wide batch takes minutes.
+		if now := time.Now(); now.Sub(last) > 500*time.Millisecond {
+			last = now
+			if p.due(i, o.warmup) {
+				p.write(fmt.Sprintf("bench: %d worker(s): warm-up %d/%d steps (untimed)", workers, i, o.warmup))
+			}
+		}
 	}
 	var episodes int64
 	start := time.Now()
-	last := start
-	p := newProgress(stderr)
-	defer p.end()
+	last = start
 	for i := 1; i <= o.steps; i++ {
 		if err := step(); err != nil {
 			return benchResult{}, err
@@ -169,8 +192,8 @@ func benchOnce(ctx context.Context, r env.Rules, o benchOptions, mode env.Autore
 				done := float64(i) * float64(o.n)
 				p.write(fmt.Sprintf("bench: %d worker(s): %d/%d steps, %.0f env-steps/s", workers, i, o.steps, done/now.Sub(start).Seconds()))
 			}
-			if err := ctx.Err(); err != nil {
-				return benchResult{}, err
+			if err := ctx.Err(); err != nil && i < o.steps {
+				return benchResult{}, err // a stop after the last step cut nothing
 			}
 		}
 	}

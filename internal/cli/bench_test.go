@@ -147,3 +147,56 @@ func TestBenchCapsWorkersAtGames(t *testing.T) {
 		t.Fatalf("--n 1 --workers 3: want one run with 1 worker, got %+v", res)
 	}
 }
+
+// TestBenchStoppedKeepsFinishedRuns: a stop during the second run (two
+// workers) writes the run of one worker, measured whole, and says so
+// (it wrote nothing); a stop that comes as the last step ends cuts nothing.
+func TestBenchStoppedKeepsFinishedRuns(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	o := smallBench()
+	o.out.json = true
+	var out bytes.Buffer
+	err := runBench(ctx, o, &out, &cancelOn{text: "1 worker(s): 30/30 steps", cancel: cancel})
+	if err == nil || !errors.Is(err, context.Canceled) || err.Error() != "stopped after 1 of 2 runs, whose results are written" {
+		t.Fatalf("stopped in the second run: %v", err)
+	}
+	var res []benchResult
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil || len(res) != 1 || res[0].Workers != 1 || res[0].Steps != 30 {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+}
+
+// TestBenchNamesTheFlagItRefuses: each refused number names its flag.
+func TestBenchNamesTheFlagItRefuses(t *testing.T) {
+	for flag, want := range map[string]string{
+		"--n":       "--n 0: want 1 to",
+		"--steps":   "--steps 0: want at least 1",
+		"--warmup":  "--warmup -1: want 0 or more",
+		"--workers": "--workers -1: want 0 (GOMAXPROCS) or more",
+	} {
+		v := "0"
+		if flag == "--warmup" || flag == "--workers" {
+			v = "-1"
+		}
+		code, _, errs := runMain("bench", flag, v)
+		if code != 2 || !strings.Contains(errs, "spider bench: "+want) {
+			t.Errorf("bench %s %s: exit %d, %s", flag, v, code, errs)
+		}
+	}
+}
+
+// TestStopWordsSayStopped: a command stopped before it has anything to
+// show returns its context's error, which the program says as "stopped"
+// (it said Go's "context canceled").
+func TestStopWordsSayStopped(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := stopWords(runBench(ctx, smallBench(), io.Discard, io.Discard))
+	if err == nil || err.Error() != "stopped" || !errors.Is(err, context.Canceled) {
+		t.Errorf("bench stopped at once: %v", err)
+	}
+	if err := stopWords(errors.New("other")); err.Error() != "other" {
+		t.Errorf("another error became %v", err)
+	}
+}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/csv"
 	"encoding/json"
@@ -99,6 +100,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := interruptible(context.Background(), "spider "+args[0], sigs, repeatedSignal, stderr, os.Exit)
 	defer stop()
 	if err := run(ctx, fs.Args(), stdin, stdout, stderr); err != nil {
+		err = stopWords(err)
 		unlessExiting(ctx, func() { fmt.Fprintf(stderr, "spider %s: %v\n", args[0], err) })
 		var u usageError
 		if errors.As(err, &u) {
@@ -280,6 +282,7 @@ func (o outputFlags) write(w io.Writer, v any, header []string, rows func() [][]
 	case o.json:
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false) // a move is 3>7, not 3\u003e7, as in the CSV
 		return true, enc.Encode(v)
 	case o.csv:
 		c := csv.NewWriter(w)
@@ -344,6 +347,39 @@ func optionColumns(header []string) ([]string, func(row []string, o env.Options)
 		}
 		return row
 	}
+}
+
+// plainJSON is json.MarshalIndent (indent "" for json.Marshal's one
+// line) without the escapes for HTML: the text as the CSV has it.
+func plainJSON(v any, indent string) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", indent)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// stopped is a command's error when a signal stops it: its words, not
+// the context's ("context canceled"), which it still wraps.
+type stopped struct {
+	msg string
+	err error
+}
+
+func (s stopped) Error() string { return s.msg }
+func (s stopped) Unwrap() error { return s.err }
+
+// stopWords puts a stop in the program's words: a command that returns
+// no more than its context's error (bench, replay) says "stopped", not
+// Go's "context canceled".
+func stopWords(err error) error {
+	if err == context.Canceled || err == context.DeadlineExceeded {
+		return stopped{"stopped", err}
+	}
+	return err
 }
 
 // stickyWriter keeps the first error of its writes, so that a command

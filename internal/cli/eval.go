@@ -400,6 +400,11 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		if err := o.out.check(); err != nil {
 			return err
 		}
+		for f := range o.set {
+			if f != "list-suites" && f != "json" && f != "csv" {
+				return usageError{fmt.Errorf("--list-suites lists the suites and plays nothing: drop --%s", f)}
+			}
+		}
 		return listSuites(stdout, o)
 	}
 	if err := checkMoveMs(o.moveMs); err != nil {
@@ -424,12 +429,17 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	switch {
 	case suite != nil:
 	case o.seeds != "" || o.set["seeds"]:
+		for _, f := range []string{"games", "start"} {
+			if o.set[f] {
+				return usageError{fmt.Errorf("--seeds names the deals: drop --%s", f)}
+			}
+		}
 		if seeds, err = parseSeeds(o.seeds); err != nil {
 			return usageError{err}
 		}
 	default:
 		if o.games < 1 || o.games > 10_000_000 {
-			return usageError{fmt.Errorf("games must be 1 to 10,000,000")}
+			return usageError{fmt.Errorf("--games %d: want 1 to 10,000,000", o.games)}
 		}
 		// Seeds are uint64: past the last, the deals would wrap to seed 0.
 		if o.start > math.MaxUint64-uint64(o.games-1) {
@@ -495,6 +505,15 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 			if makers[p], err = agents.NewWith(p, aopts); err != nil {
 				return usageError{err}
 			}
+			// A network made for other rules is the command line's
+			// mistake, as play's --hint says, not the run's failure.
+			// (Only a network checks rules; a search made here would
+			// take its tables before the memory check.)
+			if isNet {
+				if err := agents.CheckRules(makers[p](), r); err != nil {
+					return usageError{fmt.Errorf("%s: %v", p, err)}
+				}
+			}
 			if isNet {
 				if after, err := fileSHA256(path); err != nil || after != checkpoints[p] {
 					return fmt.Errorf("%s changed while it was read (was it being written?): run again", path)
@@ -509,6 +528,16 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	}
 	if len(specs) == 0 {
 		return usageError{fmt.Errorf("no policy to evaluate")}
+	}
+	// A flag no listed policy reads would change nothing, silently.
+	for flag, reads := range map[string]func(agents.Traits) bool{
+		"nodes":   func(t agents.Traits) bool { return t.Budget },
+		"move-ms": func(t agents.Traits) bool { return t.Budget },
+		"draw":    func(t agents.Traits) bool { return t.Draws },
+	} {
+		if o.set[flag] && !slices.ContainsFunc(specs, func(p string) bool { return reads(agents.TraitsOf(p)) }) {
+			return usageError{fmt.Errorf("--%s: no policy listed reads it (%s do)", flag, listed(agents.NamesWith(reads), "and"))}
+		}
 	}
 	if o.workers < 0 || o.workers > maxWorkers {
 		return usageError{fmt.Errorf("--workers %d: want 0 (GOMAXPROCS) to %d", o.workers, maxWorkers)}

@@ -125,9 +125,9 @@ func TestEvalRefusesBadFlags(t *testing.T) {
 		{func(o *evalOptions) { o.policies = " , " }, "no policy to evaluate"},
 		{func(o *evalOptions) { o.seeds = "9-1" }, `seed range "9-1": want LOW-HIGH with LOW <= HIGH`},
 		{func(o *evalOptions) { o.out.json, o.out.csv = true, true }, "choose one of --json and --csv"},
-		{func(o *evalOptions) { o.seeds, o.games = "", 0 }, "games must be 1 to 10,000,000"},
+		{func(o *evalOptions) { o.seeds, o.games = "", 0 }, "--games 0: want 1 to 10,000,000"},
 		{func(o *evalOptions) { o.seeds, o.set = "", map[string]bool{"seeds": true} }, "--seeds is empty"},
-		{func(o *evalOptions) { o.game.Suits = 3 }, "env: suits must be 1, 2 or 4, not 3"},
+		{func(o *evalOptions) { o.game.Suits = 3 }, "--suits must be 1, 2 or 4, not 3"},
 		{func(o *evalOptions) { o.moveMs = -1 }, "--move-ms -1 is out of range: 0 (no limit) to 3600000"},
 		{func(o *evalOptions) { o.moveMs = math.MaxInt }, fmt.Sprintf("--move-ms %d is out of range", math.MaxInt)},
 	} {

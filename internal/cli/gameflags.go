@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -57,11 +59,31 @@ func (v optionFlag) Type() string {
 	return "string"
 }
 
-// gameRules checks the game flags' options, as a usage error.
+// gameRules checks the game flags' options, as a usage error in the
+// flags' words.
 func gameRules(o env.Options) (env.Rules, error) {
+	if o.Shaping == env.NoShaping && o.ShapingGamma != 0 && o.ShapingGamma != 1 {
+		// A discount for shaping that is off would do nothing, silently.
+		return env.Rules{}, usageError{fmt.Errorf("--shaping-gamma %v needs --shaping progress", o.ShapingGamma)}
+	}
 	r, err := env.NewRules(o)
 	if err != nil {
-		return env.Rules{}, usageError{err}
+		return env.Rules{}, usageError{errors.New(flagWords(err.Error()))}
 	}
 	return r, nil
+}
+
+// flagWords says an env.Options error as a command line would: the flag
+// where env names the field ("env: max_steps 2000000000 is over the
+// limit" is "--max-steps 2000000000 is over the limit"), without env's
+// advice for a program (a negative step limit, which the flag's help
+// gives where a command takes it).
+func flagWords(msg string) string {
+	msg = strings.Replace(msg, " (use a negative value for no limit)", "", 1)
+	for _, f := range env.OptionFields() {
+		if rest, ok := strings.CutPrefix(msg, "env: "+f.Key+" "); ok {
+			return "--" + f.Flag + " " + rest
+		}
+	}
+	return msg
 }

@@ -389,16 +389,6 @@ func runPlay(ctx context.Context, o playOptions, stdin io.Reader, stdout io.Writ
 	}
 }
 
-// stopped is play's error when a signal stops it: its words, not the
-// context's ("context canceled"), which it still wraps.
-type stopped struct {
-	msg string
-	err error
-}
-
-func (s stopped) Error() string { return s.msg }
-func (s stopped) Unwrap() error { return s.err }
-
 // gameOver is what play says to a move once the game has ended.
 const gameOver = "the game is over: u to undo, n for a new deal, q to quit"
 

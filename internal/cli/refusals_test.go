@@ -706,3 +706,90 @@ func savedNet(t *testing.T, hidden int) (net *nn.Net, path string, fi os.FileInf
 	}
 	return net, path, fi, weights
 }
+
+// TestEvalRefusesANetworkForOtherRules: a network made for one suit
+// evaluated on two is the command line's mistake, exit 2, as play's
+// --hint says it (it failed the run, exit 1).
+func TestEvalRefusesANetworkForOtherRules(t *testing.T) {
+	_, path, _, _ := savedNet(t, 8)
+	code, _, errs := runMain("eval", "--policies", "nn:"+path, "--games", "1", "--suits", "2")
+	if code != 2 || !strings.Contains(errs, "nn:"+path+": the game does not match the network: 2 suits, the network's 1") {
+		t.Errorf("exit %d: %s", code, errs)
+	}
+}
+
+// TestGameFlagErrorsNameTheFlag: a game option refused by env is named as
+// its flag, without env's advice to use a negative step limit (which
+// eval refuses), and a shaping discount without shaping is refused by
+// every command, as train refused it (eval, bench, demo and play took it
+// and did nothing with it).
+func TestGameFlagErrorsNameTheFlag(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"eval", "--max-steps", "2000000000", "--games", "1"}, "spider eval: --max-steps 2000000000 is over the limit 1073741824\n"},
+		{[]string{"demo", "--face-up-slots", "200"}, "spider demo: --face-up-slots must be 1 to"},
+		{[]string{"bench", "--rules", "cardems", "--time-per-action-ms", "5"}, "spider bench: --time-per-action-ms applies only to classic scoring"},
+		{[]string{"eval", "--shaping-gamma", "0.9", "--games", "1"}, "spider eval: --shaping-gamma 0.9 needs --shaping progress"},
+		{[]string{"bench", "--shaping-gamma", "0.9"}, "spider bench: --shaping-gamma 0.9 needs --shaping progress"},
+		{[]string{"play", "--shaping-gamma", "0.5"}, "spider play: --shaping-gamma 0.5 needs --shaping progress"},
+	} {
+		code, _, errs := runMain(c.args...)
+		if code != 2 || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d, %s", c.args, code, errs)
+		}
+	}
+}
+
+// TestEvalRefusesFlagsThatDoNothing: flags no part of the run reads are
+// refused, as train refuses them (eval took them and ignored them).
+func TestEvalRefusesFlagsThatDoNothing(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--seeds", "1-3", "--start", "5"}, "--seeds names the deals: drop --start"},
+		{[]string{"--seeds", "1-3", "--games", "5"}, "--seeds names the deals: drop --games"},
+		{[]string{"--list-suites", "--policies", "bogus"}, "--list-suites lists the suites and plays nothing: drop --policies"},
+		{[]string{"--games", "1", "--policies", "random,greedy", "--nodes", "500"}, "--nodes: no policy listed reads it (oracle, search and search-hand do)"},
+		{[]string{"--games", "1", "--policies", "greedy", "--move-ms", "5"}, "--move-ms: no policy listed reads it"},
+		{[]string{"--games", "1", "--policies", "greedy,oracle", "--draw", "2"}, "--draw: no policy listed reads it"},
+	} {
+		code, _, errs := runMain(append([]string{"eval"}, c.args...)...)
+		if code != 2 || !strings.Contains(errs, c.want) {
+			t.Errorf("eval %v: exit %d, %s", c.args, code, errs)
+		}
+	}
+	// A policy that reads it, in any case, takes it.
+	if code, _, errs := runMain("eval", "--games", "1", "--policies", "greedy,Search", "--nodes", "200", "--max-steps", "20"); code != 0 {
+		t.Errorf("--nodes with search: exit %d, %s", code, errs)
+	}
+}
+
+// TestTimeAndBudgetFlagsNeedWhatReadsThem: --move-ms for a hint that
+// does not plan, and replay's --nodes without --turning-point, are
+// refused (they were taken and did nothing).
+func TestTimeAndBudgetFlagsNeedWhatReadsThem(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"play", "--hint", "greedy", "--move-ms", "5"}, "spider play: --move-ms bounds a search's plan, and --hint greedy does not plan"},
+		{[]string{"replay", "--nodes", "5", "no-such.spider"}, "spider replay: --nodes is the oracle's budget for --turning-point"},
+	} {
+		code, _, errs := runMain(c.args...)
+		if code != 2 || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d, %s", c.args, code, errs)
+		}
+	}
+	// serve's default hint, greedy (called, not run: a serve that took
+	// the flag would serve until stopped).
+	var u usageError
+	if _, _, err := serveHint("", 5, 0); !errors.As(err, &u) || !strings.Contains(err.Error(), "--hint greedy does not plan") {
+		t.Errorf("serve --move-ms 5: %v", err)
+	}
+	if _, err := hintMaker("search", 5); err != nil {
+		t.Errorf("--hint search --move-ms 5: %v", err)
+	}
+}

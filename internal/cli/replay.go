@@ -6,7 +6,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"image/png"
 	"io"
@@ -55,8 +54,10 @@ type replayRow struct {
 
 // replaySummary is the whole game, for --json.
 type replaySummary struct {
-	File      string        `json:"file"`
-	Rules     env.Options   `json:"rules"`
+	File string `json:"file"`
+	// Options are the game's, at the top as eval's and bench's reports
+	// have them ("rules" is the rule set's name there and here).
+	env.Options
 	Seed      uint64        `json:"seed"`
 	Player    string        `json:"player"`
 	Positions []replayRow   `json:"positions"` // written by writeReplayTable, a row at a time
@@ -137,6 +138,9 @@ func replayCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader,
 		}
 		if o.nodes < 0 || o.nodes > agents.MaxNodes {
 			return usageError{fmt.Errorf("--nodes %d: want 0 to %d", o.nodes, agents.MaxNodes)}
+		}
+		if fs.Changed("nodes") && !o.turning {
+			return usageError{fmt.Errorf("--nodes is the oracle's budget for --turning-point: give both or neither")}
 		}
 		if o.turning {
 			// The oracle reserves its whole budget at its first plan.
@@ -238,7 +242,7 @@ func runReplay(ctx context.Context, o replayOptions, path string, stdout, stderr
 	if err := pics.finish(stderr); err != nil {
 		return err
 	}
-	return writeReplayTable(ctx, stdout, o, replaySummary{File: path, Rules: r.Options(), Seed: g.Seed, Player: g.Player, Turning: tp}, g)
+	return writeReplayTable(ctx, stdout, o, replaySummary{File: path, Options: r.Options(), Seed: g.Seed, Player: g.Player, Turning: tp}, g)
 }
 
 // writeReplayTable writes a row per position of g (replayed again) as
@@ -261,7 +265,7 @@ func writeReplayTable(ctx context.Context, stdout io.Writer, o replayOptions, su
 	} else {
 		// The summary as encoding/json indents it, with the positions
 		// written into its array one by one.
-		head, err := json.MarshalIndent(sum, "", "  ")
+		head, err := plainJSON(sum, "  ")
 		if err != nil {
 			return err
 		}
@@ -273,7 +277,7 @@ func writeReplayTable(ctx context.Context, stdout io.Writer, o replayOptions, su
 		w.WriteString(`"positions": [`)
 		n := 0
 		row = func(x replayRow) error {
-			b, err := json.Marshal(x)
+			b, err := plainJSON(x, "")
 			if n > 0 {
 				w.WriteByte(',')
 			}

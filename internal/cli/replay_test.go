@@ -315,8 +315,18 @@ func TestReplayTable(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &sum); err != nil {
 		t.Fatal(err)
 	}
-	if sum.Seed != 7 || sum.Player != "search (3000 nodes)" || sum.Rules.Suits != 1 || len(sum.Positions) != len(want)-1 {
-		t.Fatalf("JSON summary: seed %d, player %q, %d suits, %d positions", sum.Seed, sum.Player, sum.Rules.Suits, len(sum.Positions))
+	// The options at the top, "rules" the rule set's name, as in eval's
+	// and bench's reports (it was an object of the options); a move as
+	// the CSV writes it (8>5x1, not 8\u003e5x1).
+	var top map[string]any
+	if err := json.Unmarshal(out.Bytes(), &top); err != nil || top["rules"] != "classic" || top["suits"] != 1.0 {
+		t.Errorf("the JSON's rules %v and suits %v (%v)", top["rules"], top["suits"], err)
+	}
+	if !strings.Contains(out.String(), `"action":"`+want[1][1]+`"`) || strings.Contains(out.String(), `\u003e`) {
+		t.Errorf("the JSON's moves are escaped:\n%.400s", out.String())
+	}
+	if sum.Seed != 7 || sum.Player != "search (3000 nodes)" || sum.Suits != 1 || len(sum.Positions) != len(want)-1 {
+		t.Fatalf("JSON summary: seed %d, player %q, %d suits, %d positions", sum.Seed, sum.Player, sum.Suits, len(sum.Positions))
 	}
 	for i, p := range sum.Positions {
 		got := []string{strconv.Itoa(p.Move), p.Action, strconv.Itoa(p.Score), strconv.Itoa(p.Runs),

@@ -416,6 +416,10 @@ func hintMaker(name string, moveMs int) (agents.Maker, error) {
 	if err := checkMoveMs(moveMs); err != nil {
 		return nil, err
 	}
+	if moveMs != 0 && !agents.TraitsOf(name).Budget {
+		// It would bound nothing, silently.
+		return nil, usageError{fmt.Errorf("--move-ms bounds a search's plan, and --hint %s does not plan (%s do)", name, listed(agents.NamesWith(func(t agents.Traits) bool { return t.Budget && !t.Peeks }), "and"))}
+	}
 	m, err := agents.NewWith(name, agents.Options{MoveTime: moveTime(moveMs)})
 	if err != nil {
 		return nil, usageError{err}

@@ -122,7 +122,7 @@ func TestResultsTable(t *testing.T) {
 		"dev-a.json": {"--suite", "classic-1suit-dev", "--policies", "first,random"},
 		"dev-b.json": {"--suite", "classic-2suit-dev", "--policies", "first"},
 		"dev-c.json": {"--suite", "classic-1suit-dev", "--policies", "search", "--nodes", "2", "--draw", "3"},
-		"dev-d.json": {"--suite", "classic-2suit-dev", "--policies", "oracle", "--nodes", "2", "--move-ms", "500", "--draw", "4"},
+		"dev-d.json": {"--suite", "classic-2suit-dev", "--policies", "oracle", "--nodes", "2", "--move-ms", "500"},
 		"seeds.json": {"--seeds", "1-2", "--policies", "first"},
 	} {
 		code, out, errs := runMain(append([]string{"eval", "--json"}, args...)...)
@@ -158,7 +158,7 @@ func TestResultsTable(t *testing.T) {
 		t.Fatalf("table rows:\n%s", got)
 	}
 	var timed map[string]any
-	if b, err := os.ReadFile(filepath.Join(dir, "dev-d.json")); err != nil || json.Unmarshal(b, &timed) != nil || timed["move_ms"] != 500.0 || timed["nodes"] != 2.0 || timed["draw"] != 4.0 {
+	if b, err := os.ReadFile(filepath.Join(dir, "dev-d.json")); err != nil || json.Unmarshal(b, &timed) != nil || timed["move_ms"] != 500.0 || timed["nodes"] != 2.0 || (timed["draw"] != nil && timed["draw"] != 0.0) {
 		t.Fatalf("dev-d.json: move_ms %v, nodes %v, draw %v (%v)", timed["move_ms"], timed["nodes"], timed["draw"], err)
 	}
 	// A stopped evaluation holds part of its suite: never a table row.
@@ -484,8 +484,17 @@ func TestResultsPairLists(t *testing.T) {
 		t.Errorf("two time limits pooled: exit %d, %q", code, errs)
 	}
 	// A budget binds only the reports that played search: a greedy
-	// report pools with any, and its games are counted once.
-	g := budget("g.json", "--nodes", "70", "--policies", "greedy")
+	// report pools with any, and its games are counted once. (Eval now
+	// refuses --nodes without a search; reports from before say it.)
+	g := budget("g.json", "--policies", "greedy")
+	var greedy map[string]any
+	if b, err := os.ReadFile(g); err != nil || json.Unmarshal(b, &greedy) != nil {
+		t.Fatalf("g.json: %v", err)
+	}
+	greedy["nodes"] = 70
+	if b, err := json.Marshal(greedy); err != nil || os.WriteFile(g, b, 0o644) != nil {
+		t.Fatalf("g.json: %v", err)
+	}
 	code, got, errs = runMain("results", "--pair", s50+","+g, s50d1)
 	if want := fmt.Sprintf("| greedy (%s,%s) | search (50 nodes, draw 1) (%s) | 2 |", s50, g, s50d1); code != 0 || !strings.Contains(got, want) {
 		t.Errorf("exit %d (%s); want a row starting %q, got\n%s", code, errs, want, got)
