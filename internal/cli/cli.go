@@ -40,7 +40,7 @@ var commands = map[string]command{
 	"eval":    {"compare policies on the same deals, with confidence intervals and paired tests", "", evalCommand},
 	"play":    {"play a game in the terminal, with undo and hints", "", playCommand},
 	"replay":  {"step through a recorded game", "FILE", replayCommand},
-	"results": {"tabulate spider eval --suite --json files as Markdown (docs/results.md)", "FILE...", resultsCommand},
+	"results": {"tabulate spider eval --suite --json files as Markdown (docs/results.md), JSON or CSV", "FILE...", resultsCommand},
 	"train":   {"train a neural policy with PPO (gorgonia) on the batch stepper", "", trainCommand},
 	"version": {"print the program's version and the commit it was built from", "", versionCommand},
 }

@@ -9,12 +9,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -34,14 +36,22 @@ type resultsOptions struct {
 	update string
 	pair   bool
 	files  []string
+	out    outputFlags
 }
 
 func resultsCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, io.Writer, io.Writer) error {
 	var o resultsOptions
 	fs.StringVar(&o.update, "update", "", "rewrite the generated section of this Markdown file (between "+resultsBegin+" and "+resultsEnd+") instead of printing the table")
 	fs.BoolVar(&o.pair, "pair", false, "compare two eval --json --per-game reports deal by deal instead (every policy of the first against every policy of the second, on the seeds both played): McNemar's exact test on wins, paired t-tests on score and runs; either side may be a comma-separated list of reports (parts of a seed range, or --draw runs of the same deals, whose plays of a deal are pooled and compared by each deal's share of wins with a sign test; a policy pools only as one player: one spec, network and build)")
+	o.out.register(fs)
 	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		o.files = args
+		if err := o.out.check(); err != nil {
+			return err
+		}
+		if o.update != "" && (o.out.json || o.out.csv) {
+			return usageError{fmt.Errorf("--update writes the Markdown table into its file: drop --json and --csv")}
+		}
 		return runResults(ctx, o, stdout, stderr)
 	}
 }
@@ -118,10 +128,13 @@ func runResults(ctx context.Context, o resultsOptions, stdout, _ io.Writer) erro
 		}
 	}
 	sort.SliceStable(rows, func(i, j int) bool { return order[rows[i].suite.Name] < order[rows[j].suite.Name] })
-	table := resultsTable(rows)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if done, err := writeResultRows(stdout, rows, o.out); done || err != nil {
+		return err
+	}
+	table := resultsTable(rows)
 	if o.update == "" {
 		_, err := io.WriteString(stdout, table)
 		return err
@@ -539,6 +552,104 @@ func resultsTable(rows []resultRow) string {
 	return b.String()
 }
 
+// resultsRow is one row of the results table, for --json and --csv, with
+// the keys and numbers of eval's report.
+type resultsRow struct {
+	Suite        string  `json:"suite"`
+	SuiteVersion string  `json:"suite_version"`
+	Rules        string  `json:"rules"`
+	Suits        int     `json:"suits"`
+	MaxSteps     int     `json:"max_steps"`
+	Policy       string  `json:"policy"`
+	Spec         string  `json:"spec"`
+	Games        int     `json:"games"`
+	Wins         int     `json:"wins"`
+	WinRate      float64 `json:"win_rate"`
+	WinLo        float64 `json:"win_rate_lo95"`
+	WinHi        float64 `json:"win_rate_hi95"`
+	Score        float64 `json:"mean_score"`
+	ScoreHalf    ci95    `json:"mean_score_ci95"`
+	Runs         float64 `json:"mean_runs"`
+	RunsHalf     ci95    `json:"mean_runs_ci95"`
+	Moves        float64 `json:"mean_moves"`
+	Failures     int     `json:"failures"`
+	Program      string  `json:"program_version"`
+	File         string  `json:"file"`
+}
+
+// writeResultRows writes rows as --json or --csv ask, and reports whether
+// it did.
+func writeResultRows(w io.Writer, rows []resultRow, out outputFlags) (bool, error) {
+	list := make([]resultsRow, 0, len(rows))
+	for _, r := range rows {
+		p, s := r.policy, r.suite
+		list = append(list, resultsRow{
+			Suite: s.Name, SuiteVersion: s.Version, Rules: s.RuleSet.String(), Suits: s.Suits, MaxSteps: r.report.MaxSteps,
+			Policy: p.Policy + budgetNote(p.Spec, r.report), Spec: p.Spec, Games: p.Games, Wins: p.Wins,
+			WinRate: p.WinRate, WinLo: p.WinLo, WinHi: p.WinHi, Score: p.Score, ScoreHalf: p.ScoreHalf,
+			Runs: p.Runs, RunsHalf: p.RunsHalf, Moves: p.Moves, Failures: p.Failures, Program: r.report.Program, File: r.file,
+		})
+	}
+	header := []string{"suite", "suite_version", "rules", "suits", "max_steps", "policy", "spec", "games", "wins", "win_rate", "win_rate_lo95", "win_rate_hi95",
+		"mean_score", "mean_score_ci95", "mean_runs", "mean_runs_ci95", "mean_moves", "failures", "program_version", "file"}
+	return out.write(w, list, header, func() (cells [][]string) {
+		for _, r := range list {
+			cells = append(cells, []string{csvText(r.Suite), csvText(r.SuiteVersion), r.Rules, strconv.Itoa(r.Suits), strconv.Itoa(r.MaxSteps),
+				csvText(r.Policy), csvText(r.Spec), strconv.Itoa(r.Games), strconv.Itoa(r.Wins), csvFloat(r.WinRate), csvFloat(r.WinLo), csvFloat(r.WinHi),
+				csvFloat(r.Score), csvFloat(float64(r.ScoreHalf)), csvFloat(r.Runs), csvFloat(float64(r.RunsHalf)), csvFloat(r.Moves),
+				strconv.Itoa(r.Failures), csvText(r.Program), csvText(r.File)})
+		}
+		return cells
+	})
+}
+
+// csvFloat is a number for a CSV cell: four decimals, empty for NaN (no
+// interval, no test), as eval's CSV writes them.
+func csvFloat(v float64) string {
+	if math.IsNaN(v) {
+		return ""
+	}
+	return strconv.FormatFloat(v, 'f', 4, 64)
+}
+
+// pairResult is one row of results --pair, for --json and --csv. Test is
+// "mcnemar" where each side played each deal once (AMore and BMore are
+// then the deals only A or only B won), "sign" where plays were pooled
+// (the deals A or B won more often).
+type pairResult struct {
+	A         string  `json:"a"`
+	AFiles    string  `json:"a_files"`
+	B         string  `json:"b"`
+	BFiles    string  `json:"b_files"`
+	Deals     int     `json:"deals"`
+	APlays    int     `json:"a_plays"`
+	BPlays    int     `json:"b_plays"`
+	AWon      int     `json:"a_won"`
+	BWon      int     `json:"b_won"`
+	AMore     int     `json:"a_more"`
+	BMore     int     `json:"b_more"`
+	Test      string  `json:"test"`
+	WinsP     ci95    `json:"wins_p"`
+	ScoreDiff float64 `json:"score_diff"`
+	ScoreP    ci95    `json:"score_p"`
+	RunsDiff  float64 `json:"runs_diff"`
+	RunsP     ci95    `json:"runs_p"`
+}
+
+// writePairs writes pairs as --json or --csv ask, and reports whether it
+// did.
+func writePairs(w io.Writer, pairs []pairResult, out outputFlags) (bool, error) {
+	header := []string{"a", "a_files", "b", "b_files", "deals", "a_plays", "b_plays", "a_won", "b_won", "a_more", "b_more", "test", "wins_p", "score_diff", "score_p", "runs_diff", "runs_p"}
+	return out.write(w, pairs, header, func() (cells [][]string) {
+		for _, r := range pairs {
+			cells = append(cells, []string{csvText(r.A), csvText(r.AFiles), csvText(r.B), csvText(r.BFiles), strconv.Itoa(r.Deals), strconv.Itoa(r.APlays), strconv.Itoa(r.BPlays),
+				strconv.Itoa(r.AWon), strconv.Itoa(r.BWon), strconv.Itoa(r.AMore), strconv.Itoa(r.BMore), r.Test,
+				csvFloat(float64(r.WinsP)), csvFloat(r.ScoreDiff), csvFloat(float64(r.ScoreP)), csvFloat(r.RunsDiff), csvFloat(float64(r.RunsP))})
+		}
+		return cells
+	})
+}
+
 // budgetNote is what sets the play of the policy spec in rep apart from
 // its defaults, for its name in a table: " (2 nodes, draw 3)", or "" for
 // a policy played at its defaults or one that has no budget.
@@ -687,6 +798,7 @@ func runPair(ctx context.Context, o resultsOptions, stdout io.Writer) error {
 		}
 	}
 	var out strings.Builder
+	var pairs []pairResult
 	if single {
 		out.WriteString("| A | B | pairs | A won | B won | only A won | only B won | wins p | score A-B (p) | runs A-B (p) |\n")
 		out.WriteString("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
@@ -725,6 +837,9 @@ func runPair(ctx context.Context, o resultsOptions, stdout io.Writer) error {
 					}
 				}
 				c := compare(pa, pb, x, y)
+				pairs = append(pairs, pairResult{A: pa + sideNote(sides[0], pa), AFiles: o.files[0], B: pb + sideNote(sides[1], pb), BFiles: o.files[1],
+					Deals: c.GamesPairs, APlays: c.GamesPairs, BPlays: c.GamesPairs, AWon: wa, BWon: wb, AMore: c.OnlyAWon, BMore: c.OnlyBWon,
+					Test: "mcnemar", WinsP: ci95(c.WinsP), ScoreDiff: c.ScoreDiff, ScoreP: ci95(c.ScoreP), RunsDiff: c.RunsDiff, RunsP: ci95(c.RunsP)})
 				fmt.Fprintf(&out, "| %s (%s) | %s (%s) | %d | %d | %d | %d | %d | %.2g | %+.1f (%.2g) | %+.2f (%.2g) |\n",
 					nameA, cell(o.files[0]), nameB, cell(o.files[1]),
 					c.GamesPairs, wa, wb, c.OnlyAWon, c.OnlyBWon, c.WinsP, c.ScoreDiff, c.ScoreP, c.RunsDiff, c.RunsP)
@@ -751,12 +866,18 @@ func runPair(ctx context.Context, o resultsOptions, stdout io.Writer) error {
 			}
 			scoreDiff, scoreP := stats.PairedT(score[0], score[1])
 			runsDiff, runsP := stats.PairedT(runs[0], runs[1])
+			pairs = append(pairs, pairResult{A: pa + sideNote(sides[0], pa), AFiles: o.files[0], B: pb + sideNote(sides[1], pb), BFiles: o.files[1],
+				Deals: len(seeds), APlays: plays[0], BPlays: plays[1], AWon: wins[0], BWon: wins[1], AMore: moreA, BMore: moreB,
+				Test: "sign", WinsP: ci95(stats.McNemar(moreA, moreB)), ScoreDiff: scoreDiff, ScoreP: ci95(scoreP), RunsDiff: runsDiff, RunsP: ci95(runsP)})
 			fmt.Fprintf(&out, "| %s (%s) | %s (%s) | %d | %d | %d | %d | %d | %d | %d | %.2g | %+.1f (%.2g) | %+.2f (%.2g) |\n",
 				nameA, cell(o.files[0]), nameB, cell(o.files[1]), len(seeds), plays[0], plays[1], wins[0], wins[1],
 				moreA, moreB, stats.McNemar(moreA, moreB), scoreDiff, scoreP, runsDiff, runsP)
 		}
 	}
 	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if done, err := writePairs(stdout, pairs, o.out); done || err != nil {
 		return err
 	}
 	_, err := io.WriteString(stdout, out.String())

@@ -3,10 +3,12 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -156,6 +158,25 @@ func TestResultsTable(t *testing.T) {
 	// policy's name (the oracle samples nothing, so no draw in its name).
 	if !strings.Contains(got, "| search (2 nodes, draw 3) | 200 |") || !strings.Contains(got, "| oracle (sees hidden cards) (2 nodes, at most 500 ms a move) | 200 |") {
 		t.Fatalf("table rows:\n%s", got)
+	}
+	// The same rows for a program: --json and --csv (not with --update).
+	files := []string{filepath.Join(dir, "dev-b.json"), filepath.Join(dir, "dev-a.json"), filepath.Join(dir, "dev-c.json"), filepath.Join(dir, "dev-d.json")}
+	code, out, errs := runMain(append([]string{"results", "--json"}, files...)...)
+	var rows []resultsRow
+	if err := json.Unmarshal([]byte(out), &rows); code != 0 || err != nil || len(rows) != 5 {
+		t.Fatalf("--json: exit %d (%s), %v:\n%s", code, errs, err, out)
+	}
+	for _, r := range rows {
+		if !strings.Contains(got, fmt.Sprintf("| %s (v%s) | %s | %d | %d | %s | %d | %.1f%% ", r.Suite, r.SuiteVersion, r.Rules, r.Suits, r.MaxSteps, r.Policy, r.Games, 100*r.WinRate)) || r.Wins != int(math.Round(r.WinRate*float64(r.Games))) {
+			t.Errorf("a JSON row the table does not have: %+v", r)
+		}
+	}
+	code, out, errs = runMain(append([]string{"results", "--csv"}, files...)...)
+	if recs, err := csv.NewReader(strings.NewReader(out)).ReadAll(); code != 0 || err != nil || len(recs) != 6 || recs[0][0] != "suite" || recs[1][5] != rows[0].Policy {
+		t.Errorf("--csv: exit %d (%s), %v:\n%s", code, errs, err, out)
+	}
+	if code, _, errs := runMain("results", "--update", md, "--json", files[0]); code != 2 || !strings.Contains(errs, "drop --json and --csv") {
+		t.Errorf("--update with --json: exit %d, %s", code, errs)
 	}
 	var timed map[string]any
 	if b, err := os.ReadFile(filepath.Join(dir, "dev-d.json")); err != nil || json.Unmarshal(b, &timed) != nil || timed["move_ms"] != 500.0 || timed["nodes"] != 2.0 || (timed["draw"] != nil && timed["draw"] != 0.0) {
@@ -434,6 +455,19 @@ func TestResultsPairLists(t *testing.T) {
 	want := fmt.Sprintf("| first (%s,%s) | first (%s) | 4 | 8 | 4 | 3 | 2 | 1 | 2 | 1 | +0.0 (1) | +0.00 (1) |", a1, a2, b1)
 	if code != 0 || !strings.Contains(got, "| deals A won more often |") || !strings.Contains(got, want) {
 		t.Fatalf("exit %d (%s); want a row starting %q, got\n%s", code, errs, want, got)
+	}
+	// The same row for a program.
+	code, got, errs = runMain("results", "--pair", "--json", a1+","+a2, b1)
+	var pairs []pairResult
+	if err := json.Unmarshal([]byte(got), &pairs); code != 0 || err != nil || len(pairs) != 1 {
+		t.Fatalf("--pair --json: exit %d (%s), %v:\n%s", code, errs, err, got)
+	}
+	if p := pairs[0]; p.Test != "sign" || p.Deals != 4 || p.APlays != 8 || p.BPlays != 4 || p.AWon != 3 || p.BWon != 2 || p.AMore != 1 || p.BMore != 2 || p.WinsP != 1 || p.ScoreDiff != 0 || p.AFiles != a1+","+a2 {
+		t.Errorf("--pair --json: %+v", p)
+	}
+	code, got, errs = runMain("results", "--pair", "--csv", a1, b1)
+	if recs, err := csv.NewReader(strings.NewReader(got)).ReadAll(); code != 0 || err != nil || len(recs) != 2 || recs[1][11] != "mcnemar" {
+		t.Errorf("--pair --csv: exit %d (%s), %v:\n%s", code, errs, err, got)
 	}
 	evalTo := func(name string, args ...string) string { return evalToFile(t, dir, name, args...) }
 	// Two halves of a seed range pair as one report: game with game.
