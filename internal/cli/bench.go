@@ -123,6 +123,7 @@ func runBench(ctx context.Context, o benchOptions, stdout, stderr io.Writer) err
 		if err != nil && ctx.Err() != nil && len(results) > 0 {
 			// A stop keeps the runs measured whole, as eval keeps the
 			// deals played.
+			speedUps(results)
 			if werr := writeBench(stdout, results, o); werr != nil {
 				return werr
 			}
@@ -136,10 +137,15 @@ func runBench(ctx context.Context, o benchOptions, stdout, stderr io.Writer) err
 		// is made, so the two are never in memory together.
 		runtime.GC()
 	}
+	speedUps(results)
+	return writeBench(stdout, results, o)
+}
+
+// speedUps sets each result's speed-up over the first, of one worker.
+func speedUps(results []benchResult) {
 	for i := range results {
 		results[i].SpeedUp = results[i].StepsPerSec / results[0].StepsPerSec
 	}
-	return writeBench(stdout, results, o)
 }
 
 func benchOnce(ctx context.Context, r env.Rules, o benchOptions, mode env.Autoreset, workers int, stderr io.Writer) (benchResult, error) {

@@ -162,7 +162,7 @@ func TestBenchStoppedKeepsFinishedRuns(t *testing.T) {
 		t.Fatalf("stopped in the second run: %v", err)
 	}
 	var res []benchResult
-	if err := json.Unmarshal(out.Bytes(), &res); err != nil || len(res) != 1 || res[0].Workers != 1 || res[0].Steps != 30 {
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil || len(res) != 1 || res[0].Workers != 1 || res[0].Steps != 30 || res[0].SpeedUp != 1 {
 		t.Fatalf("%v: %s", err, out.String())
 	}
 }

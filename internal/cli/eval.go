@@ -530,11 +530,12 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		return usageError{fmt.Errorf("no policy to evaluate")}
 	}
 	// A flag no listed policy reads would change nothing, silently.
-	for flag, reads := range map[string]func(agents.Traits) bool{
-		"nodes":   func(t agents.Traits) bool { return t.Budget },
-		"move-ms": func(t agents.Traits) bool { return t.Budget },
-		"draw":    func(t agents.Traits) bool { return t.Draws },
-	} {
+	budget, draws := func(t agents.Traits) bool { return t.Budget }, func(t agents.Traits) bool { return t.Draws }
+	for _, f := range []struct {
+		flag  string
+		reads func(agents.Traits) bool
+	}{{"nodes", budget}, {"move-ms", budget}, {"draw", draws}} {
+		flag, reads := f.flag, f.reads
 		if o.set[flag] && !slices.ContainsFunc(specs, func(p string) bool { return reads(agents.TraitsOf(p)) }) {
 			return usageError{fmt.Errorf("--%s: no policy listed reads it (%s do)", flag, listed(agents.NamesWith(reads), "and"))}
 		}

@@ -62,10 +62,18 @@ func (v optionFlag) Type() string {
 // gameRules checks the game flags' options, as a usage error in the
 // flags' words.
 func gameRules(o env.Options) (env.Rules, error) {
-	if o.Shaping == env.NoShaping && o.ShapingGamma != 0 && o.ShapingGamma != 1 {
+	r, err := flagRules(o)
+	if err == nil && o.Shaping == env.NoShaping && o.ShapingGamma != 0 && o.ShapingGamma != 1 {
 		// A discount for shaping that is off would do nothing, silently.
 		return env.Rules{}, usageError{fmt.Errorf("--shaping-gamma %v needs --shaping progress", o.ShapingGamma)}
 	}
+	return r, err
+}
+
+// flagRules is gameRules for flags that need not say every option: train
+// --resume takes the shaping from its checkpoint, and its --shaping-gamma
+// alone is checked against it.
+func flagRules(o env.Options) (env.Rules, error) {
 	r, err := env.NewRules(o)
 	if err != nil {
 		return env.Rules{}, usageError{errors.New(flagWords(err.Error()))}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -476,6 +477,30 @@ func TestPlayRecordThroughLinkChains(t *testing.T) {
 	var u usageError
 	if err := play("loop1"); !errors.As(err, &u) || !strings.Contains(err.Error(), "a loop") {
 		t.Errorf("a loop of links: %v", err)
+	}
+	// 40 links, as many as the kernel follows, end at the file.
+	for i := 1; i <= maxLinks; i++ {
+		mustLink(fmt.Sprintf("c%d", i+1), fmt.Sprintf("c%d", i))
+	}
+	if got, err := linkTarget(at("c1")); err != nil || got != at(fmt.Sprintf("c%d", maxLinks+1)) {
+		t.Errorf("a chain of %d links: %q, %v", maxLinks, got, err)
+	}
+	// A link the kernel resolves itself, to a pipe ("pipe:[N]"), is the
+	// pipe: named as such, not as a file in /proc that is not there.
+	if runtime.GOOS == "linux" {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		defer w.Close()
+		fd := fmt.Sprintf("/proc/self/fd/%d", w.Fd())
+		if got, err := linkTarget(fd); err != nil || got != fd {
+			t.Errorf("a pipe's /proc link: %q, %v", got, err)
+		}
+		if err := checkFilePath(fd, "g.spider"); err == nil || !strings.Contains(err.Error(), "is a named pipe") {
+			t.Errorf("checking a pipe's /proc link: %v", err)
+		}
 	}
 }
 

@@ -777,6 +777,11 @@ func TestTimeAndBudgetFlagsNeedWhatReadsThem(t *testing.T) {
 	}{
 		{[]string{"play", "--hint", "greedy", "--move-ms", "5"}, "spider play: --move-ms bounds a search's plan, and --hint greedy does not plan"},
 		{[]string{"replay", "--nodes", "5", "no-such.spider"}, "spider replay: --nodes is the oracle's budget for --turning-point"},
+		// An unknown hint is said as such first.
+		{[]string{"play", "--hint", "serach", "--move-ms", "100"}, "unknown"},
+		{[]string{"play", "--shaping-gamma", "2"}, "spider play: --shaping-gamma 2 is outside 0 to 1"},
+		// The first flag no policy reads, in a fixed order.
+		{[]string{"eval", "--games", "1", "--policies", "greedy", "--draw", "1", "--nodes", "5"}, "spider eval: --nodes: no policy"},
 	} {
 		code, _, errs := runMain(c.args...)
 		if code != 2 || !strings.Contains(errs, c.want) {
@@ -789,7 +794,25 @@ func TestTimeAndBudgetFlagsNeedWhatReadsThem(t *testing.T) {
 	if _, _, err := serveHint("", 5, 0); !errors.As(err, &u) || !strings.Contains(err.Error(), "--hint greedy does not plan") {
 		t.Errorf("serve --move-ms 5: %v", err)
 	}
+	_, path, _, _ := savedNet(t, 8)
+	if _, _, err := serveHint("nn:"+path, 5, 1<<40); !errors.As(err, &u) || !strings.Contains(err.Error(), "does not plan") {
+		t.Errorf("serve --hint nn: --move-ms 5: %v", err)
+	}
 	if _, err := hintMaker("search", 5); err != nil {
 		t.Errorf("--hint search --move-ms 5: %v", err)
+	}
+}
+
+// TestTrainResumeTakesAShapingGammaAlone: train --resume checks a
+// --shaping-gamma given alone against its checkpoint (which says the
+// shaping); it was refused as needing --shaping progress before the
+// checkpoint was read.
+func TestTrainResumeTakesAShapingGammaAlone(t *testing.T) {
+	o := tinyTrain(filepath.Join(t.TempDir(), "none"), 1)
+	o.resume = true
+	o.cfg.Game.ShapingGamma = 0.99
+	err := runTrain(context.Background(), o, io.Discard, io.Discard)
+	if err == nil || strings.Contains(err.Error(), "needs --shaping progress") || !strings.Contains(err.Error(), "none") {
+		t.Errorf("resume of a run that is not there: %v", err)
 	}
 }

@@ -383,6 +383,9 @@ func serveHint(name string, moveMs int, maxMemory int64) (agents.Maker, int64, e
 	if err := checkMoveMs(moveMs); err != nil {
 		return nil, 0, err
 	}
+	if moveMs != 0 {
+		return nil, 0, moveMsUnread(name)
+	}
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, 0, usageError{fmt.Errorf("--hint %s: %v", name, err)}
@@ -416,15 +419,20 @@ func hintMaker(name string, moveMs int) (agents.Maker, error) {
 	if err := checkMoveMs(moveMs); err != nil {
 		return nil, err
 	}
-	if moveMs != 0 && !agents.TraitsOf(name).Budget {
-		// It would bound nothing, silently.
-		return nil, usageError{fmt.Errorf("--move-ms bounds a search's plan, and --hint %s does not plan (%s do)", name, listed(agents.NamesWith(func(t agents.Traits) bool { return t.Budget && !t.Peeks }), "and"))}
-	}
 	m, err := agents.NewWith(name, agents.Options{MoveTime: moveTime(moveMs)})
 	if err != nil {
 		return nil, usageError{err}
 	}
+	if moveMs != 0 && !agents.TraitsOf(name).Budget {
+		return nil, moveMsUnread(name)
+	}
 	return m, nil
+}
+
+// moveMsUnread is the error for --move-ms given with a hint that does not
+// plan, which it would bound nothing of, silently.
+func moveMsUnread(hint string) error {
+	return usageError{fmt.Errorf("--move-ms bounds a search's plan, and --hint %s does not plan (%s do)", hint, listed(agents.NamesWith(func(t agents.Traits) bool { return t.Budget && !t.Peeks }), "and"))}
 }
 
 // hintNames lists the policies --hint takes: every built-in one that does

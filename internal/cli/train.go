@@ -136,8 +136,11 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 	if o.from != "" {
 		return usageError{errors.New("--from goes with --export")}
 	}
-	_, err := gameRules(o.cfg.Game)
-	if err != nil {
+	check := gameRules
+	if o.resume {
+		check = flagRules
+	}
+	if _, err := check(o.cfg.Game); err != nil {
 		return err
 	}
 	c := o.cfg
