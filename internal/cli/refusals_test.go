@@ -724,43 +724,27 @@ func TestEvalRefusesANetworkForOtherRules(t *testing.T) {
 // every command, as train refused it (eval, bench, demo and play took it
 // and did nothing with it).
 func TestGameFlagErrorsNameTheFlag(t *testing.T) {
-	for _, c := range []struct {
-		args []string
-		want string
-	}{
+	wantRefusals(t, []refusal{
 		{[]string{"eval", "--max-steps", "2000000000", "--games", "1"}, "spider eval: --max-steps 2000000000 is over the limit 1073741824\n"},
 		{[]string{"demo", "--face-up-slots", "200"}, "spider demo: --face-up-slots must be 1 to"},
 		{[]string{"bench", "--rules", "cardems", "--time-per-action-ms", "5"}, "spider bench: --time-per-action-ms applies only to classic scoring"},
 		{[]string{"eval", "--shaping-gamma", "0.9", "--games", "1"}, "spider eval: --shaping-gamma 0.9 needs --shaping progress"},
 		{[]string{"bench", "--shaping-gamma", "0.9"}, "spider bench: --shaping-gamma 0.9 needs --shaping progress"},
 		{[]string{"play", "--shaping-gamma", "0.5"}, "spider play: --shaping-gamma 0.5 needs --shaping progress"},
-	} {
-		code, _, errs := runMain(c.args...)
-		if code != 2 || !strings.Contains(errs, c.want) {
-			t.Errorf("%v: exit %d, %s", c.args, code, errs)
-		}
-	}
+	})
 }
 
 // TestEvalRefusesFlagsThatDoNothing: flags no part of the run reads are
 // refused, as train refuses them (eval took them and ignored them).
 func TestEvalRefusesFlagsThatDoNothing(t *testing.T) {
-	for _, c := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"--seeds", "1-3", "--start", "5"}, "--seeds names the deals: drop --start"},
-		{[]string{"--seeds", "1-3", "--games", "5"}, "--seeds names the deals: drop --games"},
-		{[]string{"--list-suites", "--policies", "bogus"}, "--list-suites lists the suites and plays nothing: drop --policies"},
-		{[]string{"--games", "1", "--policies", "random,greedy", "--nodes", "500"}, "--nodes: no policy listed reads it (oracle, search and search-hand do)"},
-		{[]string{"--games", "1", "--policies", "greedy", "--move-ms", "5"}, "--move-ms: no policy listed reads it"},
-		{[]string{"--games", "1", "--policies", "greedy,oracle", "--draw", "2"}, "--draw: no policy listed reads it"},
-	} {
-		code, _, errs := runMain(append([]string{"eval"}, c.args...)...)
-		if code != 2 || !strings.Contains(errs, c.want) {
-			t.Errorf("eval %v: exit %d, %s", c.args, code, errs)
-		}
-	}
+	wantRefusals(t, []refusal{
+		{[]string{"eval", "--seeds", "1-3", "--start", "5"}, "--seeds names the deals: drop --start"},
+		{[]string{"eval", "--seeds", "1-3", "--games", "5"}, "--seeds names the deals: drop --games"},
+		{[]string{"eval", "--list-suites", "--policies", "bogus"}, "--list-suites lists the suites and plays nothing: drop --policies"},
+		{[]string{"eval", "--games", "1", "--policies", "random,greedy", "--nodes", "500"}, "--nodes: no policy listed reads it (oracle, search and search-hand do)"},
+		{[]string{"eval", "--games", "1", "--policies", "greedy", "--move-ms", "5"}, "--move-ms: no policy listed reads it"},
+		{[]string{"eval", "--games", "1", "--policies", "greedy,oracle", "--draw", "2"}, "--draw: no policy listed reads it"},
+	})
 	// A policy that reads it, in any case, takes it.
 	if code, _, errs := runMain("eval", "--games", "1", "--policies", "greedy,Search", "--nodes", "200", "--max-steps", "20"); code != 0 {
 		t.Errorf("--nodes with search: exit %d, %s", code, errs)
@@ -771,10 +755,7 @@ func TestEvalRefusesFlagsThatDoNothing(t *testing.T) {
 // does not plan, and replay's --nodes without --turning-point, are
 // refused (they were taken and did nothing).
 func TestTimeAndBudgetFlagsNeedWhatReadsThem(t *testing.T) {
-	for _, c := range []struct {
-		args []string
-		want string
-	}{
+	wantRefusals(t, []refusal{
 		{[]string{"play", "--hint", "greedy", "--move-ms", "5"}, "spider play: --move-ms bounds a search's plan, and --hint greedy does not plan"},
 		{[]string{"replay", "--nodes", "5", "no-such.spider"}, "spider replay: --nodes is the oracle's budget for --turning-point"},
 		// An unknown hint is said as such first.
@@ -782,12 +763,7 @@ func TestTimeAndBudgetFlagsNeedWhatReadsThem(t *testing.T) {
 		{[]string{"play", "--shaping-gamma", "2"}, "spider play: --shaping-gamma 2 is outside 0 to 1"},
 		// The first flag no policy reads, in a fixed order.
 		{[]string{"eval", "--games", "1", "--policies", "greedy", "--draw", "1", "--nodes", "5"}, "spider eval: --nodes: no policy"},
-	} {
-		code, _, errs := runMain(c.args...)
-		if code != 2 || !strings.Contains(errs, c.want) {
-			t.Errorf("%v: exit %d, %s", c.args, code, errs)
-		}
-	}
+	})
 	// serve's default hint, greedy (called, not run: a serve that took
 	// the flag would serve until stopped).
 	var u usageError
@@ -814,5 +790,24 @@ func TestTrainResumeTakesAShapingGammaAlone(t *testing.T) {
 	err := runTrain(context.Background(), o, io.Discard, io.Discard)
 	if err == nil || strings.Contains(err.Error(), "needs --shaping progress") || !strings.Contains(err.Error(), "none") {
 		t.Errorf("resume of a run that is not there: %v", err)
+	}
+}
+
+// refusal is a command line refused as a usage error, with what the
+// error must say.
+type refusal struct {
+	args []string
+	want string
+}
+
+// wantRefusals runs each command line and wants exit 2 and its words on
+// stderr.
+func wantRefusals(t *testing.T, cases []refusal) {
+	t.Helper()
+	for _, c := range cases {
+		code, _, errs := runMain(c.args...)
+		if code != 2 || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d, %s", c.args, code, errs)
+		}
 	}
 }
