@@ -14,7 +14,9 @@ import (
 // View is one game as its player sees it. The state behind it is never
 // handed to an agent: only visible facts leave through the methods, plus
 // Sample, which deals the unseen cards anew at random. Make it with
-// NewView: the zero View has no game, and its methods panic.
+// NewView: the zero View has no game, and its methods panic. A View given
+// to an agent is valid during that call only: the game it shows moves on
+// after, so an agent keeps what it learns from it, not the View.
 type View struct {
 	s     *env.State
 	legal []env.Action

@@ -1031,3 +1031,19 @@ func TestEvaluateStoppedAfterTheLastGameIsWhole(t *testing.T) {
 		t.Fatalf("%v and %d deals, want no error and %d", err, len(ev.Seeds), len(seeds))
 	}
 }
+
+// TestPlayFromTheZeroStatePanics: the zero State is no game, and PlayFrom
+// says so rather than return a game over at once, a loss scored 0, that
+// an evaluation would count.
+func TestPlayFromTheZeroStatePanics(t *testing.T) {
+	defer func() {
+		if v := recover(); v == nil || !strings.Contains(fmt.Sprint(v), "zero State") {
+			t.Errorf("PlayFrom of the zero State: %v", v)
+		}
+	}()
+	first, err := New("first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	PlayFrom(context.Background(), env.State{}, 7, first())
+}

@@ -2,6 +2,7 @@ package agents
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -17,7 +18,9 @@ import (
 // otherwise loop between two positions until the step limit. It is
 // deterministic, so it needs no seed. It sees what a player sees: the
 // network reads the float32 observation, which shows no hidden card.
-// Several Neural agents may share one Net, which they only read.
+// Several Neural agents may share one Net, which they only read. Make one
+// with NewNeural, which sizes its buffers for Net: a literal, or a Net
+// replaced after, cannot play (CheckRules says so, and Act panics).
 type Neural struct {
 	Net   *nn.Net
 	seen  seenPositions
@@ -27,6 +30,8 @@ type Neural struct {
 	logit []float32
 	value [1]float32
 	sc    *nn.Scratch
+	// madeFor is the Net NewNeural sized the buffers for.
+	madeFor *nn.Net
 }
 
 // NewNeural returns an agent playing net, or why net cannot play (its
@@ -45,7 +50,7 @@ func NewNeural(net *nn.Net) (*Neural, error) {
 		return nil, err
 	}
 	return &Neural{Net: net, rules: r, obs: make([]float32, r.Float32Len()), logit: make([]float32, env.NumActions),
-		sc: net.NewScratch(1)}, nil
+		sc: net.NewScratch(1), madeFor: net}, nil
 }
 
 // Bytes returns the memory the agent allocates beside the network it
@@ -71,12 +76,28 @@ func (*Neural) Name() string { return "nn" }
 func (a *Neural) Begin(uint64) { clear(a.seen) }
 
 // CheckRules reports whether the network was trained for games under r.
-func (a *Neural) CheckRules(r env.Rules) error { return a.Net.Spec.Check(r) }
+func (a *Neural) CheckRules(r env.Rules) error {
+	if err := a.made(); err != nil {
+		return err
+	}
+	return a.Net.Spec.Check(r)
+}
+
+// made reports whether a was made by NewNeural for its Net.
+func (a *Neural) made() error {
+	if a.Net == nil || a.Net != a.madeFor {
+		return errors.New("agents: a Neural not made by NewNeural for its Net cannot play")
+	}
+	return nil
+}
 
 // Act plays the network's most likely legal action. It panics if the
 // game is not one the network was trained for (CheckRules says which),
 // which is a programming error.
 func (a *Neural) Act(v View) Decision {
+	if err := a.made(); err != nil {
+		panic(err)
+	}
 	s, err := v.s.Reframe(a.rules)
 	if err != nil {
 		panic("agents: " + err.Error() + " (check with CheckRules first)")

@@ -1,6 +1,8 @@
 package agents
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/spiderenv/spider/agents/nn"
@@ -57,5 +59,44 @@ func TestNeuralPlaysItsBestLogitButDoesNotGoBack(t *testing.T) {
 	a.Begin(2)
 	if got := act(&p1, 0, false); got != back {
 		t.Fatalf("at P1 in a new game: %v, want %v (P0 is not seen in this game)", got, back)
+	}
+}
+
+// TestNeuralLiteralCannotPlay: a Neural not made by NewNeural (a literal
+// with its exported Net, or a Net swapped in after) says so at CheckRules
+// and panics with that at Act; it said its rules were fine and panicked
+// on a reframe to a game of 0 suits.
+func TestNeuralLiteralCannotPlay(t *testing.T) {
+	r := env.MustRules(env.Options{Suits: 1, Encoding: env.Float32})
+	net, err := nn.New(nn.SpecFor(r, []int{4}), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := nn.New(nn.SpecFor(r, []int{4}), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	made, err := NewNeural(net)
+	if err != nil {
+		t.Fatal(err)
+	}
+	swapped, _ := NewNeural(net)
+	swapped.Net = other
+	for name, a := range map[string]*Neural{"a literal": {Net: net}, "a swapped Net": swapped} {
+		if err := a.CheckRules(r); err == nil || !strings.Contains(err.Error(), "not made by NewNeural") {
+			t.Errorf("%s: CheckRules %v", name, err)
+		}
+		func() {
+			defer func() {
+				if v := recover(); v == nil || !strings.Contains(fmt.Sprint(v), "not made by NewNeural") {
+					t.Errorf("%s: Act panicked with %v", name, v)
+				}
+			}()
+			s := env.NewGame(r, 1)
+			a.Act(NewView(&s, s.AppendLegal(nil), 0, false))
+		}()
+	}
+	if err := made.CheckRules(r); err != nil {
+		t.Errorf("made by NewNeural: %v", err)
 	}
 }

@@ -61,8 +61,13 @@ func PlayVisit(r env.Rules, seed uint64, a Agent, visit func(s *env.State, legal
 // with the deal's seed and sees no earlier move. It is how a game is
 // picked up from a record to ask whether it could still be won. When ctx
 // ends it stops within a few moves, the game unfinished and Failure
-// saying so. It panics on an illegal action, as Play does.
+// saying so. It panics on an illegal action, as Play does, and on the
+// zero State.
 func PlayFrom(ctx context.Context, s env.State, seed uint64, a Agent) Result {
+	if s.Rules() == (env.Rules{}) {
+		// It would count as a game over at once, a loss of score 0.
+		panic("agents: PlayFrom of the zero State, which is no game")
+	}
 	return playFrom(ctx, s, seed, a, nil)
 }
 

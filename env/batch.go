@@ -229,7 +229,7 @@ func (b *Batch) ResetGamesSeeded(mask []bool, seeds []uint64, seeded []bool) err
 		return fmt.Errorf("env: reset mask of %d entries, %d seeds and %d seeded flags for %d games", len(mask), len(seeds), len(seeded), n)
 	}
 	if b.states[0].rules.suits == 0 {
-		return fmt.Errorf("env: ResetGamesSeeded before Reset")
+		return calledAs{"env: ResetGamesSeeded before Reset", ErrNotReset}
 	}
 	for i, m := range mask {
 		if m && seeded[i] {
@@ -256,7 +256,7 @@ func (b *Batch) ResetGames(mask []bool) error {
 		return fmt.Errorf("env: reset mask of %d entries for %d games", len(mask), b.opts.N)
 	}
 	if b.states[0].rules.suits == 0 {
-		return fmt.Errorf("env: ResetGames before Reset")
+		return calledAs{"env: ResetGames before Reset", ErrNotReset}
 	}
 	b.resetM = mask
 	b.run(phaseResetMasked)
@@ -279,7 +279,10 @@ func (b *Batch) clearStepFlags() {
 // Under RefuseIllegal an illegal action (or, with Disabled autoreset, an
 // action for an ended game) refuses the whole step with an error naming the
 // first such game, and nothing changes. A Step with the wrong number of
-// actions or before Reset is refused the same way.
+// actions or before Reset is refused the same way. The errors are the
+// Env's for the same mistakes under errors.Is: an illegal action an
+// *IllegalActionError, an ended game's ErrEpisodeOver, a Step before
+// Reset ErrNotReset.
 func (b *Batch) Step(actions []Action) error {
 	if b.work == nil {
 		return ErrClosed
@@ -288,7 +291,7 @@ func (b *Batch) Step(actions []Action) error {
 		return fmt.Errorf("env: %d actions for %d games", len(actions), b.opts.N)
 	}
 	if b.states[0].rules.suits == 0 {
-		return fmt.Errorf("env: Step before Reset")
+		return ErrNotReset
 	}
 	b.actions = actions
 	if b.opts.Illegal == RefuseIllegal || b.opts.Autoreset == Disabled {
@@ -321,7 +324,7 @@ func (b *Batch) StepSome(actions []Action, ids []int32) error {
 		return fmt.Errorf("env: %d actions for %d games", len(actions), b.opts.N)
 	}
 	if b.states[0].rules.suits == 0 {
-		return fmt.Errorf("env: Step before Reset")
+		return ErrNotReset
 	}
 	prev := int32(-1)
 	for k, id := range ids {

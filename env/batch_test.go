@@ -396,7 +396,7 @@ func resetAndStep(t *testing.T, b *env.Batch, seed uint64) {
 func TestBatchResetGamesOnlyTouchesChosenGames(t *testing.T) {
 	r := env.MustRules(env.Options{Suits: 2})
 	b := newBatch(t, r, env.BatchOptions{N: 6, Workers: 2})
-	if err := b.ResetGames(make([]bool, 6)); err == nil || err.Error() != "env: ResetGames before Reset" {
+	if err := b.ResetGames(make([]bool, 6)); err == nil || err.Error() != "env: ResetGames before Reset" || !errors.Is(err, env.ErrNotReset) {
 		t.Fatalf("ResetGames before Reset: %v", err)
 	}
 	resetAndStep(t, b, 9)
@@ -430,7 +430,7 @@ func TestBatchResetGamesSeeded(t *testing.T) {
 	mask := []bool{true, true, false, false}
 	seeds := []uint64{50, 0, 70, 0}
 	seeded := []bool{true, false, true, false}
-	if err := b.ResetGamesSeeded(mask, seeds, seeded); err == nil || err.Error() != "env: ResetGamesSeeded before Reset" {
+	if err := b.ResetGamesSeeded(mask, seeds, seeded); err == nil || err.Error() != "env: ResetGamesSeeded before Reset" || !errors.Is(err, env.ErrNotReset) {
 		t.Fatalf("ResetGamesSeeded before Reset: %v", err)
 	}
 	resetAndStep(t, b, 9)
@@ -482,7 +482,8 @@ func TestBatchDisabledRefusesEndedGames(t *testing.T) {
 	if err := b.Step(actions); err != nil || !b.Truncated[0] {
 		t.Fatalf("first step: %v, truncated %v", err, b.Truncated[0])
 	}
-	if err := b.Step(actions); err == nil || !strings.Contains(err.Error(), "game 0 has ended") {
+	// The Env's error for the same mistake, under errors.Is.
+	if err := b.Step(actions); err == nil || !strings.Contains(err.Error(), "game 0 has ended") || !errors.Is(err, env.ErrEpisodeOver) {
 		t.Fatalf("stepping an ended game: %v", err)
 	}
 }
@@ -514,7 +515,7 @@ func TestNewBatchValidates(t *testing.T) {
 	if b.Options().Workers != 3 {
 		t.Errorf("workers %d, want capped at N = 3", b.Options().Workers)
 	}
-	if err := b.Step(make([]env.Action, 3)); err == nil || err.Error() != "env: Step before Reset" {
+	if err := b.Step(make([]env.Action, 3)); err == nil || err.Error() != "env: Step before Reset" || !errors.Is(err, env.ErrNotReset) {
 		t.Errorf("Step before Reset: %v", err)
 	}
 }

@@ -18,7 +18,7 @@ func (b *Batch) sample(i int) Action {
 func (b *Batch) check(i int) error {
 	a := b.actions[i]
 	if b.ended[i] {
-		return fmt.Errorf("env: game %d has ended; reset it before stepping it (autoreset disabled)", i)
+		return calledAs{fmt.Sprintf("env: game %d has ended; reset it before stepping it (autoreset disabled)", i), ErrEpisodeOver}
 	}
 	if b.pending[i] || b.opts.Illegal != RefuseIllegal || b.legal(i, a) {
 		return nil

@@ -31,6 +31,9 @@ type BatchSnapshot struct {
 // to snapshot, returns an error.
 func (b *Batch) Snapshot() (BatchSnapshot, error) {
 	n := b.opts.N
+	if len(b.states) == 0 {
+		return BatchSnapshot{}, fmt.Errorf("env: Snapshot of a Batch not made by NewBatch")
+	}
 	for i := range b.states {
 		if b.states[i].rules.suits == 0 {
 			return BatchSnapshot{}, fmt.Errorf("env: Snapshot of a batch whose game %d was never reset", i)

@@ -274,3 +274,12 @@ func TestRestoreRefusesASnapshotOfAnotherBatch(t *testing.T) {
 		}
 	}
 }
+
+// TestZeroBatchSnapshotRefuses: the zero Batch has no games to snapshot
+// and says so; it returned a snapshot of 0 suits and no error.
+func TestZeroBatchSnapshotRefuses(t *testing.T) {
+	var b Batch
+	if _, err := b.Snapshot(); err == nil || !strings.Contains(err.Error(), "not made by NewBatch") {
+		t.Errorf("Snapshot of the zero Batch: %v", err)
+	}
+}

@@ -12,6 +12,17 @@ var (
 	ErrNoUndo      = errors.New("env: nothing to undo")
 )
 
+// calledAs is one of the errors above in the words of the call that met
+// it (a Batch's, naming its game), so that errors.Is finds the same
+// mistake whichever type made it.
+type calledAs struct {
+	msg string
+	err error
+}
+
+func (c calledAs) Error() string { return c.msg }
+func (c calledAs) Unwrap() error { return c.err }
+
 // Obs is an observation in the Env's encoding: Compact is set for the
 // compact encoding and Float32 for the float32 one; the other is nil. Both
 // slices belong to the Env and are overwritten by its next call: copy them

@@ -49,7 +49,8 @@ type Game struct {
 	Won     bool        `msgpack:"won"`     // every run completed
 }
 
-// New records a finished game of r from seed.
+// New records a finished game of r from seed, final its last position
+// (not nil: it panics).
 func New(r env.Rules, seed uint64, player string, actions []env.Action, final *env.State) Game {
 	g := Game{
 		Version: Version, Game: r.Options(), Seed: seed, Player: player,

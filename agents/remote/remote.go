@@ -139,6 +139,10 @@ func Dial(ctx context.Context, addr string, o Options) (*Agent, error) {
 	if o.Width < 1 || o.Width > MaxWidth {
 		return nil, fmt.Errorf("remote: %d games per request: want 1 to %d", o.Width, MaxWidth)
 	}
+	if o.Rules == (env.Rules{}) {
+		// The hello would tell the agent of a game of no suits.
+		return nil, fmt.Errorf("remote: Dial with zero Rules: give the games' rules (env.NewRules)")
+	}
 	d := net.Dialer{Timeout: o.Timeout}
 	conn, err := d.DialContext(ctx, network, address)
 	if err != nil {
@@ -349,8 +353,14 @@ func (a *Agent) ActBatch(ctx context.Context, games []agents.BatchGame, actions 
 		return fmt.Errorf("remote: %d games, over the width of %d", len(games), a.o.Width)
 	}
 	n := len(games)
+	if len(actions) < n {
+		return fmt.Errorf("remote: %d games and room for %d actions", n, len(actions))
+	}
 	r := a.o.Rules
 	for i, g := range games {
+		if g.Slot < 0 || g.Slot >= a.o.Width {
+			return fmt.Errorf("remote: game %d in slot %d, outside 0 to %d", i, g.Slot, a.o.Width-1)
+		}
 		if g.View.Rules() != r {
 			return fmt.Errorf("remote: game %d is played under %v, and the agent was dialled for %v", i, g.View.Rules(), r)
 		}

@@ -512,11 +512,25 @@ func TestRemoteRefusesGamesOfOtherRules(t *testing.T) {
 			t.Errorf("%+v: %v; want a refusal naming the rules dialled for", o, err)
 		}
 	}
+	// A call the agent could not answer whole: too little room for the
+	// actions, a slot outside the width (sent as 65535 before).
+	s := env.NewGame(r, 7)
+	view := agents.NewView(&s, s.AppendLegal(nil), 0, false)
+	if err := a.ActBatch(ctx, []agents.BatchGame{{Slot: 0, View: view}, {Slot: 1, View: view}}, make([]env.Action, 1)); err == nil || !strings.Contains(err.Error(), "2 games and room for 1 actions") {
+		t.Errorf("two games, one action: %v", err)
+	}
+	if err := a.ActBatch(ctx, []agents.BatchGame{{Slot: -1, View: view}}, make([]env.Action, 1)); err == nil || !strings.Contains(err.Error(), "slot -1, outside 0 to") {
+		t.Errorf("slot -1: %v", err)
+	}
 	if got := f.requests.Load(); got != 0 {
 		t.Errorf("%d act requests sent; want none", got)
 	}
+	// Zero Rules are no game to tell the agent of.
+	if _, err := Dial(ctx, f.addr, Options{}); err == nil || !strings.Contains(err.Error(), "zero Rules") {
+		t.Errorf("Dial with zero Rules: %v", err)
+	}
 	// Its own rules still play.
-	s := env.NewGame(r, 7)
+	s = env.NewGame(r, 7)
 	if err := a.ActBatch(ctx, []agents.BatchGame{{Slot: 0, New: true, View: agents.NewView(&s, s.AppendLegal(nil), 0, false)}}, make([]env.Action, 1)); err != nil {
 		t.Fatalf("a game of the dialled rules: %v", err)
 	}
