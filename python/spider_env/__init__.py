@@ -21,6 +21,7 @@ from ._client import (
     MakeReply,
     ObsArray,
     SpiderError,
+    SpiderValueError,
     StepReply,
 )
 from ._server import SpiderServer, find_binary
@@ -44,6 +45,7 @@ __all__ = [
     "SpiderEnv",
     "SpiderError",
     "SpiderServer",
+    "SpiderValueError",
     "SpiderVectorEnv",
     "StepReply",
     "__version__",

@@ -317,6 +317,13 @@ class SpiderError(Exception):
         return type(self), (self.code, self.message), {"report": self.report}
 
 
+class SpiderValueError(SpiderError, ValueError):
+    """A game option the server refused (code ``bad_config``): a
+    :class:`SpiderError` that is also a ValueError, as a bad ``mask`` or
+    ``render_mode`` is, so that ``except ValueError`` catches every bad
+    value given to an environment."""
+
+
 # ---------------------------------------------------------------------------
 # Addresses
 
@@ -620,7 +627,7 @@ class Client:
     def __init__(self, address: Address, *, timeout: float | None = 60.0, connect_timeout: float = 10.0):
         for name, t in (("timeout", timeout), ("connect_timeout", connect_timeout)):
             if t is not None and not t > 0:  # 0 would make the socket non-blocking
-                raise ValueError(f"{name} must be a positive number of seconds (or None for timeout), got {t!r}")
+                raise ValueError(f"{name} must be a positive number of seconds (or None for no timeout), got {t!r}")
         family, addr = parse_address(address)
         self.address = address
         self._timeout = timeout
@@ -762,7 +769,8 @@ class Client:
             raise err
         if not reply["ok"]:
             code = reply.get("code", "unknown")
-            err = SpiderError(str(code), str(reply.get("error", "the server gave no message")))
+            kind = SpiderValueError if code == "bad_config" else SpiderError
+            err = kind(str(code), str(reply.get("error", "the server gave no message")))
             if "id" in reply and reply["id"] != rid:
                 # A refusal of another request: the stream is out of step.
                 # (One without an id is the server's own, or of a request

@@ -162,6 +162,14 @@ def _observation_space(spec: MakeReply) -> spaces.Box:
     return spaces.Box(low=low, high=high, shape=spec["obs_shape"], dtype=low.dtype)
 
 
+def _episode_key(key: Any) -> str | None:
+    """``episode_key`` checked where it is given: a wrong type failed at the
+    first episode's end, after the server had played that step."""
+    if key is not None and not isinstance(key, str):
+        raise TypeError(f"episode_key must be a str or None, got {key!r}")
+    return key
+
+
 class SpiderEnv(gym.Env[NDArray[Any], np.int64]):
     """One game of Spider Solitaire.
 
@@ -229,7 +237,7 @@ class SpiderEnv(gym.Env[NDArray[Any], np.int64]):
             raise ValueError(f"render_mode {render_mode!r}: want one of {self.metadata['render_modes']} or None")
         _check_mask(mask)
         self.render_mode = render_mode
-        self.episode_key = episode_key
+        self.episode_key = _episode_key(episode_key)
         # A given server is reached again by its address, not kept alive.
         self._address = address.address if isinstance(address, SpiderServer) else address
         self._open_args: dict[str, Any] = {
@@ -378,6 +386,10 @@ class SpiderEnv(gym.Env[NDArray[Any], np.int64]):
     def step(self, action: int | np.integer[Any]) -> tuple[ObsArray, float, bool, bool, dict[str, Any]]:
         if self._last is None:
             raise gym.error.ResetNeeded("call reset before step")
+        if self._ended:
+            # As before the first reset (the server would refuse the step
+            # as if the action were bad).
+            raise gym.error.ResetNeeded("the episode has ended: call reset before step")
         ids = _action_ids(action, ())
         with _whole(self.client, "step"):
             r = self.client.step(ids)
@@ -577,7 +589,7 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
         mode = _autoreset_mode(autoreset_mode)
         self.num_envs = int(num_envs)
         self.render_mode = render_mode
-        self.episode_key = episode_key
+        self.episode_key = _episode_key(episode_key)
         self.autoreset_mode = mode
         self.metadata = {"autoreset_mode": mode, "render_modes": ["ansi", "rgb_array"], "render_fps": 4}
         _check_mask(mask)
@@ -786,10 +798,17 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
         obs, infos = self.reset(seed=seed, options=options)
         self._reset_results = (obs, infos)
 
-    def send(self, actions: npt.ArrayLike, env_ids: npt.ArrayLike | None = None) -> None:
+    def send(
+        self, actions: npt.ArrayLike, env_ids: npt.ArrayLike | None = None, *, env_id: npt.ArrayLike | None = None
+    ) -> None:
         """Step the games ``env_ids`` (all when None), one action each in that
         order, and return at once; :meth:`recv` returns their results.
-        EnvPool's ``send``: the policy can compute on other games meanwhile."""
+        EnvPool's ``send``: the policy can compute on other games meanwhile
+        (``env_id``, EnvPool's name, is the same; one index is one game)."""
+        if env_id is not None:
+            if env_ids is not None:
+                raise TypeError("give env_ids or env_id, not both")
+            env_ids = env_id
         if self._reset_results is not None:
             raise RuntimeError("async_reset's results are waiting: call recv first")
         if env_ids is None:
@@ -800,6 +819,8 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
         if self.client.pending:
             raise RuntimeError("a step is in flight: call recv (or step_wait) first")
         ids = np.asarray(env_ids)
+        if ids.ndim == 0:
+            ids = ids.reshape(1)  # one game, as EnvPool takes it
         if ids.size == 0 and ids.dtype.kind == "f":
             ids = ids.astype(np.int64)  # [] steps no game, as the protocol allows
         if ids.dtype.kind not in "iu" or ids.ndim != 1:

@@ -42,7 +42,7 @@ import tempfile
 import threading
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import msgpack
@@ -51,6 +51,7 @@ import numpy.typing as npt
 
 from ._client import NUM_ACTIONS, Address, SpiderError, parse_address
 from ._server import _host_tag, _stale_socket, find_binary
+from .config import SpiderConfig
 
 __all__ = ["POLICY_PROTOCOL_VERSION", "PolicyServer", "evaluate", "serve_policy"]
 
@@ -473,8 +474,8 @@ def evaluate(
     batch: bool = True,
     board: bool = False,
     name: str = "python",
-    obs: str = "compact",
-    game: dict[str, Any] | None = None,
+    obs: str | None = None,
+    game: SpiderConfig | Mapping[str, Any] | None = None,
     remote_timeout: float = 5.0,
     remote_batch: int | None = None,
     workers: int = 0,
@@ -486,9 +487,12 @@ def evaluate(
     """Evaluate ``fn`` with ``spider eval`` against ``baselines`` on the same deals.
 
     ``suite`` names a benchmark suite (``spider eval --list-suites``); or
-    give ``seeds`` (``"1-100"``) and the game options in ``game`` (keys of
-    PROTOCOL.md's table, e.g. ``{"suits": 2, "max_steps": 500}``). ``obs``
-    is the observation encoding ``fn`` gets (``compact`` or ``float32``);
+    give ``seeds`` (``"1-100"``) and the game options in ``game``, a
+    :class:`SpiderConfig` or a dict of its fields (PROTOCOL.md's table, e.g.
+    ``{"suits": 2, "max_steps": 500}``; None values are the defaults, an
+    unknown key a TypeError, as for the environments). ``obs``
+    is the observation encoding ``fn`` gets (``compact``, the default, or
+    ``float32``; the same as ``game``'s ``obs``, which may give it instead);
     ``batch`` and ``board`` are :class:`PolicyServer`'s. The baselines are
     built-in policies (any ``spider eval --policies`` takes: ``random``,
     ``greedy``, ``search``, ``nn:PATH``, ...; a list, or one string with
@@ -513,6 +517,10 @@ def evaluate(
     """
     if (suite is None) == (seeds is None):
         raise ValueError("give one of suite and seeds")
+    cfg = game if isinstance(game, SpiderConfig) else SpiderConfig.resolve(None, **dict(game or {}))
+    if obs is not None and cfg.obs is not None and obs != cfg.obs:
+        raise ValueError(f"obs={obs!r} and game's obs={cfg.obs!r} disagree: give one")
+    obs = obs or cfg.obs or "compact"
     if isinstance(baselines, str):
         baselines = [b for b in baselines.split(",") if b]
     try:
@@ -547,8 +555,9 @@ def evaluate(
                 cmd += ["--workers", str(int(workers))]
             if per_game:
                 cmd.append("--per-game")
-            for key, value in (game or {}).items():
-                cmd += ["--" + key.replace("_", "-"), str(value)]
+            for key, value in cfg.to_request().items():
+                if key != "obs":  # given above
+                    cmd += ["--" + key.replace("_", "-"), str(value)]
             cmd += list(extra_args)
             proc = subprocess.run(
                 cmd,

@@ -31,10 +31,10 @@ import numpy as np
 from gymnasium import spaces
 from numpy.typing import NDArray
 
-from ._client import NUM_ACTIONS, Address, Client, StepReply, _seed, _whole, parse_address
+from ._client import NUM_ACTIONS, Address, Client, SpiderError, StepReply, _seed, _whole, parse_address
 from ._server import SpiderServer
 from .config import SpiderConfig
-from .envs import DEFAULT_TIMEOUT, SpiderEnv, _action_ids, _uncopyable
+from .envs import DEFAULT_TIMEOUT, SpiderEnv, _action_ids, _episode_key, _uncopyable
 
 # The ignores hold where stable-baselines3 is not installed (mypy sees Any);
 # "unused-ignore" keeps them quiet where it is, or where pyproject.toml
@@ -176,7 +176,7 @@ class SpiderVecEnv(VecEnv):  # type: ignore[misc, unused-ignore]
         if render_mode not in (None, "rgb_array", "ansi"):
             raise ValueError(f"render_mode {render_mode!r}: want 'rgb_array', 'ansi' or None")
         self._render_mode = render_mode
-        self.episode_key = episode_key
+        self.episode_key = _episode_key(episode_key)
         self.server: SpiderServer | None = None
         """The server this env started, if it started one."""
         self._client: Client | None = None
@@ -227,7 +227,7 @@ class SpiderVecEnv(VecEnv):  # type: ignore[misc, unused-ignore]
     def client(self) -> Client:
         """The protocol client of this env's one connection."""
         if self._client is None:
-            raise RuntimeError("the SpiderVecEnv is closed")
+            raise SpiderError("closed", "the SpiderVecEnv is closed: make a new one")
         return self._client
 
     def _sync(self) -> None:

@@ -145,9 +145,10 @@ def test_infos_and_episode_end(server):
         # sampler (a vectorizer's autoreset step) never meets an empty row.
         assert info["num_legal"] == 0 and (info["action_mask"] == 1).all()
         assert env.action_masks().all()
-        with pytest.raises(SpiderError) as e:
+        # As before the first reset (it was the server's bad_action, the
+        # code of an illegal move under illegal="error").
+        with pytest.raises(gym.error.ResetNeeded, match="has ended"):
             env.step(0)
-        assert "has ended" in str(e.value)
         obs, info = env.reset()
         assert info["moves"] == 0 and info["num_legal"] > 0
     finally:
@@ -481,3 +482,19 @@ def test_first_reset_draws_from_a_given_generator(server):
     finally:
         for env in envs:
             env.close()
+
+
+def test_bad_values_are_value_errors():
+    """A game option the server refuses is a ValueError, as a bad mask or
+    render_mode is, and still a SpiderError with its code; an episode_key
+    of another type is refused at once (it failed at the first episode's
+    end, that step's results lost)."""
+    for bad in ({"suits": 3}, {"rules": "nope"}, {"illegal": "foo"}, {"mask": "foo"}):
+        with pytest.raises(ValueError) as e:
+            SpiderEnv(**bad)
+        if "mask" not in bad:
+            assert isinstance(e.value, SpiderError) and e.value.code == "bad_config"
+    with pytest.raises(ValueError):
+        SpiderVectorEnv(2, suits=3)
+    with pytest.raises(TypeError, match="episode_key"):
+        SpiderEnv(episode_key=3)  # type: ignore[arg-type]

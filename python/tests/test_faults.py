@@ -259,6 +259,13 @@ def test_action_masks_are_the_callers_own():
         venv.send([], [])  # no game: [] is not a float array of games
         _, _, _, _, infos = venv.recv()
         assert infos["env_id"].size == 0
+        # EnvPool's spelling: env_id, and one index for one game.
+        legal = np.flatnonzero(venv.action_masks()[1])
+        venv.send(legal[:1], env_id=1)
+        _, _, _, _, infos = venv.recv()
+        assert infos["env_id"].tolist() == [1]
+        with pytest.raises(TypeError, match="not both"):
+            venv.send([0], [1], env_id=1)
     finally:
         venv.close()
         view.close()

@@ -504,3 +504,24 @@ def test_a_hello_sent_a_byte_at_a_time_is_dropped_in_time(monkeypatch: Any) -> N
     assert spider_env.policy._request_bound({"max_games": 4096, "obs_shape": [1 << 18], "obs_dtype": "float32"}) == (
         1 << 30
     )
+
+
+def test_evaluate_takes_the_game_as_the_environments_do() -> None:
+    """game is a SpiderConfig or a dict of its fields, as for the
+    environments: None is the default, an unknown key a TypeError before
+    anything runs (it was eval's unknown flag), and obs in both places must
+    agree (game's silently won)."""
+
+    def first(obs: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        return masks.argmax(axis=1)
+
+    rep = spider_env.evaluate(
+        first, seeds="1-2", baselines=["first"], game=spider_env.SpiderConfig(max_steps=30, suits=None)
+    )
+    assert rep["max_steps"] == 30 and rep["failures"] == []
+    rep = spider_env.evaluate(first, seeds="1", baselines=[], game={"max_steps": 20, "obs": "float32", "suits": None})
+    assert rep["obs"] == "float32"
+    with pytest.raises(TypeError, match="unknown game option 'sutis'"):
+        spider_env.evaluate(first, seeds="1", game={"sutis": 2})
+    with pytest.raises(ValueError, match="disagree"):
+        spider_env.evaluate(first, seeds="1", obs="compact", game={"obs": "float32"})

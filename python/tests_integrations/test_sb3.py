@@ -140,6 +140,10 @@ def test_vecenv_api(server):
     for e in (venv, ref, *singles):
         e.close()
     venv.close()  # idempotent
+    # Closed, it says so as every other surface does (a RuntimeError before).
+    with pytest.raises(SpiderError) as closed:
+        venv.reset()
+    assert closed.value.code == "closed"
 
 
 @pytest.mark.limit(60)
