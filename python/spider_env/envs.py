@@ -209,9 +209,10 @@ class SpiderEnv(gym.Env[NDArray[Any], np.int64]):
     length, ``won``, ``runs``); ``"episode"`` is left to wrappers such as
     Gymnasium's ``RecordEpisodeStatistics``, which refuse to overwrite it.
     None leaves the statistics out. From then until the next reset the
-    ``action_mask`` is all ones (any action is ignored by the reset that
-    must follow, and a masked sampler never meets an empty mask, Pgx's
-    convention) while ``num_legal`` stays the true count, 0.
+    ``action_mask`` is all ones (a masked sampler never meets an empty
+    mask, Pgx's convention) while ``num_legal`` stays the true count, 0;
+    a step then raises gymnasium's ``ResetNeeded``, as before the first
+    reset.
 
     ``render_mode`` ``"ansi"`` renders the board as text, ``"rgb_array"``
     as a (480, 640, 3) uint8 picture drawn by the server.
