@@ -356,7 +356,9 @@ func findTurningPoint(ctx context.Context, g record.Game, nodes int, stderr io.W
 			o := r.Options()
 			o.MaxSteps = i + oracleHorizon
 			if h, err := env.NewRules(o); err == nil {
-				s, _ = s.Reframe(h)
+				if t, err := s.Reframe(h); err == nil {
+					s = t // on an error the zero State would replace the game
+				}
 			}
 		}
 		return s

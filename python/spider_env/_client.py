@@ -320,8 +320,9 @@ class SpiderError(Exception):
 class SpiderValueError(SpiderError, ValueError):
     """A game option the server refused (code ``bad_config``): a
     :class:`SpiderError` that is also a ValueError, as a bad ``mask`` or
-    ``render_mode`` is, so that ``except ValueError`` catches every bad
-    value given to an environment."""
+    ``render_mode`` is, so that ``except ValueError`` catches a bad game
+    option whichever side checks it. (A batch too large for the server is
+    ``limit``, a SpiderError only.)"""
 
 
 # ---------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from ._client import (
     MakeReply,
     ObsArray,
     SpiderError,
+    SpiderValueError,
     StepReply,
     _seed,
     _whole,
@@ -293,7 +294,7 @@ class SpiderEnv(gym.Env[NDArray[Any], np.int64]):
             # The address now serves another version or other defaults.
             backend.close()
             where = "the new server" if self._address is None else f"the server at {self._address!r}"
-            raise SpiderError(
+            raise SpiderValueError(
                 "bad_config",
                 f"{where} makes {spec['config']} with observations {spec['obs_shape']}, "
                 f"not this env's {old['config']} {old['obs_shape']}: make a new env",
@@ -747,9 +748,22 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
         ids = self._step_ids(actions)
         with _whole(self.client, "step"):
             self.client.step_send(ids)
-            r = self._own(self.client.step_receive())
+            r = self._own(self._receive())
             self._last = r
         return r["obs"], r["rewards"], r["terminated"], r["truncated"], self._infos(r, with_episode=True)
+
+    def _receive(self) -> StepReply:
+        """The sent step's reply. Under disabled autoreset a step of a game
+        that has ended is gymnasium's ResetNeeded, as a SyncVectorEnv of
+        SpiderEnv games raises it; the server refused it as bad_action,
+        changing nothing (its words are pinned by the Go test
+        TestBatchDisabledRefusesEndedGames)."""
+        try:
+            return self.client.step_receive()
+        except SpiderError as e:
+            if self.autoreset_mode == AutoresetMode.DISABLED and e.code == "bad_action" and "has ended" in e.message:
+                raise gym.error.ResetNeeded(e.message) from e
+            raise
 
     def step_async(self, actions: npt.ArrayLike) -> None:
         """Send the step (one action per game) and return at once, while the
@@ -779,7 +793,7 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
             )
         with _whole(self.client, "step_wait"):
             self._all_sent = False
-            r = self._own(self.client.step_receive())
+            r = self._own(self._receive())
             self._last = r
         return r["obs"], r["rewards"], r["terminated"], r["truncated"], self._infos(r, with_episode=True)
 
@@ -820,12 +834,16 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
         if self.client.pending:
             raise RuntimeError("a step is in flight: call recv (or step_wait) first")
         ids = np.asarray(env_ids)
+        given = ids.shape
         if ids.ndim == 0:
-            ids = ids.reshape(1)  # one game, as EnvPool takes it
+            # One game, as EnvPool takes it, with its one action.
+            ids = ids.reshape(1)
+            if np.ndim(actions) == 0:
+                actions = np.reshape(actions, 1)
         if ids.size == 0 and ids.dtype.kind == "f":
             ids = ids.astype(np.int64)  # [] steps no game, as the protocol allows
         if ids.dtype.kind not in "iu" or ids.ndim != 1:
-            raise TypeError(f"env_ids must be a 1-d array of game indices, got {ids.dtype} of shape {ids.shape}")
+            raise TypeError(f"env_ids must be a 1-d array of game indices, got {ids.dtype} of shape {given}")
         ids = ids.astype(np.int64)
         if ids.size and (ids.min() < 0 or ids.max() >= self.num_envs):
             raise ValueError(f"env_ids must be 0 to {self.num_envs - 1}")
@@ -859,7 +877,7 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
             raise RuntimeError("recv without send")
         with _whole(self.client, "recv"):
             self._sent = None
-            full = self.client.step_receive()
+            full = self._receive()
             # Rows of the games stepped, new arrays; the whole batch's current
             # state stays for action_masks.
             by_key = cast(Mapping[str, NDArray[Any]], full)

@@ -489,8 +489,9 @@ def evaluate(
     ``suite`` names a benchmark suite (``spider eval --list-suites``); or
     give ``seeds`` (``"1-100"``) and the game options in ``game``, a
     :class:`SpiderConfig` or a dict of its fields (PROTOCOL.md's table, e.g.
-    ``{"suits": 2, "max_steps": 500}``; None values are the defaults, an
-    unknown key a TypeError, as for the environments). ``obs``
+    ``{"suits": 2, "max_steps": 500}``; values of the field's type, None
+    the default, an unknown key a TypeError, as for the environments).
+    ``obs``
     is the observation encoding ``fn`` gets (``compact``, the default, or
     ``float32``; the same as ``game``'s ``obs``, which may give it instead);
     ``batch`` and ``board`` are :class:`PolicyServer`'s. The baselines are
@@ -518,9 +519,9 @@ def evaluate(
     if (suite is None) == (seeds is None):
         raise ValueError("give one of suite and seeds")
     cfg = game if isinstance(game, SpiderConfig) else SpiderConfig.resolve(None, **dict(game or {}))
-    if obs is not None and cfg.obs is not None and obs != cfg.obs:
+    if obs is not None and cfg.obs is not None and obs.lower() != cfg.obs.lower():
         raise ValueError(f"obs={obs!r} and game's obs={cfg.obs!r} disagree: give one")
-    obs = obs or cfg.obs or "compact"
+    obs = obs if obs is not None else (cfg.obs or "compact")
     if isinstance(baselines, str):
         baselines = [b for b in baselines.split(",") if b]
     try:

@@ -266,6 +266,11 @@ def test_action_masks_are_the_callers_own():
         assert infos["env_id"].tolist() == [1]
         with pytest.raises(TypeError, match="not both"):
             venv.send([0], [1], env_id=1)
+        # One action for one game, both scalars (numpy's or Python's).
+        legal = np.flatnonzero(venv.action_masks()[0])
+        venv.send(legal[0], env_id=np.int64(0))
+        _, _, _, _, infos = venv.recv()
+        assert infos["env_id"].tolist() == [0]
     finally:
         venv.close()
         view.close()

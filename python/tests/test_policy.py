@@ -525,3 +525,5 @@ def test_evaluate_takes_the_game_as_the_environments_do() -> None:
         spider_env.evaluate(first, seeds="1", game={"sutis": 2})
     with pytest.raises(ValueError, match="disagree"):
         spider_env.evaluate(first, seeds="1", obs="compact", game={"obs": "float32"})
+    with pytest.raises(TypeError, match="must be int"):
+        spider_env.evaluate(first, seeds="1", game={"max_steps": "10"})
