@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -400,7 +401,7 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		if err := o.out.check(); err != nil {
 			return err
 		}
-		for f := range o.set {
+		for _, f := range slices.Sorted(maps.Keys(o.set)) { // the same flag named each time
 			if f != "list-suites" && f != "json" && f != "csv" {
 				return usageError{fmt.Errorf("--list-suites lists the suites and plays nothing: drop --%s", f)}
 			}
@@ -513,8 +514,6 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 				if err := agents.CheckRules(makers[p](), r); err != nil {
 					return usageError{fmt.Errorf("%s: %v", p, err)}
 				}
-			}
-			if isNet {
 				if after, err := fileSHA256(path); err != nil || after != checkpoints[p] {
 					return fmt.Errorf("%s changed while it was read (was it being written?): run again", path)
 				}
