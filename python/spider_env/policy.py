@@ -491,9 +491,9 @@ def evaluate(
     :class:`SpiderConfig` or a dict of its fields (PROTOCOL.md's table, e.g.
     ``{"suits": 2, "max_steps": 500}``; values of the field's type, None
     the default, an unknown key a TypeError, as for the environments).
-    ``obs``
-    is the observation encoding ``fn`` gets (``compact``, the default, or
-    ``float32``; the same as ``game``'s ``obs``, which may give it instead);
+    ``obs`` is the observation encoding ``fn`` gets (``compact``, the
+    default, or ``float32``; ``game``'s ``obs`` may give it instead, and
+    the two must agree);
     ``batch`` and ``board`` are :class:`PolicyServer`'s. The baselines are
     built-in policies (any ``spider eval --policies`` takes: ``random``,
     ``greedy``, ``search``, ``nn:PATH``, ...; a list, or one string with
