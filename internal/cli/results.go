@@ -131,10 +131,11 @@ func runResults(ctx context.Context, o resultsOptions, stdout, _ io.Writer) erro
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if done, err := writeResultRows(stdout, rows, o.out); done || err != nil {
+	list := resultsRows(rows)
+	if done, err := writeResultRows(stdout, list, o.out); done || err != nil {
 		return err
 	}
-	table := resultsTable(rows)
+	table := resultsTable(list)
 	if o.update == "" {
 		_, err := io.WriteString(stdout, table)
 		return err
@@ -538,16 +539,14 @@ func onePlayPerDeal(name string, rep evalReport) error {
 }
 
 // resultsTable is the Markdown table of rows.
-func resultsTable(rows []resultRow) string {
+func resultsTable(rows []resultsRow) string {
 	var b strings.Builder
 	b.WriteString("| suite | rules | suits | step limit | policy | deals | wins (95% CI) | mean score | mean runs | mean moves | failed games | program | file |\n")
 	b.WriteString("| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |\n")
 	for _, r := range rows {
-		p, s := r.policy, r.suite
-		p.Policy += budgetNote(p.Spec, r.report)
 		fmt.Fprintf(&b, "| %s (v%s) | %s | %d | %d | %s | %d | %.1f%% (%.1f-%.1f) | %s | %s | %.0f | %d | %s | %s |\n",
-			s.Name, s.Version, s.RuleSet, s.Suits, r.report.MaxSteps, cell(p.Policy), p.Games,
-			100*p.WinRate, 100*p.WinLo, 100*p.WinHi, plusMinus(p.Score, p.ScoreHalf, 1), plusMinus(p.Runs, p.RunsHalf, 2), p.Moves, p.Failures, cell(r.report.Program), cell(r.file))
+			r.Suite, r.SuiteVersion, r.Rules, r.Suits, r.MaxSteps, cell(r.Policy), r.Games,
+			100*r.WinRate, 100*r.WinLo, 100*r.WinHi, plusMinus(r.Score, r.ScoreHalf, 1), plusMinus(r.Runs, r.RunsHalf, 2), r.Moves, r.Failures, cell(r.Program), cell(r.File))
 	}
 	return b.String()
 }
@@ -577,9 +576,8 @@ type resultsRow struct {
 	File         string  `json:"file"`
 }
 
-// writeResultRows writes rows as --json or --csv ask, and reports whether
-// it did.
-func writeResultRows(w io.Writer, rows []resultRow, out outputFlags) (bool, error) {
+// resultsRows are the table's rows, from each policy's row of a report.
+func resultsRows(rows []resultRow) []resultsRow {
 	list := make([]resultsRow, 0, len(rows))
 	for _, r := range rows {
 		p, s := r.policy, r.suite
@@ -590,6 +588,12 @@ func writeResultRows(w io.Writer, rows []resultRow, out outputFlags) (bool, erro
 			Runs: p.Runs, RunsHalf: p.RunsHalf, Moves: p.Moves, Failures: p.Failures, Program: r.report.Program, File: r.file,
 		})
 	}
+	return list
+}
+
+// writeResultRows writes the table's rows as --json or --csv ask, and
+// reports whether it did.
+func writeResultRows(w io.Writer, list []resultsRow, out outputFlags) (bool, error) {
 	header := []string{"suite", "suite_version", "rules", "suits", "max_steps", "policy", "spec", "games", "wins", "win_rate", "win_rate_lo95", "win_rate_hi95",
 		"mean_score", "mean_score_ci95", "mean_runs", "mean_runs_ci95", "mean_moves", "failures", "program_version", "file"}
 	return out.write(w, list, header, func() (cells [][]string) {
@@ -797,15 +801,7 @@ func runPair(ctx context.Context, o resultsOptions, stdout io.Writer) error {
 			}
 		}
 	}
-	var out strings.Builder
 	var pairs []pairResult
-	if single {
-		out.WriteString("| A | B | pairs | A won | B won | only A won | only B won | wins p | score A-B (p) | runs A-B (p) |\n")
-		out.WriteString("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
-	} else {
-		out.WriteString("| A | B | deals | A plays | B plays | A won | B won | deals A won more often | deals B won more often | sign p | score A-B (p) | runs A-B (p) |\n")
-		out.WriteString("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
-	}
 	for _, pa := range namesA {
 		for _, pb := range namesB {
 			if err := ctx.Err(); err != nil {
@@ -821,7 +817,6 @@ func runPair(ctx context.Context, o resultsOptions, stdout io.Writer) error {
 				return usageError{fmt.Errorf("%s (%s) and %s (%s) share no seed: nothing to pair", pa, o.files[0], pb, o.files[1])}
 			}
 			slices.Sort(seeds)
-			nameA, nameB := cell(pa+sideNote(sides[0], pa)), cell(pb+sideNote(sides[1], pb))
 			if single {
 				var x, y []agents.Result
 				wa, wb := 0, 0
@@ -840,9 +835,6 @@ func runPair(ctx context.Context, o resultsOptions, stdout io.Writer) error {
 				pairs = append(pairs, pairResult{A: pa + sideNote(sides[0], pa), AFiles: o.files[0], B: pb + sideNote(sides[1], pb), BFiles: o.files[1],
 					Deals: c.GamesPairs, APlays: c.GamesPairs, BPlays: c.GamesPairs, AWon: wa, BWon: wb, AMore: c.OnlyAWon, BMore: c.OnlyBWon,
 					Test: "mcnemar", WinsP: ci95(c.WinsP), ScoreDiff: c.ScoreDiff, ScoreP: ci95(c.ScoreP), RunsDiff: c.RunsDiff, RunsP: ci95(c.RunsP)})
-				fmt.Fprintf(&out, "| %s (%s) | %s (%s) | %d | %d | %d | %d | %d | %.2g | %+.1f (%.2g) | %+.2f (%.2g) |\n",
-					nameA, cell(o.files[0]), nameB, cell(o.files[1]),
-					c.GamesPairs, wa, wb, c.OnlyAWon, c.OnlyBWon, c.WinsP, c.ScoreDiff, c.ScoreP, c.RunsDiff, c.RunsP)
 				continue
 			}
 			var plays, wins [2]int
@@ -869,9 +861,6 @@ func runPair(ctx context.Context, o resultsOptions, stdout io.Writer) error {
 			pairs = append(pairs, pairResult{A: pa + sideNote(sides[0], pa), AFiles: o.files[0], B: pb + sideNote(sides[1], pb), BFiles: o.files[1],
 				Deals: len(seeds), APlays: plays[0], BPlays: plays[1], AWon: wins[0], BWon: wins[1], AMore: moreA, BMore: moreB,
 				Test: "sign", WinsP: ci95(stats.McNemar(moreA, moreB)), ScoreDiff: scoreDiff, ScoreP: ci95(scoreP), RunsDiff: runsDiff, RunsP: ci95(runsP)})
-			fmt.Fprintf(&out, "| %s (%s) | %s (%s) | %d | %d | %d | %d | %d | %d | %d | %.2g | %+.1f (%.2g) | %+.2f (%.2g) |\n",
-				nameA, cell(o.files[0]), nameB, cell(o.files[1]), len(seeds), plays[0], plays[1], wins[0], wins[1],
-				moreA, moreB, stats.McNemar(moreA, moreB), scoreDiff, scoreP, runsDiff, runsP)
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -880,8 +869,31 @@ func runPair(ctx context.Context, o resultsOptions, stdout io.Writer) error {
 	if done, err := writePairs(stdout, pairs, o.out); done || err != nil {
 		return err
 	}
-	_, err := io.WriteString(stdout, out.String())
+	_, err := io.WriteString(stdout, pairTable(pairs, single))
 	return err
+}
+
+// pairTable is pairs as results --pair prints them: McNemar's columns
+// where each side played each deal once (single), the pooled plays'
+// otherwise.
+func pairTable(pairs []pairResult, single bool) string {
+	var out strings.Builder
+	if single {
+		out.WriteString("| A | B | pairs | A won | B won | only A won | only B won | wins p | score A-B (p) | runs A-B (p) |\n")
+		out.WriteString("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	} else {
+		out.WriteString("| A | B | deals | A plays | B plays | A won | B won | deals A won more often | deals B won more often | sign p | score A-B (p) | runs A-B (p) |\n")
+		out.WriteString("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	}
+	for _, r := range pairs {
+		fmt.Fprintf(&out, "| %s (%s) | %s (%s) | %d |", cell(r.A), cell(r.AFiles), cell(r.B), cell(r.BFiles), r.Deals)
+		if !single {
+			fmt.Fprintf(&out, " %d | %d |", r.APlays, r.BPlays)
+		}
+		fmt.Fprintf(&out, " %d | %d | %d | %d | %.2g | %+.1f (%.2g) | %+.2f (%.2g) |\n",
+			r.AWon, r.BWon, r.AMore, r.BMore, float64(r.WinsP), r.ScoreDiff, float64(r.ScoreP), r.RunsDiff, float64(r.RunsP))
+	}
+	return out.String()
 }
 
 // poolable reports why rep cannot be pooled with the reports of one side
