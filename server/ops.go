@@ -3,6 +3,7 @@ package server
 import (
 	"crypto/rand"
 	"encoding/binary"
+	"errors"
 	"math"
 	"net"
 	"slices"
@@ -568,6 +569,11 @@ func (cn *conn) opStep(q *request) *replyError {
 		err = cn.batch.Step(cn.actions)
 	}
 	if err != nil {
+		// A game that has ended is not a bad action: the client is right to
+		// have sent it, and needs to know to reset rather than choose again.
+		if errors.Is(err, env.ErrEpisodeOver) {
+			return fail(codeOver, "%v", err)
+		}
 		return fail(codeBadAction, "%v", err)
 	}
 	cn.stepReply(q)
@@ -706,7 +712,7 @@ func (cn *conn) opHint(q *request) *replyError {
 	s := cn.batch.State(i)
 	legal := s.AppendLegal(nil)
 	if len(legal) == 0 || cn.batch.Ended(i) {
-		return fail(codeBadOrder, "game %d has no legal action (it has ended); reset it", i)
+		return fail(codeOver, "game %d has ended: it has no legal action to hint until it is reset", i)
 	}
 	if cn.hint == nil {
 		if !cn.s.reserve(int64(cn.s.cfg.HintBytes)) {

@@ -15,6 +15,7 @@ const (
 	codeBadOrder   = "bad_order"
 	codeBadConfig  = "bad_config"
 	codeBadAction  = "bad_action"
+	codeOver       = "episode_over"
 	codeLimit      = "limit"
 	codeInternal   = "internal"
 )

@@ -627,6 +627,42 @@ func TestOrderComesFromTheTable(t *testing.T) {
 	cl.failed(map[string]any{"op": "render", "game": 1}, "bad_order", "render before reset: reset the batch first")
 }
 
+// TestEndedGameIsEpisodeOver checks that stepping a game that has ended
+// (autoreset disabled) and hinting one (any autoreset) are refused with
+// episode_over, not bad_action, changing nothing, so that a client can tell
+// "reset it" from "choose another action" without reading the message.
+func TestEndedGameIsEpisodeOver(t *testing.T) {
+	deal := actionsBin([]env.Action{env.Deal, env.Deal, env.Deal})
+	for _, autoreset := range []string{"disabled", "next-step"} {
+		t.Run(autoreset, func(t *testing.T) {
+			_, addr := start(t, Config{})
+			cl := dial(t, addr)
+			hello(cl)
+			cl.ok(map[string]any{"op": "make", "n": 3, "max_steps": 1, "autoreset": autoreset, "illegal": "error"})
+			cl.ok(map[string]any{"op": "reset", "seed": 5})
+			rep := cl.ok(map[string]any{"op": "step", "actions": deal})
+			if fmt.Sprint(rep["truncated"]) != fmt.Sprint([]byte{1, 1, 1}) {
+				t.Fatalf("truncated %v after one step of max_steps 1", rep["truncated"])
+			}
+			before := cl.ok(map[string]any{"op": "render", "game": 1})["text"]
+			cl.failed(map[string]any{"op": "hint", "game": 1}, "episode_over", "game 1 has ended: it has no legal action to hint until it is reset")
+			if autoreset == "disabled" {
+				cl.failed(map[string]any{"op": "step", "actions": deal}, "episode_over", "env: game 0 has ended; reset it before stepping it (autoreset disabled)")
+				cl.failed(map[string]any{"op": "step", "actions": deal, "env_ids": []byte{2, 0, 0, 0}}, "episode_over", "env: game 2 has ended; reset it before stepping it (autoreset disabled)")
+				if after := cl.ok(map[string]any{"op": "render", "game": 1})["text"]; after != before {
+					t.Fatalf("a refused step changed game 1:\n%v\n%v", before, after)
+				}
+				cl.ok(map[string]any{"op": "reset", "reset_mask": []byte{1, 1, 1}})
+			} else if rep := cl.ok(map[string]any{"op": "step", "actions": deal}); fmt.Sprint(rep["truncated"]) != fmt.Sprint([]byte{0, 0, 0}) {
+				t.Fatalf("truncated %v: the step after the end should have reset every game", rep["truncated"])
+			}
+			// Restarted, the games take hints and steps again.
+			cl.ok(map[string]any{"op": "hint", "game": 1})
+			cl.ok(map[string]any{"op": "step", "actions": deal})
+		})
+	}
+}
+
 // TestOperationStagesAsDocumented pins the table's stages to the order
 // PROTOCOL.md states: hello any time; make and close after hello; reset
 // after make; step, render and hint after a reset. (TestOrderComesFromTheTable

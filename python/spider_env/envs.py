@@ -436,6 +436,8 @@ class SpiderEnv(gym.Env[NDArray[Any], np.int64]):
         face-down card")."""
         if self._last is None:
             raise gym.error.ResetNeeded("call reset before hint")
+        if self._ended:
+            raise gym.error.ResetNeeded("the episode has ended: call reset before hint")
         h = self.client.hint(0)
         return h["action"], h["reason"]
 
@@ -755,13 +757,12 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
     def _receive(self) -> StepReply:
         """The sent step's reply. Under disabled autoreset a step of a game
         that has ended is gymnasium's ResetNeeded, as a SyncVectorEnv of
-        SpiderEnv games raises it; the server refused it as bad_action,
-        changing nothing (its words are pinned by the Go test
-        TestBatchDisabledRefusesEndedGames)."""
+        SpiderEnv games raises it; the server refused it as episode_over,
+        changing nothing."""
         try:
             return self.client.step_receive()
         except SpiderError as e:
-            if self.autoreset_mode == AutoresetMode.DISABLED and e.code == "bad_action" and "has ended" in e.message:
+            if e.code == "episode_over":
                 raise gym.error.ResetNeeded(e.message) from e
             raise
 
@@ -994,10 +995,19 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
         return masks
 
     def hint(self, index: int = 0) -> tuple[int, str]:
-        """The server's recommended action for game ``index`` and the reason."""
+        """The server's recommended action for game ``index`` and the reason.
+        A game that has ended has none: under disabled autoreset that is
+        gymnasium's ResetNeeded, as for its step; under the other modes, in
+        the step before it restarts, a :class:`SpiderError` with code
+        ``episode_over``."""
         if self._last is None:
             raise gym.error.ResetNeeded("call reset before hint")
-        h = self.client.hint(int(index))
+        try:
+            h = self.client.hint(int(index))
+        except SpiderError as e:
+            if e.code == "episode_over" and self.autoreset_mode == AutoresetMode.DISABLED:
+                raise gym.error.ResetNeeded(e.message) from e
+            raise
         return h["action"], h["reason"]
 
     def render(self) -> tuple[str, ...] | tuple[NDArray[np.uint8], ...] | None:

@@ -145,8 +145,8 @@ def test_infos_and_episode_end(server):
         # sampler (a vectorizer's autoreset step) never meets an empty row.
         assert info["num_legal"] == 0 and (info["action_mask"] == 1).all()
         assert env.action_masks().all()
-        # As before the first reset (it was the server's bad_action, the
-        # code of an illegal move under illegal="error").
+        # As before the first reset (the server would refuse the step as
+        # episode_over; the env does not send it).
         with pytest.raises(gym.error.ResetNeeded, match="has ended"):
             env.step(0)
         obs, info = env.reset()
@@ -465,6 +465,24 @@ def test_hint_is_a_legal_action_with_a_reason():
             assert venv.action_masks()[i, action] and reason
     finally:
         venv.close()
+
+
+def test_hint_after_the_episode_is_reset_needed():
+    from spider_env import SpiderEnv
+
+    env = SpiderEnv(max_steps=1)
+    try:
+        env.reset(seed=4)
+        action, _ = env.hint()
+        _, _, terminated, truncated, _ = env.step(action)
+        assert truncated and not terminated
+        with pytest.raises(gym.error.ResetNeeded, match="has ended"):
+            env.hint()
+        env.reset()
+        action, _ = env.hint()
+        assert env.action_masks()[action]
+    finally:
+        env.close()
 
 
 def test_first_reset_draws_from_a_given_generator(server):

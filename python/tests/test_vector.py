@@ -133,14 +133,21 @@ def test_random_rollout(server, mode, rules):
             if mode == "next-step":
                 # Any action is accepted, and ignored; no move is legal.
                 assert (infos["action_mask"][done] == 1).all() and (infos["num_legal"][done] == 0).all()
+                if done.any():
+                    with pytest.raises(SpiderError, match="has ended") as e:
+                        venv.hint(int(np.flatnonzero(done)[0]))
+                    assert e.value.code == "episode_over"
             elif mode == "disabled" and done.any():
                 assert (infos["num_legal"][done] == 0).all()
                 if t % 2 == 0:
                     # As a SyncVectorEnv of SpiderEnv games raises it (the
-                    # server's bad_action is its cause).
+                    # server's episode_over is its cause); so does a hint.
                     with pytest.raises(gym.error.ResetNeeded, match="has ended") as e:
                         venv.step(np.zeros(N, np.int64))
-                    assert isinstance(e.value.__cause__, SpiderError) and e.value.__cause__.code == "bad_action"
+                    assert isinstance(e.value.__cause__, SpiderError) and e.value.__cause__.code == "episode_over"
+                    with pytest.raises(gym.error.ResetNeeded, match="has ended") as e:
+                        venv.hint(int(np.flatnonzero(done)[0]))
+                    assert isinstance(e.value.__cause__, SpiderError) and e.value.__cause__.code == "episode_over"
                 before = obs.copy()
                 obs, rinfos = venv.reset(options={"reset_mask": done})
                 assert (obs[~done] == before[~done]).all()
