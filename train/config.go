@@ -39,6 +39,19 @@ type Config struct {
 	MaxNorm   float64 `msgpack:"max_grad_norm"` // gradients are scaled down to this global L2 norm
 	// RewardScale multiplies the score change, so returns stay near 1.
 	RewardScale float64 `msgpack:"reward_scale"`
+	// AnnealLR, when positive, lowers PPO's learning rate linearly over
+	// the first AnnealLR iterations: iteration i (counted from 0) learns
+	// at LR × (1 - i/AnnealLR), the last of them at LR/AnnealLR, and later
+	// ones stay there (CleanRL's anneal_lr, over a run of AnnealLR
+	// iterations; a run resumed past them goes on learning).
+	AnnealLR int `msgpack:"anneal_lr,omitempty"`
+	// TargetKL, when positive, ends an iteration's learning early: once a
+	// minibatch's approximate KL divergence from the rollout's policy
+	// (ApproxKL, measured before its update) exceeds 1.5 × TargetKL, that
+	// minibatch's update and the rest of the iteration's are skipped
+	// (Stable-Baselines3's target_kl). The first minibatch of an iteration
+	// is always learnt from, its policy being the rollout's.
+	TargetKL float64 `msgpack:"target_kl,omitempty"`
 
 	// CloneGames is the number of the teacher's games whose moves the
 	// network imitates before PPO starts (0: no warm start); CloneEpochs
@@ -201,6 +214,10 @@ func (c Config) validate() error {
 		// An infinite or huge coefficient only fails later, as a loss
 		// that is not finite after the first update.
 		return fmt.Errorf("train: value and entropy coefficients must be 0 to %g", float64(maxCoef))
+	case c.AnnealLR < 0 || c.AnnealLR > maxAnneal:
+		return fmt.Errorf("train: anneal lr %d outside 0 to %d iterations", c.AnnealLR, maxAnneal)
+	case !(c.TargetKL >= 0 && c.TargetKL <= maxCoef):
+		return fmt.Errorf("train: the target KL must be 0 (none) to %g", float64(maxCoef))
 	case !(c.MaxNorm >= 0) || math.IsInf(c.MaxNorm, 0):
 		return fmt.Errorf("train: the gradient clip must be finite and not negative")
 	case c.CloneGames < 0 || c.CloneEpochs < 0 || c.CloneIdle < 0:
@@ -260,6 +277,19 @@ func (c Config) checkShaping() error {
 // use (the defaults are 0.01 to 0.5), and far below where float32 losses
 // overflow.
 const maxCoef = 1e6
+
+// maxAnneal bounds AnnealLR: a billion iterations are years of a run.
+const maxAnneal = 1 << 30
+
+// lrAt returns PPO's learning rate in iteration iter (counted from 0):
+// LR, or under AnnealLR its linear schedule.
+func (c Config) lrAt(iter int) float64 {
+	if c.AnnealLR <= 0 {
+		return c.LR
+	}
+	i := min(iter, c.AnnealLR-1)
+	return c.LR * float64(c.AnnealLR-i) / float64(c.AnnealLR)
+}
 
 // TeacherName returns the name of the teacher of the warm start and the
 // DAgger rounds: Teacher, or "greedy" when it is empty.

@@ -151,8 +151,10 @@ type losses struct {
 	ApproxKL, ClipFrac               float64 // PPO's diagnostics (headOp)
 }
 
-// update runs the graphs on the filled minibatch and applies one Adam step.
-func (l *learner) update() (losses, error) {
+// update runs the graphs on the filled minibatch and applies one Adam
+// step, unless maxKL is positive and the minibatch's ApproxKL exceeds it:
+// then it reports false and leaves the weights as they were.
+func (l *learner) update(maxKL float64) (losses, bool, error) {
 	var out losses
 	defer func() {
 		for _, p := range l.parts {
@@ -170,13 +172,13 @@ func (l *learner) update() (losses, error) {
 	}
 	for _, err := range l.errs {
 		if err != nil {
-			return out, err
+			return out, false, err
 		}
 	}
 	for i, p := range l.parts {
 		gs, err := p.gr.grads()
 		if err != nil {
-			return out, err
+			return out, false, err
 		}
 		if len(l.parts) == 1 {
 			l.grads = l.grads[:0]
@@ -209,11 +211,14 @@ func (l *learner) update() (losses, error) {
 	out.GradNorm = gradNorm(l.grads)
 	if bad(out.Policy) || bad(out.Value) || bad(out.Entropy) || bad(out.GradNorm) {
 		// Checked before the update, so the weights stay as they were.
-		return out, fmt.Errorf("train: the loss or its gradient is not finite (policy %v, value %v, entropy %v, gradient norm %v)",
+		return out, false, fmt.Errorf("train: the loss or its gradient is not finite (policy %v, value %v, entropy %v, gradient norm %v)",
 			out.Policy, out.Value, out.Entropy, out.GradNorm)
 	}
+	if maxKL > 0 && out.ApproxKL > maxKL {
+		return out, false, nil
+	}
 	l.opt.step(l.params, l.grads, out.GradNorm)
-	return out, nil
+	return out, true, nil
 }
 
 func (l *learner) close() {

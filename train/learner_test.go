@@ -63,7 +63,7 @@ func TestLearnerSolvesMaskedBandit(t *testing.T) {
 			l.setRow(r, obs, mask, a)
 			l.oldLP[r], l.adv[r], l.ret[r] = lp, reward-value[0], reward
 		}
-		ls, err := l.update()
+		ls, _, err := l.update(0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,7 +121,7 @@ func benchLearner(b *testing.B, c Config) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		if _, err := l.update(); err != nil {
+		if _, _, err := l.update(0); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -164,7 +164,7 @@ func TestShardedUpdateMatchesOneGraph(t *testing.T) {
 			l.setRow(r, obs, mask, a)
 			l.oldLP[r], l.adv[r], l.ret[r] = -1.5, float32(g.IntN(5)-2), float32(g.IntN(3))
 		}
-		ls, err := l.update()
+		ls, _, err := l.update(0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -217,7 +217,7 @@ func TestLearnerMasksIllegalActions(t *testing.T) {
 		l.setRow(r, []float32{1, float32(r), -1}, mask, ls[0])
 		want += math.Log(float64(len(ls))) / rows
 	}
-	ls, err := l.update()
+	ls, _, err := l.update(0)
 	if err != nil {
 		t.Fatal(err)
 	}

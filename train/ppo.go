@@ -93,7 +93,10 @@ func (t *Trainer) iteration(ctx context.Context) (Metrics, error) {
 	l := t.learner
 	// Advantages are normalised over the whole rollout.
 	mean, std := meanStd(t.adv)
-	sum, updates, err := t.epochs(ctx, l, n*T, c.Minibatch, c.Epochs, passOptions{}, func(r, idx int) {
+	// Set from the iteration count each time, so that a resumed run
+	// learns at the rate the uninterrupted one would.
+	l.opt.LR = c.lrAt(t.iter)
+	sum, updates, err := t.epochs(ctx, l, n*T, c.Minibatch, c.Epochs, passOptions{maxKL: 1.5 * c.TargetKL}, func(r, idx int) {
 		l.setRow(r, t.obs[idx*D:(idx+1)*D], t.masks[idx*A:(idx+1)*A], int(t.actions[idx]))
 		l.adv[r] = (t.adv[idx] - mean) / std
 		l.oldLP[r], l.ret[r] = t.logp[idx], t.ret[idx]
@@ -107,7 +110,7 @@ func (t *Trainer) iteration(ctx context.Context) (Metrics, error) {
 	t.elapsed += total.Seconds()
 	m := Metrics{Iter: t.iter, Phase: "ppo", EnvSteps: t.steps, Episodes: t.eps, Finished: finished,
 		PolicyLoss: sum.Policy / float64(updates), ValueLoss: sum.Value / float64(updates), Entropy: sum.Entropy / float64(updates),
-		ApproxKL: sum.ApproxKL / float64(updates), ClipFrac: sum.ClipFrac / float64(updates),
+		ApproxKL: sum.ApproxKL / float64(updates), ClipFrac: sum.ClipFrac / float64(updates), LR: l.opt.LR, Updates: updates,
 		EnvStepsPerS: float64(n*T) / total.Seconds(), UpdatesPerS: float64(updates) / learnT.Seconds(),
 		EnvSeconds: envT.Seconds(), ActSeconds: actT.Seconds(), LearnSeconds: learnT.Seconds(), ElapsedSecond: t.elapsed}
 	if finished > 0 {

@@ -276,7 +276,7 @@ func TestClipRangeIsTheConfigs(t *testing.T) {
 			l.oldLP[r], l.adv[r], l.ret[r] = float32(lp-math.Log(tc.ratio)), float32(tc.adv), 0
 		}
 		w0 := weights(net)
-		if _, err := l.update(); err != nil {
+		if _, _, err := l.update(0); err != nil {
 			t.Fatal(err)
 		}
 		w1 := weights(net)
@@ -288,6 +288,58 @@ func TestClipRangeIsTheConfigs(t *testing.T) {
 		// the policy's gradient reaches the shared layers; compare all.
 		if changed != tc.moves {
 			t.Errorf("ratio %v, advantage %v: weights changed %v, want %v", tc.ratio, tc.adv, changed, tc.moves)
+		}
+		l.close()
+	}
+}
+
+// TestUpdateStopsAtTheKLBound checks update's KL bound: a minibatch whose
+// every probability ratio is 1.15 has an approximate KL of 0.15 - ln 1.15
+// (0.0102); under a bound above it the update is applied, under one below
+// it the update is refused and the weights stay, and 0 is no bound.
+func TestUpdateStopsAtTheKLBound(t *testing.T) {
+	const obs, acts, rows, ratio = 4, 3, 8, 1.15
+	wantKL := (ratio - 1) - math.Log(ratio)
+	for _, tc := range []struct {
+		maxKL   float64
+		applied bool
+	}{{0.02, true}, {0.005, false}, {0, true}} {
+		net, err := nn.New(nn.Spec{ObsLen: obs, NumActions: acts, Hidden: []int{5}}, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := newLearner(net, newAdam(net.Params(), 0.01, 0), rows, PPOLoss, coefs{}, 0.2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := net.NewScratch(1)
+		logits, value := make([]float32, acts), make([]float32, 1)
+		g := rng.New(2)
+		for r := range rows {
+			x := make([]float32, obs)
+			for i := range x {
+				x[i] = float32(g.IntN(3)) - 1
+			}
+			a := r % acts
+			net.Forward(logits, value, x, 1, sc)
+			mx := max(logits[0], logits[1], logits[2])
+			s := 0.0
+			for _, z := range logits {
+				s += math.Exp(float64(z - mx))
+			}
+			l.setRow(r, x, []uint8{1, 1, 1}, a)
+			l.oldLP[r], l.adv[r], l.ret[r] = float32(float64(logits[a]-mx)-math.Log(s)-math.Log(ratio)), 1, 0
+		}
+		w0 := weights(net)
+		ls, applied, err := l.update(tc.maxKL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(ls.ApproxKL-wantKL) > 1e-4 {
+			t.Errorf("approximate KL %v, want %v", ls.ApproxKL, wantKL)
+		}
+		if applied != tc.applied || slices.Equal(w0, weights(net)) == tc.applied {
+			t.Errorf("bound %v: applied %v, weights changed %v; want %v", tc.maxKL, applied, !slices.Equal(w0, weights(net)), tc.applied)
 		}
 		l.close()
 	}

@@ -63,6 +63,12 @@ type Metrics struct {
 	// and clipfrac).
 	ApproxKL float64 `msgpack:"approx_kl" json:"approx_kl"`
 	ClipFrac float64 `msgpack:"clip_frac" json:"clip_frac"`
+	// LR is the learning rate of a PPO iteration's updates (AnnealLR
+	// lowers it), and Updates the number of its minibatch updates: fewer
+	// than Epochs times the minibatches of a rollout when TargetKL ended
+	// the iteration early.
+	LR      float64 `msgpack:"lr" json:"lr"`
+	Updates int     `msgpack:"updates" json:"updates"`
 }
 
 // plausible reports whether m's numbers are ones a run can produce:
@@ -72,19 +78,19 @@ type Metrics struct {
 // and a value past these (an axis from -9e307 to 9e307, whose width
 // overflows) had the plot hang.
 func (m Metrics) plausible() bool {
-	for _, v := range []float64{m.MeanReturn, m.WinRate, m.MeanRuns, m.PolicyLoss, m.ValueLoss, m.Entropy, m.ApproxKL, m.ClipFrac, m.EnvStepsPerS,
+	for _, v := range []float64{m.MeanReturn, m.WinRate, m.MeanRuns, m.PolicyLoss, m.ValueLoss, m.Entropy, m.ApproxKL, m.ClipFrac, m.LR, m.EnvStepsPerS,
 		m.UpdatesPerS, m.EnvSeconds, m.ActSeconds, m.LearnSeconds, m.ElapsedSecond, m.ValWinRate, m.ValRuns, m.ValSeconds,
 		m.Agreement, m.LabelSeconds} {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return false
 		}
 	}
-	for _, n := range []int64{int64(m.Iter), m.EnvSteps, m.Episodes, int64(m.Finished), int64(m.ValGames), int64(m.Round), int64(m.Labels)} {
+	for _, n := range []int64{int64(m.Iter), m.EnvSteps, m.Episodes, int64(m.Finished), int64(m.ValGames), int64(m.Round), int64(m.Labels), int64(m.Updates)} {
 		if n < 0 {
 			return false
 		}
 	}
-	for _, v := range []float64{m.EnvStepsPerS, m.UpdatesPerS, m.EnvSeconds, m.ActSeconds, m.LearnSeconds, m.ElapsedSecond, m.ValSeconds, m.LabelSeconds, m.Entropy, m.ValueLoss} {
+	for _, v := range []float64{m.EnvStepsPerS, m.UpdatesPerS, m.EnvSeconds, m.ActSeconds, m.LearnSeconds, m.ElapsedSecond, m.ValSeconds, m.LabelSeconds, m.Entropy, m.ValueLoss, m.LR} {
 		if v < 0 {
 			return false
 		}
@@ -137,9 +143,9 @@ var ErrNoEpisodes = errors.New("train: no finished episode to plot yet")
 const curveWindow = 20
 
 // metricsHeader is the CSV header, in Metrics field order but for
-// approx_kl and clip_frac, which follow entropy.
+// approx_kl, clip_frac, lr and updates, which follow entropy.
 var metricsHeader = []string{"iter", "phase", "env_steps", "episodes", "mean_return", "win_rate", "mean_runs", "finished",
-	"policy_loss", "value_loss", "entropy", "approx_kl", "clip_frac", "env_steps_per_s", "updates_per_s", "env_s", "act_s", "learn_s", "elapsed_s",
+	"policy_loss", "value_loss", "entropy", "approx_kl", "clip_frac", "lr", "updates", "env_steps_per_s", "updates_per_s", "env_s", "act_s", "learn_s", "elapsed_s",
 	"val_games", "val_win_rate", "val_runs", "val_s", "round", "labels", "agreement", "label_s"}
 
 // WriteMetrics writes history as CSV (jsonl false) or JSON lines.
@@ -159,7 +165,7 @@ func WriteMetrics(w io.Writer, history []Metrics, jsonl bool) error {
 	for _, m := range history {
 		cw.Write([]string{strconv.Itoa(m.Iter), m.Phase, strconv.FormatInt(m.EnvSteps, 10), strconv.FormatInt(m.Episodes, 10),
 			f(m.MeanReturn), f(m.WinRate), f(m.MeanRuns), strconv.Itoa(m.Finished), f(m.PolicyLoss), f(m.ValueLoss), f(m.Entropy),
-			f(m.ApproxKL), f(m.ClipFrac), f(m.EnvStepsPerS), f(m.UpdatesPerS), f(m.EnvSeconds), f(m.ActSeconds), f(m.LearnSeconds), f(m.ElapsedSecond),
+			f(m.ApproxKL), f(m.ClipFrac), f(m.LR), strconv.Itoa(m.Updates), f(m.EnvStepsPerS), f(m.UpdatesPerS), f(m.EnvSeconds), f(m.ActSeconds), f(m.LearnSeconds), f(m.ElapsedSecond),
 			strconv.Itoa(m.ValGames), f(m.ValWinRate), f(m.ValRuns), f(m.ValSeconds),
 			strconv.Itoa(m.Round), strconv.Itoa(m.Labels), f(m.Agreement), f(m.LabelSeconds)})
 	}

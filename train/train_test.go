@@ -39,6 +39,28 @@ func weights(n *nn.Net) []float32 { return slices.Concat(n.Params()...) }
 // a checkpoint, a fresh process's worth of state (Resume) and two more:
 // weights, optimiser, games and metrics must come out identical.
 func TestResumeIsExact(t *testing.T) {
+	scheduled := tinyConfig()
+	// The learning rate of each iteration comes from the iteration count,
+	// and a target KL stops iterations at different updates.
+	// (2e-6 stops the first iteration early, whose minibatches' mean KL is
+	// 3.8e-6, and none of the later ones.)
+	scheduled.AnnealLR, scheduled.TargetKL, scheduled.Epochs = 3, 2e-6, 4
+	t.Run("plain", func(t *testing.T) { testResumeIsExact(t, tinyConfig) })
+	t.Run("scheduled", func(t *testing.T) {
+		history := testResumeIsExact(t, func() Config { return scheduled })
+		var updates []int
+		for _, m := range history[1:] { // after the warm start
+			updates = append(updates, m.Updates)
+		}
+		if slices.Min(updates) == 8 || slices.Max(updates) < 8 {
+			t.Fatalf("updates %v: want some iterations stopped early and some not, to resume across both", updates)
+		}
+	})
+}
+
+// testResumeIsExact runs TestResumeIsExact on tinyConfig's runs and
+// returns the uninterrupted run's history.
+func testResumeIsExact(t *testing.T, tinyConfig func() Config) []Metrics {
 	ctx := context.Background()
 	straight, err := New(tinyConfig())
 	if err != nil {
@@ -82,13 +104,55 @@ func TestResumeIsExact(t *testing.T) {
 	}
 	for i := range straight.History {
 		a, b := straight.History[i], resumed.History[i]
-		if a.EnvSteps != b.EnvSteps || a.Episodes != b.Episodes || a.PolicyLoss != b.PolicyLoss || a.MeanReturn != b.MeanReturn ||
+		if a.EnvSteps != b.EnvSteps || a.Episodes != b.Episodes || a.PolicyLoss != b.PolicyLoss || a.MeanReturn != b.MeanReturn || a.LR != b.LR || a.Updates != b.Updates ||
 			a.ValGames != b.ValGames || a.ValWinRate != b.ValWinRate || a.ValRuns != b.ValRuns {
 			t.Fatalf("metrics line %d differs: %+v and %+v", i, a, b)
 		}
 	}
 	if !slices.Equal(straight.batch.ObsFloat32, resumed.batch.ObsFloat32) {
 		t.Fatal("the games differ after resuming")
+	}
+	return straight.History
+}
+
+// TestAnnealAndTargetKL checks the two PPO schedules through a run's
+// metrics: under AnnealLR 3 the iterations learn at LR, 2/3 LR, 1/3 LR and
+// then stay there; with no TargetKL an iteration makes every update (4
+// passes of 2 minibatches), and under a target no update meets it stops
+// after the first, whose policy is the rollout's.
+func TestAnnealAndTargetKL(t *testing.T) {
+	base := tinyConfig()
+	base.CloneGames, base.ValEvery, base.Epochs = 0, 0, 4
+	for _, tc := range []struct {
+		anneal  int
+		kl      float64
+		lr      []float64
+		updates int
+	}{
+		{0, 0, []float64{1, 1, 1, 1}, 8},
+		{3, 0, []float64{1, 2.0 / 3, 1.0 / 3, 1.0 / 3}, 8},
+		{0, 1e-12, []float64{1, 1, 1, 1}, 1},
+	} {
+		c := base
+		c.AnnealLR, c.TargetKL = tc.anneal, tc.kl
+		tr, err := New(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w0 := weights(tr.Net)
+		if err := tr.Run(context.Background(), until(4), nil); err != nil {
+			t.Fatal(err)
+		}
+		if slices.Equal(w0, weights(tr.Net)) {
+			t.Errorf("anneal %d, target KL %v: the weights did not change", tc.anneal, tc.kl)
+		}
+		for i, m := range tr.History {
+			if math.Abs(m.LR-tc.lr[i]*c.LR) > 1e-12 || m.Updates != tc.updates {
+				t.Errorf("anneal %d, target KL %v, iteration %d: lr %v and %d updates; want %v and %d",
+					tc.anneal, tc.kl, i+1, m.LR, m.Updates, tc.lr[i]*c.LR, tc.updates)
+			}
+		}
+		tr.Close()
 	}
 }
 
@@ -219,6 +283,8 @@ func TestConfigValidation(t *testing.T) {
 		"scale":     {func(c *Config) { c.RewardScale = 1e300 }, "train: the reward scale must be in (0, 1e+06]"},
 		"max norm":  {func(c *Config) { c.MaxNorm = math.Inf(1) }, "train: the gradient clip must be finite and not negative"},
 		"clip":      {func(c *Config) { c.Clip = 1.5 }, "train: clip must be in (0, 1)"},
+		"anneal":    {func(c *Config) { c.AnnealLR = -1 }, "train: anneal lr -1 outside 0 to 1073741824 iterations"},
+		"target kl": {func(c *Config) { c.TargetKL = math.NaN() }, "train: the target KL must be 0 (none) to 1e+06"},
 		"teacher":   {func(c *Config) { c.Teacher = "chess" }, `train: teacher "chess": want greedy, search or random (the oracle sees hidden cards)`},
 		"hidden":    {func(c *Config) { c.Hidden = []int{0} }, "train: hidden width 0 outside 1 to 16384"},
 		"idle":      {func(c *Config) { c.CloneIdle = -1 }, "train: clone games, epochs and idle moves must not be negative"},
@@ -299,7 +365,7 @@ func TestNonFiniteLossLeavesWeights(t *testing.T) {
 	before := weights(net)
 	l.setRow(0, []float32{1, float32(math.NaN()), 0}, []uint8{1, 1, 0, 0}, 1)
 	l.setRow(1, []float32{0, 1, 0}, []uint8{0, 0, 1, 1}, 3)
-	if _, err := l.update(); err == nil || !strings.Contains(err.Error(), "not finite") {
+	if _, _, err := l.update(0); err == nil || !strings.Contains(err.Error(), "not finite") {
 		t.Fatalf("update with a NaN input: %v", err)
 	}
 	if !slices.Equal(before, weights(net)) {

@@ -245,7 +245,9 @@ func (t *Trainer) Run(ctx context.Context, stop func(iter int, steps int64) bool
 //
 // With o.decay, the learning rate falls linearly from l's to zero over the
 // passes' updates. With o.average, the weights it leaves are the mean of
-// the weights after each update of the last pass.
+// the weights after each update of the last pass. With o.maxKL positive,
+// the first minibatch after the first update whose ApproxKL exceeds it
+// ends the passes, its update not applied and its losses not counted.
 func (t *Trainer) epochs(ctx context.Context, l *learner, n, rows, passes int, o passOptions, fill func(r, idx int)) (losses, int, error) {
 	base, total := l.opt.LR, passes*(n/rows)
 	order := make([]int, n)
@@ -270,9 +272,20 @@ func (t *Trainer) epochs(ctx context.Context, l *learner, n, rows, passes int, o
 			if o.decay {
 				l.opt.LR = base * (1 - float64(updates)/float64(total))
 			}
-			ls, err := l.update()
+			maxKL := o.maxKL
+			if updates == 0 {
+				// The first minibatch is always learnt from: its policy is
+				// the rollout's, and an iteration that learnt nothing
+				// would have no losses to report.
+				maxKL = 0
+			}
+			ls, applied, err := l.update(maxKL)
 			if err != nil {
 				return sum, updates, fmt.Errorf("%w, after %d updates", err, updates)
+			}
+			if !applied {
+				mean.store(t.params())
+				return sum, updates, nil
 			}
 			sum.Policy += ls.Policy
 			sum.Value += ls.Value
@@ -290,7 +303,10 @@ func (t *Trainer) epochs(ctx context.Context, l *learner, n, rows, passes int, o
 }
 
 // passOptions are epochs' schedule: see there.
-type passOptions struct{ decay, average bool }
+type passOptions struct {
+	decay, average bool
+	maxKL          float64
+}
 
 // weightMean is the running mean of sets of weights, in float64 so that
 // a long pass does not round its early terms away.

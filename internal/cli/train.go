@@ -66,6 +66,8 @@ func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 	fs.Float64Var(&c.EntCoef, "entropy", c.EntCoef, "entropy bonus coefficient")
 	fs.Float64Var(&c.ValueCoef, "value-coef", c.ValueCoef, "value loss coefficient")
 	fs.Float64Var(&c.RewardScale, "reward-scale", c.RewardScale, "multiplier of the score change used as reward")
+	fs.IntVar(&c.AnnealLR, "anneal-lr", c.AnnealLR, "lower PPO's learning rate linearly over this many iterations, from --lr to --lr/N, and keep it there (0: constant); give --iterations' value to anneal over the run, as CleanRL's --anneal-lr")
+	fs.Float64Var(&c.TargetKL, "target-kl", c.TargetKL, "end an iteration's updates once a minibatch's approximate KL from the rollout's policy exceeds 1.5 times this, skipping that minibatch, as Stable-Baselines3's target_kl (0: never)")
 	fs.IntVar(&c.CloneGames, "clone-games", c.CloneGames, "warm start: imitate the teacher in this many games first (0: none)")
 	fs.StringVar(&c.Teacher, "teacher", c.Teacher, "the teacher of the warm start and the DAgger rounds: greedy, search or random (it sees what a player sees)")
 	fs.IntVar(&c.CloneEpochs, "clone-epochs", c.CloneEpochs, "warm start and DAgger: passes over the labelled positions")
@@ -583,6 +585,8 @@ var trainingFlags = []struct {
 	{"entropy", func(c train.Config) any { return c.EntCoef }},
 	{"value-coef", func(c train.Config) any { return c.ValueCoef }},
 	{"reward-scale", func(c train.Config) any { return c.RewardScale }},
+	{"anneal-lr", func(c train.Config) any { return c.AnnealLR }},
+	{"target-kl", func(c train.Config) any { return c.TargetKL }},
 	{"clone-games", func(c train.Config) any { return c.CloneGames }},
 	{"teacher", func(c train.Config) any { return strings.ToLower(cmp.Or(c.Teacher, "greedy")) }},
 	{"clone-epochs", func(c train.Config) any { return c.CloneEpochs }},

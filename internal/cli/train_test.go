@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
 	"fmt"
 	"io"
 	"os"
@@ -459,6 +460,38 @@ func TestTrainFlagsAreAllChecked(t *testing.T) {
 	})
 	if n < len(trainingFlags)+10 {
 		t.Fatalf("only %d flags seen", n)
+	}
+}
+
+// TestTrainSchedulesFlags: --anneal-lr and --target-kl reach the run
+// (its metrics' lr falls by the schedule; its updates are counted) and its
+// checkpoint, which a resume with another value is refused against.
+func TestTrainSchedulesFlags(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "r")
+	var stdout, stderr bytes.Buffer
+	args := []string{"train", "--out", out, "--iterations", "2", "--games", "2", "--rollout", "8", "--minibatch", "8", "--epochs", "1",
+		"--hidden", "8", "--val-every", "0", "--lr", "0.001", "--anneal-lr", "2", "--target-kl", "0.5"}
+	if code := Main(args, nil, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr.String())
+	}
+	b, err := os.ReadFile(filepath.Join(out, "metrics.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(bytes.NewReader(b)).ReadAll()
+	if err != nil || len(rows) != 3 {
+		t.Fatalf("metrics: %d rows (%v), want a header and 2 iterations:\n%s", len(rows), err, b)
+	}
+	col := func(name string) int { return slices.Index(rows[0], name) }
+	for i, want := range []string{"0.001", "0.0005"} {
+		if got := rows[i+1][col("lr")]; got != want || rows[i+1][col("updates")] != "2" {
+			t.Fatalf("iteration %d: lr %s and %s updates, want %s and 2:\n%s", i+1, got, rows[i+1][col("updates")], want, b)
+		}
+	}
+	stderr.Reset()
+	resume := []string{"train", "--iterations", "3", "--resume", "--out", out, "--target-kl", "0.2", "--anneal-lr", "2"}
+	if code := Main(resume, nil, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "the checkpoint does not match the requested run: --target-kl is 0.2, the checkpoint's 0.5") {
+		t.Fatalf("resume with another target KL: exit %d:\n%s", code, stderr.String())
 	}
 }
 
