@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"unsafe"
 
 	"github.com/spiderenv/spider/internal/rng"
 )
@@ -53,15 +54,27 @@ func NewBatch(r Rules, o BatchOptions) (*Batch, error) { return newBatch(r, o, n
 // NewBatchIn returns a Batch of o.N games under r whose BatchBuffers live
 // in mem, laid out as BatchLayout(r, o) says: a block another process
 // maps too (the server's shared memory) sees every Reset and Step without
-// a copy. mem must hold BatchLayout(r, o).Size bytes; NewBatchIn zeroes
-// them. The Batch reads its masks back to check actions, so nobody else
-// may write to mem: the server shares it read-only (a sealed memfd).
+// a copy. mem must hold BatchLayout(r, o).Size bytes and start at an
+// address that is a multiple of 8 (a mapping's, or any Go allocation's of
+// 8 bytes or more, is); NewBatchIn zeroes them. The Batch reads its masks
+// back to check actions, so nobody else may write to mem: the server
+// shares it read-only (a sealed memfd).
 func NewBatchIn(r Rules, o BatchOptions, mem []byte) (*Batch, error) {
-	if mem == nil {
+	switch {
+	case mem == nil:
 		return nil, fmt.Errorf("env: NewBatchIn with no memory")
+	case len(mem) > 0 && uintptr(unsafe.Pointer(&mem[0]))%blockAlign != 0:
+		// Its float32 and int32 arrays would be misaligned: slower on
+		// amd64, a fault on some processors, and a checkptr panic under
+		// -race.
+		return nil, fmt.Errorf("env: NewBatchIn's block starts at %#x, not a multiple of %d", uintptr(unsafe.Pointer(&mem[0])), blockAlign)
 	}
 	return newBatch(r, o, mem)
 }
+
+// blockAlign is the alignment NewBatchIn needs of its block: that of the
+// widest element of a buffer, with room to spare.
+const blockAlign = 8
 
 func newBatch(r Rules, o BatchOptions, mem []byte) (*Batch, error) {
 	switch {

@@ -216,6 +216,12 @@ func TestBatchLayoutPlacesEveryBuffer(t *testing.T) {
 			if _, err := env.NewBatchIn(r, o, mem[:l.Size-1]); err == nil {
 				t.Errorf("NewBatchIn took a block one byte short")
 			}
+			// A block at an odd address would misalign the float32 and
+			// int32 arrays (under -race, checkptr panics on them).
+			big := make([]byte, l.Size+8)
+			if _, err := env.NewBatchIn(r, o, big[1:]); err == nil || !strings.Contains(err.Error(), "not a multiple of 8") {
+				t.Errorf("NewBatchIn took a block at an odd address: %v", err)
+			}
 		}
 	}
 }
