@@ -40,10 +40,12 @@ type Config struct {
 	// RewardScale multiplies the score change, so returns stay near 1.
 	RewardScale float64 `msgpack:"reward_scale"`
 	// AnnealLR, when positive, lowers PPO's learning rate linearly over
-	// the first AnnealLR iterations: iteration i (counted from 0) learns
-	// at LR × (1 - i/AnnealLR), the last of them at LR/AnnealLR, and later
-	// ones stay there (CleanRL's anneal_lr, over a run of AnnealLR
-	// iterations; a run resumed past them goes on learning).
+	// the first AnnealLR iterations: the iteration Metrics.Iter numbers k
+	// learns at LR × (1 - (k-1)/AnnealLR), the AnnealLR-th at
+	// LR/AnnealLR, and later ones stay there (CleanRL's anneal_lr, over a
+	// run of AnnealLR iterations; a run resumed past them goes on
+	// learning). A program from before this option ignores it in a
+	// checkpoint, as it does TargetKL.
 	AnnealLR int `msgpack:"anneal_lr,omitempty"`
 	// TargetKL, when positive, ends an iteration's learning early: once a
 	// minibatch's approximate KL divergence from the rollout's policy

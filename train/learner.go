@@ -149,6 +149,7 @@ func (l *learner) setRow(r int, obs []float32, mask []uint8, action int) {
 type losses struct {
 	Policy, Value, Entropy, GradNorm float64
 	ApproxKL, ClipFrac               float64 // PPO's diagnostics (headOp)
+	measured                         int     // epochs: the minibatches summed
 }
 
 // update runs the graphs on the filled minibatch and applies one Adam

@@ -105,12 +105,15 @@ func (t *Trainer) iteration(ctx context.Context) (Metrics, error) {
 		return Metrics{}, err
 	}
 	learnT := time.Since(learnStart)
+	mb := float64(sum.measured)
 	t.iter++
 	total := time.Since(start)
 	t.elapsed += total.Seconds()
 	m := Metrics{Iter: t.iter, Phase: "ppo", EnvSteps: t.steps, Episodes: t.eps, Finished: finished,
-		PolicyLoss: sum.Policy / float64(updates), ValueLoss: sum.Value / float64(updates), Entropy: sum.Entropy / float64(updates),
-		ApproxKL: sum.ApproxKL / float64(updates), ClipFrac: sum.ClipFrac / float64(updates), LR: l.opt.LR, Updates: updates,
+		// The means count a minibatch TargetKL refused, as SB3's logs do:
+		// its approx_kl is what stopped the iteration.
+		PolicyLoss: sum.Policy / mb, ValueLoss: sum.Value / mb, Entropy: sum.Entropy / mb,
+		ApproxKL: sum.ApproxKL / mb, ClipFrac: sum.ClipFrac / mb, LR: l.opt.LR, Updates: updates,
 		EnvStepsPerS: float64(n*T) / total.Seconds(), UpdatesPerS: float64(updates) / learnT.Seconds(),
 		EnvSeconds: envT.Seconds(), ActSeconds: actT.Seconds(), LearnSeconds: learnT.Seconds(), ElapsedSecond: t.elapsed}
 	if finished > 0 {

@@ -373,6 +373,30 @@ func ppoOnly(t *testing.T) *Trainer {
 	return tr
 }
 
+// TestEpochsStopAtTheKLBound: a minibatch over the KL bound ends every
+// pass left, as Stable-Baselines3 stops its epochs (not only the current
+// one): no later row is filled, and its losses are summed but its update is
+// not counted. The first minibatch is learnt from whatever its KL.
+func TestEpochsStopAtTheKLBound(t *testing.T) {
+	tr := ppoOnly(t)
+	l := tinyLearner(t, 4)
+	fills := 0
+	sum, updates, err := tr.epochs(context.Background(), l, 16, 4, 3, passOptions{maxKL: 1e-9}, func(r, idx int) {
+		fills++
+		l.setRow(r, []float32{0, 1}, []uint8{1, 1}, idx%2)
+		// Far from the network's own probabilities: every minibatch's KL
+		// is over the bound.
+		l.oldLP[r], l.adv[r], l.ret[r] = float32(math.Log(0.05)), 1, 0
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fills != 8 || updates != 1 || sum.measured != 2 || !(sum.ApproxKL > 2e-9) {
+		t.Fatalf("%d rows filled, %d updates, %d minibatches summed (KL %v); want 8 (two minibatches of 4), 1 and 2",
+			fills, updates, sum.measured, sum.ApproxKL)
+	}
+}
+
 // TestEpochsShuffleEveryPass: each pass visits every row once, in an
 // order of its own.
 func TestEpochsShuffleEveryPass(t *testing.T) {

@@ -247,7 +247,8 @@ func (t *Trainer) Run(ctx context.Context, stop func(iter int, steps int64) bool
 // passes' updates. With o.average, the weights it leaves are the mean of
 // the weights after each update of the last pass. With o.maxKL positive,
 // the first minibatch after the first update whose ApproxKL exceeds it
-// ends the passes, its update not applied and its losses not counted.
+// ends the passes, its update not applied; its losses are in the sums, as
+// Stable-Baselines3 logs them, which count the minibatches they add up.
 func (t *Trainer) epochs(ctx context.Context, l *learner, n, rows, passes int, o passOptions, fill func(r, idx int)) (losses, int, error) {
 	base, total := l.opt.LR, passes*(n/rows)
 	order := make([]int, n)
@@ -283,15 +284,17 @@ func (t *Trainer) epochs(ctx context.Context, l *learner, n, rows, passes int, o
 			if err != nil {
 				return sum, updates, fmt.Errorf("%w, after %d updates", err, updates)
 			}
-			if !applied {
-				mean.store(t.params())
-				return sum, updates, nil
-			}
 			sum.Policy += ls.Policy
 			sum.Value += ls.Value
 			sum.Entropy += ls.Entropy
 			sum.ApproxKL += ls.ApproxKL
 			sum.ClipFrac += ls.ClipFrac
+			sum.measured++
+			if !applied {
+				// Every pass left ends here too, as in Stable-Baselines3.
+				mean.store(t.params())
+				return sum, updates, nil
+			}
 			updates++
 			if o.average && pass == passes-1 {
 				mean.add(t.params())

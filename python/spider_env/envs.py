@@ -171,6 +171,13 @@ def _episode_key(key: Any) -> str | None:
     return key
 
 
+def _episode_over(e: SpiderError) -> bool:
+    """Whether the server refused a request for a game that has ended: the
+    code episode_over, or from a server before that code (a stale binary),
+    bad_action for a step and bad_order for a hint, in its words."""
+    return e.code == "episode_over" or (e.code in ("bad_action", "bad_order") and "has ended" in e.message)
+
+
 class SpiderEnv(gym.Env[NDArray[Any], np.int64]):
     """One game of Spider Solitaire.
 
@@ -390,7 +397,7 @@ class SpiderEnv(gym.Env[NDArray[Any], np.int64]):
             raise gym.error.ResetNeeded("call reset before step")
         if self._ended:
             # As before the first reset (the server would refuse the step
-            # as if the action were bad).
+            # as episode_over).
             raise gym.error.ResetNeeded("the episode has ended: call reset before step")
         ids = _action_ids(action, ())
         with _whole(self.client, "step"):
@@ -762,7 +769,7 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
         try:
             return self.client.step_receive()
         except SpiderError as e:
-            if e.code == "episode_over":
+            if _episode_over(e):
                 raise gym.error.ResetNeeded(e.message) from e
             raise
 
@@ -1005,7 +1012,7 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
         try:
             h = self.client.hint(int(index))
         except SpiderError as e:
-            if e.code == "episode_over" and self.autoreset_mode == AutoresetMode.DISABLED:
+            if _episode_over(e) and self.autoreset_mode == AutoresetMode.DISABLED:
                 raise gym.error.ResetNeeded(e.message) from e
             raise
         return h["action"], h["reason"]

@@ -25,6 +25,23 @@ def test_spider_error_crosses_processes():
     assert (one.code, one.message) == ("error", "a message only")
 
 
+def test_an_ended_game_is_told_from_a_bad_action():
+    """The server's episode_over, and a server's from before that code (a
+    stale binary: bad_action for a step, bad_order for a hint, in its
+    words), are an ended game; an illegal action is not."""
+    from spider_env.envs import _episode_over
+
+    assert _episode_over(
+        SpiderError("episode_over", "env: game 0 has ended; reset it before stepping it (autoreset disabled)")
+    )
+    assert _episode_over(
+        SpiderError("bad_action", "env: game 3 has ended; reset it before stepping it (autoreset disabled)")
+    )
+    assert _episode_over(SpiderError("bad_order", "game 1 has no legal action (it has ended); reset it"))
+    assert not _episode_over(SpiderError("bad_action", "env: game 2: env: illegal action 5 (id 5)"))
+    assert not _episode_over(SpiderError("bad_request", "game 9 has ended"))
+
+
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_a_worker_error_reaches_the_parent():
     """Gymnasium's AsyncVectorEnv pickles a worker's exception and raises
