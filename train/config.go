@@ -102,6 +102,13 @@ type Config struct {
 	// of them: the last weights are one step of a noisy walk, and which
 	// step depends on the seed.
 	CloneAverage bool `msgpack:"clone_average,omitempty"`
+	// CloneUnshapedValue fits the imitation phases' value head to the
+	// game's unshaped returns (the score's changes) even when Game shapes
+	// the rewards PPO learns from. By default the value head learns the
+	// shaped returns PPO will see; on the MLP recipe of docs/training.md,
+	// PPO then lowered the network where after unshaped targets it lifted
+	// it.
+	CloneUnshapedValue bool `msgpack:"clone_unshaped_value,omitempty"`
 	// DaggerRounds rounds of DAgger follow the warm start: in each, the
 	// network plays DaggerGames new deals, the teacher labels every
 	// position the network reached, and the network retrains (CloneEpochs

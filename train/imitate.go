@@ -202,12 +202,17 @@ func (t *Trainer) samples(games []labelled) ([]sample, error) {
 		// Each move's reward is the score change it made (up to the next
 		// position's score, and the game's last score after the last
 		// move), shaped as the run's games shape it, so that the value head
-		// PPO starts from already predicts the returns PPO will see.
+		// PPO starts from already predicts the returns PPO will see, unless
+		// CloneUnshapedValue asks for the score's changes alone.
+		potential := t.rules.Potential
+		if c.CloneUnshapedValue {
+			potential = func(*env.State) float32 { return 0 }
+		}
 		var ret float32
-		next, nextPhi := s.Score(), t.rules.Potential(&s)
+		next, nextPhi := s.Score(), potential(&s)
 		gs := float32(t.rules.ShapingGamma())
 		for i := len(out) - 1; i >= first; i-- {
-			phi := t.rules.Potential(&out[i].s)
+			phi := potential(&out[i].s)
 			reward := (float32(next-out[i].s.Score()) + gs*nextPhi - phi) * float32(c.RewardScale)
 			ret = reward + float32(c.Gamma)*ret
 			out[i].ret = ret

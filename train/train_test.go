@@ -905,10 +905,14 @@ func TestCloneDecayLowersTheRate(t *testing.T) {
 // sum of the rewards Env pays for the moves that follow it, shaped as the
 // run shapes them, times the reward scale.
 func TestImitationReturnsAreTheEnvironments(t *testing.T) {
-	for _, shaping := range []env.Shaping{env.NoShaping, env.Progress} {
+	for _, tc := range []struct {
+		shaping  env.Shaping
+		unshaped bool // CloneUnshapedValue
+	}{{env.NoShaping, false}, {env.Progress, false}, {env.Progress, true}} {
+		shaping := tc.shaping
 		c := tinyConfig()
 		c.Game.Shaping, c.Game.ShapingGamma = shaping, 0.9
-		c.Gamma = 0.9
+		c.Gamma, c.CloneUnshapedValue = 0.9, tc.unshaped
 		tr, err := New(c)
 		if err != nil {
 			t.Fatal(err)
@@ -921,7 +925,13 @@ func TestImitationReturnsAreTheEnvironments(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e := env.New(tr.rules)
+		// The environment the targets must match: the run's, or under
+		// CloneUnshapedValue the same game unshaped.
+		game := tr.rules.Options()
+		if tc.unshaped {
+			game.Shaping, game.ShapingGamma = env.NoShaping, 0
+		}
+		e := env.New(env.MustRules(game))
 		e.Reset(seed)
 		var rewards []float64
 		for _, a := range g.Played {
@@ -945,8 +955,8 @@ func TestImitationReturnsAreTheEnvironments(t *testing.T) {
 				shaped = true // only a shaping term makes a reward fractional
 			}
 		}
-		if shaped != (shaping == env.Progress) {
-			t.Fatalf("%v: fractional rewards %v", shaping, shaped)
+		if shaped != (shaping == env.Progress && !tc.unshaped) {
+			t.Fatalf("%v (unshaped value %v): fractional rewards %v", shaping, tc.unshaped, shaped)
 		}
 	}
 }

@@ -199,6 +199,8 @@ func TestTrainRefusesFlagsThatDoNothing(t *testing.T) {
 	}{
 		{[]string{"--teacher", "search"}, "--teacher teaches only"},
 		{[]string{"--dagger-games", "5"}, "--dagger-games needs --dagger-rounds"},
+		{[]string{"--clone-unshaped-value", "--clone-games", "2"}, "--clone-unshaped-value needs --shaping progress"},
+		{[]string{"--clone-unshaped-value", "--shaping", "progress"}, "and a warm start (--clone-games) or DAgger rounds"},
 		{[]string{"--clone-games", "2", "--clone-epochs", "0"}, "at least one pass over its labels"},
 		{[]string{"--export", "x.spider"}, "--export writes a trained network"},
 	} {

@@ -77,6 +77,7 @@ func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 	fs.BoolVar(&c.CloneSets, "clone-sets", c.CloneSets, "warm start and DAgger: count every move that does what the teacher's does (the same cards onto an equal top card, or onto another empty column) as the teacher's")
 	fs.BoolVar(&c.CloneDecay, "clone-decay", c.CloneDecay, "warm start and DAgger: lower the learning rate linearly to zero over the passes")
 	fs.BoolVar(&c.CloneAverage, "clone-average", c.CloneAverage, "warm start and DAgger: end with the mean of the weights over the last pass's updates (Polyak averaging)")
+	fs.BoolVar(&c.CloneUnshapedValue, "clone-unshaped-value", c.CloneUnshapedValue, "warm start and DAgger: fit the value head to the score's changes alone, not the shaped returns PPO will see (with --shaping)")
 	fs.BoolVar(&c.CloneTrim, "clone-trim", c.CloneTrim, "warm start and DAgger: imitate each game only up to its last move that turned a card, completed a run or dealt (a lost game then wanders to the step limit)")
 	fs.IntVar(&c.CloneIdle, "clone-idle", c.CloneIdle, "warm start and DAgger: end each labelled game after this many moves in a row that turn no card, complete no run and deal nothing (0: play it out); saves labelling with --clone-trim")
 	fs.BoolVar(&c.CloneWonOnly, "clone-won-only", c.CloneWonOnly, "warm start: imitate only the games the teacher won (a lost game is mostly moves at the step limit)")
@@ -119,6 +120,8 @@ func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 			return usageError{errors.New("--dagger-games needs --dagger-rounds")}
 		case fs.Changed("shaping-gamma") && o.cfg.Game.Shaping == env.NoShaping:
 			return usageError{errors.New("--shaping-gamma needs --shaping progress")}
+		case fs.Changed("clone-unshaped-value") && (o.cfg.Game.Shaping == env.NoShaping || !imitates):
+			return usageError{errors.New("--clone-unshaped-value needs --shaping progress and a warm start (--clone-games) or DAgger rounds (--dagger-rounds)")}
 		case o.export != "" && (fs.Changed("iterations") || fs.Changed("steps") || fs.Changed("time")):
 			return usageError{errors.New("--export writes a trained network and trains nothing: give no --iterations, --steps or --time")}
 		}
@@ -596,6 +599,7 @@ var trainingFlags = []struct {
 	{"clone-sets", func(c train.Config) any { return c.CloneSets }},
 	{"clone-decay", func(c train.Config) any { return c.CloneDecay }},
 	{"clone-average", func(c train.Config) any { return c.CloneAverage }},
+	{"clone-unshaped-value", func(c train.Config) any { return c.CloneUnshapedValue }},
 	{"clone-trim", func(c train.Config) any { return c.CloneTrim }},
 	{"clone-idle", func(c train.Config) any { return c.CloneIdle }},
 	{"clone-won-only", func(c train.Config) any { return c.CloneWonOnly }},
