@@ -235,61 +235,63 @@ func TestSampleMaskedIsInverseCDF(t *testing.T) {
 	}
 }
 
+// ratioLearner returns a PPO learner (clip 0.2, value and entropy terms
+// off) of a small network, its minibatch of 8 rows filled so that every
+// row's probability ratio is ratio and its advantage adv.
+func ratioLearner(t *testing.T, ratio, adv float64) (*learner, *nn.Net) {
+	t.Helper()
+	const obs, acts, rows = 4, 3, 8
+	net, err := nn.New(nn.Spec{ObsLen: obs, NumActions: acts, Hidden: []int{5}}, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := newLearner(net, newAdam(net.Params(), 0.01, 0), rows, PPOLoss, coefs{}, 0.2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.close)
+	sc := net.NewScratch(1)
+	logits, value := make([]float32, acts), make([]float32, 1)
+	g := rng.New(2)
+	for r := range rows {
+		x := make([]float32, obs)
+		for i := range x {
+			x[i] = float32(g.IntN(3)) - 1
+		}
+		a := r % acts
+		net.Forward(logits, value, x, 1, sc)
+		mx := max(logits[0], logits[1], logits[2])
+		s := 0.0
+		for _, z := range logits {
+			s += math.Exp(float64(z - mx))
+		}
+		lp := float64(logits[a]-mx) - math.Log(s)
+		l.setRow(r, x, []uint8{1, 1, 1}, a)
+		l.oldLP[r], l.adv[r], l.ret[r] = float32(lp-math.Log(ratio)), float32(adv), 0
+	}
+	return l, net
+}
+
 // TestClipRangeIsTheConfigs checks PPO's clip at the learner's clip: with
 // the value and entropy terms off, a minibatch whose every ratio lies
 // beyond 1+clip with a positive advantage (or below 1-clip with a
 // negative one) has no gradient and leaves the weights, while ratios just
 // inside the range move them.
 func TestClipRangeIsTheConfigs(t *testing.T) {
-	const obs, acts, rows, clip = 4, 3, 8, 0.2
-	spec := nn.Spec{ObsLen: obs, NumActions: acts, Hidden: []int{5}}
 	for _, tc := range []struct {
 		ratio, adv float64
 		moves      bool
 	}{{1.25, 1, false}, {1.15, 1, true}, {0.75, -1, false}, {0.85, -1, true}} {
-		net, err := nn.New(spec, 4)
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := newLearner(net, newAdam(net.Params(), 0.01, 0), rows, PPOLoss, coefs{}, clip)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := net.NewScratch(1)
-		logits, value := make([]float32, acts), make([]float32, 1)
-		g := rng.New(2)
-		for r := range rows {
-			x := make([]float32, obs)
-			for i := range x {
-				x[i] = float32(g.IntN(3)) - 1
-			}
-			mask := []uint8{1, 1, 1}
-			a := r % acts
-			net.Forward(logits, value, x, 1, sc)
-			mx := max(logits[0], logits[1], logits[2])
-			s := 0.0
-			for _, z := range logits {
-				s += math.Exp(float64(z - mx))
-			}
-			lp := float64(logits[a]-mx) - math.Log(s)
-			l.setRow(r, x, mask, a)
-			l.oldLP[r], l.adv[r], l.ret[r] = float32(lp-math.Log(tc.ratio)), float32(tc.adv), 0
-		}
+		l, net := ratioLearner(t, tc.ratio, tc.adv)
 		w0 := weights(net)
 		if _, _, err := l.update(0); err != nil {
 			t.Fatal(err)
 		}
-		w1 := weights(net)
-		changed := false
-		for i := range w0 {
-			changed = changed || w0[i] != w1[i]
-		}
 		// The value head's weights move with the value term off only if
 		// the policy's gradient reaches the shared layers; compare all.
-		if changed != tc.moves {
+		if changed := !slices.Equal(w0, weights(net)); changed != tc.moves {
 			t.Errorf("ratio %v, advantage %v: weights changed %v, want %v", tc.ratio, tc.adv, changed, tc.moves)
 		}
-		l.close()
 	}
 }
 
@@ -298,38 +300,13 @@ func TestClipRangeIsTheConfigs(t *testing.T) {
 // (0.0102); under a bound above it the update is applied, under one below
 // it the update is refused and the weights stay, and 0 is no bound.
 func TestUpdateStopsAtTheKLBound(t *testing.T) {
-	const obs, acts, rows, ratio = 4, 3, 8, 1.15
+	const ratio = 1.15
 	wantKL := (ratio - 1) - math.Log(ratio)
 	for _, tc := range []struct {
 		maxKL   float64
 		applied bool
 	}{{0.02, true}, {0.005, false}, {0, true}} {
-		net, err := nn.New(nn.Spec{ObsLen: obs, NumActions: acts, Hidden: []int{5}}, 4)
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := newLearner(net, newAdam(net.Params(), 0.01, 0), rows, PPOLoss, coefs{}, 0.2)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := net.NewScratch(1)
-		logits, value := make([]float32, acts), make([]float32, 1)
-		g := rng.New(2)
-		for r := range rows {
-			x := make([]float32, obs)
-			for i := range x {
-				x[i] = float32(g.IntN(3)) - 1
-			}
-			a := r % acts
-			net.Forward(logits, value, x, 1, sc)
-			mx := max(logits[0], logits[1], logits[2])
-			s := 0.0
-			for _, z := range logits {
-				s += math.Exp(float64(z - mx))
-			}
-			l.setRow(r, x, []uint8{1, 1, 1}, a)
-			l.oldLP[r], l.adv[r], l.ret[r] = float32(float64(logits[a]-mx)-math.Log(s)-math.Log(ratio)), 1, 0
-		}
+		l, net := ratioLearner(t, ratio, 1)
 		w0 := weights(net)
 		ls, applied, err := l.update(tc.maxKL)
 		if err != nil {
@@ -338,10 +315,9 @@ func TestUpdateStopsAtTheKLBound(t *testing.T) {
 		if math.Abs(ls.ApproxKL-wantKL) > 1e-4 {
 			t.Errorf("approximate KL %v, want %v", ls.ApproxKL, wantKL)
 		}
-		if applied != tc.applied || slices.Equal(w0, weights(net)) == tc.applied {
-			t.Errorf("bound %v: applied %v, weights changed %v; want %v", tc.maxKL, applied, !slices.Equal(w0, weights(net)), tc.applied)
+		if changed := !slices.Equal(w0, weights(net)); applied != tc.applied || changed != tc.applied {
+			t.Errorf("bound %v: applied %v, weights changed %v; want %v", tc.maxKL, applied, changed, tc.applied)
 		}
-		l.close()
 	}
 }
 
