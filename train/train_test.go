@@ -942,14 +942,14 @@ func TestImitationReturnsAreTheEnvironments(t *testing.T) {
 			rewards = append(rewards, r)
 		}
 		if len(rows) != len(rewards) || len(rows) < 20 {
-			t.Fatalf("%v: %d rows for %d moves", shaping, len(rows), len(rewards))
+			t.Fatalf("%v (unshaped value %v): %d rows for %d moves", shaping, tc.unshaped, len(rows), len(rewards))
 		}
 		var ret float64
 		shaped := false
 		for i := len(rewards) - 1; i >= 0; i-- {
 			ret = rewards[i]*c.RewardScale + c.Gamma*ret
 			if math.Abs(float64(rows[i].ret)-ret) > 1e-4*(1+math.Abs(ret)) {
-				t.Fatalf("%v: position %d: value target %v, the environment's discounted return %v", shaping, i, rows[i].ret, ret)
+				t.Fatalf("%v (unshaped value %v): position %d: value target %v, the environment's discounted return %v", shaping, tc.unshaped, i, rows[i].ret, ret)
 			}
 			if rewards[i] != math.Trunc(rewards[i]) {
 				shaped = true // only a shaping term makes a reward fractional
