@@ -496,7 +496,8 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
     array over the games with a ``_key`` boolean array saying which games
     have it: ``action_mask`` (int8, (num_envs, 1081)), ``score``, ``runs``,
     ``moves``, ``num_legal``, ``illegal``; where games ended, the episode
-    statistics {``r``, ``l``, ``won``, ``runs``} under ``episode_key``
+    statistics {``r``, ``l``, ``won``, ``runs``}, each with its ``_key``
+    mask as SyncVectorEnv nests them, under ``episode_key``
     (default ``"spider_episode"``, leaving ``"episode"`` to wrappers). With
     same-step autoreset, as Gymnasium's ``SyncVectorEnv`` of
     :class:`SpiderEnv` games, the infos at the top are the new episodes',
@@ -979,12 +980,18 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
 
     @staticmethod
     def _episode(r: StepReply, where: NDArray[np.bool_]) -> dict[str, NDArray[Any]]:
-        return {
+        """The ended episodes' statistics, each key with its ``_key`` mask,
+        as SyncVectorEnv nests a SpiderEnv's dict (code written for one
+        reads ``ep["_r"]``)."""
+        ep: dict[str, NDArray[Any]] = {
             "r": np.where(where, r["episode_return"], 0).astype(np.float32),
             "l": np.where(where, r["episode_length"], 0).astype(np.int32),
             "won": r["episode_won"] & where,
             "runs": np.where(where, r["episode_runs"], 0).astype(np.uint8),
         }
+        for key in ("r", "l", "won", "runs"):
+            ep["_" + key] = where.copy()
+        return ep
 
     def action_masks(self) -> NDArray[np.bool_]:
         """The legal actions of every game now, (num_envs, 1081) booleans:

@@ -96,7 +96,9 @@ def test_random_rollout(server, mode, rules):
                 assert ("spider_episode" in infos) == (mode != "same-step")
                 ep = ended["spider_episode"]
                 assert (ended["_spider_episode"] == done).all() and "episode" not in infos
-                assert set(ep) == {"r", "l", "won", "runs"}
+                # Each key with its mask, as SyncVectorEnv nests a dict.
+                assert set(ep) == {"r", "l", "won", "runs", "_r", "_l", "_won", "_runs"}
+                assert all((ep["_" + k] == done).all() for k in ("r", "l", "won", "runs"))
                 if mode == "same-step":
                     fi = infos["final_info"]
                     assert (infos["_final_obs"] == done).all() and (infos["_final_info"] == done).all()
@@ -590,7 +592,42 @@ def test_same_step_infos_are_sync_vector_envs(server):
                 done = fb["_score"]
                 for key in ("action_mask", "score", "runs", "moves", "num_legal", "illegal"):
                     assert (fa[key][done] == fb[key][done]).all(), key
-                assert (fa["spider_episode"]["r"][done] == fb["spider_episode"]["r"][done]).all()
+                ea, eb = fa["spider_episode"], fb["spider_episode"]
+                assert sorted(ea) == sorted(eb), "spider_episode keys"
+                for key in eb:
+                    assert (ea[key][done] == eb[key][done]).all(), key
+                    if key.startswith("_"):
+                        assert (ea[key] == eb[key]).all(), key
+        assert ended >= 2
+    finally:
+        venv.close()
+        sync.close()
+
+
+def test_next_step_episode_stats_are_sync_vector_envs(server):
+    """Under next-step autoreset the ended episodes' statistics have
+    SyncVectorEnv's layout of SpiderEnv games: the same keys, each with its
+    ``_key`` mask, and the same values."""
+    kwargs = {"suits": 4, "max_steps": 2, "address": server}
+    venv = SpiderVectorEnv(3, **kwargs)
+    sync = gym.vector.SyncVectorEnv([lambda: SpiderEnv(**kwargs) for _ in range(3)])
+    try:
+        _, a = venv.reset(seed=5)
+        sync.reset(seed=5)
+        ended = 0
+        for _ in range(6):
+            actions = venv.action_masks().argmax(axis=1)
+            _, ra, ta, ua, a = venv.step(actions)
+            _, rb, tb, ub, b = sync.step(actions)
+            assert (ra == rb).all() and (ta == tb).all() and (ua == ub).all()
+            assert ("spider_episode" in a) == ("spider_episode" in b)
+            if "spider_episode" in b:
+                ended += 1
+                assert (a["_spider_episode"] == b["_spider_episode"]).all()
+                ea, eb = a["spider_episode"], b["spider_episode"]
+                assert sorted(ea) == sorted(eb), "spider_episode keys"
+                for key in eb:
+                    assert (ea[key] == eb[key]).all(), key
         assert ended >= 2
     finally:
         venv.close()
