@@ -141,6 +141,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzReadCheckpoint -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./agents/nn/
 	$(GO) test -run '^$$' -fuzz FuzzReadRecord -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./record/
 	$(GO) test -run '^$$' -fuzz FuzzParseEvalReport -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./internal/cli/
+	$(GO) test -run '^$$' -fuzz FuzzEachKey -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./internal/cli/
 	$(GO) test -run '^$$' -fuzz FuzzResume -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./train/
 	$(GO) test -run '^$$' -fuzz FuzzDecodeReply -fuzztime $(FUZZTIME) -fuzzminimizetime 2s ./agents/remote/
 
