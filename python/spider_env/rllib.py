@@ -248,7 +248,9 @@ def log_episode_metrics(
     mean over the last 100 episodes; ``illegal`` (illegal actions played
     since the start: 0 under correct masking) and ``episodes_by_runner``
     (episodes each env runner finished since the start, by its worker
-    index). The counts are RLlib ``lifetime_sum`` metrics.
+    index). The counts are RLlib ``lifetime_sum`` metrics. ``won`` and
+    ``runs`` come from the episode statistics, whatever ``episode_key``
+    names them (none with ``episode_key=None``).
     """
     if metrics_logger is None:
         return
@@ -258,7 +260,9 @@ def log_episode_metrics(
     chunks = [*(prev_episode_chunks or ()), episode]
     infos = [i for k, chunk in enumerate(chunks) for i in list(chunk.get_infos())[1 if k else 0 :]]
     last = infos[-1] if infos and isinstance(infos[-1], dict) else {}
-    stats = next((v for k, v in last.items() if k.endswith("episode") and isinstance(v, dict) and "won" in v), None)
+    # The episode statistics under whatever env_config's episode_key named
+    # them: the one dict of the info with won and runs.
+    stats = next((v for v in last.values() if isinstance(v, dict) and "won" in v and "runs" in v), None)
     if stats is not None:
         metrics_logger.log_value(("spider", "won"), float(stats["won"]), reduce="mean", window=100)
         metrics_logger.log_value(("spider", "runs"), float(stats["runs"]), reduce="mean", window=100)

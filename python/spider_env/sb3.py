@@ -23,6 +23,7 @@ from __future__ import annotations
 import socket
 import time
 import warnings
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
@@ -62,8 +63,19 @@ class _Game:
     (they do not reach the server)."""
 
     def __init__(self, venv: SpiderVecEnv, index: int):
-        self._venv = venv
+        # A weak reference: the venv holds its games, and a cycle would
+        # keep a dropped venv, and the server it started, alive until
+        # Python's cycle collector ran (DummyVecEnv's games hold no link
+        # back, so a dropped one stops at once).
+        self._ref = weakref.ref(venv)
         self._index = index
+
+    @property
+    def _venv(self) -> SpiderVecEnv:
+        venv = self._ref()
+        if venv is None:
+            raise ReferenceError(f"game {self._index}'s SpiderVecEnv no longer exists")
+        return venv
 
     # DummyVecEnv's games are gymnasium envs, whose spec third-party
     # callbacks read: these were not made by gymnasium.make.
@@ -181,6 +193,7 @@ class SpiderVecEnv(VecEnv):  # type: ignore[misc, unused-ignore]
         """The server this env started, if it started one."""
         self._client: Client | None = None
         self._stash: StepReply | None = None  # a step reply received early (see _sync)
+        self._stash_error: SpiderError | None = None  # or the error it was
         self._last: StepReply | None = None
         if address is None:
             self.server = SpiderServer()
@@ -200,7 +213,8 @@ class SpiderVecEnv(VecEnv):  # type: ignore[misc, unused-ignore]
                 shm=shm is not False and parse_address(address)[0] == socket.AF_UNIX,
             )
             if shm and not self._client.shared:
-                raise ValueError(f"shm=True: no shared memory with this server: {self._client.shm_error}")
+                why = self._client.shm_error or "the address is not a Unix socket"
+                raise ValueError(f"shm=True: no shared memory with this server: {why}")
         except BaseException:
             self.close()
             raise
@@ -232,10 +246,16 @@ class SpiderVecEnv(VecEnv):  # type: ignore[misc, unused-ignore]
 
     def _sync(self) -> None:
         """Read a step reply still in flight, keeping it for step_wait, so
-        that another request can go out (render, hint)."""
+        that another request can go out (render, hint). A step the server
+        refused is kept too, for step_wait to raise: the render or hint
+        goes ahead, and the step's error is told where the step is."""
         c = self.client
         if c.pending:
-            self._stash = self._owned(c.step_receive())
+            with _whole(c, "step_wait"):
+                try:
+                    self._stash = self._owned(c.step_receive())
+                except SpiderError as e:
+                    self._stash_error = e
 
     def _owned(self, r: StepReply) -> StepReply:
         """The reply's arrays as this env's own: with shared memory they are
@@ -250,7 +270,7 @@ class SpiderVecEnv(VecEnv):  # type: ignore[misc, unused-ignore]
         """Finish the step in flight and drop its results, or its error (a
         reset replaces what it did: SB3's API calls it cancelled; the server
         has played it)."""
-        self._stash = None
+        self._stash, self._stash_error = None, None
         c = self._client
         if c is not None:
             c.discard()
@@ -318,7 +338,7 @@ class SpiderVecEnv(VecEnv):  # type: ignore[misc, unused-ignore]
 
     def _step_ids(self, actions: NDArray[Any], what: str) -> NDArray[np.int64]:
         """The action ids of a step, once one may start (what names the call)."""
-        if self._stash is not None or self.client.pending:
+        if self._stash is not None or self._stash_error is not None or self.client.pending:
             raise RuntimeError(f"{what} while a step is in flight: call step_wait first")
         if self._last is None:
             raise gym.error.ResetNeeded(f"call reset before {what}")
@@ -330,6 +350,9 @@ class SpiderVecEnv(VecEnv):  # type: ignore[misc, unused-ignore]
 
     def step_wait(self) -> VecEnvStepReturn:
         """Wait for the step sent by :meth:`step_async`; return (obs, rewards, dones, infos)."""
+        if self._stash_error is not None:
+            e, self._stash_error = self._stash_error, None
+            raise e
         if self._stash is not None:
             r, self._stash = self._stash, None
             self._last = r
@@ -484,7 +507,7 @@ class SpiderVecEnv(VecEnv):  # type: ignore[misc, unused-ignore]
     def close(self) -> None:
         """Close the connection and stop the server this env started. Idempotent."""
         client, self._client = getattr(self, "_client", None), None
-        self._stash = None
+        self._stash, self._stash_error = None, None
         if client is not None:
             client.close()
         server, self.server = getattr(self, "server", None), None

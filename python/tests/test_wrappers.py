@@ -154,6 +154,11 @@ def test_log_episode_metrics_counts_a_step_once():
     spider_env.rllib.log_episode_metrics(episode=last, metrics_logger=log, prev_episode_chunks=[first])
     assert log.logged[("spider", "illegal")] == 1
     assert log.logged[("spider", "score")] == 480 and log.logged[("spider", "runs")] == 1
+    # The statistics under another episode_key are found too.
+    renamed = Chunk([{"score": 700, "stats": {"r": 2.0, "l": 90, "won": True, "runs": 8}}])
+    log = Logger()
+    spider_env.rllib.log_episode_metrics(episode=renamed, metrics_logger=log)
+    assert log.logged[("spider", "won")] == 1.0 and log.logged[("spider", "runs")] == 8
 
 
 def test_vector_mask_in_observation(server):

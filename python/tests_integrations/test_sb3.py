@@ -4,6 +4,7 @@ sb3-contrib's MaskablePPO on it (marker sb3: needs torch)."""
 from __future__ import annotations
 
 import copy
+import os
 import warnings
 
 import numpy as np
@@ -22,7 +23,7 @@ from stable_baselines3.common.env_checker import check_env
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import VecEnv, VecMonitor, VecNormalize
 
-from spider_env import NUM_ACTIONS, SpiderEnv, SpiderError, SpiderVectorEnv
+from spider_env import NUM_ACTIONS, SpiderEnv, SpiderError, SpiderServer, SpiderVectorEnv
 from spider_env.sb3 import SpiderVecEnv
 
 pytestmark = [pytest.mark.sb3]
@@ -313,3 +314,65 @@ def test_timeout_and_seeding_through_the_algorithm(server):
             ref.close()
     finally:
         venv.close()
+
+
+@pytest.mark.limit(60)
+def test_a_dropped_vecenv_stops_its_server_at_once():
+    """A SpiderVecEnv dropped unclosed stops the server it started as soon
+    as the last reference goes, as a DummyVecEnv of SpiderEnv games does:
+    its games held it in a cycle, which kept the server running until the
+    cycle collector ran."""
+    import gc
+
+    def make() -> int:
+        venv = SpiderVecEnv(2, max_steps=5)
+        venv.reset()
+        assert venv.get_attr("index") == [0, 1]
+        return venv.server.proc.pid
+
+    gc.disable()
+    try:
+        pid = make()
+        # The server's finalizer has run: its process is reaped, not running.
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+    finally:
+        gc.enable()
+
+
+@pytest.mark.limit(60)
+def test_a_refused_step_is_raised_by_step_wait(server):
+    """A step the server refuses (illegal="error") that a render or hint
+    read early is raised by step_wait, where the step is; the render or
+    hint goes ahead. Before, the render raised the step's error and
+    step_wait said there was no step."""
+    venv = SpiderVecEnv(2, max_steps=20, illegal="error", render_mode="ansi", address=server.address)
+    try:
+        venv.seed(3)
+        venv.reset()
+        masks = venv.action_masks()
+        bad = np.array([int(np.flatnonzero(~masks[0])[0]), int(np.flatnonzero(masks[1])[0])])
+        venv.step_async(bad)
+        assert "score 500  moves 0" in venv.env_method("render", indices=[1])[0]
+        with pytest.raises(SpiderError, match="illegal"):
+            venv.step_wait()
+        with pytest.raises(RuntimeError, match="step_wait without step_async"):
+            venv.step_wait()
+        # The env goes on: nothing was played.
+        good = np.argmax(venv.action_masks(), axis=1)
+        venv.step_async(good)
+        assert isinstance(venv.hint(0)[0], int)
+        _, _, _, infos = venv.step_wait()
+        assert [i["moves"] for i in infos] == [1, 1]
+    finally:
+        venv.close()
+
+
+def test_shm_over_tcp_says_why(server):
+    """shm=True where no memory can be shared says why, not "None"."""
+    tcp = SpiderServer(transport="tcp")
+    try:
+        with pytest.raises(ValueError, match="no shared memory with this server: the address is not a Unix socket"):
+            SpiderVecEnv(1, shm=True, address=tcp.address)
+    finally:
+        tcp.close()
