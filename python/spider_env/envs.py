@@ -15,6 +15,7 @@ to the environment, not to the game.
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 from collections.abc import Mapping
 from typing import Any, Final, cast
@@ -23,6 +24,7 @@ import gymnasium as gym
 import numpy as np
 import numpy.typing as npt
 from gymnasium import spaces
+from gymnasium.envs.registration import EnvSpec
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 from numpy.typing import NDArray
@@ -333,7 +335,17 @@ class SpiderEnv(gym.Env[NDArray[Any], np.int64]):
             "episodes": self._episodes,
             "actions": list(self._actions),
             "reset": self._last is not None,
+            "spec": self._copied_spec(),
         }
+
+    def _copied_spec(self) -> EnvSpec | None:
+        """gymnasium.make's spec as the copy keeps it: a SpiderServer given
+        as the address is not carried (the copy starts its own, as its
+        arguments say), so the spec names none either."""
+        spec = self.spec
+        if spec is not None and isinstance(spec.kwargs.get("address"), SpiderServer):
+            spec = dataclasses.replace(spec, kwargs={**spec.kwargs, "address": None})
+        return spec
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         args = dict(state["args"])
@@ -349,6 +361,7 @@ class SpiderEnv(gym.Env[NDArray[Any], np.int64]):
                 self.step(a)
         self._np_random = state["np_random"]
         self._np_random_seed = state["np_random_seed"]
+        self.spec = state.get("spec")
 
     def reset(
         self, *, seed: int | np.integer[Any] | None = None, options: dict[str, Any] | None = None
@@ -411,7 +424,9 @@ class SpiderEnv(gym.Env[NDArray[Any], np.int64]):
 
     def _info(self, r: StepReply, ended: bool) -> dict[str, Any]:
         info: dict[str, Any] = {
-            "action_mask": np.ones(NUM_ACTIONS, np.int8) if ended else r["masks"][0].view(np.int8),
+            # A copy (1081 bytes): writing into it must not change what
+            # action_masks() says, as with a SyncVectorEnv's infos.
+            "action_mask": np.ones(NUM_ACTIONS, np.int8) if ended else r["masks"][0].view(np.int8).copy(),
             "score": int(r["score"][0]),
             "runs": int(r["runs"][0]),
             "moves": int(r["moves"][0]),
@@ -433,7 +448,7 @@ class SpiderEnv(gym.Env[NDArray[Any], np.int64]):
             raise gym.error.ResetNeeded("call reset before action_masks")
         if self._ended:
             return np.ones(NUM_ACTIONS, np.bool_)  # see the class: an ended game's mask
-        # A copy: info["action_mask"] is the same memory, and stays the user's.
+        # A copy: the caller's to write into, as info["action_mask"] is.
         mask: NDArray[np.bool_] = self._last["masks"][0].view(np.bool_).copy()
         return mask
 
@@ -750,8 +765,15 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
         return r["obs"], self._infos(r, with_episode=False)
 
     def step(
-        self, actions: npt.ArrayLike
+        self, actions: npt.ArrayLike, env_id: npt.ArrayLike | None = None
     ) -> tuple[ObsArray, NDArray[np.float32], NDArray[np.bool_], NDArray[np.bool_], dict[str, Any]]:
+        """Step every game, one action each. With ``env_id`` (EnvPool's
+        ``step(action, env_id)``) only those games: :meth:`send` then
+        :meth:`recv`, their rows in that order and ``infos["env_id"]``
+        naming them."""
+        if env_id is not None:
+            self.send(actions, env_id=env_id)
+            return self.recv()
         # step_async then step_wait, as one request: a Ctrl-C landing
         # between the two left the step in flight, and the next step
         # refused to start.
@@ -996,13 +1018,17 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
     def action_masks(self) -> NDArray[np.bool_]:
         """The legal actions of every game now, (num_envs, 1081) booleans:
         a new array, or with ``copy=False`` a read-only view that the next
-        step overwrites, like the others."""
+        step overwrites, like the others. Until the next step it is read
+        from the same memory as ``infos["action_mask"]``: a write into that
+        array changes what this returns (a copy for each would cost a
+        second (num_envs, 1081) copy a step)."""
         if self._last is None:
             raise gym.error.ResetNeeded("call reset before action_masks")
         masks: NDArray[np.bool_] = self._last["masks"].view(np.bool_)
         if self.copy:
-            # Not the infos' own array: writing into one must not change the
-            # other. (Not read-only either: torch warns on such arrays.)
+            # Not the infos' own array: writing into the result must not
+            # change the infos. (Not read-only either: torch warns on such
+            # arrays.)
             owned: NDArray[np.bool_] = masks.copy()
             return owned
         masks.flags.writeable = False

@@ -117,6 +117,7 @@ class VectorMaskInObservation(_VectorWrapper, gym.utils.RecordConstructorArgs):
             {"observations": self._box, "action_mask": spaces.Box(0.0, 1.0, shape=(n,), dtype=np.float32)}
         )
         self.observation_space = gym.vector.utils.batch_space(self.single_observation_space, self.num_envs)
+        self._mask: NDArray[np.float32] | None = None  # the masks last returned
 
     def reset(
         self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
@@ -143,7 +144,13 @@ class VectorMaskInObservation(_VectorWrapper, gym.utils.RecordConstructorArgs):
         mask = infos.get("action_mask")
         if mask is None:
             mask = self._inner.unwrapped.action_masks()  # type: ignore[attr-defined]
-        return {
-            "observations": np.asarray(obs, dtype=self._box.dtype),
-            "action_mask": np.asarray(mask, dtype=np.float32),
-        }
+        rows: NDArray[np.float32] = np.array(mask, dtype=np.float32)
+        have = infos.get("_action_mask")
+        if have is not None and self._mask is not None and not np.all(have):
+            # Gymnasium's vector envs give zeros for the games that gave no
+            # info (those a masked reset left alone): their masks are
+            # still the ones last returned.
+            keep = ~np.asarray(have, dtype=np.bool_)
+            rows[keep] = self._mask[keep]
+        self._mask = rows
+        return {"observations": np.asarray(obs, dtype=self._box.dtype), "action_mask": rows}

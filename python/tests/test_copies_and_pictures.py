@@ -11,6 +11,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
@@ -64,6 +65,29 @@ def test_copies_play_on_alike(server, how):
                 if t1 or u1:
                     o1, info = env.reset()
                     assert (o1 == twin.reset()[0]).all()
+        finally:
+            twin.close()
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("how", ["deepcopy", "pickle"])
+@pytest.mark.parametrize("given", ["address", "server"])
+def test_copies_keep_the_spec(server, how, given):
+    """A copy of an env made by gymnasium.make keeps its spec (the env's
+    own, which the wrappers' spec is built from): it was None. A server
+    given as the address is not carried (the copy starts its own), nor
+    named in the copy's spec."""
+    env = gym.make("Spider-v0", address=server.address if given == "address" else server, max_steps=30)
+    try:
+        env.reset(seed=1)
+        inner = env.unwrapped
+        twin = copy.deepcopy(inner) if how == "deepcopy" else pickle.loads(pickle.dumps(inner))
+        try:
+            assert twin.spec is not None and twin.spec.id == "Spider-v0"
+            assert twin.spec.kwargs["max_steps"] == 30
+            assert twin.spec.kwargs["address"] == (server.address if given == "address" else None)
+            assert twin.spec.kwargs.keys() == inner.spec.kwargs.keys()
         finally:
             twin.close()
     finally:

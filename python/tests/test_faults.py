@@ -255,9 +255,11 @@ def test_a_partial_reset_waits_for_the_step_in_flight():
 
 
 def test_action_masks_are_the_callers_own():
-    """action_masks() and infos["action_mask"] are two arrays, each the
-    caller's: writing into one leaves the other (and the env) alone. With
-    copy=False it is a read-only view, like the other arrays then."""
+    """action_masks() is the caller's: writing into it leaves the infos
+    and the env alone, and a SpiderEnv's info["action_mask"] is the
+    caller's too (the vector env's infos hold the env's masks until the
+    next step: documented). With copy=False it is a read-only view, like
+    the other arrays then."""
     venv = SpiderVectorEnv(2)
     view = SpiderVectorEnv(2, copy=False)
     env = SpiderEnv()
@@ -273,6 +275,11 @@ def test_action_masks_are_the_callers_own():
         row = env.action_masks()
         row[:] = False
         assert info["action_mask"].any() and env.action_masks().any()
+        info["action_mask"][:] = 0
+        assert env.action_masks().any()
+        _, _, _, _, info = env.step(int(np.flatnonzero(env.action_masks())[0]))
+        info["action_mask"][:] = 0
+        assert env.action_masks().any()
         venv.send([], [])  # no game: [] is not a float array of games
         _, _, _, _, infos = venv.recv()
         assert infos["env_id"].size == 0

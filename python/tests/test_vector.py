@@ -687,3 +687,28 @@ def test_async_reset_runs_envpools_loop(server):
         venv.step(venv.action_masks().argmax(axis=1))
     finally:
         venv.close()
+
+
+def test_step_with_env_id_is_envpools(server):
+    """step(action, env_id), EnvPool's synchronous form, steps those games
+    only: what send then recv give, rows in env_id's order."""
+    a = SpiderVectorEnv(3, address=server)
+    b = SpiderVectorEnv(3, address=server)
+    try:
+        a.reset(seed=11)
+        b.reset(seed=11)
+        for ids in ([2, 0], [1], 1):
+            rows = np.atleast_1d(ids)
+            acts = a.action_masks()[rows].argmax(axis=1)
+            got = a.step(acts if np.ndim(ids) else acts[0], ids)
+            b.send(acts, rows)
+            want = b.recv()
+            for x, y in zip(got[:4], want[:4], strict=True):
+                np.testing.assert_array_equal(x, y)
+            assert got[4]["env_id"].tolist() == rows.tolist()
+            np.testing.assert_array_equal(a.action_masks(), b.action_masks())
+        obs, *_ = a.step(a.action_masks().argmax(axis=1))  # every game, as before
+        assert obs.shape[0] == 3
+    finally:
+        a.close()
+        b.close()

@@ -303,3 +303,35 @@ def test_vector_mask_in_observation_falls_back_to_action_masks():
     assert obs["action_mask"].dtype == np.float32 and envs.observation_space.contains(obs)
     obs, *_ = envs.step(np.zeros(2, np.int64))
     np.testing.assert_array_equal(obs["action_mask"], want)
+
+
+def test_vector_mask_in_observation_keeps_the_games_a_masked_reset_left(server):
+    """Over Gymnasium's SyncVectorEnv a masked reset gives infos only for
+    the games reset, the other rows of action_mask zero-filled: the wrapper
+    keeps those games' last masks (it gave them no legal move)."""
+    from gymnasium.vector import AutoresetMode
+
+    envs = VectorMaskInObservation(
+        gym.make_vec(
+            "Spider-v0",
+            num_envs=3,
+            vectorization_mode="sync",
+            vector_kwargs={"autoreset_mode": AutoresetMode.DISABLED},
+            illegal="lose",
+            address=server.address,
+        )
+    )
+    try:
+        obs, _ = envs.reset(seed=4)
+        games = [e.unwrapped for e in envs.unwrapped.envs]
+        legal = [int(np.flatnonzero(g.action_masks())[0]) for g in games]
+        illegal = int(np.flatnonzero(~games[0].action_masks())[0])
+        obs, _, term, _, _ = envs.step(np.array([illegal, legal[1], legal[2]]))
+        assert term[0] and not term[1:].any()
+        obs, infos = envs.reset(options={"reset_mask": np.array([True, False, False])})
+        assert not infos["_action_mask"][1:].any(), "the games left alone gave no info"
+        want = np.stack([g.action_masks() for g in games]).astype(np.float32)
+        np.testing.assert_array_equal(obs["action_mask"], want)
+        assert (obs["action_mask"][1:].sum(axis=1) > 0).all()
+    finally:
+        envs.close()
