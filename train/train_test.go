@@ -493,15 +493,36 @@ func TestDaggerRoundsResumeExactly(t *testing.T) {
 	}
 	defer straight.Close()
 	var reports []string
+	var learning [][2]int // the "learn" reports, done and total
 	straight.Progress = func(phase string, done, total int) {
+		if phase == "learn" {
+			learning = append(learning, [2]int{done, total})
+			if done == total {
+				reports = append(reports, fmt.Sprintf("learnt %d", total))
+			}
+			return
+		}
 		reports = append(reports, fmt.Sprintf("%s %d/%d", phase, done, total))
 	}
 	if err := straight.Run(ctx, until(2), nil); err != nil {
 		t.Fatal(err)
 	}
 	// Every imitation phase is reported as it starts, and every game as it
-	// ends, counted up to the phase's.
-	want := "clone 0/2, clone 1/2, clone 2/2, dagger 0/3, dagger 1/3, dagger 2/3, dagger 3/3, dagger 0/3, dagger 1/3, dagger 2/3, dagger 3/3"
+	// ends, counted up to the phase's; then the updates that learn from
+	// the labels, from 0 one at a time to their total, which grows as the
+	// labels do.
+	updates := make([]int, 0, 3)
+	for i, r := range learning {
+		if r[0] == 0 {
+			updates = append(updates, r[1])
+		} else if r[0] != learning[i-1][0]+1 || r[1] != learning[i-1][1] {
+			t.Fatalf("learn reports %v: %v after %v", learning, r, learning[i-1])
+		}
+	}
+	if len(updates) != 3 || updates[0] <= 0 || updates[1] <= updates[0] || updates[2] <= updates[1] {
+		t.Fatalf("the imitation phases learnt in %v updates, want three growing totals", updates)
+	}
+	want := fmt.Sprintf("clone 0/2, clone 1/2, clone 2/2, learnt %d, dagger 0/3, dagger 1/3, dagger 2/3, dagger 3/3, learnt %d, dagger 0/3, dagger 1/3, dagger 2/3, dagger 3/3, learnt %d", updates[0], updates[1], updates[2])
 	if got := strings.Join(reports, ", "); got != want {
 		t.Fatalf("progress reports %s, want %s", got, want)
 	}

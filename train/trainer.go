@@ -20,8 +20,10 @@ type Trainer struct {
 	// Progress, if set, hears of the imitation phases' games as they end
 	// (phase "clone" or "dagger", games done of total; 0 done as a phase
 	// starts; a game cut short by a stop is not counted): a search
-	// teacher's games take minutes. It is called from one goroutine at a
-	// time, not necessarily Run's.
+	// teacher's games take minutes. Then, phase "learn", of the updates of
+	// the passes over the labels that follow each (0 as they start, then
+	// each update), which take minutes too on thousands of games. It is
+	// called from one goroutine at a time, not necessarily Run's.
 	Progress func(phase string, done, total int)
 
 	rules  env.Rules
@@ -258,6 +260,9 @@ func (t *Trainer) epochs(ctx context.Context, l *learner, n, rows, passes int, o
 	var sum losses
 	var mean weightMean // the last pass's weights, averaged
 	updates := 0
+	if o.progress != nil {
+		o.progress(0, total)
+	}
 	for pass := range passes {
 		for i := len(order) - 1; i > 0; i-- {
 			j := t.g.IntN(i + 1)
@@ -296,6 +301,9 @@ func (t *Trainer) epochs(ctx context.Context, l *learner, n, rows, passes int, o
 				return sum, updates, nil
 			}
 			updates++
+			if o.progress != nil {
+				o.progress(updates, total)
+			}
 			if o.average && pass == passes-1 {
 				mean.add(t.params())
 			}
@@ -309,6 +317,7 @@ func (t *Trainer) epochs(ctx context.Context, l *learner, n, rows, passes int, o
 type passOptions struct {
 	decay, average bool
 	maxKL          float64
+	progress       func(done, total int) // hears of each update, if set
 }
 
 // weightMean is the running mean of sets of weights, in float64 so that

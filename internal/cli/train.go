@@ -290,9 +290,12 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 		if prog == nil || !prog.due(done, total) {
 			return
 		}
-		if phase == "dagger" {
+		switch phase {
+		case "learn":
+			prog.write(fmt.Sprintf("train: learning the labelled moves: %d of %d updates", done, total))
+		case "dagger":
 			prog.write(fmt.Sprintf("train: DAgger round: the network played %d of %d games, %s labelling its positions", done, total, t.Config.TeacherName()))
-		} else {
+		default:
 			prog.write(fmt.Sprintf("train: warm start: %s played %d of %d games", t.Config.TeacherName(), done, total))
 		}
 		if done == total {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -290,6 +291,11 @@ func TestTrainExportsThePolicy(t *testing.T) {
 	// The warm start's games are reported as they end; the last always.
 	if !strings.Contains(log.String(), "train: warm start: greedy played 2 of 2 games, ") {
 		t.Fatalf("no progress line for the warm start:\n%s", log.String())
+	}
+	// So are the updates that learn from its labels, which take minutes
+	// on thousands of games; the last always.
+	if m := regexp.MustCompile(`train: learning the labelled moves: (\d+) of (\d+) updates, `).FindStringSubmatch(log.String()); m == nil || m[1] != m[2] {
+		t.Fatalf("no last progress line for the warm start's updates:\n%s", log.String())
 	}
 	ckpt, out := filepath.Join(dir, "checkpoint.spider"), filepath.Join(dir, "policy.spider")
 	var stdout bytes.Buffer
