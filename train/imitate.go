@@ -246,7 +246,7 @@ func (t *Trainer) imitate(ctx context.Context, m *Metrics) error {
 	obs, mask := make([]float32, D), make([]uint8, A)
 	var same []env.Action
 	start := time.Now()
-	sum, updates, err := t.epochs(ctx, l, len(data), rows, c.CloneEpochs, passOptions{decay: c.CloneDecay, average: c.CloneAverage, progress: t.learnProgress()}, func(r, idx int) {
+	sum, updates, err := t.epochs(ctx, l, len(data), rows, c.CloneEpochs, passOptions{decay: c.CloneDecay, average: c.CloneAverage, progress: t.progress("learn", c.CloneEpochs*(len(data)/rows))}, func(r, idx int) {
 		d := &data[idx]
 		d.s.ObserveFloat32(obs)
 		d.s.Mask(mask)
@@ -442,16 +442,8 @@ func (t *Trainer) finishImitation(m *Metrics, start time.Time) {
 	}
 }
 
-// learnProgress returns epochs' report of the imitation updates to
-// t.Progress, or nil.
-func (t *Trainer) learnProgress() func(done, total int) {
-	if t.Progress == nil {
-		return nil
-	}
-	return func(done, total int) { t.Progress("learn", done, total) }
-}
-
-// progress returns collect's report of phase's games to t.Progress, or nil.
+// progress returns the report of phase's games (collect's) or updates
+// (epochs') to t.Progress, or nil.
 func (t *Trainer) progress(phase string, total int) func(int) {
 	if t.Progress == nil {
 		return nil

@@ -261,7 +261,7 @@ func (t *Trainer) epochs(ctx context.Context, l *learner, n, rows, passes int, o
 	var mean weightMean // the last pass's weights, averaged
 	updates := 0
 	if o.progress != nil {
-		o.progress(0, total)
+		o.progress(0)
 	}
 	for pass := range passes {
 		for i := len(order) - 1; i > 0; i-- {
@@ -302,7 +302,7 @@ func (t *Trainer) epochs(ctx context.Context, l *learner, n, rows, passes int, o
 			}
 			updates++
 			if o.progress != nil {
-				o.progress(updates, total)
+				o.progress(updates)
 			}
 			if o.average && pass == passes-1 {
 				mean.add(t.params())
@@ -317,7 +317,7 @@ func (t *Trainer) epochs(ctx context.Context, l *learner, n, rows, passes int, o
 type passOptions struct {
 	decay, average bool
 	maxKL          float64
-	progress       func(done, total int) // hears of each update, if set
+	progress       func(done int) // hears of each update, if set
 }
 
 // weightMean is the running mean of sets of weights, in float64 so that
