@@ -246,7 +246,7 @@ func (t *Trainer) imitate(ctx context.Context, m *Metrics) error {
 	obs, mask := make([]float32, D), make([]uint8, A)
 	var same []env.Action
 	start := time.Now()
-	sum, updates, err := t.epochs(ctx, l, len(data), rows, c.CloneEpochs, passOptions{decay: c.CloneDecay, average: c.CloneAverage, progress: t.progress("learn", c.CloneEpochs*(len(data)/rows))}, func(r, idx int) {
+	sum, updates, err := t.epochs(ctx, l, len(data), rows, c.CloneEpochs, passOptions{decay: c.CloneDecay, average: c.CloneAverage, progress: t.progress("learn", passUpdates(len(data), rows, c.CloneEpochs))}, func(r, idx int) {
 		d := &data[idx]
 		d.s.ObserveFloat32(obs)
 		d.s.Mask(mask)

@@ -252,7 +252,7 @@ func (t *Trainer) Run(ctx context.Context, stop func(iter int, steps int64) bool
 // ends the passes, its update not applied; its losses are in the sums, as
 // Stable-Baselines3 logs them, which count the minibatches they add up.
 func (t *Trainer) epochs(ctx context.Context, l *learner, n, rows, passes int, o passOptions, fill func(r, idx int)) (losses, int, error) {
-	base, total := l.opt.LR, passes*(n/rows)
+	base, total := l.opt.LR, passUpdates(n, rows, passes)
 	order := make([]int, n)
 	for i := range order {
 		order[i] = i
@@ -314,6 +314,10 @@ func (t *Trainer) epochs(ctx context.Context, l *learner, n, rows, passes int, o
 }
 
 // passOptions are epochs' schedule: see there.
+// passUpdates is how many updates epochs makes of n rows, rows at a time,
+// in passes passes, none stopped early: a short last minibatch is dropped.
+func passUpdates(n, rows, passes int) int { return passes * (n / rows) }
+
 type passOptions struct {
 	decay, average bool
 	maxKL          float64
