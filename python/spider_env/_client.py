@@ -19,6 +19,7 @@ import mmap
 import numbers
 import operator
 import os
+import select
 import socket
 import struct
 import time
@@ -718,6 +719,23 @@ class Client:
     def pending(self) -> bool:
         """Whether a request was sent whose reply is still to be received."""
         return self._pending is not None
+
+    def wait_reply(self, timeout: float) -> bool:
+        """Whether the reply to the request in flight has begun to arrive
+        within ``timeout`` seconds (0: without waiting). It reads nothing:
+        the request stays in flight either way, for :meth:`receive`. A
+        connection the server closed counts as arrived (receive says
+        so)."""
+        sock = self._usable("wait_reply")
+        if self._pending is None:
+            raise SpiderError("order", "wait_reply with no request outstanding")
+        t: object = timeout
+        if isinstance(t, bool) or not isinstance(t, numbers.Real) or not 0 <= float(t) < float("inf"):
+            raise ValueError(f"timeout must be a finite number of seconds, 0 or more, got {timeout!r}")
+        # poll, not select: a descriptor numbered past FD_SETSIZE is fine.
+        poller = select.poll()
+        poller.register(sock, select.POLLIN | select.POLLPRI)
+        return bool(poller.poll(float(timeout) * 1000))  # PEP 475: a signal does not cut it short
 
     def discard(self) -> None:
         """Read and drop the reply still to be received, if any: the request

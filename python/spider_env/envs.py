@@ -15,9 +15,11 @@ to the environment, not to the game.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import multiprocessing
 import socket
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Final, cast
 
 import gymnasium as gym
@@ -171,6 +173,23 @@ def _episode_key(key: Any) -> str | None:
     if key is not None and not isinstance(key, str):
         raise TypeError(f"episode_key must be a str or None, got {key!r}")
     return key
+
+
+@contextlib.contextmanager
+def _generator_kept(env: gym.Env[Any, Any] | gym.vector.VectorEnv[Any, Any, Any]) -> Iterator[None]:
+    """Put ``np_random`` back as it was if the block raises: a reset that
+    fails (a timeout, a broken server, Ctrl-C) has then drawn nothing, so
+    the reset that retries it deals what it would have dealt, as if the
+    failure had not happened."""
+    rng, seed = env._np_random, env._np_random_seed
+    state = None if rng is None else rng.bit_generator.state
+    try:
+        yield
+    except BaseException:
+        env._np_random, env._np_random_seed = rng, seed
+        if rng is not None and state is not None:
+            rng.bit_generator.state = state
+        raise
 
 
 def _episode_over(e: SpiderError) -> bool:
@@ -371,7 +390,9 @@ class SpiderEnv(gym.Env[NDArray[Any], np.int64]):
         With ``seed`` the game is the first of that seed's stream (the same
         as game 0 of a vector env reset with that seed); without one, the
         next game of the stream, the first reset drawing a seed from
-        ``self.np_random``.
+        ``self.np_random``. A reset that fails (a timeout, Ctrl-C) leaves
+        ``np_random`` as it was, so the reset that retries it deals the
+        same game.
         """
         if options:
             raise ValueError(f"SpiderEnv.reset takes no options, got {sorted(options)}")
@@ -392,17 +413,18 @@ class SpiderEnv(gym.Env[NDArray[Any], np.int64]):
                     for _ in range(self._episodes):
                         self.client.reset()
         never_seeded = self._np_random is None
-        super().reset(seed=seed)
-        if seed is None and (never_seeded or self._last is None):
-            seed = int(self.np_random.integers(0, 2**63))
-        with _whole(self.client, "reset"):
-            r = self.client.reset(seed=seed)
-            if seed is None:
-                self._episodes += 1
-            else:
-                self._stream, self._episodes = int(seed), 0
-            self._actions.clear()
-            self._last, self._ended = r, False
+        with _generator_kept(self):
+            super().reset(seed=seed)
+            if seed is None and (never_seeded or self._last is None):
+                seed = int(self.np_random.integers(0, 2**63))
+            with _whole(self.client, "reset"):
+                r = self.client.reset(seed=seed)
+                if seed is None:
+                    self._episodes += 1
+                else:
+                    self._stream, self._episodes = int(seed), 0
+                self._actions.clear()
+                self._last, self._ended = r, False
         return r["obs"][0], self._info(r, ended=False)
 
     def step(self, action: int | np.integer[Any]) -> tuple[ObsArray, float, bool, bool, dict[str, Any]]:
@@ -698,7 +720,8 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
         first reset is refused (``bad_order``); an all-false one resets no
         game (Gymnasium raises), though a seed still seeds ``np_random``.
         Infos after a masked reset hold every game's current values, their
-        ``_key`` masks all True.
+        ``_key`` masks all True. A reset that fails (a timeout, Ctrl-C)
+        leaves ``np_random`` as it was.
         """
         # Everything is checked before anything changes, np_random included.
         options = dict(options or {})
@@ -741,27 +764,26 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
                 raise ValueError(f"seed {seed} + {last} for game {last} is over 2**64-1")
         self._reset_results = None  # a reset replaces async_reset's results
         never_seeded = self._np_random is None
-        # Gymnasium seeds the vector env's own generator with the first seed.
-        super().reset(seed=seed if seeds is None else next((s for s in seeds if s is not None), None))
-        if reset_mask is not None and seed is not None:
-            # Gymnasium seeds chosen game i with seed + i; the server's seed
-            # with a mask resets every game, its seeds only the chosen ones.
-            seeds, seed = [seed + i if m else None for i, m in enumerate(reset_mask)], None
-        if seeds is not None:
-            if self._last is None and reset_mask is None:
-                # No episode to go on with yet: a None game gets a drawn seed.
-                seeds = [int(self.np_random.integers(0, 2**63)) if s is None else s for s in seeds]
+        with _generator_kept(self):
+            # Gymnasium seeds the vector env's own generator with the first seed.
+            super().reset(seed=seed if seeds is None else next((s for s in seeds if s is not None), None))
+            if reset_mask is not None and seed is not None:
+                # Gymnasium seeds chosen game i with seed + i; the server's seed
+                # with a mask resets every game, its seeds only the chosen ones.
+                seeds, seed = [seed + i if m else None for i, m in enumerate(reset_mask)], None
+            if seeds is not None:
+                if self._last is None and reset_mask is None:
+                    # No episode to go on with yet: a None game gets a drawn seed.
+                    seeds = [int(self.np_random.integers(0, 2**63)) if s is None else s for s in seeds]
+            elif reset_mask is None and seed is None and (never_seeded or self._last is None):
+                seed = int(self.np_random.integers(0, 2**63))
             with _whole(self.client, "reset"):
                 self._discard_pending()
-                r = self._own(self.client.reset(seeds=seeds, reset_mask=reset_mask))
+                if seeds is not None:
+                    r = self._own(self.client.reset(seeds=seeds, reset_mask=reset_mask))
+                else:
+                    r = self._own(self.client.reset(seed=seed, reset_mask=reset_mask))
                 self._last = r
-            return r["obs"], self._infos(r, with_episode=False)
-        if reset_mask is None and seed is None and (never_seeded or self._last is None):
-            seed = int(self.np_random.integers(0, 2**63))
-        with _whole(self.client, "reset"):
-            self._discard_pending()
-            r = self._own(self.client.reset(seed=seed, reset_mask=reset_mask))
-            self._last = r
         return r["obs"], self._infos(r, with_episode=False)
 
     def step(
@@ -815,12 +837,24 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
         return _action_ids(actions, (self.num_envs,))
 
     def step_wait(
-        self,
+        self, timeout: float | None = None
     ) -> tuple[ObsArray, NDArray[np.float32], NDArray[np.bool_], NDArray[np.bool_], dict[str, Any]]:
-        """The results of the step :meth:`step_async` sent."""
+        """The results of the step :meth:`step_async` sent.
+
+        ``timeout`` (seconds; None: as long as the env's own ``timeout``
+        allows) is the wait of Gymnasium's ``AsyncVectorEnv.step_wait``:
+        if the reply has not begun to come by then, it raises
+        ``multiprocessing.TimeoutError``, as that env does, and the step
+        stays in flight, so a later ``step_wait`` still returns it (where
+        AsyncVectorEnv loses it)."""
         if not self._all_sent:
             raise RuntimeError(
                 "step_wait without step_async" + (" (send's step needs recv)" if self._sent is not None else "")
+            )
+        if timeout is not None and not self.client.wait_reply(timeout):
+            raise multiprocessing.TimeoutError(
+                f"step_wait: the step's reply has not come within {timeout:g} s; it is still in flight "
+                "(call step_wait again)"
             )
         with _whole(self.client, "step_wait"):
             self._all_sent = False

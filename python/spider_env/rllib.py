@@ -43,6 +43,7 @@ __all__ = ["ENV_KEYS", "ENV_NAME", "env_creator", "log_episode_metrics", "regist
 ENV_NAME = "Spider-v0"
 
 ENV_KEYS = (
+    "config",
     "illegal",
     "illegal_penalty",
     "mask",
@@ -171,8 +172,11 @@ def env_creator(env_config: Mapping[str, Any]) -> gym.Env[Any, Any] | gym.vector
 
     Keys: the game options (``rules``, ``suits``, ``max_steps``, ``obs``,
     ``shaping``, ...; the server's defaults where absent, except ``obs``,
-    which defaults to ``"float32"``, the encoding made for networks), the
-    env options ``illegal`` (default ``"noop"``), ``illegal_penalty``,
+    which defaults to ``"float32"``, the encoding made for networks), or
+    ``config``, the game as one :class:`~spider_env.SpiderConfig` (or a
+    dict of its fields, as a config file or a Tune search space gives it),
+    the game options given beside it laid over it; the env options
+    ``illegal`` (default ``"noop"``), ``illegal_penalty``,
     ``mask``, ``episode_key``, ``render_mode``, ``timeout`` (seconds a
     reply may take, default 60: raise it for a server shared by many
     runners), ``workers`` (the server's goroutines for a vector env's
@@ -209,7 +213,15 @@ def env_creator(env_config: Mapping[str, Any]) -> gym.Env[Any, Any] | gym.vector
         )
     float32 = bool(cfg.pop("float32", True))
     num_envs = cfg.pop("num_envs", None)
-    cfg.setdefault("obs", "float32")
+    game = cfg.get("config")
+    if isinstance(game, Mapping):
+        game = cfg["config"] = SpiderConfig.resolve(None, **game)
+    elif game is not None and not isinstance(game, SpiderConfig):
+        raise TypeError(
+            f'env_config "config" must be a SpiderConfig or a dict of its fields, got {type(game).__name__}'
+        )
+    if game is None or game.obs is None:
+        cfg.setdefault("obs", "float32")
     cfg.setdefault("illegal", "noop")
     if cfg.get("workers", 0) is None:
         del cfg["workers"]  # the default, as absent

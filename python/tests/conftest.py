@@ -3,9 +3,13 @@ server that most tests share."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -74,3 +78,33 @@ def masked_sample(rng: np.random.Generator, masks: np.ndarray) -> np.ndarray:
     counts = masks.sum(axis=1)
     assert (counts > 0).all(), f"empty mask rows: {np.flatnonzero(counts == 0).tolist()}"
     return masked_random(rng, masks)
+
+
+def all_stopped(pid: int) -> bool:
+    """Whether every thread of process pid is stopped (state T in /proc);
+    True where there is no /proc to ask."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+        states = []
+        for t in tasks:
+            with open(f"/proc/{pid}/task/{t}/stat") as f:
+                states.append(f.read().rsplit(")", 1)[1].split()[0])
+    except OSError:
+        return True
+    return all(st in ("T", "t") for st in states)
+
+
+@contextlib.contextmanager
+def paused(pid: int) -> Iterator[None]:
+    """Process pid stopped (SIGSTOP) for the block, then let go on.
+    kill returns before every thread has stopped (one on the other core
+    could still answer), so this waits for the kernel to report them all
+    stopped."""
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        deadline = time.monotonic() + 5
+        while not all_stopped(pid) and time.monotonic() < deadline:
+            time.sleep(0.001)
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)

@@ -4,13 +4,16 @@ middle of a step, forked workers, seeds that cannot be dealt."""
 from __future__ import annotations
 
 import copy
+import multiprocessing
 import os
 import pickle
+import time
 
 import gymnasium as gym
 import numpy as np
 import pytest
 
+from conftest import paused
 from spider_env import Client, SpiderEnv, SpiderError, SpiderVectorEnv
 from spider_env._client import Client as _Client
 
@@ -299,3 +302,69 @@ def test_action_masks_are_the_callers_own():
         venv.close()
         view.close()
         env.close()
+
+
+def test_step_wait_timeout_keeps_the_step_in_flight():
+    """step_wait(timeout) waits as AsyncVectorEnv's does: a reply that has
+    not come raises multiprocessing.TimeoutError, and the step stays in
+    flight, so a later step_wait returns what an unhurried step would
+    (AsyncVectorEnv loses it)."""
+    venv, twin = SpiderVectorEnv(4, max_steps=50), SpiderVectorEnv(4, max_steps=50)
+    try:
+        _, infos = venv.reset(seed=7)
+        twin.reset(seed=7)
+        acts = np.argmax(infos["action_mask"], axis=1)
+        with paused(venv.server.proc.pid):
+            venv.step_async(acts)
+            start = time.monotonic()
+            with pytest.raises(multiprocessing.TimeoutError, match="still in flight"):
+                venv.step_wait(timeout=0.3)
+            assert 0.25 < time.monotonic() - start < 5
+            with pytest.raises(multiprocessing.TimeoutError):
+                venv.step_wait(timeout=0)
+            for bad in (-1, float("nan"), float("inf"), True, "1"):
+                with pytest.raises(ValueError, match="finite number of seconds"):
+                    venv.step_wait(timeout=bad)  # type: ignore[arg-type]
+        got = venv.step_wait(timeout=10)
+        want = twin.step(acts)
+        for a, b in zip(got[:4], want[:4], strict=True):
+            assert np.array_equal(a, b)
+        assert np.array_equal(got[4]["moves"], want[4]["moves"]) and (got[4]["moves"] == 1).all()
+        with pytest.raises(RuntimeError, match="step_wait without step_async"):
+            venv.step_wait(timeout=1)
+    finally:
+        venv.close()
+        twin.close()
+
+
+@pytest.mark.parametrize("vector", [False, True])
+def test_a_failed_reset_draws_nothing(monkeypatch, vector):
+    """A reset cut off (here by Ctrl-C while its reply is awaited; a
+    timeout or a broken server go the same way) leaves np_random as it
+    was: the reset that retries it deals the game an uninterrupted one
+    would have, and a seed it carried has not seeded the generator."""
+
+    def make():
+        return SpiderVectorEnv(2) if vector else SpiderEnv()
+
+    env, twin = make(), make()
+    try:
+        env.np_random, twin.np_random = np.random.default_rng(11), np.random.default_rng(11)
+        _interrupt_once(monkeypatch, "_read_reply")
+        with pytest.raises(KeyboardInterrupt):
+            env.reset()
+        assert env.np_random_seed == -1  # set by hand, not reseeded
+        assert env.np_random.bit_generator.state == np.random.default_rng(11).bit_generator.state
+        if not vector:
+            # A SpiderEnv opens anew at its next reset, which deals what the
+            # twin's first reset deals.
+            assert np.array_equal(env.reset()[0], twin.reset()[0])
+            env.reset(seed=3)
+            state = env.np_random.bit_generator.state
+            _interrupt_once(monkeypatch, "_read_reply")
+            with pytest.raises(KeyboardInterrupt):
+                env.reset(seed=9)
+            assert env.np_random_seed == 3 and env.np_random.bit_generator.state == state
+    finally:
+        env.close()
+        twin.close()

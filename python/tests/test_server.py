@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import spider_env
+from conftest import paused
 from spider_env import Client, SpiderEnv, SpiderError, SpiderServer, SpiderVectorEnv, _server
 
 
@@ -392,44 +393,19 @@ def test_forked_child_leaves_the_parent_alone():
     assert not env.server.running
 
 
-def _all_stopped(pid: int) -> bool:
-    """Whether every thread of process pid is stopped (state T in /proc);
-    True where there is no /proc to ask."""
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-        states = []
-        for t in tasks:
-            with open(f"/proc/{pid}/task/{t}/stat") as f:
-                states.append(f.read().rsplit(")", 1)[1].split()[0])
-    except OSError:
-        return True
-    return all(st in ("T", "t") for st in states)
-
-
 def test_a_stalled_server_times_out(spider_bin):
     """A server that stops answering (SIGSTOP) makes a request fail with a
     timeout error after the env's timeout, instead of hanging."""
-    import signal
-
     srv = SpiderServer(spider_bin)
     # Not 1 s: closing sets its own 1 s timeout on the socket, which the
     # message must not report instead.
     env = SpiderEnv(address=srv, timeout=1.5)
     try:
         obs, info = env.reset(seed=0)
-        os.kill(srv.proc.pid, signal.SIGSTOP)
-        # kill returns before every thread of the server has stopped: a
-        # thread running on the other core could still answer. Wait for
-        # the kernel to report every thread stopped.
-        deadline = time.monotonic() + 5
-        while not _all_stopped(srv.proc.pid) and time.monotonic() < deadline:
-            time.sleep(0.001)
-        start = time.monotonic()
-        try:
+        with paused(srv.proc.pid):
+            start = time.monotonic()
             with pytest.raises(SpiderError) as e:
                 env.step(int(np.argmax(info["action_mask"])))
-        finally:
-            os.kill(srv.proc.pid, signal.SIGCONT)
         assert e.value.code == "timeout" and "did not answer 'step' within 1.5 s" in str(e.value)
         assert 1.4 < time.monotonic() - start < 5
         assert env.client.closed  # its stream is not trusted again

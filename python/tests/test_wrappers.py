@@ -13,7 +13,7 @@ from gymnasium.utils.env_checker import check_env
 
 import spider_env.rllib
 from conftest import masked_sample
-from spider_env import NUM_ACTIONS, SpiderEnv, SpiderVectorEnv
+from spider_env import NUM_ACTIONS, SpiderConfig, SpiderEnv, SpiderVectorEnv
 from spider_env.rllib import env_creator
 from spider_env.wrappers import MaskInObservation, VectorMaskInObservation
 
@@ -231,6 +231,35 @@ def test_env_creator_defaults_and_keys(server):
     venv.close()
     assert not shared.running and shared.socket_path and not os.path.exists(shared.socket_path)
     assert spider_env.rllib._shared is None
+
+
+def test_env_creator_takes_a_spider_config(server):
+    """env_config "config" is the game as one SpiderConfig, the type that
+    travels everywhere else, or a dict of its fields (a config file's, a
+    Tune space's); game options beside it are laid over it, and the
+    float32 observation default yields to an obs it names."""
+    made = []
+    try:
+        for game in (SpiderConfig(suits=2, max_steps=30), {"suits": 2, "max_steps": 30}):
+            env = env_creator({"config": game, "address": server.address})
+            made.append(env)
+            assert (env.unwrapped.config.suits, env.unwrapped.config.max_steps) == (2, 30)
+            assert env.unwrapped.config.obs == "float32"  # the env_creator default still
+        env = env_creator({"config": SpiderConfig(suits=2, obs="compact"), "max_steps": 40, "float32": False})
+        made.append(env)
+        config = env.unwrapped.config
+        assert (config.suits, config.obs, config.max_steps) == (2, "compact", 40)
+        assert env.observation_space["observations"].dtype == np.uint8
+        venv = env_creator({"config": {"suits": 4}, "num_envs": 2, "address": server.address})
+        made.append(venv)
+        assert venv.unwrapped.config.suits == 4 and venv.unwrapped.config.obs == "float32"
+        with pytest.raises(TypeError, match="unknown game option 'suit'"):
+            env_creator({"config": {"suit": 2}})
+        with pytest.raises(TypeError, match='"config" must be a SpiderConfig'):
+            env_creator({"config": "suits=2"})
+    finally:
+        for e in made:
+            e.close()
 
 
 class _MaskMethodEnv(gym.Env[np.ndarray, int]):
