@@ -27,15 +27,23 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.limit(300)
 @pytest.mark.parametrize(
-    ("vectorize_mode", "envs_per_runner"),
-    [("sync", 1), ("vector_entry_point", 2)],  # SpiderEnvs / one SpiderVectorEnv batch per runner
+    ("vectorize_mode", "envs_per_runner", "game"),
+    [
+        ("sync", 1, {"suits": 1, "max_steps": 50}),  # SpiderEnvs, the game as options
+        ("vector_entry_point", 2, "config"),  # one SpiderVectorEnv batch per runner, the game as a SpiderConfig
+    ],
 )
-def test_ppo_action_masking_two_env_runners(spider_bin, vectorize_mode, envs_per_runner):
+def test_ppo_action_masking_two_env_runners(spider_bin, vectorize_mode, envs_per_runner, game):
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
     from ray.rllib.examples.rl_modules.classes.action_masking_rlm import ActionMaskingTorchRLModule
 
     import spider_env.rllib
+    from spider_env import SpiderConfig
+
+    if game == "config":
+        # Pickled to the runners with the rest of env_config; max_steps beside it laid over it.
+        game = {"config": SpiderConfig(suits=1, max_steps=500), "max_steps": 50}
 
     def server_pid(runner: Any) -> int:  # runs in each env runner (a nested function: pickled by value)
         import spider_env.rllib
@@ -55,7 +63,7 @@ def test_ppo_action_masking_two_env_runners(spider_bin, vectorize_mode, envs_per
         name = spider_env.rllib.register()
         config = (
             PPOConfig()
-            .environment(name, env_config={"suits": 1, "max_steps": 50})
+            .environment(name, env_config=game)
             .env_runners(
                 num_env_runners=2,
                 num_envs_per_env_runner=envs_per_runner,
@@ -77,6 +85,7 @@ def test_ppo_action_masking_two_env_runners(spider_bin, vectorize_mode, envs_per
         for _ in range(2):
             runners = algo.train()["env_runners"]
         assert runners["num_env_steps_sampled_lifetime"] >= 400
+        assert 0 < runners["episode_len_max"] <= 50  # the step limit reached the runners' games
         spider = runners["spider"]
         episodes = spider["episodes_by_runner"]  # since the start, by runner
         assert set(episodes) == {"1", "2"} and all(v > 0 for v in episodes.values()), episodes
