@@ -52,6 +52,34 @@ func TestValueFeatures(t *testing.T) {
 	}
 }
 
+// valuePos4 is a four-suit position whose features
+// TestValueFeaturesFourSuits counts in part (fitvalue -suits 4 fits on
+// such positions).
+const valuePos4 = "1: 5s | 9s 8h 7h\n2: | 9d\n3: 4c | Ts 9s\n4: | Kc\n5: | Kd\n6: | Kh\n7: | Ks\n8: | Qc\n9: | Qd\n10: | Jh"
+
+// TestValueFeaturesFourSuits: on four suits a card on the next rank of
+// another suit is a break and ends the movable run, while where a run can
+// go is a matter of rank alone, as the rules move it.
+func TestValueFeaturesFourSuits(t *testing.T) {
+	s, err := env.ParseState(env.MustRules(env.Options{Suits: 4}), valuePos4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f [NumValueFeatures]float64
+	ValueFeatures(&f, &s, -1, 0, make([]env.Card, env.NumCards))
+	// Breaks: 8h on 9s only (Ts 9s is one suit). Ways on: 8h 7h onto 9d
+	// (another suit, as the rules allow), Ts 9s onto the Jh, the two Qs
+	// onto a K and the Jh onto a Q: 5. Of them only Ts 9s turns a card
+	// (8h 7h leaves the 9s behind).
+	if f[6] != 1 || f[7] != 5 || f[8] != 1 {
+		t.Errorf("breaks %v, ways on %v, reveals %v; want 1, 5, 1", f[6], f[7], f[8])
+	}
+	// The top runs: 8h 7h, 9d, Ts 9s and seven single cards.
+	if want := float64(4+1+4+7) / 100; math.Abs(f[15]-want) > 1e-12 {
+		t.Errorf("top runs squared %v, want %v", f[15], want)
+	}
+}
+
 // TestValueSeesNoHiddenCard: positions that differ only in their hidden
 // cards (face down and stock) have the same features and the same value.
 func TestValueSeesNoHiddenCard(t *testing.T) {

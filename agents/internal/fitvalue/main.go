@@ -1,9 +1,12 @@
-// Command fitvalue fits the learned one-suit value of search
-// (agents/value.go): it plays search on one-suit tuning deals, takes every
+// Command fitvalue fits the learned value of search (agents/value.go):
+// it plays search on classic tuning deals (one suit unless -suits; -nodes
+// sets its budget), takes every
 // n-th position of each game with whether the game was won, and fits a
 // logistic regression of the outcome on agents.ValueFeatures by
 // iteratively reweighted least squares with an L2 penalty (not on the
-// bias). It prints the weights as the Go literal of valueWeights.
+// bias). It prints the weights as a Go literal (valueWeights; on N > 1
+// suits valueWeightsN, which search does not have: docs/results.md,
+// Tried).
 // Progress goes to stderr.
 //
 // -player search-hand plays search with its hand-set value alone
@@ -13,7 +16,8 @@
 // positions (seed, move, won, features), and -from fits on such files
 // instead of playing, to fit on the games of several players or rounds.
 //
-//	go run ./agents/internal/fitvalue -seeds 2001-2398,3001-3405 -every 2   # today's weights
+//	go run ./agents/internal/fitvalue -seeds 2001-2398,3001-3405 -every 2   # today's one-suit weights
+//	go run ./agents/internal/fitvalue -suits 4 -nodes 5000 -seeds 2001-2400  # four suits: tried, not kept
 //
 // Dev tool: the product does not run it.
 package main
@@ -43,10 +47,15 @@ func main() {
 	player := flag.String("player", "search-hand", "whose games to fit on: search-hand (the hand-set value) or search (the learned value, a round of policy iteration)")
 	csvPath := flag.String("csv", "", "also write the positions to this CSV file: seed, move, won, then the features")
 	from := flag.String("from", "", "fit on the positions of these comma-separated CSV files (written by -csv) instead of playing games")
+	suits := flag.Int("suits", 1, "suits of the classic games played: 1, 2 or 4")
+	nodes := flag.Int("nodes", 0, "search's positions a plan (0: its default)")
 	flag.Parse()
 	list, err := parseSeeds(*seeds)
-	if err == nil && (*every < 1 || *workers < 1 || *l2 < 0) {
-		err = fmt.Errorf("-every and -workers must be positive, -l2 not negative")
+	if err == nil && (*every < 1 || *workers < 1 || *l2 < 0 || *nodes < 0) {
+		err = fmt.Errorf("-every and -workers must be positive, -l2 and -nodes not negative")
+	}
+	if err == nil && *suits != 1 && *suits != 2 && *suits != 4 {
+		err = fmt.Errorf("-suits must be 1, 2 or 4, not %d", *suits)
 	}
 	if err == nil && *player != "search-hand" && *player != "search" {
 		err = fmt.Errorf("-player must be search-hand or search, not %q", *player)
@@ -65,7 +74,7 @@ func main() {
 			os.Exit(1)
 		}
 	} else {
-		x, y, at = play(list, *every, *workers, *player == "search-hand")
+		x, y, at = play(list, *suits, *nodes, *every, *workers, *player == "search-hand")
 	}
 	if *csvPath != "" {
 		if err := writeCSV(*csvPath, x, y, at); err != nil {
@@ -79,7 +88,11 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Fprintf(os.Stderr, "fitvalue: %d positions of %d games, mean log-loss %.4f\n", len(y), countGames(at), logLoss(x, y, w))
-	fmt.Println("var valueWeights = [NumValueFeatures]float64{")
+	name := "valueWeights"
+	if *suits != 1 {
+		name += strconv.Itoa(*suits)
+	}
+	fmt.Printf("var %s = [NumValueFeatures]float64{\n", name)
 	for i, v := range w {
 		fmt.Printf("\t%.5f, // %s\n", v, agents.ValueFeatureNames[i])
 	}
@@ -109,8 +122,8 @@ func parseSeeds(s string) ([]uint64, error) {
 // play plays search (with the hand-set value alone when handOnly) on every
 // seed and returns the features of every n-th position and the games'
 // outcomes, in seed order, with each position's seed and move number.
-func play(seeds []uint64, every, workers int, handOnly bool) ([][agents.NumValueFeatures]float64, []float64, [][2]uint64) {
-	r, err := env.NewRules(env.Options{Suits: 1})
+func play(seeds []uint64, suits, nodes, every, workers int, handOnly bool) ([][agents.NumValueFeatures]float64, []float64, [][2]uint64) {
+	r, err := env.NewRules(env.Options{Suits: suits})
 	if err != nil {
 		panic(err)
 	}
@@ -136,7 +149,7 @@ func play(seeds []uint64, every, workers int, handOnly bool) ([][agents.NumValue
 				if i >= len(seeds) {
 					return
 				}
-				res := agents.Play(r, seeds[i], &agents.Search{HandOnly: handOnly})
+				res := agents.Play(r, seeds[i], &agents.Search{HandOnly: handOnly, Nodes: nodes})
 				won := 0.0
 				if res.Won {
 					won = 1

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/spiderenv/spider/agents"
+	"github.com/spiderenv/spider/env"
 )
 
 // TestCSVRoundTrip checks that positions written by -csv read back exactly
@@ -75,5 +76,31 @@ func TestReadCSVsRejects(t *testing.T) {
 	}
 	if _, _, _, err := readCSVs([]string{empty}); err == nil {
 		t.Error("an empty file read without error")
+	}
+}
+
+// TestPlaySuitsAndNodes: -suits and -nodes reach the games play plays:
+// every position of a four-suit game of search at 200 nodes, as
+// agents.Play plays it, and not the one-suit game of the same seed.
+func TestPlaySuitsAndNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("plays two games of search")
+	}
+	r4 := env.MustRules(env.Options{Suits: 4})
+	want := agents.Play(r4, 7, &agents.Search{HandOnly: true, Nodes: 200})
+	x, y, at := play([]uint64{7}, 4, 200, 1, 1, true)
+	if len(x) != len(want.Actions) || len(y) != len(x) || len(at) != len(x) {
+		t.Fatalf("%d positions (%d outcomes, %d places) of a game of %d moves", len(x), len(y), len(at), len(want.Actions))
+	}
+	// The first position is the four-suit deal's.
+	first := env.NewGame(r4, 7)
+	var f [agents.NumValueFeatures]float64
+	agents.ValueFeatures(&f, &first, -1, 0, make([]env.Card, env.NumCards))
+	if x[0] != f || at[0] != [2]uint64{7, 0} {
+		t.Fatalf("first position %v at %v, want the four-suit deal's %v", x[0], at[0], f)
+	}
+	one := agents.Play(env.MustRules(env.Options{Suits: 1}), 7, &agents.Search{HandOnly: true, Nodes: 200})
+	if len(one.Actions) == len(want.Actions) {
+		t.Fatalf("the one-suit game of seed 7 has as many moves (%d): the test cannot tell the two apart", len(one.Actions))
 	}
 }
