@@ -19,7 +19,7 @@ import mmap
 import numbers
 import operator
 import os
-import select
+import selectors
 import socket
 import struct
 import time
@@ -732,10 +732,12 @@ class Client:
         t: object = timeout
         if isinstance(t, bool) or not isinstance(t, numbers.Real) or not 0 <= float(t) < float("inf"):
             raise ValueError(f"timeout must be a finite number of seconds, 0 or more, got {timeout!r}")
-        # poll, not select: a descriptor numbered past FD_SETSIZE is fine.
-        poller = select.poll()
-        poller.register(sock, select.POLLIN | select.POLLPRI)
-        return bool(poller.poll(float(timeout) * 1000))  # PEP 475: a signal does not cut it short
+        # selectors: epoll or poll where there is one (a descriptor past
+        # FD_SETSIZE is fine), select on Windows. Waits past about 24 days
+        # overflow epoll's milliseconds: none is meant that long.
+        with selectors.DefaultSelector() as sel:
+            sel.register(sock, selectors.EVENT_READ)
+            return bool(sel.select(min(float(t), 2_000_000.0)))  # PEP 475: a signal does not cut it short
 
     def discard(self) -> None:
         """Read and drop the reply still to be received, if any: the request

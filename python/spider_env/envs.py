@@ -181,14 +181,13 @@ def _generator_kept(env: gym.Env[Any, Any] | gym.vector.VectorEnv[Any, Any, Any]
     fails (a timeout, a broken server, Ctrl-C) has then drawn nothing, so
     the reset that retries it deals what it would have dealt, as if the
     failure had not happened."""
-    rng, seed = env._np_random, env._np_random_seed
-    state = None if rng is None else rng.bit_generator.state
+    rng = env.np_random  # made now if the env has none, so that a retry draws what this reset would have
+    seed, state = env._np_random_seed, rng.bit_generator.state
     try:
         yield
     except BaseException:
         env._np_random, env._np_random_seed = rng, seed
-        if rng is not None and state is not None:
-            rng.bit_generator.state = state
+        rng.bit_generator.state = state
         raise
 
 
@@ -720,8 +719,10 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
         first reset is refused (``bad_order``); an all-false one resets no
         game (Gymnasium raises), though a seed still seeds ``np_random``.
         Infos after a masked reset hold every game's current values, their
-        ``_key`` masks all True. A reset that fails (a timeout, Ctrl-C)
-        leaves ``np_random`` as it was.
+        ``_key`` masks all True. A reset that fails leaves ``np_random``
+        as it was: a refusal the server answered (the env goes on) is
+        retried with the same draws; after a timeout or Ctrl-C the env is
+        closed, and its generator can seed a new one.
         """
         # Everything is checked before anything changes, np_random included.
         options = dict(options or {})
@@ -846,14 +847,17 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
         if the reply has not begun to come by then, it raises
         ``multiprocessing.TimeoutError``, as that env does, and the step
         stays in flight, so a later ``step_wait`` still returns it (where
-        AsyncVectorEnv loses it)."""
+        AsyncVectorEnv drops it and goes back to its default state). Until
+        then a ``step_async`` or ``step`` is refused; a ``reset`` first
+        reads the step's reply and drops it (waiting for it as long as the
+        env's own ``timeout`` allows), and ``close`` abandons it."""
         if not self._all_sent:
             raise RuntimeError(
                 "step_wait without step_async" + (" (send's step needs recv)" if self._sent is not None else "")
             )
         if timeout is not None and not self.client.wait_reply(timeout):
             raise multiprocessing.TimeoutError(
-                f"step_wait: the step's reply has not come within {timeout:g} s; it is still in flight "
+                f"step_wait: the step's reply has not come within {float(timeout):g} s; it is still in flight "
                 "(call step_wait again)"
             )
         with _whole(self.client, "step_wait"):

@@ -29,8 +29,8 @@ def _alive(pid: int) -> bool:
 @pytest.mark.parametrize(
     ("vectorize_mode", "envs_per_runner", "game"),
     [
-        ("sync", 1, {"suits": 1, "max_steps": 50}),  # SpiderEnvs, the game as options
-        ("vector_entry_point", 2, "config"),  # one SpiderVectorEnv batch per runner, the game as a SpiderConfig
+        ("sync", 1, "config"),  # SpiderEnvs, the game as a SpiderConfig
+        ("vector_entry_point", 2, {"suits": 1, "max_steps": 50}),  # one SpiderVectorEnv batch per runner, options
     ],
 )
 def test_ppo_action_masking_two_env_runners(spider_bin, vectorize_mode, envs_per_runner, game):

@@ -47,7 +47,7 @@ func main() {
 	player := flag.String("player", "search-hand", "whose games to fit on: search-hand (the hand-set value) or search (the learned value, a round of policy iteration)")
 	csvPath := flag.String("csv", "", "also write the positions to this CSV file: seed, move, won, then the features")
 	from := flag.String("from", "", "fit on the positions of these comma-separated CSV files (written by -csv) instead of playing games")
-	suits := flag.Int("suits", 1, "suits of the classic games played: 1, 2 or 4")
+	suits := flag.Int("suits", 1, "suits of the classic games played: 1, 2 or 4 (with -from it only names the printed weights)")
 	nodes := flag.Int("nodes", 0, "search's positions a plan (0: its default)")
 	flag.Parse()
 	list, err := parseSeeds(*seeds)
@@ -59,6 +59,11 @@ func main() {
 	}
 	if err == nil && *player != "search-hand" && *player != "search" {
 		err = fmt.Errorf("-player must be search-hand or search, not %q", *player)
+	}
+	if err == nil && *player == "search" && *suits != 1 && *from == "" {
+		// Search's learned value is for one suit only: on more suits it
+		// would play search-hand's games under another name.
+		err = fmt.Errorf("-player search plays the learned value, which search has on one suit only: use -player search-hand with -suits %d", *suits)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fitvalue:", err)
