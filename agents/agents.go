@@ -142,8 +142,8 @@ var makers = map[string]func(Options) Agent{
 	"first":  func(Options) Agent { return First{} },
 	"greedy": func(Options) Agent { return &Greedy{} },
 	"search": func(o Options) Agent { return &Search{Nodes: o.Nodes, MoveTime: o.MoveTime, Draw: o.Draw} },
-	// search-hand is search before the learned one-suit value, kept to
-	// pair with it (they differ on one suit only).
+	// search-hand is search before the learned value, kept to pair with
+	// it (they differ on one suit and classic two suits only).
 	"search-hand": func(o Options) Agent {
 		return &Search{Nodes: o.Nodes, MoveTime: o.MoveTime, Draw: o.Draw, HandOnly: true}
 	},

@@ -22,8 +22,9 @@ import (
 // that would show something new are chance nodes: a turned card lies alone
 // on its column, where Evaluate's hand-set weights do not look at what it
 // is, so such a move is valued by Evaluate after it in any game (on one
-// suit, where Evaluate adds a learned value that counts where cards can
-// go, by its mean over the ranks the card can have); a deal is valued by
+// suit and classic two suits, where Evaluate adds a learned value that
+// counts where cards can go, by its mean over the ranks the card can
+// have); a deal is valued by
 // the mean of Evaluate over Samples games dealt anew from what is visible
 // (View.Sample). The real hidden cards are never read. Search then plays the
 // line to the best position or chance move found, and plans again only once
@@ -49,9 +50,9 @@ type Search struct {
 	MoveTime time.Duration
 
 	// HandOnly values positions by the hand-set weights of Evaluate alone,
-	// as search did before the learned one-suit value (value.go): the
-	// player whose games that value was fitted on, kept to refit it and
-	// to compare with.
+	// as search did before the learned value (value.go; one suit and
+	// classic two suits): the player whose games that value was fitted
+	// on, kept to refit it and to compare with.
 	HandOnly bool
 
 	// Draw picks the draw of the hidden cards search samples: its
@@ -145,9 +146,9 @@ const (
 
 // Evaluate rates a position from visible facts only: completed runs, then
 // face-down cards, empty columns, and order in the face-up cards, by
-// hand-set weights; on one suit (unless HandOnly, and not for the
-// oracle) it adds the learned value of value.go, which won more tuning
-// deals (docs/results.md). A
+// hand-set weights; on one suit and classic two suits (unless HandOnly,
+// and not for the oracle) it adds the learned value of value.go, which
+// won more tuning deals (docs/results.md). A
 // position whose stock can never be dealt to its end (too few cards left
 // to fill the columns a deal needs, or a cardems stock of fewer than ten
 // cards) counts as lost, and a cardems stock that only deals past empty

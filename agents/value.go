@@ -6,10 +6,11 @@ import (
 	"github.com/spiderenv/spider/env"
 )
 
-// value.go holds the learned part of search's evaluation on one suit: a
-// logistic model of the chance that search wins from a position, fitted
-// on search's own games (agents/internal/fitvalue, docs/results.md "A
-// learned value for one suit").
+// value.go holds the learned part of search's evaluation on one suit and
+// on classic two suits: a logistic model of the chance that search wins
+// from a position, fitted on search's own games (agents/internal/fitvalue,
+// docs/results.md "A learned value for one suit" and "A learned value for
+// two suits").
 
 // NumValueFeatures is the number of visible facts the learned value weighs.
 const NumValueFeatures = 18
@@ -47,6 +48,33 @@ var valueWeights = [NumValueFeatures]float64{
 	0.27388,  // top_runs_sq
 	-0.12793, // equal_tops
 	-0.26953, // ace_tops
+}
+
+// valueWeights2 are the learned value's coefficients on classic two
+// suits, as valueWeights are on one suit. Printed by `go run
+// ./agents/internal/fitvalue -suits 2 -seeds 2001-2400` (every second
+// position of search-hand's games on those tuning deals, 218 of the 400
+// won; L2 penalty 1.0). Four suits have none: the same fit there won fewer
+// held-out deals (docs/results.md, Tried).
+var valueWeights2 = [NumValueFeatures]float64{
+	7.20869,  // bias
+	1.95727,  // deals_left
+	-0.43179, // face_down_10
+	0.40535,  // hidden_columns
+	0.33441,  // empty_columns
+	-0.78519, // runs
+	-0.12394, // breaks
+	0.45562,  // ways_on
+	0.12947,  // reveals_now
+	-0.08435, // min_face_down
+	-0.36351, // sqrt_face_down
+	-0.07456, // kings_on_face_down
+	-0.45272, // hope
+	-0.42188, // deals_x_face_down
+	-0.50474, // face_up_10
+	-0.10937, // top_runs_sq
+	-0.15159, // equal_tops
+	-0.25866, // ace_tops
 }
 
 // valueMix is what one unit of the learned log-odds is worth in Evaluate's
@@ -170,19 +198,25 @@ func ValueFeatures(f *[NumValueFeatures]float64, s *env.State, col int, r env.Ra
 func (a *Search) learned(s *env.State, col int, r env.Rank) int {
 	var f [NumValueFeatures]float64
 	ValueFeatures(&f, s, col, r, a.buf[:])
+	w := &valueWeights
+	if s.Rules().Suits() == 2 {
+		w = &valueWeights2
+	}
 	z := 0.0
 	for i, x := range f {
-		z += valueWeights[i] * x
+		z += w[i] * x
 	}
 	return int(math.Round(valueMix * z))
 }
 
 // usesLearned reports whether Evaluate adds the learned value to positions
 // of s's game: one suit, under either rule set (fitted on classic games,
-// it won cardems tuning deals too), search (not the oracle) and not
-// HandOnly.
+// it won cardems tuning deals too), or classic two suits (not played on
+// cardems two suits yet), for search (not the oracle) and not HandOnly.
 func (a *Search) usesLearned(s *env.State) bool {
-	return s.Rules().Suits() == 1 && !a.Peek && !a.HandOnly
+	r := s.Rules()
+	suited := r.Suits() == 1 || r.Suits() == 2 && r.RuleSet() == env.Classic
+	return suited && !a.Peek && !a.HandOnly
 }
 
 // revealValue values next, reached from prev by a move that turned a

@@ -107,8 +107,9 @@ func TestValueSeesNoHiddenCard(t *testing.T) {
 }
 
 // TestSearchLearnedValue: search adds the learned value on one suit
-// only (classic and cardems); HandOnly and the oracle keep the hand-set
-// value, as do two and four suits.
+// (classic and cardems) with valueWeights and on classic two suits with
+// valueWeights2; HandOnly and the oracle keep the hand-set value, as do
+// cardems two suits and four suits.
 func TestSearchLearnedValue(t *testing.T) {
 	s, err := env.ParseState(env.MustRules(env.Options{Suits: 1}), valuePos)
 	if err != nil {
@@ -133,7 +134,25 @@ func TestSearchLearnedValue(t *testing.T) {
 	if a.Evaluate(&card) == hand.Evaluate(&card) {
 		t.Fatalf("cardems one suit: %d, the hand-set value's too", a.Evaluate(&card))
 	}
-	for _, o := range []env.Options{{Suits: 2}, {Suits: 4}, {RuleSet: env.Cardems, Suits: 2}} {
+	two := env.NewGame(env.MustRules(env.Options{Suits: 2}), 3)
+	var f [NumValueFeatures]float64
+	ValueFeatures(&f, &two, -1, 0, make([]env.Card, env.NumCards))
+	z1, z2 := 0.0, 0.0
+	for i, x := range f {
+		z1 += valueWeights[i] * x
+		z2 += valueWeights2[i] * x
+	}
+	want := int(math.Round(valueMix * z2))
+	if want == int(math.Round(valueMix*z1)) {
+		t.Fatalf("the two fits value the two-suit deal alike (%d): the test shows nothing", want)
+	}
+	if got := a.Evaluate(&two) - hand.Evaluate(&two); got != want {
+		t.Fatalf("classic two suits: learned part %d, want %d from valueWeights2 (%d from one suit's)", got, want, int(math.Round(valueMix*z1)))
+	}
+	if oracle.Evaluate(&two) != hand.Evaluate(&two) {
+		t.Fatalf("two suits: the oracle's value %d, not the hand-set %d", oracle.Evaluate(&two), hand.Evaluate(&two))
+	}
+	for _, o := range []env.Options{{Suits: 4}, {RuleSet: env.Cardems, Suits: 2}, {RuleSet: env.Cardems, Suits: 4}} {
 		other := env.NewGame(env.MustRules(o), 3)
 		if a.Evaluate(&other) != hand.Evaluate(&other) {
 			t.Fatalf("%+v: %d, hand-set %d", o, a.Evaluate(&other), hand.Evaluate(&other))
@@ -231,21 +250,43 @@ func TestSearchLearnedValueIsTheFit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkPublishedFit(t, &s, &valueWeights, published)
+}
+
+// TestSearchLearnedValueIsTheTwoSuitFit does the same for classic two
+// suits, whose weights docs/results.md publishes in "A learned value for
+// two suits", on a two-suit deal.
+func TestSearchLearnedValueIsTheTwoSuitFit(t *testing.T) {
+	published := map[string]float64{
+		"bias": 7.21, "deals_left": 1.96, "face_down_10": -0.43, "hidden_columns": 0.41,
+		"empty_columns": 0.33, "runs": -0.79, "breaks": -0.12, "ways_on": 0.46,
+		"equal_tops": -0.15, "reveals_now": 0.13, "min_face_down": -0.08, "sqrt_face_down": -0.36,
+		"kings_on_face_down": -0.07, "hope": -0.45, "deals_x_face_down": -0.42, "face_up_10": -0.50,
+		"top_runs_sq": -0.11, "ace_tops": -0.26,
+	}
+	s := env.NewGame(env.MustRules(env.Options{Suits: 2}), 3)
+	checkPublishedFit(t, &s, &valueWeights2, published)
+}
+
+// checkPublishedFit checks weights against the published ones, and search's
+// learned value of s against the published weights' sum.
+func checkPublishedFit(t *testing.T, s *env.State, weights *[NumValueFeatures]float64, published map[string]float64) {
+	t.Helper()
 	var f [NumValueFeatures]float64
-	ValueFeatures(&f, &s, -1, 0, make([]env.Card, env.NumCards))
+	ValueFeatures(&f, s, -1, 0, make([]env.Card, env.NumCards))
 	z, slack := 0.0, 0.0
 	for i, name := range ValueFeatureNames {
 		w, ok := published[name]
 		if !ok {
 			t.Fatalf("fact %q has no published weight", name)
 		}
-		if math.Abs(valueWeights[i]-w) > 0.005+1e-9 {
-			t.Errorf("weight of %q is %v; docs/results.md publishes %v", name, valueWeights[i], w)
+		if math.Abs(weights[i]-w) > 0.005+1e-9 {
+			t.Errorf("weight of %q is %v; docs/results.md publishes %v", name, weights[i], w)
 		}
 		z += w * f[i]
 		slack += 0.005 * math.Abs(f[i])
 	}
-	got := (&Search{}).learned(&s, -1, 0)
+	got := (&Search{}).learned(s, -1, 0)
 	if math.Abs(float64(got)-valueMix*z) > valueMix*slack+0.5 {
 		t.Fatalf("learned value %d; the published weights give %.1f (within %.1f)", got, valueMix*z, valueMix*slack+0.5)
 	}

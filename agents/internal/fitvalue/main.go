@@ -5,8 +5,8 @@
 // logistic regression of the outcome on agents.ValueFeatures by
 // iteratively reweighted least squares with an L2 penalty (not on the
 // bias). It prints the weights as a Go literal (valueWeights; on N > 1
-// suits valueWeightsN, which search does not have: docs/results.md,
-// Tried).
+// suits valueWeightsN: search has valueWeights2, used on classic two
+// suits; four suits' fit was tried and not kept, docs/results.md, Tried).
 // Progress goes to stderr.
 //
 // -player search-hand plays search with its hand-set value alone
@@ -17,6 +17,7 @@
 // instead of playing, to fit on the games of several players or rounds.
 //
 //	go run ./agents/internal/fitvalue -seeds 2001-2398,3001-3405 -every 2   # today's one-suit weights
+//	go run ./agents/internal/fitvalue -suits 2 -seeds 2001-2400  # today's two-suit weights
 //	go run ./agents/internal/fitvalue -suits 4 -nodes 5000 -seeds 2001-2400  # four suits: tried, not kept
 //
 // Dev tool: the product does not run it.
@@ -60,10 +61,10 @@ func main() {
 	if err == nil && *player != "search-hand" && *player != "search" {
 		err = fmt.Errorf("-player must be search-hand or search, not %q", *player)
 	}
-	if err == nil && *player == "search" && *suits != 1 && *from == "" {
-		// Search's learned value is for one suit only: on more suits it
-		// would play search-hand's games under another name.
-		err = fmt.Errorf("-player search plays the learned value, which search has on one suit only: use -player search-hand with -suits %d", *suits)
+	if err == nil && *player == "search" && *suits == 4 && *from == "" {
+		// Search has no learned value on four suits: there it would play
+		// search-hand's games under another name.
+		err = fmt.Errorf("-player search plays the learned value, which search has on one and two suits only: use -player search-hand with -suits %d", *suits)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fitvalue:", err)
