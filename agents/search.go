@@ -155,11 +155,27 @@ const (
 // columns can end costs a completed run's worth (5000) for each such
 // column.
 func (a *Search) Evaluate(s *env.State) int {
+	v, over := a.handValue(s)
+	if over {
+		return v
+	}
+	if w := a.weights(s); w != nil {
+		var c valueCounts
+		c.count(s, -1, a.buf[:])
+		v += logOdds(w, &c, s, -1, 0)
+	}
+	return v
+}
+
+// handValue is Evaluate without the learned value, and whether the game
+// is over (won, lost, or a stock that can never be dealt): then it is
+// Evaluate's value.
+func (a *Search) handValue(s *env.State) (v int, over bool) {
 	switch s.Status() {
 	case env.Won:
-		return valueWon
+		return valueWon, true
 	case env.Lost:
-		return -valueWon
+		return -valueWon, true
 	}
 	cards := 0
 	for c := range env.NumColumns {
@@ -172,9 +188,9 @@ func (a *Search) Evaluate(s *env.State) int {
 	}
 	if st > 0 && (st < env.DealSize || cards == 0 || short == 0 && cards < env.NumColumns) {
 		// The stock can never be dealt to its end, so cards stay there.
-		return -valueWon
+		return -valueWon, true
 	}
-	v := valueRun*s.Runs() - valueShort*short
+	v = valueRun*s.Runs() - valueShort*short
 	for c := range env.NumColumns {
 		d := s.FaceDown(c)
 		v -= valueDown * d
@@ -197,10 +213,7 @@ func (a *Search) Evaluate(s *env.State) int {
 			}
 		}
 	}
-	if a.usesLearned(s) {
-		v += a.learned(s, -1, 0)
-	}
-	return v
+	return v, false
 }
 
 // Act follows the current line, or plans a new one.
@@ -316,13 +329,15 @@ func (a *Search) search(root *env.State) string {
 				// A turned card lies alone on its column, so what it
 				// is changes little Evaluate sees (revealValue): only
 				// deals need samples.
-				val := a.revealValue(&s, &next)
+				var val int
 				if act == env.Deal {
 					// Only a deal onto every column counts: a cardems deal
 					// past an empty column is valued, but the fill below
 					// is still wanted when none other is seen.
 					dealSeen = dealSeen || firstEmpty < 0
 					val = a.chance(&s, act, samples)
+				} else {
+					val = a.revealValue(&s, &next)
 				}
 				if val > bestLeafValue {
 					bestLeaf, bestLeafAction, bestLeafValue = i, act, val

@@ -94,66 +94,96 @@ const rankCopies = env.NumCards / env.NumRanks
 // known yet. buf is scratch space of env.NumCards cards. It reads no
 // hidden card: what lies face down and the stock's order change nothing.
 func ValueFeatures(f *[NumValueFeatures]float64, s *env.State, col int, r env.Rank, buf []env.Card) {
-	var seen [env.NumRanks + 1]int         // visible cards of each rank
-	var top, base [env.NumColumns]env.Rank // each column's top card, and the deepest of its movable run
-	var runLen [env.NumColumns]int
-	var breaks, kings, empty, hidden, down, faceUp int
-	minDown := 0
-	sqrtDown := 0.0
+	var v valueCounts
+	v.count(s, col, buf)
+	v.features(f, s, col, r)
+}
+
+// valueCounts holds what ValueFeatures counts column by column, with
+// column col's cards (when col >= 0) left out, so that one count serves
+// every rank a turned card can have (revealValue): counting reads every
+// face-up card, and is most of what the learned value costs.
+type valueCounts struct {
+	seen                                                [env.NumRanks + 1]int    // visible cards of each rank
+	top, base                                           [env.NumColumns]env.Rank // each column's top card, and the deepest of its movable run
+	runLen                                              [env.NumColumns]int
+	breaks, kings, empty, hidden, down, faceUp, minDown int
+	sqrtDown                                            float64
+}
+
+// count fills v from s, leaving out column col's face-up cards when col
+// >= 0. buf is scratch space of env.NumCards cards.
+func (v *valueCounts) count(s *env.State, col int, buf []env.Card) {
+	*v = valueCounts{}
 	for c := range env.NumColumns {
 		d := s.FaceDown(c)
-		down += d
+		v.down += d
 		if d > 0 {
-			hidden++
-			if minDown == 0 || d < minDown {
-				minDown = d
+			v.hidden++
+			if v.minDown == 0 || d < v.minDown {
+				v.minDown = d
 			}
-			sqrtDown += math.Sqrt(float64(d))
+			v.sqrtDown += math.Sqrt(float64(d))
 		}
 		if s.Height(c) == 0 {
-			empty++
+			v.empty++
 			continue
 		}
-		up := s.AppendFaceUp(buf[:0], c)
-		runLen[c] = s.RunLength(c)
 		if c == col {
-			up = up[len(up)-1:]
-			up[0] = env.MakeCard(r, up[0].Suit())
-			runLen[c] = 1
+			continue // features puts in its one card
 		}
-		faceUp += len(up)
+		up := s.AppendFaceUp(buf[:0], c)
+		v.runLen[c] = s.RunLength(c)
+		v.faceUp += len(up)
 		for i, x := range up {
-			seen[x.Rank()]++
+			v.seen[x.Rank()]++
 			if i > 0 && !(x+1 == up[i-1] && x.Rank() != env.King) {
-				breaks++
+				v.breaks++
 			}
 		}
 		if d > 0 && up[0].Rank() == env.King {
-			kings++
+			v.kings++
 		}
-		top[c] = up[len(up)-1].Rank()
-		base[c] = top[c] + env.Rank(runLen[c]-1)
+		v.top[c] = up[len(up)-1].Rank()
+		v.base[c] = v.top[c] + env.Rank(v.runLen[c]-1)
 	}
 	for k := env.Ace; k <= env.King; k++ {
-		seen[k] += s.Runs()
+		v.seen[k] += s.Runs()
 	}
-	var ways, reveals, equalTops, aces int
-	var hope, runSq float64
+}
+
+// features writes the facts of v's position into f, column col's top card
+// (when col >= 0, as count left it out) a lone face-up card of rank r.
+// Every fact but the square roots is a sum of small integers, so it is
+// the same whatever order it is summed in.
+func (v *valueCounts) features(f *[NumValueFeatures]float64, s *env.State, col int, r env.Rank) {
+	seen, top, base, runLen := v.seen, v.top, v.base, v.runLen
+	faceUp, kings := v.faceUp, v.kings
+	if col >= 0 && s.Height(col) > 0 {
+		seen[r]++
+		top[col], base[col], runLen[col] = r, r, 1
+		faceUp++
+		if s.FaceDown(col) > 0 && r == env.King {
+			kings++
+		}
+	}
+	var tops [env.NumRanks + 2]int // non-empty columns with each top rank
+	for c := range env.NumColumns {
+		if s.Height(c) > 0 {
+			tops[top[c]]++
+		}
+	}
+	var ways, reveals, equalTops, aces, hope, runSq int
 	for c := range env.NumColumns {
 		h := s.Height(c)
 		if h == 0 {
 			continue
 		}
-		runSq += float64(runLen[c] * runLen[c])
+		runSq += runLen[c] * runLen[c]
 		// Can its movable run go somewhere: onto a card one rank above, or
-		// into an empty column (when that leaves something behind)?
-		on := empty > 0 && runLen[c] < h
-		for e := range env.NumColumns {
-			if on || base[c] == env.King {
-				break
-			}
-			on = e != c && s.Height(e) > 0 && top[e] == base[c]+1
-		}
+		// into an empty column (when that leaves something behind)? Its
+		// own top is below its base, so tops counts only other columns.
+		on := v.empty > 0 && runLen[c] < h || base[c] != env.King && tops[base[c]+1] > 0
 		if on {
 			ways++
 			if s.FaceDown(c) > 0 && s.FaceUpCount(c) == runLen[c] {
@@ -163,45 +193,70 @@ func ValueFeatures(f *[NumValueFeatures]float64, s *env.State, col int, r env.Ra
 		if top[c] == env.Ace {
 			aces++
 		} else {
-			hope += float64(rankCopies - seen[top[c]-1]) // unseen cards that could go on it
+			hope += rankCopies - seen[top[c]-1] // unseen cards that could go on it
 		}
-		for e := c + 1; e < env.NumColumns; e++ {
-			if s.Height(e) > 0 && top[e] == top[c] {
-				equalTops++
-			}
-		}
+	}
+	for _, n := range tops {
+		equalTops += n * (n - 1) / 2
 	}
 	deals := float64(s.StockLeft()) / env.DealSize
 	f[0] = 1
 	f[1] = deals
-	f[2] = float64(down) / 10
-	f[3] = float64(hidden)
-	f[4] = float64(empty)
+	f[2] = float64(v.down) / 10
+	f[3] = float64(v.hidden)
+	f[4] = float64(v.empty)
 	f[5] = float64(s.Runs())
-	f[6] = float64(breaks)
+	f[6] = float64(v.breaks)
 	f[7] = float64(ways)
 	f[8] = float64(reveals)
-	f[9] = float64(minDown)
-	f[10] = sqrtDown
+	f[9] = float64(v.minDown)
+	f[10] = v.sqrtDown
 	f[11] = float64(kings)
-	f[12] = hope / rankCopies
-	f[13] = deals * float64(down) / 10
+	f[12] = float64(hope) / rankCopies
+	f[13] = deals * float64(v.down) / 10
 	f[14] = float64(faceUp) / 10
-	f[15] = runSq / 100
+	f[15] = float64(runSq) / 100
 	f[16] = float64(equalTops)
 	f[17] = float64(aces)
 }
 
+// weights returns the learned value's coefficients for positions of s's
+// game, or nil where Evaluate adds no learned value: one suit under
+// either rule set (fitted on classic games, it won cardems tuning deals
+// too) and classic two suits (not played on cardems two suits yet), for
+// search (not the oracle) and not HandOnly.
+func (a *Search) weights(s *env.State) *[NumValueFeatures]float64 {
+	if a.Peek || a.HandOnly {
+		return nil
+	}
+	switch r := s.Rules(); {
+	case r.Suits() == 1:
+		return &valueWeights
+	case r.Suits() == 2 && r.RuleSet() == env.Classic:
+		return &valueWeights2
+	}
+	return nil
+}
+
 // learned is the learned log-odds that search wins from s (with column
 // col's top card of rank r when col >= 0; ValueFeatures), in Evaluate's
-// points.
+// points, or 0 where Evaluate adds no learned value (weights).
 func (a *Search) learned(s *env.State, col int, r env.Rank) int {
-	var f [NumValueFeatures]float64
-	ValueFeatures(&f, s, col, r, a.buf[:])
-	w := &valueWeights
-	if s.Rules().Suits() == 2 {
-		w = &valueWeights2
+	w := a.weights(s)
+	if w == nil {
+		return 0
 	}
+	var v valueCounts
+	v.count(s, col, a.buf[:])
+	return logOdds(w, &v, s, col, r)
+}
+
+// logOdds is the learned log-odds that search wins from the position v
+// counts, with column col's top card of rank r when col >= 0
+// (valueCounts.features), in Evaluate's points.
+func logOdds(w *[NumValueFeatures]float64, v *valueCounts, s *env.State, col int, r env.Rank) int {
+	var f [NumValueFeatures]float64
+	v.features(&f, s, col, r)
 	z := 0.0
 	for i, x := range f {
 		z += w[i] * x
@@ -209,26 +264,21 @@ func (a *Search) learned(s *env.State, col int, r env.Rank) int {
 	return int(math.Round(valueMix * z))
 }
 
-// usesLearned reports whether Evaluate adds the learned value to positions
-// of s's game: one suit, under either rule set (fitted on classic games,
-// it won cardems tuning deals too), or classic two suits (not played on
-// cardems two suits yet), for search (not the oracle) and not HandOnly.
-func (a *Search) usesLearned(s *env.State) bool {
-	r := s.Rules()
-	suited := r.Suits() == 1 || r.Suits() == 2 && r.RuleSet() == env.Classic
-	return suited && !a.Peek && !a.HandOnly
-}
-
 // revealValue values next, reached from prev by a move that turned a
 // card. Evaluate does not look at a lone turned card, but the learned
 // value does (it counts where cards can go), so with it the turned card's
 // rank is not taken from the sampled game search plans on: the learned
 // part is averaged over every rank the card can have, each weighted by
-// how many cards of that rank are not yet seen.
+// how many cards of that rank are not yet seen. The position is counted
+// once for all the ranks.
 func (a *Search) revealValue(prev, next *env.State) int {
-	v := a.Evaluate(next)
-	if !a.usesLearned(next) || v == valueWon || v == -valueWon {
-		return v
+	w := a.weights(next)
+	if w == nil {
+		return a.Evaluate(next)
+	}
+	hand, over := a.handValue(next)
+	if over {
+		return hand
 	}
 	col := -1
 	for c := range env.NumColumns {
@@ -237,28 +287,25 @@ func (a *Search) revealValue(prev, next *env.State) int {
 			break
 		}
 	}
+	var v valueCounts
+	v.count(next, col, a.buf[:])
 	if col < 0 {
-		return v
+		return hand + logOdds(w, &v, next, -1, 0)
 	}
-	var unseen [env.NumRanks + 1]int
-	for k := env.Ace; k <= env.King; k++ {
-		unseen[k] = rankCopies - next.Runs()
+	// Evaluate's value of next, the turned card as the sampled game has it.
+	if e := hand + logOdds(w, &v, next, col, next.Top(col).Rank()); e == valueWon || e == -valueWon {
+		return e
 	}
-	for c := range env.NumColumns {
-		for _, x := range next.AppendFaceUp(a.buf[:0], c) {
-			unseen[x.Rank()]--
-		}
-	}
-	unseen[next.Top(col).Rank()]++ // the turned card is not seen yet
 	total, sum := 0, 0
 	for k := env.Ace; k <= env.King; k++ {
-		if n := unseen[k]; n > 0 {
+		// v.seen leaves the turned card out: it is not seen yet.
+		if n := rankCopies - v.seen[k]; n > 0 {
 			total += n
-			sum += n * a.learned(next, col, k)
+			sum += n * logOdds(w, &v, next, col, k)
 		}
 	}
 	if total == 0 {
-		return v
+		return hand + logOdds(w, &v, next, col, next.Top(col).Rank())
 	}
-	return v - a.learned(next, -1, 0) + sum/total
+	return hand + sum/total
 }

@@ -325,3 +325,141 @@ func TestSearchRevealValueWeighsUnseenCards(t *testing.T) {
 		t.Fatalf("the reveal is worth %d, want %d", got, want)
 	}
 }
+
+// referenceValueFeatures is ValueFeatures as first written, counting the
+// whole position for each rank of a turned card; ValueFeatures counts once
+// and finishes for each rank, and must write the same facts bit for bit.
+func referenceValueFeatures(f *[NumValueFeatures]float64, s *env.State, col int, r env.Rank, buf []env.Card) {
+	var seen [env.NumRanks + 1]int         // visible cards of each rank
+	var top, base [env.NumColumns]env.Rank // each column's top card, and the deepest of its movable run
+	var runLen [env.NumColumns]int
+	var breaks, kings, empty, hidden, down, faceUp int
+	minDown := 0
+	sqrtDown := 0.0
+	for c := range env.NumColumns {
+		d := s.FaceDown(c)
+		down += d
+		if d > 0 {
+			hidden++
+			if minDown == 0 || d < minDown {
+				minDown = d
+			}
+			sqrtDown += math.Sqrt(float64(d))
+		}
+		if s.Height(c) == 0 {
+			empty++
+			continue
+		}
+		up := s.AppendFaceUp(buf[:0], c)
+		runLen[c] = s.RunLength(c)
+		if c == col {
+			up = up[len(up)-1:]
+			up[0] = env.MakeCard(r, up[0].Suit())
+			runLen[c] = 1
+		}
+		faceUp += len(up)
+		for i, x := range up {
+			seen[x.Rank()]++
+			if i > 0 && !(x+1 == up[i-1] && x.Rank() != env.King) {
+				breaks++
+			}
+		}
+		if d > 0 && up[0].Rank() == env.King {
+			kings++
+		}
+		top[c] = up[len(up)-1].Rank()
+		base[c] = top[c] + env.Rank(runLen[c]-1)
+	}
+	for k := env.Ace; k <= env.King; k++ {
+		seen[k] += s.Runs()
+	}
+	var ways, reveals, equalTops, aces int
+	var hope, runSq float64
+	for c := range env.NumColumns {
+		h := s.Height(c)
+		if h == 0 {
+			continue
+		}
+		runSq += float64(runLen[c] * runLen[c])
+		// Can its movable run go somewhere: onto a card one rank above, or
+		// into an empty column (when that leaves something behind)?
+		on := empty > 0 && runLen[c] < h
+		for e := range env.NumColumns {
+			if on || base[c] == env.King {
+				break
+			}
+			on = e != c && s.Height(e) > 0 && top[e] == base[c]+1
+		}
+		if on {
+			ways++
+			if s.FaceDown(c) > 0 && s.FaceUpCount(c) == runLen[c] {
+				reveals++
+			}
+		}
+		if top[c] == env.Ace {
+			aces++
+		} else {
+			hope += float64(rankCopies - seen[top[c]-1]) // unseen cards that could go on it
+		}
+		for e := c + 1; e < env.NumColumns; e++ {
+			if s.Height(e) > 0 && top[e] == top[c] {
+				equalTops++
+			}
+		}
+	}
+	deals := float64(s.StockLeft()) / env.DealSize
+	f[0] = 1
+	f[1] = deals
+	f[2] = float64(down) / 10
+	f[3] = float64(hidden)
+	f[4] = float64(empty)
+	f[5] = float64(s.Runs())
+	f[6] = float64(breaks)
+	f[7] = float64(ways)
+	f[8] = float64(reveals)
+	f[9] = float64(minDown)
+	f[10] = sqrtDown
+	f[11] = float64(kings)
+	f[12] = hope / rankCopies
+	f[13] = deals * float64(down) / 10
+	f[14] = float64(faceUp) / 10
+	f[15] = runSq / 100
+	f[16] = float64(equalTops)
+	f[17] = float64(aces)
+}
+
+// TestValueFeaturesCountOnceForEveryRank: ValueFeatures, which counts a
+// position once for every rank a turned card can have, writes exactly the
+// facts of the reference that counts it anew, along search's games of
+// every suit count, for every column taken as any rank.
+func TestValueFeaturesCountOnceForEveryRank(t *testing.T) {
+	buf := make([]env.Card, env.NumCards)
+	checked := 0
+	for _, suits := range []int{1, 2, 4} {
+		r := env.MustRules(env.Options{Suits: suits})
+		s := env.NewGame(r, 7)
+		res := Play(r, 7, &Search{Nodes: 100})
+		for i, act := range res.Actions {
+			if i%7 == 0 {
+				for col := -1; col < env.NumColumns; col++ {
+					for k := env.Ace; k <= env.King; k++ {
+						var f, g [NumValueFeatures]float64
+						ValueFeatures(&f, &s, col, k, buf)
+						referenceValueFeatures(&g, &s, col, k, buf)
+						if f != g {
+							t.Fatalf("suits %d move %d column %d as rank %d:\n got %v\nwant %v", suits, i, col, k, f, g)
+						}
+						checked++
+						if col < 0 {
+							break
+						}
+					}
+				}
+			}
+			s.Step(act)
+		}
+	}
+	if checked < 1000 {
+		t.Fatalf("only %d feature vectors checked", checked)
+	}
+}

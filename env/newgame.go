@@ -2,7 +2,6 @@ package env
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/spiderenv/spider/internal/rng"
 )
@@ -67,16 +66,28 @@ func Shuffle(deck *[NumCards]Card, suits int, seed uint64) {
 // peeking; tests use them to show that observations reveal nothing hidden.
 func (s *State) Resample(seed uint64) State {
 	next := *s
+	// The unseen cards in sorted order, so the result depends only on which
+	// cards are unseen (which the visible game determines), not on where
+	// they really lie: two games a player cannot tell apart resample to
+	// the same game. Counted rather than sorted: search resamples at every
+	// deal it weighs.
+	var count [NumSuits*NumRanks + 1]uint8
+	for c := range NumColumns {
+		for _, x := range s.cols[c][:s.down[c]] {
+			count[x]++
+		}
+	}
+	for _, x := range s.stock[s.dealt:] {
+		count[x]++
+	}
 	var hidden [NumCards]Card
 	n := 0
-	for c := range NumColumns {
-		n += copy(hidden[n:], s.cols[c][:s.down[c]])
+	for x, k := range count {
+		for range k {
+			hidden[n] = Card(x)
+			n++
+		}
 	}
-	n += copy(hidden[n:], s.stock[s.dealt:])
-	// Sorted first, so the result depends only on which cards are unseen
-	// (which the visible game determines), not on where they really lie:
-	// two games a player cannot tell apart resample to the same game.
-	slices.Sort(hidden[:n])
 	g := rng.New(seed)
 	for i := n - 1; i > 0; i-- {
 		j := g.IntN(i + 1)
