@@ -293,13 +293,19 @@ func runPlay(ctx context.Context, o playOptions, stdin io.Reader, stdout io.Writ
 		}
 		fmt.Fprint(stdout, "> ")
 		var in inputLine
-		select {
-		case <-ctx.Done():
+		// A stop already asked for wins over a line already read: select
+		// picks at random among what is ready.
+		if ctx.Err() == nil {
+			select {
+			case <-ctx.Done():
+			case in = <-lines:
+			}
+		}
+		if ctx.Err() != nil {
 			fmt.Fprintln(stdout)
 			// Not the context's words ("context canceled"): the player
 			// stopped the game.
 			return end(stopped{"stopped", ctx.Err()})
-		case in = <-lines:
 		}
 		if in.err != nil {
 			fmt.Fprintln(stdout)
