@@ -143,7 +143,7 @@ var makers = map[string]func(Options) Agent{
 	"greedy": func(Options) Agent { return &Greedy{} },
 	"search": func(o Options) Agent { return &Search{Nodes: o.Nodes, MoveTime: o.MoveTime, Draw: o.Draw} },
 	// search-hand is search before the learned value, kept to pair with
-	// it (they differ on one suit and classic two suits only).
+	// it (they differ on one and two suits only).
 	"search-hand": func(o Options) Agent {
 		return &Search{Nodes: o.Nodes, MoveTime: o.MoveTime, Draw: o.Draw, HandOnly: true}
 	},

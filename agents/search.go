@@ -22,7 +22,7 @@ import (
 // that would show something new are chance nodes: a turned card lies alone
 // on its column, where Evaluate's hand-set weights do not look at what it
 // is, so such a move is valued by Evaluate after it in any game (on one
-// suit and classic two suits, where Evaluate adds a learned value that
+// and two suits, where Evaluate adds a learned value that
 // counts where cards can go, by its mean over the ranks the card can
 // have); a deal is valued by
 // the mean of Evaluate over Samples games dealt anew from what is visible
@@ -50,8 +50,8 @@ type Search struct {
 	MoveTime time.Duration
 
 	// HandOnly values positions by the hand-set weights of Evaluate alone,
-	// as search did before the learned value (value.go; one suit and
-	// classic two suits): the player whose games that value was fitted
+	// as search did before the learned value (value.go; one and two
+	// suits): the player whose games that value was fitted
 	// on, kept to refit it and to compare with.
 	HandOnly bool
 
@@ -146,7 +146,7 @@ const (
 
 // Evaluate rates a position from visible facts only: completed runs, then
 // face-down cards, empty columns, and order in the face-up cards, by
-// hand-set weights; on one suit and classic two suits (unless HandOnly,
+// hand-set weights; on one and two suits (unless HandOnly,
 // and not for the oracle) it adds the learned value of value.go, which
 // won more tuning deals (docs/results.md). A
 // position whose stock can never be dealt to its end (too few cards left

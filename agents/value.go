@@ -6,8 +6,8 @@ import (
 	"github.com/spiderenv/spider/env"
 )
 
-// value.go holds the learned part of search's evaluation on one suit and
-// on classic two suits: a logistic model of the chance that search wins
+// value.go holds the learned part of search's evaluation on one and two
+// suits: a logistic model of the chance that search wins
 // from a position, fitted on search's own games (agents/internal/fitvalue,
 // docs/results.md "A learned value for one suit" and "A learned value for
 // two suits").
@@ -50,8 +50,9 @@ var valueWeights = [NumValueFeatures]float64{
 	-0.26953, // ace_tops
 }
 
-// valueWeights2 are the learned value's coefficients on classic two
-// suits, as valueWeights are on one suit. Printed by `go run
+// valueWeights2 are the learned value's coefficients on two suits, as
+// valueWeights are on one suit, fitted on classic games and used under
+// cardems too. Printed by `go run
 // ./agents/internal/fitvalue -suits 2 -seeds 2001-2400` (every second
 // position of search-hand's games on those tuning deals, 218 of the 400
 // won; L2 penalty 1.0). Four suits have none: the same fit there won fewer
@@ -221,10 +222,10 @@ func (v *valueCounts) features(f *[NumValueFeatures]float64, s *env.State, col i
 }
 
 // weights returns the learned value's coefficients for positions of s's
-// game, or nil where Evaluate adds no learned value: one suit under
-// either rule set (fitted on classic games, it won cardems tuning deals
-// too) and classic two suits (not played on cardems two suits yet), for
-// search (not the oracle) and not HandOnly.
+// game, or nil where Evaluate adds no learned value: one and two suits
+// under either rule set (fitted on classic games, each won cardems deals
+// too), for search (not the oracle) and not HandOnly. Four suits have
+// none.
 func (a *Search) weights(s *env.State) *[NumValueFeatures]float64 {
 	if a.Peek || a.HandOnly {
 		return nil
@@ -232,7 +233,7 @@ func (a *Search) weights(s *env.State) *[NumValueFeatures]float64 {
 	switch r := s.Rules(); {
 	case r.Suits() == 1:
 		return &valueWeights
-	case r.Suits() == 2 && r.RuleSet() == env.Classic:
+	case r.Suits() == 2:
 		return &valueWeights2
 	}
 	return nil

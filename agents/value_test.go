@@ -106,10 +106,9 @@ func TestValueSeesNoHiddenCard(t *testing.T) {
 	}
 }
 
-// TestSearchLearnedValue: search adds the learned value on one suit
-// (classic and cardems) with valueWeights and on classic two suits with
-// valueWeights2; HandOnly and the oracle keep the hand-set value, as do
-// cardems two suits and four suits.
+// TestSearchLearnedValue: search adds the learned value on one suit with
+// valueWeights and on two suits with valueWeights2, under both rule sets;
+// HandOnly and the oracle keep the hand-set value, as do four suits.
 func TestSearchLearnedValue(t *testing.T) {
 	s, err := env.ParseState(env.MustRules(env.Options{Suits: 1}), valuePos)
 	if err != nil {
@@ -134,25 +133,27 @@ func TestSearchLearnedValue(t *testing.T) {
 	if a.Evaluate(&card) == hand.Evaluate(&card) {
 		t.Fatalf("cardems one suit: %d, the hand-set value's too", a.Evaluate(&card))
 	}
-	two := env.NewGame(env.MustRules(env.Options{Suits: 2}), 3)
-	var f [NumValueFeatures]float64
-	ValueFeatures(&f, &two, -1, 0, make([]env.Card, env.NumCards))
-	z1, z2 := 0.0, 0.0
-	for i, x := range f {
-		z1 += valueWeights[i] * x
-		z2 += valueWeights2[i] * x
+	for _, rs := range []env.RuleSet{env.Classic, env.Cardems} {
+		two := env.NewGame(env.MustRules(env.Options{RuleSet: rs, Suits: 2}), 3)
+		var f [NumValueFeatures]float64
+		ValueFeatures(&f, &two, -1, 0, make([]env.Card, env.NumCards))
+		z1, z2 := 0.0, 0.0
+		for i, x := range f {
+			z1 += valueWeights[i] * x
+			z2 += valueWeights2[i] * x
+		}
+		want := int(math.Round(valueMix * z2))
+		if want == int(math.Round(valueMix*z1)) {
+			t.Fatalf("%v: the two fits value the two-suit deal alike (%d): the test shows nothing", rs, want)
+		}
+		if got := a.Evaluate(&two) - hand.Evaluate(&two); got != want {
+			t.Fatalf("%v two suits: learned part %d, want %d from valueWeights2 (%d from one suit's)", rs, got, want, int(math.Round(valueMix*z1)))
+		}
+		if oracle.Evaluate(&two) != hand.Evaluate(&two) {
+			t.Fatalf("%v two suits: the oracle's value %d, not the hand-set %d", rs, oracle.Evaluate(&two), hand.Evaluate(&two))
+		}
 	}
-	want := int(math.Round(valueMix * z2))
-	if want == int(math.Round(valueMix*z1)) {
-		t.Fatalf("the two fits value the two-suit deal alike (%d): the test shows nothing", want)
-	}
-	if got := a.Evaluate(&two) - hand.Evaluate(&two); got != want {
-		t.Fatalf("classic two suits: learned part %d, want %d from valueWeights2 (%d from one suit's)", got, want, int(math.Round(valueMix*z1)))
-	}
-	if oracle.Evaluate(&two) != hand.Evaluate(&two) {
-		t.Fatalf("two suits: the oracle's value %d, not the hand-set %d", oracle.Evaluate(&two), hand.Evaluate(&two))
-	}
-	for _, o := range []env.Options{{Suits: 4}, {RuleSet: env.Cardems, Suits: 2}, {RuleSet: env.Cardems, Suits: 4}} {
+	for _, o := range []env.Options{{Suits: 4}, {RuleSet: env.Cardems, Suits: 4}} {
 		other := env.NewGame(env.MustRules(o), 3)
 		if a.Evaluate(&other) != hand.Evaluate(&other) {
 			t.Fatalf("%+v: %d, hand-set %d", o, a.Evaluate(&other), hand.Evaluate(&other))
