@@ -502,13 +502,15 @@ func (a *Search) chance(s *env.State, act env.Action, samples int) int {
 		w.Step(act)
 		return a.Evaluate(&w)
 	}
-	total := 0
+	// In 64 bits on every platform: three lost samples (-valueWon each)
+	// overflow a 32-bit int, and a 386 build played other moves.
+	var total int64
 	for range samples {
 		w := s.Resample(a.g.Uint64())
 		w.Step(act)
-		total += a.Evaluate(&w)
+		total += int64(a.Evaluate(&w))
 	}
-	return total / samples
+	return int(total / int64(samples))
 }
 
 // fill plays into a.plan, from root, the moves that fill every empty column

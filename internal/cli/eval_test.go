@@ -541,6 +541,22 @@ func TestEvalPlaysPinnedMoves(t *testing.T) {
 		"cardems suits 1 random 2": "1e07358f873b975e",
 		"cardems suits 1 search 1": "56c8d7a24705477f",
 		"cardems suits 1 search 2": "6c01598d52a8452a",
+		"cardems suits 2 greedy 1": "75b24fea1f5e4b42",
+		"cardems suits 2 greedy 2": "57a124222d3e35a1",
+		"cardems suits 2 oracle 1": "adf0ca2494d21acb",
+		"cardems suits 2 oracle 2": "f47703eb19b31fe0",
+		"cardems suits 2 random 1": "c42a02eb61e9b2f4",
+		"cardems suits 2 random 2": "3b0954e19305d2e9",
+		"cardems suits 2 search 1": "13259d38f3b5f6a3",
+		"cardems suits 2 search 2": "ce6953c1ca114013",
+		"cardems suits 4 greedy 1": "0c2e99d9b10a70ad",
+		"cardems suits 4 greedy 2": "3765c94f233c5f8c",
+		"cardems suits 4 oracle 1": "12afd25535281c3f",
+		"cardems suits 4 oracle 2": "fe785d9dc930fc85",
+		"cardems suits 4 random 1": "f2bd47679721bfb6",
+		"cardems suits 4 random 2": "453a7b42470f9173",
+		"cardems suits 4 search 1": "5cac00169491e89b",
+		"cardems suits 4 search 2": "fb8c328cc009740e",
 		"classic suits 1 greedy 1": "6884301f44c4d232",
 		"classic suits 1 greedy 2": "caf58824434c8f65",
 		"classic suits 1 oracle 1": "a0b47ac3a962dda6",
@@ -568,7 +584,7 @@ func TestEvalPlaysPinnedMoves(t *testing.T) {
 	}
 	got := map[string]string{}
 	for _, game := range []env.Options{
-		{Suits: 1}, {Suits: 2}, {Suits: 4}, {RuleSet: env.Cardems, Suits: 1},
+		{Suits: 1}, {Suits: 2}, {Suits: 4}, {RuleSet: env.Cardems, Suits: 1}, {RuleSet: env.Cardems, Suits: 2}, {RuleSet: env.Cardems, Suits: 4},
 	} {
 		game.MaxSteps = 300
 		r := env.MustRules(game)
