@@ -159,12 +159,7 @@ func (a *Search) Evaluate(s *env.State) int {
 	if over {
 		return v
 	}
-	if w := a.weights(s); w != nil {
-		var c valueCounts
-		c.count(s, -1, a.buf[:])
-		v += logOdds(w, &c, s, -1, 0)
-	}
-	return v
+	return v + a.learned(s, -1, 0)
 }
 
 // handValue is Evaluate without the learned value, and whether the game

@@ -294,7 +294,8 @@ func (a *Search) revealValue(prev, next *env.State) int {
 		return hand + logOdds(w, &v, next, -1, 0)
 	}
 	// Evaluate's value of next, the turned card as the sampled game has it.
-	if e := hand + logOdds(w, &v, next, col, next.Top(col).Rank()); e == valueWon || e == -valueWon {
+	e := hand + logOdds(w, &v, next, col, next.Top(col).Rank())
+	if e == valueWon || e == -valueWon {
 		return e
 	}
 	total, sum := 0, 0
@@ -306,7 +307,7 @@ func (a *Search) revealValue(prev, next *env.State) int {
 		}
 	}
 	if total == 0 {
-		return hand + logOdds(w, &v, next, col, next.Top(col).Rank())
+		return e
 	}
 	return hand + sum/total
 }
