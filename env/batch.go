@@ -38,7 +38,7 @@ type Batch struct {
 
 	actions []Action // the current Step's actions, or SampleLegal's destination
 	ids     []int32  // StepSome's games; nil when every game steps
-	resetM  []bool   // the current ResetGames mask
+	resetM  []bool   // the current ResetGames mask; nil resets every game
 	phase   phase
 	errs    []error // per worker: first refusal found in its shard
 	panics  []any   // per worker: what its last phase panicked with (run re-panics)
@@ -219,11 +219,16 @@ func (b *Batch) ResetSeeds(seeds []uint64, seeded []bool) error {
 		b.run(phaseReset)
 		return nil
 	}
-	all := make([]bool, n)
-	for i := range all {
-		all[i] = true
+	// ResetGamesSeeded with every game in the mask, without making one:
+	// a nil mask resets every game, and a reset allocates nothing.
+	for i, s := range seeded {
+		if s {
+			b.seedGame(i, seeds[i])
+			b.episode[i]-- // counted up again before the deal, as there
+		}
 	}
-	return b.ResetGamesSeeded(all, seeds, seeded)
+	b.resetGames(nil)
+	return nil
 }
 
 // ResetGamesSeeded resets the games where mask is true as ResetSeeds would
@@ -271,11 +276,16 @@ func (b *Batch) ResetGames(mask []bool) error {
 	if b.states[0].rules.suits == 0 {
 		return calledAs{"env: ResetGames before Reset", ErrNotReset}
 	}
+	b.resetGames(mask)
+	return nil
+}
+
+// resetGames is ResetGames after its checks; a nil mask resets every game.
+func (b *Batch) resetGames(mask []bool) {
 	b.resetM = mask
 	b.run(phaseResetMasked)
 	b.resetM = nil
 	b.clearStepFlags()
-	return nil
 }
 
 // clearStepFlags zeroes what only a step sets: rewards and the ended,

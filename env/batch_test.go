@@ -541,6 +541,34 @@ func TestBatchStepDoesNotAllocate(t *testing.T) {
 	}
 }
 
+// TestBatchResetsDoNotAllocate: every kind of reset after the first (a
+// server serves them as often as a client asks) allocates nothing.
+func TestBatchResetsDoNotAllocate(t *testing.T) {
+	const n = 64
+	r := env.MustRules(env.Options{Suits: 2, MaxSteps: 50})
+	b := newBatch(t, r, env.BatchOptions{N: n})
+	b.Reset(1)
+	mask, seeded, seeds := make([]bool, n), make([]bool, n), make([]uint64, n)
+	for i := range n {
+		mask[i], seeded[i], seeds[i] = i%2 == 0, i%3 != 0, uint64(i)
+	}
+	for name, reset := range map[string]func() error{
+		"Reset":            func() error { b.Reset(2); return nil },
+		"ResetGames":       func() error { return b.ResetGames(mask) },
+		"ResetSeeds":       func() error { return b.ResetSeeds(seeds, seeded) },
+		"ResetGamesSeeded": func() error { return b.ResetGamesSeeded(mask, seeds, seeded) },
+	} {
+		allocs := testing.AllocsPerRun(100, func() {
+			if err := reset(); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("%s: %v allocations a reset", name, allocs)
+		}
+	}
+}
+
 func TestSampleLegalIsLegalAndWorkerIndependent(t *testing.T) {
 	r := env.MustRules(env.Options{Suits: 2, MaxSteps: 60})
 	one := newBatch(t, r, env.BatchOptions{N: 10, Workers: 1, Autoreset: env.SameStep})

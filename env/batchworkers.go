@@ -135,7 +135,7 @@ func (b *Batch) do(w int, p phase) {
 		}
 	case phaseResetMasked:
 		for i := lo; i < hi; i++ {
-			if b.resetM[i] {
+			if b.resetM == nil || b.resetM[i] {
 				b.episode[i]++
 				b.reset(i)
 				if b.next != nil {

@@ -141,6 +141,10 @@ func TestStepAllocatesNothing(t *testing.T) {
 			must(msgpack.Marshal(map[string]any{"op": "reset", "seed": 9})),
 			must(msgpack.Marshal(map[string]any{"op": "reset"})),
 			must(msgpack.Marshal(map[string]any{"op": "reset", "reset_mask": bytes.Repeat([]byte{1, 0}, n/2)})),
+			// Gymnasium's reset with a list of seeds, some None: the
+			// batch resets every game without making a mask.
+			must(msgpack.Marshal(map[string]any{"op": "reset", "seeds": someSeeds(n)})),
+			must(msgpack.Marshal(map[string]any{"op": "reset", "seeds": someSeeds(n), "reset_mask": bytes.Repeat([]byte{0, 1}, n/2)})),
 		}
 		for _, p := range resets {
 			serve := func() {
@@ -157,6 +161,17 @@ func TestStepAllocatesNothing(t *testing.T) {
 			}
 		}
 	}
+}
+
+// someSeeds returns n seeds for a reset request, every third one nil.
+func someSeeds(n int) []any {
+	seeds := make([]any, n)
+	for i := range seeds {
+		if i%3 != 0 {
+			seeds[i] = uint64(100 + i)
+		}
+	}
+	return seeds
 }
 
 // TestStepReplyEncodeAllocatesNothing checks the step reply's encoder

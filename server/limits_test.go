@@ -20,7 +20,9 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/spiderenv/spider/agents"
 	"github.com/spiderenv/spider/env"
+	"github.com/spiderenv/spider/picture"
 )
 
 // serveOn runs a server on ln until the test ends.
@@ -613,5 +615,44 @@ func TestKeepFrameHoldsEveryRequestOfItsBatch(t *testing.T) {
 				t.Errorf("a %s request of %d games takes %d bytes; keepFrame(%d) keeps %d", name, n, size, n, keepFrame(n))
 			}
 		}
+	}
+}
+
+// TestRefusedRequestsHoldNoMemory: a render or hint request refused for
+// memory or for the batch's rules leaves the connection holding what it
+// held before, so the server's count is where it was and later requests
+// find the memory free.
+func TestRefusedRequestsHoldNoMemory(t *testing.T) {
+	mk := map[string]any{"op": "make", "n": 1, "suits": 2}
+	used := func() int64 {
+		cn := testConn(t, Config{}, mk)
+		cn.call(t, map[string]any{"op": "reset", "seed": 1})
+		return cn.s.Memory()
+	}()
+	refused := func(cn *conn, q map[string]any, code string) {
+		t.Helper()
+		before := cn.s.Memory()
+		if err := cn.serve(must(msgpack.Marshal(q))); err != nil {
+			t.Fatal(err)
+		}
+		if r := decodeReply(t, cn.en.payload()); r["ok"] != false || r["code"] != code {
+			t.Fatalf("%v: %v; want refused with %s", q, r, code)
+		}
+		if got := cn.s.Memory(); got != before || got != cn.held.total() {
+			t.Fatalf("%v refused: the server counts %d bytes (%d before), the connection holds %d", q, got, before, cn.held.total())
+		}
+	}
+
+	// Room for the picture but not for the reply buffer that carries it.
+	cn := testConn(t, Config{MaxMemory: int(used + picture.Size + 1000)}, mk)
+	cn.call(t, map[string]any{"op": "reset", "seed": 1})
+	refused(cn, map[string]any{"op": "render", "game": 0, "mode": "rgb_array"}, "limit")
+
+	// A hint agent that cannot advise on two suits, with memory to spare.
+	cn = testConn(t, Config{Hint: func() agents.Agent { return fixedAgent{env.MustRules(env.Options{Suits: 1})} }}, mk)
+	cn.call(t, map[string]any{"op": "reset", "seed": 1})
+	refused(cn, map[string]any{"op": "hint", "game": 0}, "bad_config")
+	if cn.hint != nil {
+		t.Fatal("the refused hint request kept its agent")
 	}
 }

@@ -681,15 +681,22 @@ func (cn *conn) opRender(q *request) *replyError {
 	if rgb {
 		// Only connections that ask pay for the picture and a reply
 		// buffer large enough for it.
+		// Both or neither: a request refused for the reply buffer gives
+		// the picture's memory back, leaving the connection as it was.
+		var pic int64
 		if cn.picture == nil {
-			if !cn.s.reserve(picture.Size) {
-				return fail(codeLimit, "a picture does not fit the server's memory (--max-memory %s) now", cn.s.maxMemoryText())
-			}
-			cn.held.extra += picture.Size
-			cn.picture = make([]uint8, picture.Size)
+			pic = picture.Size
+		}
+		if !cn.s.reserve(pic) {
+			return fail(codeLimit, "a picture does not fit the server's memory (--max-memory %s) now", cn.s.maxMemoryText())
 		}
 		if cn.held.reply < rgbReplyBytes && !cn.setReply(rgbReplyBytes) {
+			cn.s.unreserve(pic)
 			return fail(codeLimit, "a picture does not fit the server's memory (--max-memory %s) now", cn.s.maxMemoryText())
+		}
+		if cn.picture == nil {
+			cn.held.extra += picture.Size
+			cn.picture = make([]uint8, picture.Size)
 		}
 	}
 	s := cn.batch.State(i)
@@ -714,7 +721,8 @@ func (cn *conn) opHint(q *request) *replyError {
 	if len(legal) == 0 || cn.batch.Ended(i) {
 		return fail(codeOver, "game %d has ended: it has no legal action to hint until it is reset", i)
 	}
-	if cn.hint == nil {
+	made := cn.hint == nil
+	if made {
 		if !cn.s.reserve(int64(cn.s.cfg.HintBytes)) {
 			return fail(codeLimit, "the hint policy does not fit the server's memory (--max-memory %s) now", cn.s.maxMemoryText())
 		}
@@ -722,6 +730,13 @@ func (cn *conn) opHint(q *request) *replyError {
 		cn.hint = cn.s.cfg.Hint()
 	}
 	if err := agents.CheckRules(cn.hint, cn.batch.Rules()); err != nil {
+		// A refused request leaves the connection holding what it held
+		// before: an agent made for it is given back.
+		if made {
+			cn.hint = nil
+			cn.held.extra -= int64(cn.s.cfg.HintBytes)
+			cn.s.unreserve(int64(cn.s.cfg.HintBytes))
+		}
 		return fail(codeBadConfig, "the hint policy cannot advise on these games: %v", err)
 	}
 	// The hint agent sees each position afresh (Begin), so answers do not

@@ -30,7 +30,7 @@ type Config struct {
 	// local user (by uid, on a Unix socket, or over loopback TCP on Linux)
 	// or one remote address. It keeps one user from taking every place.
 	MaxPeerConns int
-	MaxGames     int // games in one connection's batch
+	MaxGames     int // games in one connection's batch, at most env.MaxBatch
 	MaxTotal     int // games across all connections
 	MaxFrame     int // bytes in one request frame
 	MaxBytes     int // bytes of observation, mask (and legal list) buffers in one batch
@@ -102,12 +102,14 @@ func DefaultConfig() Config {
 const MaxBatchBytes = min(2<<30, math.MaxInt)
 
 // withDefaults fills the zero (or negative) fields of c from DefaultConfig
-// and keeps MaxBytes within MaxBatchBytes.
+// and keeps MaxBytes within MaxBatchBytes and MaxGames within env.MaxBatch
+// (no batch holds more, so hello says no more).
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
 	orDefault(&c.MaxConns, d.MaxConns)
 	orDefault(&c.MaxPeerConns, d.MaxPeerConns)
 	orDefault(&c.MaxGames, d.MaxGames)
+	c.MaxGames = min(c.MaxGames, env.MaxBatch)
 	orDefault(&c.MaxTotal, d.MaxTotal)
 	orDefault(&c.MaxFrame, d.MaxFrame)
 	orDefault(&c.MaxBytes, d.MaxBytes)

@@ -869,6 +869,9 @@ func TestDefaultConfig(t *testing.T) {
 	if _, ok := got.Hint().(*agents.Greedy); !ok {
 		t.Fatalf("the default hint agent is %T, want greedy", got.Hint())
 	}
+	if got := New(Config{MaxGames: env.MaxBatch + 1}).cfg.MaxGames; got != env.MaxBatch {
+		t.Fatalf("MaxGames over env.MaxBatch became %d, want %d, the most a batch holds", got, env.MaxBatch)
+	}
 	if New(Config{}).cfg.Workers <= 0 {
 		t.Fatal("workers not resolved")
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/spiderenv/spider/agents"
 	"github.com/spiderenv/spider/agents/nn"
+	"github.com/spiderenv/spider/env"
 	"github.com/spiderenv/spider/internal/bytesize"
 	"github.com/spiderenv/spider/server"
 )
@@ -61,7 +62,7 @@ func serveCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 	fs.BoolVar(&o.anyAddr, "insecure-listen-all", false, "allow an --addr that is not loopback (0.0.0.0, :PORT, a LAN address): anyone who reaches it can use the server, which has no authentication")
 	fs.IntVar(&o.cfg.MaxConns, "max-conns", d.MaxConns, "connections served at once")
 	fs.IntVar(&o.cfg.MaxPeerConns, "max-conns-per-peer", d.MaxPeerConns, "connections one peer may hold at once: one local user (by uid, on the Unix socket or loopback TCP on Linux), else one remote address")
-	fs.IntVar(&o.cfg.MaxGames, "max-games", d.MaxGames, "games in one connection's batch")
+	fs.IntVar(&o.cfg.MaxGames, "max-games", d.MaxGames, "games in one connection's batch (at most 1048576)")
 	fs.IntVar(&o.cfg.MaxTotal, "max-total", d.MaxTotal, "games across all connections")
 	o.cfg.MaxFrame, o.cfg.MaxBytes = d.MaxFrame, d.MaxBytes
 	fs.Var(intBytes{&o.cfg.MaxFrame}, "max-frame", "largest request frame")
@@ -121,6 +122,9 @@ func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) err
 		if c.v <= 0 {
 			return usageError{fmt.Errorf("--%s %v: want a positive duration", c.flag, c.v)}
 		}
+	}
+	if cfg.MaxGames > env.MaxBatch {
+		return usageError{fmt.Errorf("--max-games %d is over %d, the most games one batch holds", cfg.MaxGames, env.MaxBatch)}
 	}
 	if cfg.MaxBytes > server.MaxBatchBytes {
 		return usageError{fmt.Errorf("--max-batch-bytes %s is over %s: a step reply must fit one frame", bytesize.Format(int64(cfg.MaxBytes)), bytesize.Format(server.MaxBatchBytes))}

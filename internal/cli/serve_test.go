@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/spiderenv/spider/env"
 	"github.com/spiderenv/spider/internal/bytesize"
 	"github.com/spiderenv/spider/server"
 )
@@ -206,6 +207,13 @@ func TestServeRefusesBadLimits(t *testing.T) {
 			t.Errorf("a bad --%s: %v; want a usage error naming it", name, err)
 		}
 	}
+	// No batch holds more than env.MaxBatch games: a larger --max-games
+	// would be promised in hello and never reached.
+	o := serveOpts()
+	o.cfg.MaxGames = env.MaxBatch + 1
+	if err := runServe(refusing(t), o, io.Discard, io.Discard); !isUsage(err) || !strings.Contains(err.Error(), "--max-games 1048577 is over 1048576") {
+		t.Errorf("--max-games over env.MaxBatch: %v", err)
+	}
 	// Where int has 32 bits, MaxBatchBytes is the largest int: nothing is over it.
 	if over := int64(server.MaxBatchBytes) + 1; over <= math.MaxInt {
 		o := serveOpts()
@@ -223,7 +231,7 @@ func TestServeRefusesBadLimits(t *testing.T) {
 			t.Errorf("--max-memory 3GiB in a 32-bit build: %v", err)
 		}
 	}
-	o := serveOpts()
+	o = serveOpts()
 	o.maxMemory, o.memorySet = 1<<20, true
 	if err := runServe(refusing(t), o, io.Discard, io.Discard); !isUsage(err) || !strings.Contains(err.Error(), "--max-memory 1MiB is under 16MiB") {
 		t.Errorf("--max-memory 1MiB: %v", err)
