@@ -66,7 +66,7 @@ func TestLoadRefusesHostileRecord(t *testing.T) {
 	var err error
 	start := time.Now()
 	got := alloccount.Bytes(func() { _, err = Load(p) })
-	if err == nil || err.Error() != p+": not a spider game record: the value at byte 111 declares more than the 0 bytes left" {
+	if err == nil || err.Error() != p+": damaged game record (cut short?): the value at byte 111 declares more than the 0 bytes left" {
 		t.Fatalf("the 116-byte record: %v", err)
 	}
 	if got > 64<<10 || time.Since(start) > time.Second {

@@ -119,6 +119,11 @@ func parse(path string, b []byte) (Game, error) {
 		if derr := msgpackcheck.Damaged(b); derr != nil {
 			return Game{}, fmt.Errorf("%s: damaged game record: %v", path, derr)
 		}
+		// A record cut short has no checksum at its end, but its first
+		// entry still says what it is.
+		if lead, lerr := msgpackcheck.Leading(b, "version"); lerr == nil && msgpackcheck.Decode(lead, &h) == nil && h.Version == Version {
+			return Game{}, fmt.Errorf("%s: damaged game record (cut short?): %v", path, err)
+		}
 		return Game{}, fmt.Errorf("%s: not a spider game record: %v", path, err)
 	}
 	if h.Version != Version {

@@ -106,6 +106,24 @@ func TestLoadRefusesCorruptFiles(t *testing.T) {
 	if _, err := Load(p); err == nil || err.Error() != p+": not a spider game record: the value at byte 9 declares more than the 0 bytes left" {
 		t.Fatalf("a record declaring 2^32-1 actions: %v", err)
 	}
+	// A record cut short is called damaged, not a file of another kind:
+	// its first entry (the version) still says what it is. Cut before
+	// that entry ends, it is not known to be a record.
+	whole := filepath.Join(dir, "whole.spider")
+	if err := Save(whole, validRecord(t)); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for cut, want := range map[int]string{len(b) / 2: ": damaged game record (cut short?): ", len(b) - 6: ": damaged game record (cut short?): ", 5: ": not a spider game record: "} {
+		p = filepath.Join(dir, "cut.spider")
+		os.WriteFile(p, b[:cut], 0o644)
+		if _, err := Load(p); err == nil || !strings.HasPrefix(err.Error(), p+want) {
+			t.Errorf("the record cut at byte %d of %d: %v; want %q", cut, len(b), err, want)
+		}
+	}
 	// A tampered action or result is caught by the replay.
 	tampered := validRecord(t)
 	tampered.Score++

@@ -87,7 +87,7 @@ func TestResumeRefusesHostileCheckpoints(t *testing.T) {
 	var err error
 	start := time.Now()
 	got := alloccount.Bytes(func() { _, err = Resume(p, nil) })
-	if err == nil || !strings.HasPrefix(err.Error(), p+": not a spider checkpoint: ") {
+	if err == nil || !strings.HasPrefix(err.Error(), p+": damaged checkpoint (cut short?): ") {
 		t.Fatalf("the 35-byte checkpoint: %v", err)
 	}
 	if got > 64<<10 || time.Since(start) > time.Second {

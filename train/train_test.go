@@ -175,18 +175,23 @@ func TestCheckpointRoundTripAndRefusals(t *testing.T) {
 		t.Fatal("the loaded network differs from the saved one")
 	}
 	data, _ := os.ReadFile(path)
-	cases := map[string][]byte{
-		"empty":     nil,
-		"garbage":   []byte("not a checkpoint at all"),
-		"truncated": data[:len(data)/2],
+	// A checkpoint cut short is called damaged, not a file of another
+	// kind: its first entries still say what it is.
+	cases := map[string]struct {
+		b    []byte
+		want string
+	}{
+		"empty":     {nil, "not a spider checkpoint"},
+		"garbage":   {[]byte("not a checkpoint at all"), "not a spider checkpoint"},
+		"truncated": {data[:len(data)/2], "damaged checkpoint (cut short?): "},
 	}
-	for name, b := range cases {
+	for name, c := range cases {
 		p := filepath.Join(dir, name+".ckpt")
-		os.WriteFile(p, b, 0o644)
-		if _, _, err := nn.Load(p); err == nil || !strings.HasPrefix(err.Error(), p+": not a spider checkpoint") {
-			t.Errorf("%s checkpoint: error %v; want a refusal naming the file", name, err)
+		os.WriteFile(p, c.b, 0o644)
+		if _, _, err := nn.Load(p); err == nil || !strings.HasPrefix(err.Error(), p+": "+c.want) {
+			t.Errorf("%s checkpoint: error %v; want a refusal naming the file: %q", name, err, c.want)
 		}
-		if _, err := Resume(p, nil); err == nil || !strings.HasPrefix(err.Error(), p+": not a spider checkpoint") {
+		if _, err := Resume(p, nil); err == nil || !strings.HasPrefix(err.Error(), p+": "+c.want) {
 			t.Errorf("%s checkpoint resumed: %v", name, err)
 		}
 	}

@@ -186,6 +186,11 @@ func parse(path string, b []byte) (*Net, msgpack.RawMessage, error) {
 		if derr := msgpackcheck.Damaged(b); derr != nil {
 			return nil, nil, fmt.Errorf("%s: damaged checkpoint: %v", path, derr)
 		}
+		// A checkpoint cut short has no checksum at its end, but its
+		// first entries still say what it is.
+		if lead, lerr := msgpackcheck.Leading(b, "kind", "format"); lerr == nil && msgpackcheck.Decode(lead, &h) == nil && h.Kind == kind {
+			return nil, nil, fmt.Errorf("%s: damaged checkpoint (cut short?): %v", path, err)
+		}
 		return nil, nil, fmt.Errorf("%s: not a spider checkpoint: %v", path, err)
 	}
 	if h.Kind != kind {

@@ -248,7 +248,7 @@ func TestLoadRefusesHugeDeclaredLengths(t *testing.T) {
 		p := filepath.Join(dir, name)
 		os.WriteFile(p, append(prefix[:len(prefix):len(prefix)], tail...), 0o644)
 		_, _, err := Load(p)
-		if err == nil || !strings.Contains(err.Error(), p+": not a spider checkpoint: the value at byte") || !strings.Contains(err.Error(), "declares more than") {
+		if err == nil || !strings.Contains(err.Error(), p+": damaged checkpoint (cut short?): the value at byte") || !strings.Contains(err.Error(), "declares more than") {
 			t.Errorf("%s: %v; want a refusal of the declared length", name, err)
 		}
 	}

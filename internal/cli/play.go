@@ -70,6 +70,31 @@ const playHelp = `commands:
   q, quit   leave
 `
 
+// checkReplaceable refuses a file at path that holds something other
+// than what a command writes there: notWhat says why the file is not of
+// that kind, or "" when it is. A slip in --gif, --record or --export must
+// not replace a trained network or another run's checkpoint; a file of
+// the same kind (the last run's picture, say), an empty one or none may
+// be written.
+func checkReplaceable(path string, notWhat func(path string) string) error {
+	fi, err := os.Stat(path)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() == 0 {
+		return nil
+	}
+	if why := notWhat(path); why != "" {
+		return fmt.Errorf("exists and %s: not replaced; remove it first, or give another file name", why)
+	}
+	return nil
+}
+
+// notRecord says why the file at path is not a game record, or "".
+func notRecord(path string) string {
+	if _, err := record.Load(path); err != nil {
+		return "is not a readable game record"
+	}
+	return ""
+}
+
 // checkFilePath reports whether a file can be written at path: it is
 // not a folder, and its folder exists and takes new files. example is a
 // file name to suggest when path is a folder.
@@ -239,6 +264,9 @@ func runPlay(ctx context.Context, o playOptions, stdin io.Reader, stdout io.Writ
 		// the transcript.
 		if stdioFile(o.record, stdin, stdout, os.Stdin, os.Stdout, os.Stderr) {
 			return usageError{fmt.Errorf("--record %s is a file play reads or writes as it plays; give another file name", shown)}
+		}
+		if err := checkReplaceable(o.record, notRecord); err != nil {
+			return usageError{fmt.Errorf("--record %s: %v", shown, err)}
 		}
 	}
 	e := env.New(r)

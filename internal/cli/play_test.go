@@ -221,6 +221,44 @@ func TestPlayRecordIsNotTheHintsNetwork(t *testing.T) {
 	}
 }
 
+// TestPlayRecordReplacesOnlyARecord: --record naming a file that holds
+// something else (a network, notes) is refused before the game; an
+// earlier record or an empty file is replaced by the game.
+func TestPlayRecordReplacesOnlyARecord(t *testing.T) {
+	dir := t.TempDir()
+	net, notes := filepath.Join(dir, "m.spider"), filepath.Join(dir, "notes.txt")
+	b, err := os.ReadFile(filepath.Join("..", "..", "models", "classic-1suit.spider"))
+	if err != nil || os.WriteFile(net, b, 0o644) != nil || os.WriteFile(notes, []byte("notes\n"), 0o644) != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{net, notes} {
+		o := playOptions{game: env.Options{Suits: 1}, seed: 3, hint: "greedy", record: path}
+		err := runPlay(context.Background(), o, strings.NewReader("deal\nq\n"), &bytes.Buffer{})
+		if !isUsage(err) || !strings.Contains(err.Error(), "exists and is not a readable game record: not replaced") {
+			t.Errorf("--record over %s: %v", path, err)
+		}
+	}
+	if after, err := os.ReadFile(net); err != nil || !bytes.Equal(after, b) {
+		t.Fatalf("the network changed: %v", err)
+	}
+	if after, err := os.ReadFile(notes); err != nil || string(after) != "notes\n" {
+		t.Fatalf("the notes changed: %v", err)
+	}
+	empty := filepath.Join(dir, "empty.spider")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for seed, moves := range map[uint64]string{3: "deal\nq\n", 4: "deal\ndeal\nq\n"} { // the second over the first's record
+		o := playOptions{game: env.Options{Suits: 1}, seed: seed, hint: "greedy", record: empty}
+		if err := runPlay(context.Background(), o, strings.NewReader(moves), &bytes.Buffer{}); err != nil {
+			t.Fatal(err)
+		}
+		if g, err := record.Load(empty); err != nil || g.Seed != seed {
+			t.Fatalf("the record holds deal %d (%v); want %d", g.Seed, err, seed)
+		}
+	}
+}
+
 // TestPlayStopsWhileWaiting: a Ctrl-C while the player thinks ends the
 // game at once, and the game so far is saved.
 func TestPlayStopsWhileWaiting(t *testing.T) {

@@ -449,10 +449,25 @@ func (p *pictures) discard() {
 	p.undo()
 }
 
+// notGIF says why the file at path is not a GIF picture, or "".
+func notGIF(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return "cannot be read"
+	}
+	defer f.Close()
+	head := make([]byte, 6)
+	if _, err := io.ReadFull(f, head); err != nil || string(head) != "GIF87a" && string(head) != "GIF89a" {
+		return "is not a GIF picture"
+	}
+	return ""
+}
+
 // checkPicturePaths checks, before anything is read or drawn, that --gif
 // and --frames name places that can take them: the GIF is written once
 // every frame is drawn, and must not fail then. Nor may the GIF replace
-// the record replayed (record) or one of the frames.
+// the record replayed (record), one of the frames, or a file that holds
+// anything but a GIF.
 func checkPicturePaths(o replayOptions, record string) error {
 	if o.gif != "" {
 		if err := checkFilePath(o.gif, "game.gif"); err != nil {
@@ -463,6 +478,9 @@ func checkPicturePaths(o replayOptions, record string) error {
 		}
 		if o.frames != "" && isFrameName(filepath.Base(o.gif)) && samePath(filepath.Dir(o.gif), o.frames) {
 			return usageError{fmt.Errorf("--gif %s is a frame's name in --frames %s: a frame would replace it, or it a frame; give another file name", o.gif, o.frames)}
+		}
+		if err := checkReplaceable(o.gif, notGIF); err != nil {
+			return usageError{fmt.Errorf("--gif %s: %v", o.gif, err)}
 		}
 	}
 	if o.frames != "" {

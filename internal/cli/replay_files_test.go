@@ -70,7 +70,7 @@ func TestReplayRefusesHostileRecord(t *testing.T) {
 	var out bytes.Buffer
 	start := time.Now()
 	err := runReplay(context.Background(), replayOptions{}, p, &out, io.Discard)
-	if err == nil || !strings.HasPrefix(err.Error(), p+": not a spider game record: ") || out.Len() > 0 {
+	if err == nil || !strings.HasPrefix(err.Error(), p+": damaged game record (cut short?): ") || out.Len() > 0 {
 		t.Fatalf("the 116-byte record: %v, printed %q", err, out.String())
 	}
 	if d := time.Since(start); d > time.Second {

@@ -27,6 +27,7 @@ import (
 	"github.com/spiderenv/spider/env"
 	"github.com/spiderenv/spider/internal/atomicfile"
 	"github.com/spiderenv/spider/internal/bytesize"
+	"github.com/spiderenv/spider/internal/msgpackcheck"
 	"github.com/spiderenv/spider/internal/printable"
 	"github.com/spiderenv/spider/internal/stats"
 )
@@ -180,18 +181,11 @@ func readEvalJSON(name string) (evalReport, error) {
 // suite, and its per-game rows if games: the results table does not read
 // them.
 func readEvalReport(name string, games bool) (evalReport, error) {
-	var rep evalReport
-	f, err := os.Open(name)
+	// A folder or a device is refused unread (/dev/zero would be read to
+	// the limit first), a pipe read as a file is (process substitution).
+	b, err := msgpackcheck.ReadFile(name, maxResultsFile)
 	if err != nil {
-		return rep, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxResultsFile+1))
-	if err != nil {
-		return rep, err
-	}
-	if len(b) > maxResultsFile {
-		return rep, fmt.Errorf("%s: over %d bytes: not an eval report", name, maxResultsFile)
+		return evalReport{}, err
 	}
 	return parseEvalReport(name, b, games)
 }

@@ -691,6 +691,9 @@ func TestResultsRefusesRowsEvalNeverWrites(t *testing.T) {
 		{[]string{manyKeys}, `the field "k0" is not one this build's eval writes`},
 		{[]string{array}, "not an eval report: want a JSON object"},
 		{[]string{wrong}, `not an eval report: "deals" holds a JSON string`},
+		// A device is refused unread: /dev/zero was read to 64 MiB first.
+		{[]string{"/dev/zero"}, "/dev/zero: not a regular file (a device or socket)"},
+		{[]string{dir}, "a folder, not a file"},
 	} {
 		var code int
 		var errs string

@@ -547,6 +547,9 @@ func exportPolicy(o trainOptions, stdout io.Writer) error {
 	if samePath(o.export, from) {
 		return usageError{fmt.Errorf("--export %s is the checkpoint it reads: the policy alone would replace the run's state; give another file name", o.export)}
 	}
+	if err := checkReplaceable(o.export, notPolicy); err != nil {
+		return usageError{fmt.Errorf("--export %s: %v", o.export, err)}
+	}
 	net, _, err := nn.Load(from)
 	if err != nil {
 		return usageError{err}
@@ -661,4 +664,18 @@ func archDefaults(o *trainOptions, hiddenSet bool) {
 		o.cfg.Column = cmp.Or(o.cfg.Column, 128)
 		o.cfg.Pair = cmp.Or(o.cfg.Pair, 32)
 	}
+}
+
+// notPolicy says why the file at path is not an exported policy (a
+// network without a run's training state), or "": an export replaces an
+// earlier export, never a checkpoint a run resumes from.
+func notPolicy(path string) string {
+	_, state, err := nn.Load(path)
+	switch {
+	case err != nil:
+		return "is not a readable spider network"
+	case len(state) > 0:
+		return "is a checkpoint with a run's training state (--resume continues from it)"
+	}
+	return ""
 }

@@ -355,6 +355,30 @@ func TestTrainExportsThePolicy(t *testing.T) {
 	if after, err := os.ReadFile(ckpt); err != nil || !bytes.Equal(after, before) {
 		t.Fatalf("the checkpoint changed: %v", err)
 	}
+	// Nor may it replace another run's checkpoint, or a file that is no
+	// network; an earlier export it replaces.
+	other, text := filepath.Join(dir, "other-run.spider"), filepath.Join(dir, "notes.txt")
+	if os.WriteFile(other, before, 0o644) != nil || os.WriteFile(text, []byte("notes\n"), 0o644) != nil {
+		t.Fatal("cannot write the test's files")
+	}
+	for path, want := range map[string]string{
+		other: "exists and is a checkpoint with a run's training state",
+		text:  "exists and is not a readable spider network",
+	} {
+		err := runTrain(context.Background(), trainOptions{export: path, from: ckpt}, &bytes.Buffer{}, &bytes.Buffer{})
+		if _, ok := err.(usageError); !ok || !strings.Contains(err.Error(), want) {
+			t.Errorf("--export over %s: %v; want a usage error saying %q", path, err, want)
+		}
+	}
+	if after, err := os.ReadFile(other); err != nil || !bytes.Equal(after, before) {
+		t.Fatalf("the other run's checkpoint changed: %v", err)
+	}
+	if after, err := os.ReadFile(text); err != nil || string(after) != "notes\n" {
+		t.Fatalf("the text file changed: %v", err)
+	}
+	if err := runTrain(context.Background(), trainOptions{export: out, from: ckpt}, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
+		t.Fatalf("an export over the last export: %v", err)
+	}
 }
 
 // TestShippedModels loads every network in the repository's models/ and

@@ -184,10 +184,28 @@ func TestReplayPicturesReplaceNothingOfTheirs(t *testing.T) {
 	if entries, _ := os.ReadDir(frames); len(entries) != 0 {
 		t.Fatalf("frames were drawn: %v", entries)
 	}
-	// A frame's name outside --frames, or another name inside it, is a GIF.
+	// A frame's name outside --frames, or another name inside it, is a
+	// GIF; run again, it replaces the GIF it wrote.
 	o := replayOptions{gif: filepath.Join(dir, "0003.png"), frames: frames, delay: time.Second}
 	if err := runReplay(context.Background(), o, path, &bytes.Buffer{}, io.Discard); err != nil {
 		t.Fatal(err)
+	}
+	o.frames = ""
+	if err := runReplay(context.Background(), o, path, &bytes.Buffer{}, io.Discard); err != nil {
+		t.Fatalf("a GIF over the GIF it wrote: %v", err)
+	}
+	// Nor does a GIF replace a file that holds something else: another
+	// record here (a network or a checkpoint alike).
+	other := filepath.Join(dir, "other.spider")
+	if err := os.WriteFile(other, before, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o = replayOptions{gif: other, delay: time.Second}
+	if err := runReplay(context.Background(), o, path, &bytes.Buffer{}, io.Discard); !isUsage(err) || !strings.Contains(err.Error(), "exists and is not a GIF picture: not replaced") {
+		t.Errorf("--gif over another record: %v", err)
+	}
+	if after, err := os.ReadFile(other); err != nil || !bytes.Equal(after, before) {
+		t.Fatalf("the other record changed: %v", err)
 	}
 }
 

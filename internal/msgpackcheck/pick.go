@@ -53,3 +53,65 @@ func Pick(b []byte, keys ...string) ([]byte, error) {
 	}
 	return out, nil
 }
+
+// Leading returns, as Pick does, the entries of the map at the start of b
+// whose keys are among keys, but reads only the entries that lie whole in
+// b, up to the first that does not, without checking the map's size: a
+// file cut short still shows what its first entries say (a checkpoint's
+// kind and format), so that a reader can call it truncated rather than a
+// file of another kind. It returns an error if b does not start with a
+// map header.
+func Leading(b []byte, keys ...string) ([]byte, error) {
+	if len(keys) > 15 {
+		return nil, fmt.Errorf("msgpackcheck: Leading takes at most 15 keys, not %d", len(keys))
+	}
+	if len(b) == 0 || !isMap(b[0]) {
+		return nil, fmt.Errorf("not a map")
+	}
+	hdr := map[byte]int{0xde: 3, 0xdf: 5}[b[0]]
+	pairs := 0
+	switch {
+	case hdr == 0:
+		hdr, pairs = 1, int(b[0]&0x0f)
+	case len(b) < hdr:
+		return nil, fmt.Errorf("not a map")
+	default:
+		pairs = int(beUint(b[1:], hdr-1))
+	}
+	pos := hdr
+	var at [15][2]int
+	found := 0
+	for range pairs {
+		start := pos
+		kn, err := Size(b[start:])
+		if err != nil {
+			break
+		}
+		vn, err := Size(b[start+kn:])
+		if err != nil {
+			break
+		}
+		pos = start + kn + vn
+		kc, klen, khdr := (&walker{b: b, pos: start}).header()
+		if !isString(kc) && !isBin(kc) {
+			continue
+		}
+		key := b[start+khdr : start+khdr+klen]
+		for i, k := range keys {
+			if string(key) == k {
+				if at[i][1] == 0 {
+					found++
+				}
+				at[i] = [2]int{start, pos}
+				break
+			}
+		}
+	}
+	out := []byte{0x80 | byte(found)}
+	for i := range keys {
+		if at[i][1] != 0 {
+			out = append(out, b[at[i][0]:at[i][1]]...)
+		}
+	}
+	return out, nil
+}

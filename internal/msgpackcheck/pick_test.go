@@ -118,3 +118,57 @@ func (m *runtimeMem) read() {
 	runtime.ReadMemStats(&s)
 	m.total = s.TotalAlloc
 }
+
+// TestLeading cuts a map short at every length and checks that Leading
+// returns exactly the entries that lie whole before the cut, as Pick
+// returns them from the whole map.
+func TestLeading(t *testing.T) {
+	type header struct {
+		Kind   string `msgpack:"kind"`
+		Format int    `msgpack:"format"`
+	}
+	b := []byte{0x84} // kind, format, a large bin, then x
+	for _, kv := range [][2]any{{"kind", "spider-policy"}, {"format", 3}, {"w", bytes.Repeat([]byte{7}, 300)}, {"x", 1}} {
+		b = append(b, must(msgpack.Marshal(kv[0]))...)
+		b = append(b, must(msgpack.Marshal(kv[1]))...)
+	}
+	kindEnd := 1 + len(must(msgpack.Marshal("kind"))) + len(must(msgpack.Marshal("spider-policy")))
+	formatEnd := kindEnd + len(must(msgpack.Marshal("format"))) + 1
+	for cut := 1; cut <= len(b); cut++ {
+		p, err := Leading(b[:cut], "kind", "format")
+		if err != nil {
+			t.Fatalf("cut at %d: %v", cut, err)
+		}
+		var h header
+		if err := Decode(p, &h); err != nil {
+			t.Fatalf("cut at %d: %v", cut, err)
+		}
+		want := header{}
+		if cut >= kindEnd {
+			want.Kind = "spider-policy"
+		}
+		if cut >= formatEnd {
+			want.Format = 3
+		}
+		if h != want {
+			t.Fatalf("cut at %d: %+v, want %+v", cut, h, want)
+		}
+	}
+	// A map of 2^32-1 pairs in a few bytes costs what the bytes hold.
+	huge := append([]byte{0xdf, 0xff, 0xff, 0xff, 0xff}, b[1:kindEnd]...)
+	if p, err := Leading(huge, "kind"); err != nil || !bytes.Equal(p, append([]byte{0x81}, b[1:kindEnd]...)) {
+		t.Fatalf("a huge map cut short: %x %v", p, err)
+	}
+	for _, bad := range [][]byte{nil, {0x93, 1, 2, 3}, {0xde, 0x00}} {
+		if _, err := Leading(bad, "kind"); err == nil {
+			t.Errorf("Leading(%x) took it for a map", bad)
+		}
+	}
+}
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
