@@ -765,18 +765,22 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
                 raise ValueError(f"seed {seed} + {last} for game {last} is over 2**64-1")
         self._reset_results = None  # a reset replaces async_reset's results
         never_seeded = self._np_random is None
+        # Gymnasium seeds the vector env's own generator with the first seed.
+        first = seed if seeds is None else next((s for s in seeds if s is not None), None)
         with _generator_kept(self):
-            # Gymnasium seeds the vector env's own generator with the first seed.
-            super().reset(seed=seed if seeds is None else next((s for s in seeds if s is not None), None))
+            if seeds is not None and self._last is None and reset_mask is None and None in seeds:
+                # No episode to go on with yet: a None game is dealt at random,
+                # as SyncVectorEnv's game is, from the generator as it was (fresh
+                # entropy if never seeded), not from the one the other seeds
+                # set below, which would deal it the same in every run.
+                rng = np.random.default_rng() if never_seeded else self.np_random
+                seeds = [int(rng.integers(0, 2**63)) if s is None else s for s in seeds]
+            super().reset(seed=first)
             if reset_mask is not None and seed is not None:
                 # Gymnasium seeds chosen game i with seed + i; the server's seed
                 # with a mask resets every game, its seeds only the chosen ones.
                 seeds, seed = [seed + i if m else None for i, m in enumerate(reset_mask)], None
-            if seeds is not None:
-                if self._last is None and reset_mask is None:
-                    # No episode to go on with yet: a None game gets a drawn seed.
-                    seeds = [int(self.np_random.integers(0, 2**63)) if s is None else s for s in seeds]
-            elif reset_mask is None and seed is None and (never_seeded or self._last is None):
+            if seeds is None and reset_mask is None and seed is None and (never_seeded or self._last is None):
                 seed = int(self.np_random.integers(0, 2**63))
             with _whole(self.client, "reset"):
                 self._discard_pending()

@@ -388,6 +388,25 @@ def test_seeds_follow_gymnasium(server):
             e.close()
 
 
+def test_first_reset_deals_unseeded_games_at_random(server):
+    """On a first reset with a list of seeds, a None game is dealt at random,
+    as in gymnasium's sync vectorizer, not from the generator the list's
+    other seeds set: two fresh vector envs deal it differently, and alike
+    only when their own generators were seeded alike."""
+    envs = [SpiderVectorEnv(3, address=server) for _ in range(4)]
+    try:
+        obs = [e.reset(seed=[None, 5, None])[0] for e in envs[:2]]
+        assert (obs[0][1] == obs[1][1]).all()
+        assert not (obs[0][0] == obs[1][0]).all() and not (obs[0][2] == obs[1][2]).all()
+        for e in envs[2:]:
+            e.np_random = np.random.default_rng(11)
+        obs = [e.reset(seed=[None, 5, None])[0] for e in envs[2:]]
+        assert (obs[0] == obs[1]).all()
+    finally:
+        for e in envs:
+            e.close()
+
+
 def test_masked_seeded_reset_follows_gymnasium(server):
     """reset with a seed and options["reset_mask"] resets the chosen games
     as gymnasium's sync vectorizer does (game i from seed + i, or its own
