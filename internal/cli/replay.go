@@ -249,11 +249,15 @@ func runReplay(ctx context.Context, o replayOptions, path string, stdout, stderr
 // --json (sum with its positions) or --csv, a row at a time: a record may
 // hold millions of actions, whose rows held at once would take gigabytes.
 // Like the boards, the rows are the deal, every o.every-th move and the
-// last. A stop (ctx) cuts the table short and is returned.
+// last. A stop (ctx) cuts the table short and is returned; the JSON is
+// closed even then, with "stopped": true after the positions it holds,
+// as a stopped eval's report says, so stdout stays one JSON document (a
+// CSV ends at its last whole row).
 func writeReplayTable(ctx context.Context, stdout io.Writer, o replayOptions, sum replaySummary, g record.Game) error {
 	w := bufio.NewWriter(stdout)
 	var row func(x replayRow) error
 	var end func() error
+	cut := false // stopped before the last row
 	if o.out.csv {
 		c := csv.NewWriter(w)
 		c.Write(replayHeader)
@@ -288,6 +292,9 @@ func writeReplayTable(ctx context.Context, stdout io.Writer, o replayOptions, su
 		}
 		end = func() error {
 			w.WriteString("\n  ]")
+			if cut {
+				w.WriteString(",\n  \"stopped\": true")
+			}
 			w.Write(after)
 			w.WriteByte('\n')
 			return nil
@@ -306,8 +313,11 @@ func writeReplayTable(ctx context.Context, stdout io.Writer, o replayOptions, su
 	}); rerr != nil {
 		return rerr
 	}
-	if err == nil {
-		err = end()
+	cut = err != nil && err == ctx.Err()
+	if err == nil || cut {
+		if eerr := end(); err == nil {
+			err = eerr
+		}
 	}
 	if ferr := w.Flush(); err == nil {
 		err = ferr

@@ -596,6 +596,57 @@ func TestReplayTableIsStreamed(t *testing.T) {
 	}
 }
 
+// TestReplayTableStoppedStaysWhole: a stop while the table is written
+// leaves stdout one JSON document, marked stopped, with the positions
+// written so far (as a stopped eval's report), or a CSV of whole rows.
+func TestReplayTableStoppedStaysWhole(t *testing.T) {
+	path := randomRecord(t, env.Options{Suits: 1, MaxSteps: -1}, 3, 20000)
+	for _, o := range []outputFlags{{json: true}, {csv: true}} {
+		ctx, cancel := context.WithCancel(context.Background())
+		var out bytes.Buffer
+		stopper := &stopAt{at: 64 << 10, stop: cancel}
+		err := runReplay(ctx, replayOptions{every: 1, out: o}, path, io.MultiWriter(&out, stopper), io.Discard)
+		cancel()
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("json %v: %v; want the stop", o.json, err)
+		}
+		if o.json {
+			var sum struct {
+				replaySummary
+				Stopped *bool `json:"stopped"`
+			}
+			if err := json.Unmarshal(out.Bytes(), &sum); err != nil || sum.Stopped == nil || !*sum.Stopped {
+				t.Fatalf("--json stopped: %v, stopped %v", err, sum.Stopped)
+			}
+			n := len(sum.Positions)
+			if n < 2 || n >= 20001 || sum.Positions[n-1].Move != n-1 {
+				t.Fatalf("--json stopped: %d positions, the last move %d", n, sum.Positions[n-1].Move)
+			}
+		} else if rows, err := csv.NewReader(&out).ReadAll(); err != nil || len(rows) < 3 || len(rows) >= 20002 {
+			t.Fatalf("--csv stopped: %d rows, %v", len(rows), err)
+		}
+	}
+	// A table written whole says nothing of a stop.
+	var out bytes.Buffer
+	if err := runReplay(context.Background(), replayOptions{every: 1000, out: outputFlags{json: true}}, path, &out, io.Discard); err != nil || bytes.Contains(out.Bytes(), []byte(`"stopped"`)) {
+		t.Fatalf("a whole table: %v\n%s", err, out.Bytes())
+	}
+}
+
+// stopAt is a writer that calls stop once at bytes written.
+type stopAt struct {
+	at, n int
+	stop  func()
+}
+
+func (s *stopAt) Write(b []byte) (int, error) {
+	s.n += len(b)
+	if s.n >= s.at {
+		s.stop()
+	}
+	return len(b), nil
+}
+
 // heapProbe is a writer that reads the heap once at bytes written; out is
 // the buffer written beside it, whose capacity then is buffered.
 type heapProbe struct {
