@@ -527,7 +527,10 @@ func TestDaggerRoundsResumeExactly(t *testing.T) {
 	if len(updates) != 3 || updates[0] <= 0 || updates[1] <= updates[0] || updates[2] <= updates[1] {
 		t.Fatalf("the imitation phases learnt in %v updates, want three growing totals", updates)
 	}
-	want := fmt.Sprintf("clone 0/2, clone 1/2, clone 2/2, learnt %d, dagger 0/3, dagger 1/3, dagger 2/3, dagger 3/3, learnt %d, dagger 0/3, dagger 1/3, dagger 2/3, dagger 3/3, learnt %d", updates[0], updates[1], updates[2])
+	// Each validation's deals too (3 a validation): after the warm start,
+	// after each round, and after the second iteration (ValEvery 2).
+	val := "validate 0/3, validate 1/3, validate 2/3, validate 3/3"
+	want := fmt.Sprintf("clone 0/2, clone 1/2, clone 2/2, learnt %d, %s, dagger 0/3, dagger 1/3, dagger 2/3, dagger 3/3, learnt %d, %s, dagger 0/3, dagger 1/3, dagger 2/3, dagger 3/3, learnt %d, %s, %s", updates[0], val, updates[1], val, updates[2], val, val)
 	if got := strings.Join(reports, ", "); got != want {
 		t.Fatalf("progress reports %s, want %s", got, want)
 	}

@@ -22,7 +22,8 @@ type Trainer struct {
 	// starts; a game cut short by a stop is not counted): a search
 	// teacher's games take minutes. Then, phase "learn", of the updates of
 	// the passes over the labels that follow each (0 as they start, then
-	// each update), which take minutes too on thousands of games. It is
+	// each update), which take minutes too on thousands of games; and
+	// phase "validate", of the validation deals as they end. It is
 	// called from one goroutine at a time, not necessarily Run's.
 	Progress func(phase string, done, total int)
 

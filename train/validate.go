@@ -22,7 +22,14 @@ func (t *Trainer) validate(ctx context.Context) (winRate, runs float64, err erro
 	// A finished game's moves are dropped as it ends: a validation of
 	// 100,000 deals would otherwise hold every move list to the end.
 	drop := func(_, _ int, res *agents.Result) { res.Actions = nil }
-	ev, err := agents.EvaluateEach(ctx, t.rules, []agents.Policy{{Name: "nn", Maker: maker}}, t.Config.valSeeds(), 0, nil, drop)
+	seeds := t.Config.valSeeds()
+	var progress func(done, total int)
+	if t.Progress != nil {
+		// Thousands of deals, or a wide network's, take minutes.
+		t.Progress("validate", 0, len(seeds))
+		progress = func(done, total int) { t.Progress("validate", done, total) }
+	}
+	ev, err := agents.EvaluateEach(ctx, t.rules, []agents.Policy{{Name: "nn", Maker: maker}}, seeds, 0, progress, drop)
 	if err != nil {
 		return 0, 0, err
 	}

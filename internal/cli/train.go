@@ -282,17 +282,26 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 	// A search teacher's warm start, and each DAgger round, take minutes
 	// before their line.
 	var prog *progress
+	wrote := false // a line of this phase was written
 	t.Progress = func(phase string, done, total int) {
 		if done == 0 {
-			prog = newProgress(stderr) // a new phase: time it from here
+			prog, wrote = newProgress(stderr), false // a new phase: time it from here
 			return
 		}
 		if prog == nil || !prog.due(done, total) {
 			return
 		}
+		if phase == "validate" && done == total && !wrote {
+			// Only a validation long enough for a line has its last:
+			// one after every iteration would drown the iterations' own.
+			return
+		}
+		wrote = true
 		switch phase {
 		case "learn":
 			prog.write(fmt.Sprintf("train: learning the labelled moves: %d of %d updates", done, total))
+		case "validate":
+			prog.write(fmt.Sprintf("train: validating: the network played %d of %d deals", done, total))
 		case "dagger":
 			prog.write(fmt.Sprintf("train: DAgger round: the network played %d of %d games, %s labelling its positions", done, total, t.Config.TeacherName()))
 		default:
