@@ -86,7 +86,7 @@ func evalCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, i
 	fs.IntVar(&o.nodes, "nodes", 0, "per-move search budget of "+budgeted+": positions explored per plan (0: 20000; at most 1048576, which takes about 1.4 GB of memory for each searching policy of each worker; an eval that would need more than the machine has available is refused)")
 	fs.IntVar(&o.moveMs, "move-ms", 0, "milliseconds "+budgeted+" may plan a move, next to --nodes (0: no limit, so results are reproducible; with a limit they depend on the machine's speed and load)")
 	fs.Uint64Var(&o.draw, "draw", 0, "which draw of their sampled hidden cards "+listed(agents.NamesWith(func(t agents.Traits) bool { return t.Draws }), "and")+" play (0: the default draw the reported results use); another draw plays the same search with other luck")
-	fs.StringVar(&o.record, "record", "", "save every game into this folder as POLICY-SEED.spider, with a game's options away from the defaults before the seed (see spider replay); a stopped evaluation saves none")
+	fs.StringVar(&o.record, "record", "", "save every game into this folder as POLICY-SEED.spider, with a game's options away from the defaults before the seed (see spider replay); a stopped evaluation saves none, and a stop while they are saved keeps those saved")
 	fs.BoolVar(&o.stdinEOF, "exit-with-stdin", false, exitWithStdinUsage)
 	o.out.register(fs)
 	return func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
