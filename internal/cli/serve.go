@@ -85,15 +85,21 @@ func serveCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 	}
 }
 
-// hintBytes is the memory one hint agent of the named policy may hold:
-// an agent that plays by a node budget (search, either value) keeps up to
-// it (20000 positions of about 1.2 KB) of game states; greedy and a
-// network's agent keep a few buffers.
-func hintBytes(name string) int {
+// hintBytes is the memory one hint agent of the named policy, made by
+// m, may hold: an agent that plays by a node budget (search, either
+// value) keeps up to it (20000 positions of about 1.2 KB) of game
+// states; greedy and a network's agent keep a few buffers, 1 MiB or, for
+// a network wide enough, what its agent says it allocates (its forward
+// pass) and 64 KiB more for the positions one hint remembers.
+func hintBytes(name string, m agents.Maker) int {
 	if agents.TraitsOf(name).Budget {
 		return 48 << 20
 	}
-	return 1 << 20
+	n := int64(1 << 20)
+	if b, ok := m().(interface{ Bytes() int64 }); ok {
+		n = max(n, b.Bytes()+64<<10)
+	}
+	return int(min(n, math.MaxInt))
 }
 
 // runServe listens and serves until ctx ends (SIGINT or SIGTERM).
@@ -181,7 +187,7 @@ func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) err
 	if o.quiet {
 		cfg.Log = log.New(io.Discard, "", 0)
 	}
-	cfg.Hint, cfg.HintBytes, cfg.HintShared = hint, hintBytes(o.hint), int(shared)
+	cfg.Hint, cfg.HintBytes, cfg.HintShared = hint, hintBytes(o.hint, hint), int(shared)
 	cfg.OwnsMemoryLimit = true // set above; the server lowers it by its shared memory
 	srv := server.New(cfg)
 	stdinEnded := func() bool { return false }

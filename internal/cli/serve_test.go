@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/spiderenv/spider/agents"
 	"github.com/spiderenv/spider/env"
 	"github.com/spiderenv/spider/internal/bytesize"
 	"github.com/spiderenv/spider/server"
@@ -379,6 +380,44 @@ func TestServeFlagDefaultsComeFromServer(t *testing.T) {
 	}
 	if err := run(context.Background(), nil, nil, io.Discard, io.Discard); !isUsage(err) || !strings.Contains(err.Error(), "--unix needs a socket path") {
 		t.Fatalf("--unix '': %v", err)
+	}
+}
+
+// sizedAgent is a hint agent that says it allocates bytes.
+type sizedAgent struct {
+	agents.Greedy
+	bytes int64
+}
+
+func (a *sizedAgent) Bytes() int64 { return a.bytes }
+
+// TestHintBytesCoversTheAgent: what a connection's hint agent is counted
+// for is at least what the agent says it allocates: 1 MiB for greedy and
+// every shipped network, more for an agent that allocates more.
+func TestHintBytesCoversTheAgent(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "models", "*.spider"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("models: %v %v", files, err)
+	}
+	for _, f := range append(files, "greedy") {
+		name := f
+		if name != "greedy" {
+			name = "nn:" + f
+		}
+		m, _, err := serveHint(name, 0, 1<<40)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := hintBytes(name, m); got != 1<<20 {
+			t.Errorf("%s: %d bytes a hint agent, want 1 MiB", name, got)
+		}
+	}
+	big := func() agents.Agent { return &sizedAgent{bytes: 5 << 20} }
+	if got := hintBytes("nn:wide.spider", big); got != 5<<20+64<<10 {
+		t.Errorf("an agent of 5 MiB is counted %d bytes", got)
+	}
+	if got := hintBytes("search", big); got != 48<<20 {
+		t.Errorf("search's hint agent is counted %d bytes, want its budget's 48 MiB", got)
 	}
 }
 
