@@ -76,7 +76,9 @@ func Leading(b []byte, keys ...string) ([]byte, error) {
 	case len(b) < hdr:
 		return nil, fmt.Errorf("not a map")
 	default:
-		pairs = int(beUint(b[1:], hdr-1))
+		// No more pairs than bytes: a declared 2^32-1 would not fit a
+		// 32-bit int, and only the pairs b holds are read.
+		pairs = int(min(beUint(b[1:], hdr-1), uint64(len(b))))
 	}
 	pos := hdr
 	var at [15][2]int
