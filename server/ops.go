@@ -680,9 +680,9 @@ func (cn *conn) opRender(q *request) *replyError {
 	}
 	if rgb {
 		// Only connections that ask pay for the picture and a reply
-		// buffer large enough for it.
-		// Both or neither: a request refused for the reply buffer gives
-		// the picture's memory back, leaving the connection as it was.
+		// buffer large enough for it, both or neither: a request refused
+		// for the buffer gives the picture's memory back, leaving the
+		// connection as it was.
 		var pic int64
 		if cn.picture == nil {
 			pic = picture.Size
