@@ -199,8 +199,9 @@ class PolicyServer:
 
     Anyone who can connect (any local user, on a loopback port) is
     untrusted: the agent serves at most 64 connections at once, drops one
-    whose hello has not come whole within 30 s, or that sends nothing for
-    5 minutes after a reply (eval asks as soon as its games need it), or
+    whose hello has not come whole within 30 s, or whose next request has
+    not come whole 5 minutes after a reply (eval asks as soon as its
+    games need it), or
     a frame larger than 1 MiB before its hello or than the hello's games
     can hold after it (at most 1 GiB), and goes on serving when file
     descriptors, memory or threads run out.
@@ -325,13 +326,17 @@ class PolicyServer:
             obs_len = 0
             limit = _MAX_HELLO
             # The hello must come whole within _HELLO_TIMEOUT; after it,
-            # each request must start within _IDLE_TIMEOUT of the last reply.
+            # each request must come whole within _IDLE_TIMEOUT of the last
+            # reply: a timeout on each read let a byte now and then hold
+            # the connection, and its slot, for ever.
             deadline: float | None = time.monotonic() + _HELLO_TIMEOUT
             try:
                 while True:
                     if deadline is None:
-                        conn.settimeout(_IDLE_TIMEOUT)
-                    msg = _read_msg(conn, limit, deadline)
+                        msg = _read_msg(conn, limit, time.monotonic() + _IDLE_TIMEOUT)
+                        conn.settimeout(_IDLE_TIMEOUT)  # for the reply's send
+                    else:
+                        msg = _read_msg(conn, limit, deadline)
                     if msg is None:
                         return
                     op, rid = msg.get("op"), msg.get("id")

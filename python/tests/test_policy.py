@@ -490,11 +490,12 @@ def test_a_hello_sent_a_byte_at_a_time_is_dropped_in_time(monkeypatch: Any) -> N
         srv.start()
         host, port = srv.address.rsplit(":", 1)
         with socket.create_connection((host, int(port)), timeout=10) as c:
+            c.sendall((100).to_bytes(4, "big"))  # a hello of 100 bytes, which never all come
             t0 = time.monotonic()
             dropped = False
             while time.monotonic() - t0 < 6:
                 try:
-                    c.sendall(b"\x00")
+                    c.sendall(b"\x80")
                 except (BrokenPipeError, ConnectionResetError):
                     dropped = True
                     break
@@ -504,6 +505,31 @@ def test_a_hello_sent_a_byte_at_a_time_is_dropped_in_time(monkeypatch: Any) -> N
     assert spider_env.policy._request_bound({"max_games": 4096, "obs_shape": [1 << 18], "obs_dtype": "float32"}) == (
         1 << 30
     )
+
+
+def test_a_request_sent_a_byte_at_a_time_is_dropped_in_time(monkeypatch: Any) -> None:
+    """After the hello, each request must come whole within the idle
+    timeout of the last reply: a timeout on each read let a peer that
+    sends a byte now and then hold its slot for ever (64 such took every
+    slot)."""
+    monkeypatch.setattr(spider_env.policy, "_IDLE_TIMEOUT", 1.0)
+    with spider_env.PolicyServer(first_legal, "127.0.0.1:0") as srv:
+        srv.start()
+        host, port = srv.address.rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=10) as c:
+            assert _hello(c)["ok"]
+            c.sendall((100).to_bytes(4, "big"))  # a frame of 100 bytes, which never all come
+            t0 = time.monotonic()
+            dropped = False
+            while time.monotonic() - t0 < 6:
+                try:
+                    c.sendall(b"\x80")
+                except (BrokenPipeError, ConnectionResetError):
+                    dropped = True
+                    break
+                time.sleep(0.25)
+            assert dropped or _dropped(c)
+            assert time.monotonic() - t0 < 4
 
 
 def test_evaluate_takes_the_game_as_the_environments_do() -> None:
