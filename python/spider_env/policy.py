@@ -354,6 +354,10 @@ class PolicyServer:
                         conn.settimeout(_IDLE_TIMEOUT)  # for the reply's send too
                         reply = {"ok": True, "id": rid, "version": POLICY_PROTOCOL_VERSION, "name": self.name}
                         _send_msg(conn, {**reply, "board": self.board})
+                    elif op == "act" and deadline is not None:
+                        # Before a hello there is no observation's shape to read.
+                        _send_msg(conn, {"ok": False, "id": rid, "error": "act before hello"})
+                        return
                     elif op == "act":
                         _send_msg(conn, self._act(msg, rid, obs_dtype, obs_len))
                     elif op == "close":

@@ -532,6 +532,26 @@ def test_a_request_sent_a_byte_at_a_time_is_dropped_in_time(monkeypatch: Any) ->
             assert time.monotonic() - t0 < 4
 
 
+def test_act_before_hello_is_refused() -> None:
+    """An act before the hello is refused and the connection dropped: the
+    callable was called on observations of no width."""
+    calls = []
+
+    def policy(obs: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        calls.append(obs.shape)
+        return masks.argmax(axis=1)
+
+    with spider_env.PolicyServer(policy, "127.0.0.1:0") as srv:
+        srv.start()
+        host, port = srv.address.rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=10) as c:
+            _send_msg(c, {"op": "act", "id": 2, "n": 1, "obs": b"", "masks": bytes(1081)})
+            reply = _read_msg(c)
+            assert reply is not None and reply["ok"] is False and reply["error"] == "act before hello"
+            assert _dropped(c)
+    assert calls == []
+
+
 def test_evaluate_takes_the_game_as_the_environments_do() -> None:
     """game is a SpiderConfig or a dict of its fields, as for the
     environments: None is the default, an unknown key a TypeError before
