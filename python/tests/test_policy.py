@@ -481,6 +481,22 @@ def test_frames_are_bounded_by_the_hello() -> None:
             assert _dropped(c)
 
 
+def _trickled_out(c: socket.socket) -> float:
+    """Send c a byte every 0.25 s, for at most 6 s, until the agent drops
+    the connection, which it must; return the seconds that took."""
+    t0 = time.monotonic()
+    dropped = False
+    while time.monotonic() - t0 < 6:
+        try:
+            c.sendall(b"\x80")
+        except (BrokenPipeError, ConnectionResetError):
+            dropped = True
+            break
+        time.sleep(0.25)
+    assert dropped or _dropped(c)
+    return time.monotonic() - t0
+
+
 def test_a_hello_sent_a_byte_at_a_time_is_dropped_in_time(monkeypatch: Any) -> None:
     """The hello must come whole within its timeout: a timeout on each
     read let a peer that sends a byte now and then hold its slot for ever.
@@ -491,17 +507,7 @@ def test_a_hello_sent_a_byte_at_a_time_is_dropped_in_time(monkeypatch: Any) -> N
         host, port = srv.address.rsplit(":", 1)
         with socket.create_connection((host, int(port)), timeout=10) as c:
             c.sendall((100).to_bytes(4, "big"))  # a hello of 100 bytes, which never all come
-            t0 = time.monotonic()
-            dropped = False
-            while time.monotonic() - t0 < 6:
-                try:
-                    c.sendall(b"\x80")
-                except (BrokenPipeError, ConnectionResetError):
-                    dropped = True
-                    break
-                time.sleep(0.25)
-            assert dropped or _dropped(c)
-            assert time.monotonic() - t0 < 4
+            assert _trickled_out(c) < 4
     assert spider_env.policy._request_bound({"max_games": 4096, "obs_shape": [1 << 18], "obs_dtype": "float32"}) == (
         1 << 30
     )
@@ -519,17 +525,7 @@ def test_a_request_sent_a_byte_at_a_time_is_dropped_in_time(monkeypatch: Any) ->
         with socket.create_connection((host, int(port)), timeout=10) as c:
             assert _hello(c)["ok"]
             c.sendall((100).to_bytes(4, "big"))  # a frame of 100 bytes, which never all come
-            t0 = time.monotonic()
-            dropped = False
-            while time.monotonic() - t0 < 6:
-                try:
-                    c.sendall(b"\x80")
-                except (BrokenPipeError, ConnectionResetError):
-                    dropped = True
-                    break
-                time.sleep(0.25)
-            assert dropped or _dropped(c)
-            assert time.monotonic() - t0 < 4
+            assert _trickled_out(c) < 4
 
 
 def test_act_before_hello_is_refused() -> None:
