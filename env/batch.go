@@ -220,14 +220,8 @@ func (b *Batch) ResetSeeds(seeds []uint64, seeded []bool) error {
 		return nil
 	}
 	// ResetGamesSeeded with every game in the mask, without making one:
-	// a nil mask resets every game, and a reset allocates nothing.
-	for i, s := range seeded {
-		if s {
-			b.seedGame(i, seeds[i])
-			b.episode[i]-- // counted up again before the deal, as there
-		}
-	}
-	b.resetGames(nil)
+	// a reset allocates nothing.
+	b.resetGamesSeeded(nil, seeds, seeded)
 	return nil
 }
 
@@ -249,15 +243,22 @@ func (b *Batch) ResetGamesSeeded(mask []bool, seeds []uint64, seeded []bool) err
 	if b.states[0].rules.suits == 0 {
 		return calledAs{"env: ResetGamesSeeded before Reset", ErrNotReset}
 	}
-	for i, m := range mask {
-		if m && seeded[i] {
+	b.resetGamesSeeded(mask, seeds, seeded)
+	return nil
+}
+
+// resetGamesSeeded is ResetGamesSeeded after its checks; a nil mask
+// resets every game.
+func (b *Batch) resetGamesSeeded(mask []bool, seeds []uint64, seeded []bool) {
+	for i, s := range seeded {
+		if s && (mask == nil || mask[i]) {
 			b.seedGame(i, seeds[i])
-			// ResetGames counts the episode up before dealing: from the
+			// resetGames counts the episode up before dealing: from the
 			// wrapped -1 back to 0.
 			b.episode[i]--
 		}
 	}
-	return b.ResetGames(mask)
+	b.resetGames(mask)
 }
 
 // ResetGames resets the games where mask is true to their next episode

@@ -17,41 +17,11 @@ func Pick(b []byte, keys ...string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := walker{b: b[:n]}
-	c, pairs, hdr := w.header()
-	if !isMap(c) {
-		return nil, fmt.Errorf("not a map (code %#x)", c)
+	if !isMap(b[0]) {
+		return nil, fmt.Errorf("not a map (code %#x)", b[0])
 	}
-	w.pos += hdr
-	var at [15][2]int // the last entry of each key: where it starts and ends
-	found := 0
-	for range pairs {
-		start := w.pos
-		kc, kn, khdr := w.header()
-		key := w.b[w.pos+khdr : w.pos+khdr+kn]
-		isKey := isString(kc) || isBin(kc) // msgpack reads a bin key as a field's name too
-		w.skip()
-		w.skip()
-		if !isKey {
-			continue
-		}
-		for i, k := range keys {
-			if string(key) == k {
-				if at[i][1] == 0 {
-					found++
-				}
-				at[i] = [2]int{start, w.pos}
-				break
-			}
-		}
-	}
-	out := []byte{0x80 | byte(found)}
-	for i := range keys {
-		if at[i][1] != 0 {
-			out = append(out, w.b[at[i][0]:at[i][1]]...)
-		}
-	}
-	return out, nil
+	// The whole map is checked, so Leading reads every entry.
+	return Leading(b[:n], keys...)
 }
 
 // Leading returns, as Pick does, the entries of the map at the start of b
