@@ -70,10 +70,19 @@ _HELLO_TIMEOUT = 30.0
 # eval asks as soon as its games need it, so only a peer that holds a slot
 # idles this long.
 _IDLE_TIMEOUT = 300.0
-# The largest frame: what eval's largest request holds (4096 games of the
-# largest observation, four suits at 104 face-up slots, with masks and
-# boards) is well under it; a hello cannot raise it.
-_MAX_FRAME = 1 << 30
+# The largest observation a hello may declare, in bytes: the largest there
+# is, float32 with four suits at 104 face-up slots, 4 * (26 + 10 * 104 * 17).
+# Before, a hello could declare 1 MiB, fifteen times more, and so frames of
+# 1 GiB on every connection.
+_MAX_OBS_BYTES = 70_824
+# The most frame bytes all connections together may hold at once: a frame
+# is reserved here at its declared length before it is read, and given
+# back once its reply is sent. The largest request a hello allows (4096
+# games of the largest observation, with masks and boards) is about 303 MB,
+# so one such fits; a frame that would pass the budget drops its
+# connection. Without it, 64 connections could each hold a frame of their
+# bound at once.
+_MAX_BUFFERED = 1 << 29
 # A board's most bytes in a request (eval's remote.boardBytes).
 _BOARD_BYTES = 2048
 
@@ -84,9 +93,9 @@ def _request_bound(hello: dict[str, Any]) -> int:
     boards, and the keys around them."""
     games = int(hello["max_games"])
     obs = int(hello["obs_shape"][0]) * (4 if hello.get("obs_dtype") == "float32" else 1)
-    if not 1 <= games <= 4096 or not 0 < obs <= 1 << 20:
+    if not 1 <= games <= 4096 or not 0 < obs <= _MAX_OBS_BYTES:
         raise SpiderError("protocol", f"a hello of {games} games of {obs} observation bytes")
-    return min(games * (obs + NUM_ACTIONS + 3 + _BOARD_BYTES) + 4096, _MAX_FRAME)
+    return games * (obs + NUM_ACTIONS + 3 + _BOARD_BYTES) + 4096
 
 
 PolicyFn = Callable[..., Any]
@@ -112,15 +121,48 @@ def _recv_exact(conn: socket.socket, n: int, deadline: float | None = None) -> b
     return buf
 
 
-def _read_msg(conn: socket.socket, limit: int = _MAX_HELLO, deadline: float | None = None) -> dict[str, Any] | None:
+class _Budget:
+    """_Budget counts the frame bytes a server's connections hold at once."""
+
+    def __init__(self, total: int):
+        self.total, self.held = total, 0
+        self._lock = threading.Lock()
+
+    def take(self, n: int) -> bool:
+        """Reserve n bytes; False, reserving nothing, when they would pass the total."""
+        with self._lock:
+            if self.held + n > self.total:
+                return False
+            self.held += n
+            return True
+
+    def give(self, n: int) -> None:
+        with self._lock:
+            self.held -= n
+
+
+def _read_msg(
+    conn: socket.socket,
+    limit: int = _MAX_HELLO,
+    deadline: float | None = None,
+    budget: _Budget | None = None,
+    held: list[int] | None = None,
+) -> dict[str, Any] | None:
     """One frame's map of at most ``limit`` bytes, or None when the peer
-    closed the connection; with a deadline (time.monotonic), read by then."""
+    closed the connection; with a deadline (time.monotonic), read by then.
+    With a budget, the frame's length is taken from it before the frame is
+    read (a frame that does not fit is a SpiderError) and added to held[0]:
+    the caller gives it back once done with the message."""
     hdr = _recv_exact(conn, _HDR.size, deadline)
     if hdr is None:
         return None
     (n,) = _HDR.unpack(hdr)
     if n == 0 or n > limit:
         raise SpiderError("protocol", f"a frame of {n} bytes")
+    if budget is not None and held is not None:
+        if not budget.take(n):
+            raise SpiderError("protocol", f"a frame of {n} bytes, over what the agent's connections may hold at once")
+        held[0] += n
     payload = _recv_exact(conn, n, deadline)
     if payload is None:
         return None
@@ -203,8 +245,9 @@ class PolicyServer:
     not come whole 5 minutes after a reply (eval asks as soon as its
     games need it), or
     a frame larger than 1 MiB before its hello or than the hello's games
-    can hold after it (at most 1 GiB), and goes on serving when file
-    descriptors, memory or threads run out.
+    can hold after it (at most about 303 MB), or one that would take the frames
+    all its connections hold at once past 512 MiB, and goes on serving
+    when file descriptors, memory or threads run out.
     """
 
     def __init__(
@@ -265,6 +308,7 @@ class PolicyServer:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._conns = threading.BoundedSemaphore(_MAX_CONNS)
+        self._budget = _Budget(_MAX_BUFFERED)
         self._thread: threading.Thread | None = None
         self.hello: dict[str, Any] | None = None
         """The last hello received: the game's options and spaces."""
@@ -330,13 +374,16 @@ class PolicyServer:
             # reply: a timeout on each read let a byte now and then hold
             # the connection, and its slot, for ever.
             deadline: float | None = time.monotonic() + _HELLO_TIMEOUT
+            held = [0]  # the bytes of _budget this connection's frame holds
             try:
                 while True:
+                    self._budget.give(held[0])  # the last frame's, its reply sent
+                    held[0] = 0
                     if deadline is None:
-                        msg = _read_msg(conn, limit, time.monotonic() + _IDLE_TIMEOUT)
+                        msg = _read_msg(conn, limit, time.monotonic() + _IDLE_TIMEOUT, self._budget, held)
                         conn.settimeout(_IDLE_TIMEOUT)  # for the reply's send
                     else:
-                        msg = _read_msg(conn, limit, deadline)
+                        msg = _read_msg(conn, limit, deadline, self._budget, held)
                     if msg is None:
                         return
                     op, rid = msg.get("op"), msg.get("id")
@@ -369,6 +416,7 @@ class PolicyServer:
                 # protocol (bad msgpack, missing fields): drop it.
                 return
             finally:
+                self._budget.give(held[0])
                 self._conns.release()
 
     def _act(self, msg: dict[str, Any], rid: Any, obs_dtype: npt.DTypeLike, obs_len: int) -> dict[str, Any]:

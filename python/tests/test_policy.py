@@ -508,9 +508,70 @@ def test_a_hello_sent_a_byte_at_a_time_is_dropped_in_time(monkeypatch: Any) -> N
         with socket.create_connection((host, int(port)), timeout=10) as c:
             c.sendall((100).to_bytes(4, "big"))  # a hello of 100 bytes, which never all come
             assert _trickled_out(c) < 4
-    assert spider_env.policy._request_bound({"max_games": 4096, "obs_shape": [1 << 18], "obs_dtype": "float32"}) == (
-        1 << 30
-    )
+    with pytest.raises(spider_env.SpiderError, match="observation bytes"):
+        spider_env.policy._request_bound({"max_games": 4096, "obs_shape": [1 << 18], "obs_dtype": "float32"})
+
+
+def test_a_hello_declares_no_observation_larger_than_there_is(server: Any) -> None:
+    """The largest observation a hello may declare is the largest there is
+    (float32, four suits, 104 face-up slots): a hello declaring 1 MiB
+    observations made frames of 1 GiB possible on every connection."""
+    from spider_env import SpiderEnv
+
+    env = SpiderEnv(address=server, suits=4, face_up_slots=104, obs="float32")
+    try:
+        largest = env.observation_space.shape[0] * 4
+    finally:
+        env.close()
+    assert largest == spider_env.policy._MAX_OBS_BYTES
+    hello = {"max_games": 4096, "obs_shape": [largest // 4], "obs_dtype": "float32"}
+    assert spider_env.policy._request_bound(hello) <= spider_env.policy._MAX_BUFFERED
+    with pytest.raises(spider_env.SpiderError, match="observation bytes"):
+        spider_env.policy._request_bound({**hello, "obs_shape": [largest // 4 + 1]})
+
+
+def _act_frame(n: int) -> dict[str, Any]:
+    """An act request for n games of the default observation, every action legal."""
+    return {"op": "act", "id": 2, "n": n, "obs": bytes(806 * n), "masks": b"\x01" * (1081 * n)}
+
+
+def test_frames_held_at_once_are_bounded_over_all_connections(monkeypatch: Any) -> None:
+    """The frames all connections hold at once must fit one budget, taken
+    at each frame's declared length: before, each of 64 connections could
+    hold a frame of its hello's bound (up to 1 GiB) at once. A frame over
+    what is left drops its connection; what a connection held is given
+    back when it closes, and others are served again."""
+    monkeypatch.setattr(spider_env.policy, "_MAX_BUFFERED", 20_000)
+    with spider_env.PolicyServer(first_legal, "127.0.0.1:0") as srv:
+        srv.start()
+        host, port = srv.address.rsplit(":", 1)
+        a = socket.create_connection((host, int(port)), timeout=5)
+        try:
+            assert _hello(a, max_games=8)["ok"]
+            a.sendall((15_000).to_bytes(4, "big") + b"\x80" * 10)  # a frame that holds 15,000 and never comes whole
+            deadline = time.monotonic() + 5
+            while srv._budget.held != 15_000 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert srv._budget.held == 15_000
+            with socket.create_connection((host, int(port)), timeout=5) as b:
+                assert _hello(b, max_games=8)["ok"]  # a small frame fits beside it
+                _send_msg(b, _act_frame(8))  # about 15,200 bytes: over what is left
+                assert _dropped(b)
+        finally:
+            a.close()
+        deadline = time.monotonic() + 5
+        while srv._budget.held != 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert srv._budget.held == 0
+        with socket.create_connection((host, int(port)), timeout=5) as c:
+            assert _hello(c, max_games=8)["ok"]
+            _send_msg(c, _act_frame(8))
+            reply = _read_msg(c)
+            assert reply is not None and reply["ok"] is True and len(reply["actions"]) == 8 * 2
+        deadline = time.monotonic() + 5
+        while srv._budget.held != 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert srv._budget.held == 0
 
 
 def test_a_request_sent_a_byte_at_a_time_is_dropped_in_time(monkeypatch: Any) -> None:
