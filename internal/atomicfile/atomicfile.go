@@ -24,7 +24,7 @@ import (
 const StaleAge = time.Hour
 
 // Write writes data to path: first to a temporary file in the same folder,
-// synced, then renamed over path. A new file is readable by all (0644), as
+// synced, then renamed over path, and the folder synced. A new file is readable by all (0644), as
 // os.WriteFile would make it under the usual umask; a file it replaces
 // keeps its permission bits. What is at path is replaced: a symbolic link
 // by the file (a caller that means the link's target resolves it first,
@@ -76,7 +76,25 @@ func Write(path string, data []byte) error {
 	if beforeRename != nil {
 		beforeRename(tmp.Name())
 	}
-	return os.Rename(tmp.Name(), path)
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	// The rename lives in the folder: until the folder is synced, a crash
+	// of the machine may forget it, leaving the old file (or none) under
+	// path after Write said the new one was there. Best effort: some
+	// systems cannot sync a folder (Windows, some network file systems),
+	// and the file is already in place either way.
+	syncDir(dir)
+	return nil
+}
+
+// syncDir syncs the folder dir, ignoring errors; a variable so that
+// tests can see it called.
+var syncDir = func(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
 }
 
 // maxName is the longest file name (in bytes) the usual file systems

@@ -257,3 +257,39 @@ func TestWriteAfterRemoveInFlightWaits(t *testing.T) {
 		t.Fatalf("read %q, %v after resume", got, err)
 	}
 }
+
+// TestWriteSyncsTheFolderAfterTheRename checks that Write syncs the
+// folder once the file is in place under its name: until then a crash of
+// the machine may forget the rename. A failed rename syncs nothing.
+func TestWriteSyncsTheFolderAfterTheRename(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f")
+	var synced []string
+	real := syncDir
+	syncDir = func(d string) {
+		if got, err := os.ReadFile(path); err != nil || string(got) != "new" {
+			t.Errorf("folder synced before the file was in place: %q, %v", got, err)
+		}
+		synced = append(synced, d)
+		real(d)
+	}
+	t.Cleanup(func() { syncDir = real })
+	if err := Write(path, []byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	if len(synced) != 1 || synced[0] != dir {
+		t.Fatalf("folders synced %q; want [%q]", synced, dir)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "d", "x"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(filepath.Join(dir, "d"), []byte("new")); err == nil { // a rename over a full folder fails
+		t.Fatal("Write over a folder that holds a file: no error")
+	}
+	if len(synced) != 1 {
+		t.Fatalf("folders synced %q after a failed rename; want only the first", synced)
+	}
+}
