@@ -56,9 +56,9 @@ func NewBatch(r Rules, o BatchOptions) (*Batch, error) { return newBatch(r, o, n
 // maps too (the server's shared memory) sees every Reset and Step without
 // a copy. mem must hold BatchLayout(r, o).Size bytes and start at an
 // address that is a multiple of 8 (a mapping's, or any Go allocation's of
-// 8 bytes or more, is); NewBatchIn zeroes them. The Batch reads its masks
-// back to check actions, so nobody else may write to mem: the server
-// shares it read-only (a sealed memfd).
+// 8 bytes or more, is); NewBatchIn zeroes them. The Batch updates its
+// buffers in place (see BatchBuffers), so nobody else may write to mem:
+// the server shares it read-only (a sealed memfd).
 func NewBatchIn(r Rules, o BatchOptions, mem []byte) (*Batch, error) {
 	switch {
 	case mem == nil:
@@ -373,7 +373,8 @@ func (b *Batch) StepSome(actions []Action, ids []int32) error {
 // its own generator seeded by Reset: the random policy at full speed, and
 // the same actions whatever the number of workers. A game with no legal
 // action (ended, under Disabled autoreset) gets Deal, which Step refuses
-// until the game is reset. It panics if dst is not N long, which is a
+// until the game is reset; so does every game of a Batch never reset,
+// which Step refuses with ErrNotReset. It panics if dst is not N long, which is a
 // programming error, or on a closed Batch.
 func (b *Batch) SampleLegal(dst []Action) {
 	if len(dst) != b.opts.N {

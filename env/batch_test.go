@@ -284,6 +284,62 @@ func TestBatchRefusesIllegalAndChangesNothing(t *testing.T) {
 	}
 }
 
+// TestBatchLegalityIsTheGamesNotTheMasks writes into Masks, which a caller
+// must not do, and checks that the games still keep the rules: an illegal
+// action whose byte was set is refused (under RefuseIllegal, with the
+// games unchanged; flagged under NoopIllegal), and a legal one whose byte
+// was cleared is played. Before, legality was read from the mask byte: the
+// batch played the illegal move without a word, or panicked halfway
+// through a step with two workers, one game already moved.
+func TestBatchLegalityIsTheGamesNotTheMasks(t *testing.T) {
+	r := env.MustRules(env.Options{})
+	for _, policy := range []env.IllegalPolicy{env.RefuseIllegal, env.NoopIllegal} {
+		b := newBatch(t, r, env.BatchOptions{N: 2, Workers: 2, Illegal: policy})
+		b.Reset(1)
+		var bad env.Action
+		for a := env.Action(0); a < env.NumActions; a++ {
+			if s := b.State(0); !s.Legal(a) && a != env.Deal {
+				if src, dst, k := a.Move(); s.Height(src) > 0 && s.Height(dst) > 0 && k > 1 {
+					bad = a // more cards than the run holds: the step would have cut a slice short
+					break
+				}
+			}
+		}
+		if bad == 0 {
+			t.Fatal("no illegal move of several cards found")
+		}
+		b.Masks[int(bad)] = 1
+		g0, g1 := b.State(0), b.State(1)
+		ok := env.NthMasked(b.Masks[env.NumActions:], 0)
+		err := b.Step([]env.Action{bad, ok})
+		switch policy {
+		case env.RefuseIllegal:
+			var ill *env.IllegalActionError
+			if !errors.As(err, &ill) || ill.Action != bad {
+				t.Fatalf("an illegal action with its mask byte set: %v, want an IllegalActionError", err)
+			}
+			if b.State(0) != g0 || b.State(1) != g1 {
+				t.Fatal("a refused step changed a game")
+			}
+		case env.NoopIllegal:
+			if now := b.State(0); err != nil || !b.Illegal[0] || now.Key() != g0.Key() {
+				t.Fatalf("an illegal action with its mask byte set: %v, illegal %v; want a flagged no-op", err, b.Illegal[0])
+			}
+		}
+	}
+	b := newBatch(t, r, env.BatchOptions{N: 1})
+	b.Reset(1)
+	a := env.NthMasked(b.Masks, 0)
+	b.Masks[a] = 0
+	want := b.State(0)
+	if _, err := want.Step(a); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Step([]env.Action{a}); err != nil || b.State(0) != want {
+		t.Fatalf("a legal action whose mask byte was cleared: %v; want it played", err)
+	}
+}
+
 func deepCopy(b *env.Batch) env.BatchBuffers {
 	c := b.BatchBuffers
 	v := reflect.ValueOf(&c).Elem()

@@ -27,11 +27,14 @@ func (b *Batch) check(i int) error {
 	return fmt.Errorf("env: game %d: %w", i, b.states[i].Check(a))
 }
 
-// legal reports whether a is legal in game i, from its mask row: the mask
-// is exactly the legal set (the conformance tests prove it), and one byte
-// is cheaper to read than the game's counters.
+// legal reports whether a is legal in game i, from the game's own state,
+// not its mask row: the mask is exactly the legal set (the conformance
+// tests prove it), but it lies in a buffer the caller holds, and a byte
+// written there (an action masked out, say) had the batch play an illegal
+// move without a word, or panic halfway through a step. The state's check
+// costs a few comparisons more than the byte.
 func (b *Batch) legal(i int, a Action) bool {
-	return a < NumActions && b.Masks[i*NumActions+int(a)] == 1
+	return b.states[i].Legal(a)
 }
 
 // listRow returns game i's row of the legal lists, or nil when the batch

@@ -1,6 +1,9 @@
 package env
 
-import "unsafe"
+import (
+	"fmt"
+	"unsafe"
+)
 
 // BufferField is one array of a batch's BatchBuffers as BatchLayout places
 // it in a block of memory: its name (the key of the server's step reply),
@@ -57,9 +60,13 @@ const LayoutAlign = 64
 // BatchLayout returns the layout of a batch's BatchBuffers in one block:
 // the fields in the order of BatchBuffers, each aligned to LayoutAlign,
 // the same-step ones (has_final, final_obs, final_score) only under
-// SameStep.
+// SameStep. It panics if o.N is not 1 to MaxBatch, which NewBatch
+// refuses too: a programming error (it returned a negative size).
 func BatchLayout(r Rules, o BatchOptions) Layout {
 	n, obsN := o.N, r.ObsLen()
+	if n < 1 || n > MaxBatch {
+		panic(fmt.Sprintf("env: BatchLayout of %d games (want 1 to %d)", n, MaxBatch))
+	}
 	obsType := "uint8"
 	if r.encoding == Float32 {
 		obsType = "float32"

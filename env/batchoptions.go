@@ -86,7 +86,13 @@ type BatchOptions struct {
 
 // BatchBuffers are the flat arrays a Batch writes at every Reset and Step.
 // Row i of each belongs to game i. The caller reads them in place, without
-// copying; they stay valid (and are overwritten) until the next call.
+// copying; they stay valid until the next call, which updates them in
+// place. The caller must not write to them: a step rewrites only what it
+// changed (the columns of the observation that moved, the mask entries
+// the move touched), so a byte written there stays and spoils what later
+// steps hand out (copy a row to change it). The games themselves are safe
+// from such writes: whether an action is legal comes from the game's
+// state, not from Masks.
 type BatchBuffers struct {
 	ObsCompact []uint8   // N x CompactLen, when the encoding is Compact
 	ObsFloat32 []float32 // N x Float32Len, when the encoding is Float32

@@ -225,3 +225,19 @@ func TestBatchLayoutPlacesEveryBuffer(t *testing.T) {
 		}
 	}
 }
+
+// TestOutOfRangeArgumentsPanic checks the panics the package comment
+// promises where an argument is out of its range: a batch layout of no
+// games (it returned a negative size), and a suit past the four (SuitRuns
+// read another suit's count).
+func TestOutOfRangeArgumentsPanic(t *testing.T) {
+	r := env.MustRules(env.Options{})
+	for _, n := range []int{-3, 0, env.MaxBatch + 1} {
+		wantPanic(t, "BatchLayout of", func() { env.BatchLayout(r, env.BatchOptions{N: n}) })
+	}
+	s := env.NewGame(r, 1)
+	wantPanic(t, "index out of range", func() { s.SuitRuns(env.Suit(4)) })
+	if got := s.SuitRuns(env.Suit(3)); got != 0 {
+		t.Fatalf("SuitRuns(3) of a new game: %d", got)
+	}
+}

@@ -17,11 +17,13 @@
 // cards and the stock are counted, never named. RULES.md in the repository
 // sets out both rule sheets and every decision where they are silent.
 //
-// Step, Mask and the observation writers never allocate, with one
-// exception: Env.Step keeps an undo record a step, and grows that history
-// past the 16,384th step of one game (a step limit above that, or none).
-// Functions that
-// take a destination buffer panic if it is too short, a programming error;
-// everything a user or a peer can get wrong (an illegal action, a bad
-// option, malformed text) returns an error instead.
+// Step, Mask and the observation writers never allocate, with two
+// exceptions: Env.Step keeps an undo record a step, and grows that history
+// past the 16,384th step of one game (a step limit above that, or none);
+// and a refused step builds the error that says why. Functions that
+// take a destination buffer panic if it is too short, and methods that
+// take a column (0 to NumColumns-1), a suit (0 to NumSuits-1) or a batch's
+// game index (0 to N-1) panic when it is out of range, as indexing a slice
+// does: programming errors. Everything a user or a peer can get wrong (an
+// illegal action, a bad option, malformed text) returns an error instead.
 package env

@@ -25,8 +25,10 @@ func (c calledAs) Unwrap() error { return c.err }
 
 // Obs is an observation in the Env's encoding: Compact is set for the
 // compact encoding and Float32 for the float32 one; the other is nil. Both
-// slices belong to the Env and are overwritten by its next call: copy them
-// to keep them.
+// slices belong to the Env and are updated in place by its next call: copy
+// them to keep them, and do not modify them. A step rewrites only the
+// columns it changed, so a value written into them stays and spoils every
+// later observation (copy to change it: to scale it, say).
 type Obs struct {
 	Compact []uint8
 	Float32 []float32

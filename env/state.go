@@ -112,8 +112,9 @@ func (s *State) Over() bool { return s.Terminated() || s.Truncated() }
 // Runs returns the number of completed runs.
 func (s *State) Runs() int { return int(s.runs) }
 
-// SuitRuns returns the number of completed runs of suit su.
-func (s *State) SuitRuns(su Suit) int { return int(s.suitRuns[su&3]) }
+// SuitRuns returns the number of completed runs of suit su. It panics if
+// su is not one of the four suits (it read another suit's count).
+func (s *State) SuitRuns(su Suit) int { return int(s.suitRuns[su]) }
 
 // StockLeft returns the number of cards left in the stock.
 func (s *State) StockLeft() int { return StockSize - int(s.dealt) }
