@@ -83,7 +83,8 @@ func Save(path string, g Game) error {
 }
 
 // Load reads a record, refusing with a message that names the file one
-// that is larger than MaxSize (before reading it), is not a record,
+// that is larger than MaxSize (before reading it), is not a record (a key
+// of a record missing, or another key there),
 // declares more data than the file holds, has another format version (the
 // message names both), is damaged (its checksum differs, or bytes follow
 // it), or describes a game no configuration allows (time_per_action_ms
@@ -137,10 +138,50 @@ func parse(path string, b []byte) (Game, error) {
 	if err := msgpackcheck.Decode(body, &g); err != nil {
 		return Game{}, fmt.Errorf("%s: not a spider game record: %v", path, err)
 	}
+	if err := checkKeys(body); err != nil {
+		return Game{}, fmt.Errorf("%s: not a spider game record: %v", path, err)
+	}
 	if err := check(g); err != nil {
 		return Game{}, fmt.Errorf("%s: %v", path, err)
 	}
 	return g, nil
+}
+
+// recordKeys are the keys of every record: Save writes them all.
+var recordKeys = []string{"version", "game", "seed", "player", "actions", "score", "runs", "won"}
+
+// checkKeys reports a record map (checked by Decode) that lacks one of
+// recordKeys or holds another key, or one twice: msgpack fills a missing
+// field with its zero and skips an unknown one, so a sealed map of a
+// version alone loaded as a game of seed 0 and no moves.
+func checkKeys(body []byte) error {
+	picked, err := msgpackcheck.Pick(body, recordKeys...)
+	if err != nil {
+		return err
+	}
+	if mapLen(picked) < len(recordKeys) {
+		for _, k := range recordKeys {
+			if one, err := msgpackcheck.Pick(body, k); err != nil || mapLen(one) == 0 {
+				return fmt.Errorf("no %q", k)
+			}
+		}
+	}
+	if mapLen(body) != mapLen(picked) {
+		return fmt.Errorf("%d entries, where a record has the %d keys %v once each", mapLen(body), len(recordKeys), recordKeys)
+	}
+	return nil
+}
+
+// mapLen is the entry count of the msgpack map header at the start of b,
+// which Pick or Decode has checked.
+func mapLen(b []byte) int {
+	switch b[0] {
+	case 0xde:
+		return int(b[1])<<8 | int(b[2])
+	case 0xdf:
+		return int(b[1])<<24 | int(b[2])<<16 | int(b[3])<<8 | int(b[4])
+	}
+	return int(b[0] & 0x0f)
 }
 
 // check reports what no record can hold: a game no configuration allows,

@@ -299,6 +299,54 @@ func TestLoadRefusesUnknownGameOption(t *testing.T) {
 	}
 }
 
+// TestLoadRefusesMissingOrUnknownKeys checks that a sealed record map
+// that lacks one of a record's keys, or holds one more, is refused by
+// name: msgpack zeroes a missing field and skips an unknown one, so a map
+// of a version alone loaded as a game of seed 0 and no moves.
+func TestLoadRefusesMissingOrUnknownKeys(t *testing.T) {
+	dir := t.TempDir()
+	ok := filepath.Join(dir, "ok.spider")
+	if err := Save(ok, validRecord(t)); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(ok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := msgpackcheck.Size(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := msgpack.Unmarshal(b[:n], &m); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "odd.spider")
+	for _, k := range recordKeys[1:] {
+		v := m[k]
+		delete(m, k)
+		writeSealed(t, p, m)
+		if _, err := Load(p); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("not a spider game record: no %q", k)) {
+			t.Errorf("a record without %q: %v", k, err)
+		}
+		m[k] = v
+	}
+	m["extra"] = 1
+	writeSealed(t, p, m)
+	if _, err := Load(p); err == nil || !strings.Contains(err.Error(), "9 entries, where a record has the 8 keys") {
+		t.Errorf("a record with a key more: %v", err)
+	}
+	delete(m, "extra")
+	writeSealed(t, p, m)
+	if _, err := Load(p); err != nil {
+		t.Fatalf("the record itself: %v", err)
+	}
+	writeSealed(t, p, map[string]any{"version": Version, "extra": 1})
+	if _, err := Load(p); err == nil || !strings.Contains(err.Error(), "no \"game\"") {
+		t.Errorf("a version alone: %v", err)
+	}
+}
+
 // rawRecord is a record's map with the seed and actions of any msgpack
 // type, so that a test can write what Save never would.
 type rawRecord struct {
