@@ -94,6 +94,8 @@ const rankCopies = env.NumCards / env.NumRanks
 // lone face-up card of rank r: a card just turned, whose rank is not
 // known yet. buf is scratch space of env.NumCards cards. It reads no
 // hidden card: what lies face down and the stock's order change nothing.
+// It panics if col >= 0 and col or r is out of range (col past the last
+// column, r not 1 to 13): a programming error, as indexing a slice is.
 func ValueFeatures(f *[NumValueFeatures]float64, s *env.State, col int, r env.Rank, buf []env.Card) {
 	var v valueCounts
 	v.count(s, col, buf)
