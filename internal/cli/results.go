@@ -147,7 +147,15 @@ func runResults(ctx context.Context, o resultsOptions, stdout, _ io.Writer) erro
 	if err != nil {
 		return usageError{err}
 	}
-	old, err := os.ReadFile(update)
+	// The file is replaced by a rename, so it must be a regular one: a
+	// device or a named pipe was read without end (/dev/zero to the
+	// machine's memory), past any stop.
+	f, _, err := msgpackcheck.OpenFile(update, false)
+	if err != nil {
+		return usageError{err}
+	}
+	f.Close()
+	old, err := msgpackcheck.ReadFile(update, maxUpdateBytes)
 	if err != nil {
 		return usageError{err}
 	}
@@ -161,6 +169,10 @@ func runResults(ctx context.Context, o resultsOptions, stdout, _ io.Writer) erro
 	out.Write(old[e:])
 	return atomicfile.Write(update, out.Bytes())
 }
+
+// maxUpdateBytes is the largest Markdown file results --update reads:
+// docs/results.md is about 150 KB.
+const maxUpdateBytes = 64 << 20
 
 // readEvalJSON reads one file of spider eval --suite NAME --json.
 func readEvalJSON(name string) (evalReport, error) {

@@ -217,6 +217,17 @@ func TestResultsTable(t *testing.T) {
 	if err := os.WriteFile(swapped, []byte(before+resultsEnd+"\nkept\n"+resultsBegin+after), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	fifo := filepath.Join(dir, "fifo.md")
+	if err := makeFifo(fifo); err != nil {
+		t.Fatal(err)
+	}
+	huge := filepath.Join(dir, "huge.md")
+	if err := os.WriteFile(huge, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(huge, maxUpdateBytes+1); err != nil { // sparse: no disk taken
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -228,6 +239,12 @@ func TestResultsTable(t *testing.T) {
 		{[]string{"--update", filepath.Join(dir, "dev-a.json"), filepath.Join(dir, "dev-a.json")}, "no section between"},
 		{[]string{"--update", swapped, filepath.Join(dir, "dev-a.json")}, "no section between"},
 		{[]string{"--update", filepath.Join(dir, "missing.md"), filepath.Join(dir, "dev-a.json")}, "no such file"},
+		// A device or a named pipe was read without end: /dev/zero took the
+		// machine's memory, past any stop.
+		{[]string{"--update", "/dev/zero", filepath.Join(dir, "dev-a.json")}, "not a regular file"},
+		{[]string{"--update", fifo, filepath.Join(dir, "dev-a.json")}, "a named pipe, not a regular file"},
+		{[]string{"--update", dir, filepath.Join(dir, "dev-a.json")}, "a folder, not a file"},
+		{[]string{"--update", huge, filepath.Join(dir, "dev-a.json")}, "more than any valid file can have"},
 		{[]string{filepath.Join(dir, "dev-a.json"), filepath.Join(dir, "missing.json")}, "no such file"},
 		{[]string{fewer}, "40 deals (seeds 1001-1040), but suite classic-1suit-dev is 200 (seeds 1-200): not a whole run of the suite"},
 		{[]string{fewerGames}, "first played 40 games with 0 wins and 0 failures, which a run of suite classic-1suit-dev (200 deals) cannot have"},

@@ -287,3 +287,6 @@ func TestEvalRefusesANetworkThatIsNotAFile(t *testing.T) {
 		}
 	}
 }
+
+// makeFifo makes a named pipe at path.
+func makeFifo(path string) error { return syscall.Mkfifo(path, 0o600) }
