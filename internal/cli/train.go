@@ -169,8 +169,16 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 	ckpt := filepath.Join(o.out, "checkpoint.spider")
 	best := filepath.Join(o.out, "best.spider")      // the best validation so far
 	warm := filepath.Join(o.out, "warmstart.spider") // right after the warm start
+	metricsCSV, metricsJSONL := filepath.Join(o.out, "metrics.csv"), filepath.Join(o.out, "metrics.jsonl")
+	curvePNG := filepath.Join(o.out, "curve.png")
 	// Everything that can refuse the run is checked before --out is
-	// created: a refused run leaves nothing behind.
+	// created: a refused run leaves nothing behind. A folder where a file
+	// of the run goes was found only when it was written, after the work.
+	for _, f := range []string{ckpt, best, warm, metricsCSV, metricsJSONL, curvePNG} {
+		if st, err := os.Stat(f); err == nil && !st.Mode().IsRegular() {
+			return usageError{fmt.Errorf("%s: not a regular file, where the run writes one", f)}
+		}
+	}
 	if o.resume {
 		if _, err := os.Stat(ckpt); err != nil {
 			return usageError{fmt.Errorf("--resume: %v", err)}
@@ -245,9 +253,9 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 		}
 	} else {
 		// The best and warm-start checkpoints of another run would pass for
-		// this run's.
-		for _, f := range []string{ckpt, best, warm} {
-			if _, statErr := os.Stat(f); statErr == nil {
+		// this run's, and its metrics and curve would be replaced unasked.
+		for _, f := range []string{ckpt, best, warm, metricsCSV, metricsJSONL, curvePNG} {
+			if _, statErr := os.Lstat(f); statErr == nil {
 				return usageError{fmt.Errorf("%s exists: pass --resume to continue its run, or choose another --out", f)}
 			}
 		}
@@ -311,11 +319,10 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 			prog.end()
 		}
 	}
-	metrics := filepath.Join(o.out, "metrics.csv")
+	metrics, curve := metricsCSV, curvePNG
 	if o.jsonl {
-		metrics = filepath.Join(o.out, "metrics.jsonl")
+		metrics = metricsJSONL
 	}
-	curve := filepath.Join(o.out, "curve.png")
 	// The title names every option of the game and the seed, so that two
 	// curves of other runs do not read alike (the checkpoint beside it
 	// holds the whole configuration).

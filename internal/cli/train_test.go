@@ -605,8 +605,12 @@ func TestTrainStoppedBeforeAnythingLeavesNoFolder(t *testing.T) {
 // holding any of another run's checkpoints is refused before it trains,
 // each file named, so that none of them passes for this run's (a warm
 // start left from the old run would read as this one's starting point).
+// Its metrics and curve too: they were replaced without a word. A folder
+// where the run writes a file is refused before it trains too (with
+// --resume as well): it was found when the file was written, after the
+// work, and left a checkpoint that refused a plain rerun.
 func TestTrainRefusesAnotherRunsFiles(t *testing.T) {
-	for _, name := range []string{"checkpoint.spider", "best.spider", "warmstart.spider"} {
+	for _, name := range []string{"checkpoint.spider", "best.spider", "warmstart.spider", "metrics.csv", "metrics.jsonl", "curve.png"} {
 		dir := t.TempDir()
 		old := filepath.Join(dir, name)
 		if err := os.WriteFile(old, []byte("another run's"), 0o644); err != nil {
@@ -618,6 +622,24 @@ func TestTrainRefusesAnotherRunsFiles(t *testing.T) {
 		}
 		if names, _ := os.ReadDir(dir); len(names) != 1 {
 			t.Fatalf("a refused run left %d files in --out, want only %s", len(names), name)
+		}
+		if b, _ := os.ReadFile(old); string(b) != "another run's" {
+			t.Fatalf("a refused run changed %s", name)
+		}
+		dir = t.TempDir()
+		if err := os.Mkdir(filepath.Join(dir, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, resume := range []bool{false, true} {
+			o := tinyTrain(dir, 1)
+			o.resume = resume
+			err := runTrain(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{})
+			if _, ok := err.(usageError); !ok || !strings.Contains(err.Error(), "not a regular file, where the run writes one") {
+				t.Fatalf("a folder named %s in --out (resume %v): %v; want a usage error before training", name, resume, err)
+			}
+		}
+		if names, _ := os.ReadDir(dir); len(names) != 1 {
+			t.Fatalf("a refused run left %d files in --out, want only the folder %s", len(names), name)
 		}
 	}
 }
