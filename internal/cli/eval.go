@@ -86,7 +86,7 @@ func evalCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, i
 	fs.IntVar(&o.nodes, "nodes", 0, "per-move search budget of "+budgeted+": positions explored per plan (0: 20000; at most 1048576, which takes about 1.4 GB of memory for each searching policy of each worker; an eval that would need more than the machine has available is refused)")
 	fs.IntVar(&o.moveMs, "move-ms", 0, "milliseconds "+budgeted+" may plan a move, next to --nodes (0: no limit, so results are reproducible; with a limit they depend on the machine's speed and load)")
 	fs.Uint64Var(&o.draw, "draw", 0, "which draw of their sampled hidden cards "+listed(agents.NamesWith(func(t agents.Traits) bool { return t.Draws }), "and")+" play (0: the default draw the reported results use); another draw plays the same search with other luck")
-	fs.StringVar(&o.record, "record", "", "save every game into this folder as POLICY-SEED.spider, with a game's options away from the defaults before the seed (see spider replay); a stopped evaluation saves none, and a stop while they are saved keeps those saved")
+	fs.StringVar(&o.record, "record", "", "save every game into this folder as POLICY-SEED.spider, with a game's options away from the defaults before the seed (see spider replay; a file there that is not a record, or a folder where a record goes, is refused before any game); a stopped evaluation saves none, and a stop while they are saved keeps those saved")
 	fs.BoolVar(&o.stdinEOF, "exit-with-stdin", false, exitWithStdinUsage)
 	o.out.register(fs)
 	return func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -573,6 +573,10 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		if err := checkCreatable(o.record); err != nil {
 			return usageError{fmt.Errorf("--record %s: %v", o.record, err)}
 		}
+		stems := recordStems(specs, r, evalReport{Nodes: cmp.Or(o.nodes, agents.DefaultNodes), MoveMs: o.moveMs, Draw: o.draw})
+		if err := checkRecordTargets(o.record, stems, seeds); err != nil {
+			return usageError{fmt.Errorf("--record %s: %v", o.record, err)}
+		}
 	}
 	if err := o.out.check(); err != nil {
 		return err
@@ -734,13 +738,7 @@ func saveRecords(ctx context.Context, dir string, ev *agents.Evaluation, rep eva
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	game := gameTags(ev.Rules.Options())
-	tagged := make([]string, len(ev.Policies))
-	for p, spec := range ev.Policies {
-		_, tags := budgetOf(spec, rep)
-		tagged[p] = strings.Join(append(append([]string{spec}, tags...), game...), "-")
-	}
-	names := recordNames(tagged)
+	names := recordStems(ev.Policies, ev.Rules, rep)
 	total, saved := 0, 0
 	for _, results := range ev.Results {
 		total += len(results)
@@ -756,10 +754,65 @@ func saveRecords(ctx context.Context, dir string, ev *agents.Evaluation, rep eva
 			}
 			name := filepath.Join(dir, fmt.Sprintf("%s-%d.spider", names[p], res.Seed))
 			player := ev.Policies[p] + budgetNote(ev.Policies[p], rep)
-			if err := record.Save(name, record.New(ev.Rules, res.Seed, player, res.Actions, &s)); err != nil {
+			if err := saveRecord(name, record.New(ev.Rules, res.Seed, player, res.Actions, &s)); err != nil {
 				return err
 			}
 			saved++
+		}
+	}
+	return nil
+}
+
+// saveRecord is record.Save, a variable so that a test can fail it: what
+// could fail it in a test (a folder where a record goes, a folder that
+// takes no files) is refused before the evaluation.
+var saveRecord = record.Save
+
+// recordStems returns, for each policy of specs, the part of its records'
+// file names before the seed (saveRecords), as rep's budget and draw and
+// r's options away from the defaults name them.
+func recordStems(specs []string, r env.Rules, rep evalReport) []string {
+	game := gameTags(r.Options())
+	tagged := make([]string, len(specs))
+	for p, spec := range specs {
+		_, tags := budgetOf(spec, rep)
+		tagged[p] = strings.Join(append(append([]string{spec}, tags...), game...), "-")
+	}
+	return recordNames(tagged)
+}
+
+// checkRecordTargets reports a file in dir that a record of the eval (a
+// stem of stems, then one of seeds) would replace but must not: one that
+// is not a regular file (a folder there failed the save after the whole
+// evaluation, losing the records after it), or a file that is not a game
+// record (replaced without a word). It reads dir's listing once, not a
+// path per game: an eval may play millions.
+func checkRecordTargets(dir string, stems []string, seeds []uint64) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) == 0 {
+		return nil // a folder still to make (checkCreatable has vetted it)
+	}
+	sorted := slices.Clone(seeds)
+	slices.Sort(sorted)
+	for _, e := range entries {
+		base, ok := strings.CutSuffix(e.Name(), ".spider")
+		i := strings.LastIndexByte(base, '-')
+		if !ok || i < 0 || !slices.Contains(stems, base[:i]) {
+			continue
+		}
+		seed, err := strconv.ParseUint(base[i+1:], 10, 64)
+		if err != nil || strconv.FormatUint(seed, 10) != base[i+1:] {
+			continue
+		}
+		if _, found := slices.BinarySearch(sorted, seed); !found {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+			return fmt.Errorf("%s is not a regular file, where the record of %s on seed %d goes; remove it first, or give another folder", path, base[:i], seed)
+		}
+		if err := checkReplaceable(path, notRecord); err != nil {
+			return fmt.Errorf("%s %v", path, err)
 		}
 	}
 	return nil

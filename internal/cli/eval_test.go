@@ -380,17 +380,70 @@ func (c *stopsAfter) Err() error {
 }
 
 // TestEvalWritesResultsBeforeRecords: a record that cannot be saved (here
-// a folder where the first game's file would go) costs the records, not
-// the results.
+// a save that fails) costs the records, not the results.
 func TestEvalWritesResultsBeforeRecords(t *testing.T) {
 	rec := t.TempDir()
-	if err := os.Mkdir(filepath.Join(rec, "random-max-steps20-1.spider"), 0o755); err != nil {
+	real := saveRecord
+	saveRecord = func(string, record.Game) error { return errors.New("disk full") }
+	t.Cleanup(func() { saveRecord = real })
+	var stdout, stderr bytes.Buffer
+	code := Main([]string{"eval", "--policies", "random", "--games", "2", "--max-steps", "20", "--json", "--record", rec}, nil, &stdout, &stderr)
+	if code != 1 || !strings.Contains(stdout.String(), `"games": 2`) || !strings.Contains(stderr.String(), "the results are written, but not every game's record: disk full") {
+		t.Fatalf("exit %d, stdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+}
+
+// TestEvalChecksRecordTargetsFirst: a folder where a record goes, or a
+// file there that is not a game record, is refused before any game is
+// played. The folder was found when the records were saved, after the
+// whole evaluation, and cost the records after it; the file was replaced
+// without a word. An old record there is replaced, as before.
+func TestEvalChecksRecordTargetsFirst(t *testing.T) {
+	args := func(rec string) []string {
+		return []string{"eval", "--policies", "random", "--games", "3", "--max-steps", "20", "--json", "--record", rec}
+	}
+	rec := t.TempDir()
+	if err := os.Mkdir(filepath.Join(rec, "random-max-steps20-2.spider"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
-	code := Main([]string{"eval", "--policies", "random", "--games", "2", "--max-steps", "20", "--json", "--record", rec}, nil, &stdout, &stderr)
-	if code != 1 || !strings.Contains(stdout.String(), `"games": 2`) || !strings.Contains(stderr.String(), "the results are written, but not every game's record") {
-		t.Fatalf("exit %d, stdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	if code := Main(args(rec), nil, &stdout, &stderr); code != 2 || stdout.Len() != 0 || !strings.Contains(stderr.String(), "random-max-steps20-2.spider is not a regular file, where the record of random-max-steps20 on seed 2 goes") {
+		t.Fatalf("a folder where a record goes: exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
+	}
+	if names, _ := os.ReadDir(rec); len(names) != 1 {
+		t.Fatalf("a refused eval left %d entries in the folder, want only the one there before", len(names))
+	}
+	rec = t.TempDir()
+	text := filepath.Join(rec, "random-max-steps20-1.spider")
+	if err := os.WriteFile(text, []byte("precious"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout.Reset()
+	stderr.Reset()
+	if code := Main(args(rec), nil, &stdout, &stderr); code != 2 || stdout.Len() != 0 || !strings.Contains(stderr.String(), "is not a readable game record: not replaced") {
+		t.Fatalf("a text file where a record goes: exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
+	}
+	if b, _ := os.ReadFile(text); string(b) != "precious" {
+		t.Fatalf("a refused eval changed the file: %q", b)
+	}
+	// Files that no record of this eval would replace are left alone.
+	for _, name := range []string{"random-max-steps20-4.spider", "greedy-max-steps20-1.spider", "notes.txt"} {
+		if err := os.WriteFile(filepath.Join(rec, name), []byte("other"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Remove(text); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the second run replaces the first's records
+		stdout.Reset()
+		stderr.Reset()
+		if code := Main(args(rec), nil, &stdout, &stderr); code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr.String())
+		}
+	}
+	if _, err := record.Load(filepath.Join(rec, "random-max-steps20-3.spider")); err != nil {
+		t.Fatal(err)
 	}
 }
 
