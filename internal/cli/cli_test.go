@@ -44,6 +44,22 @@ func TestMainUsage(t *testing.T) {
 	}
 }
 
+// TestHelpThatCannotBeWrittenFails: help written to output that fails (a
+// full disk) exits 1 and says so, as every other output does; it exited 0
+// without a word.
+func TestHelpThatCannotBeWrittenFails(t *testing.T) {
+	for _, args := range [][]string{{"help"}, {"--help"}, {"-h"}, {"help", "demo"}, {"eval", "--help"}} {
+		var errb bytes.Buffer
+		if code := Main(args, nil, &failingWriter{n: 100}, &errb); code != 1 || !strings.Contains(errb.String(), "writing the help: no space left on device") {
+			t.Errorf("%v on a full disk: code %d, stderr %q; want 1 and the error", args, code, errb.String())
+		}
+		var out bytes.Buffer
+		if code := Main(args, nil, &out, &errb); code != 0 || !strings.Contains(out.String(), "usage: spider") {
+			t.Errorf("%v: code %d, stdout %q", args, code, out.String())
+		}
+	}
+}
+
 // TestFileErrorsExitTwo checks the one rule for files a command line
 // names: missing or not what it should be (or, for one it writes, a place
 // that cannot take it), the command refuses with exit code 2 and names
