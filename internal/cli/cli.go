@@ -22,6 +22,7 @@ import (
 
 	"github.com/spiderenv/spider/env"
 	"github.com/spiderenv/spider/internal/atomicfile"
+	"github.com/spiderenv/spider/internal/printable"
 )
 
 // command is one subcommand: flags bind into its options, then run runs.
@@ -84,7 +85,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if errors.Is(err, pflag.ErrHelp) {
 			return help.status(stderr, "spider "+name)
 		}
-		fmt.Fprintf(stderr, "spider %s: %v\n", args[0], err)
+		fmt.Fprintf(stderr, "spider %s: %s\n", args[0], printable.Escape(err.Error()))
 		return 2
 	}
 	// An argument ending in "..." takes one or more.
@@ -103,7 +104,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer stop()
 	if err := run(ctx, fs.Args(), stdin, stdout, stderr); err != nil {
 		err = stopWords(err)
-		unlessExiting(ctx, func() { fmt.Fprintf(stderr, "spider %s: %v\n", args[0], err) })
+		// An error may name a file or echo an argument: escapes in them
+		// must not reach the terminal.
+		unlessExiting(ctx, func() { fmt.Fprintf(stderr, "spider %s: %s\n", args[0], printable.Escape(err.Error())) })
 		var u usageError
 		if errors.As(err, &u) {
 			return 2

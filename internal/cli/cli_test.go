@@ -60,6 +60,20 @@ func TestHelpThatCannotBeWrittenFails(t *testing.T) {
 	}
 }
 
+// TestErrorsEscapeControlCharacters: an error naming a file or an
+// argument with escape sequences shows them escaped; they reached the
+// terminal raw.
+func TestErrorsEscapeControlCharacters(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "\x1b[31mRED\x1b[0m\a.spider")
+	for _, args := range [][]string{{"replay", bad}, {"results", bad}, {"demo", "--\x1b[31mfoo"}} {
+		var out, errb bytes.Buffer
+		code := Main(args, nil, &out, &errb)
+		if code != 2 || strings.ContainsAny(errb.String(), "\x1b\a") || !strings.Contains(errb.String(), `\x1b[31m`) {
+			t.Errorf("%q: code %d, stderr %q; want 2 and the escapes written out", args, code, errb.String())
+		}
+	}
+}
+
 // TestFileErrorsExitTwo checks the one rule for files a command line
 // names: missing or not what it should be (or, for one it writes, a place
 // that cannot take it), the command refuses with exit code 2 and names

@@ -5,6 +5,7 @@ package printable
 
 import (
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -31,6 +32,32 @@ func Quote(s string) string {
 		return s
 	}
 	return strconv.Quote(s)
+}
+
+// Escape returns s with every character that is not printable, but for
+// newlines and tabs, written as Go escapes it (\x1b, \u200b), and every
+// byte that is not UTF-8 as \xNN: for text made of parts from outside,
+// such as an error naming a file, which Quote would put in quotes whole.
+func Escape(s string) string {
+	if Is(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			b.WriteString(`\x`)
+			b.WriteString(strconv.FormatUint(uint64(s[i])>>4, 16) + strconv.FormatUint(uint64(s[i])&15, 16))
+		case r == '\n' || r == '\t' || strconv.IsPrint(r):
+			b.WriteString(s[i : i+n])
+		default:
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+		i += n
+	}
+	return b.String()
 }
 
 // Cut returns s cut to at most limit bytes, on a rune boundary, and

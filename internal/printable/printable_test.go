@@ -48,3 +48,17 @@ func TestQuoteAndCut(t *testing.T) {
 		t.Errorf("Cut(%d bytes of é, 64) = %q (%d bytes)", len(long), got, len(got))
 	}
 }
+
+func TestEscape(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"plain: no such file", "plain: no such file"},
+		{"two\nlines\tand a tab", "two\nlines\tand a tab"},
+		{"open /tmp/\x1b[31mRED\x1b[0m\a: no such file", `open /tmp/\x1b[31mRED\x1b[0m\a: no such file`},
+		{"bad \xff byte, zero\u200bwidth", `bad \xff byte, zero\u200bwidth`},
+		{"é ü 日本", "é ü 日本"},
+	} {
+		if got := Escape(tc.in); got != tc.want {
+			t.Errorf("Escape(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
