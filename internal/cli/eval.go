@@ -190,7 +190,7 @@ func parseSeeds(s string) ([]uint64, error) {
 			}
 		}
 		if b-a >= 10_000_000 || uint64(len(out))+(b-a) >= 10_000_000 {
-			return nil, fmt.Errorf("seed range %q is too long", part)
+			return nil, fmt.Errorf("seed range %q is too long: at most 10,000,000 deals in all", part)
 		}
 		for v := a; ; v++ {
 			out = append(out, v)
@@ -537,6 +537,11 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 		flag, reads := f.flag, f.reads
 		if o.set[flag] && !slices.ContainsFunc(specs, func(p string) bool { return reads(agents.TraitsOf(p)) }) {
 			return usageError{fmt.Errorf("--%s: no policy listed reads it (%s do)", flag, listed(agents.NamesWith(reads), "and"))}
+		}
+	}
+	for _, flag := range []string{"remote-batch", "remote-timeout"} {
+		if o.set[flag] && !slices.ContainsFunc(specs, func(p string) bool { return strings.HasPrefix(p, "remote:") }) {
+			return usageError{fmt.Errorf("--%s: no policy listed reads it (remote:ADDRESS policies do)", flag)}
 		}
 	}
 	if o.workers < 0 || o.workers > maxWorkers {

@@ -762,9 +762,15 @@ func TestTimeAndBudgetFlagsNeedWhatReadsThem(t *testing.T) {
 		{[]string{"replay", "--nodes", "5", "no-such.spider"}, "spider replay: --nodes is the oracle's budget for --turning-point"},
 		// An unknown hint is said as such first.
 		{[]string{"play", "--hint", "serach", "--move-ms", "100"}, "unknown"},
+		// And the policies it lists are those --hint takes: not the oracle.
+		{[]string{"serve", "--hint", "bogus"}, `spider serve: --hint "bogus": unknown policy; want first, greedy, `},
 		{[]string{"play", "--shaping-gamma", "2"}, "spider play: --shaping-gamma 2 is outside 0 to 1"},
 		// The first flag no policy reads, in a fixed order.
 		{[]string{"eval", "--games", "1", "--policies", "greedy", "--draw", "1", "--nodes", "5"}, "spider eval: --nodes: no policy"},
+		// The remote agents' flags with no remote agent were taken too.
+		{[]string{"eval", "--games", "1", "--policies", "random", "--remote-batch", "100"}, "spider eval: --remote-batch: no policy listed reads it (remote:ADDRESS policies do)"},
+		{[]string{"eval", "--games", "1", "--policies", "random", "--remote-timeout", "1h"}, "spider eval: --remote-timeout: no policy listed reads it"},
+		{[]string{"eval", "--seeds", "1-99999999999"}, "is too long: at most 10,000,000 deals in all"},
 	})
 	// serve's default hint, greedy (called, not run: a serve that took
 	// the flag would serve until stopped).

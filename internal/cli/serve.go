@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -425,6 +426,11 @@ func hintMaker(name string, moveMs int) (agents.Maker, error) {
 	}
 	if agents.TraitsOf(name).Peeks {
 		return nil, usageError{fmt.Errorf("--hint %s: it sees the hidden cards, so its hints would give them away", name)}
+	}
+	if !strings.HasPrefix(name, "nn:") && !slices.Contains(agents.Names(), name) {
+		// agents' own error lists every policy, the oracle too, which
+		// --hint refuses.
+		return nil, usageError{fmt.Errorf("--hint %q: unknown policy; want %s", name, hintNames())}
 	}
 	if err := checkMoveMs(moveMs); err != nil {
 		return nil, err

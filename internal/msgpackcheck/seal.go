@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 )
@@ -120,6 +121,10 @@ func ReadFile(path string, limit int64) ([]byte, error) {
 // like a file, for process substitution. A named pipe no one writes to
 // does not block the open.
 func OpenFile(path string, pipes bool) (*os.File, os.FileInfo, error) {
+	if path == "" {
+		// os says "open : no such file or directory".
+		return nil, nil, fmt.Errorf("an empty file name: %w", fs.ErrNotExist)
+	}
 	f, err := os.OpenFile(path, os.O_RDONLY|openFlags, 0)
 	if err != nil {
 		return nil, nil, err
