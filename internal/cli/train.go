@@ -124,6 +124,15 @@ func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 			return usageError{errors.New("--clone-unshaped-value needs --shaping progress and a warm start (--clone-games) or DAgger rounds (--dagger-rounds)")}
 		case o.export != "" && (fs.Changed("iterations") || fs.Changed("steps") || fs.Changed("time")):
 			return usageError{errors.New("--export writes a trained network and trains nothing: give no --iterations, --steps or --time")}
+		case fs.Changed("clone-won-only") && o.cfg.CloneGames == 0:
+			return usageError{errors.New("--clone-won-only picks the warm start's games: it needs --clone-games")}
+		}
+		if !o.resume && !imitates {
+			for _, name := range []string{"clone-epochs", "clone-lr", "clone-sets", "clone-decay", "clone-average", "clone-trim", "clone-idle"} {
+				if fs.Changed(name) {
+					return usageError{fmt.Errorf("--%s sets how a warm start (--clone-games) or DAgger rounds (--dagger-rounds) learn, and this run has neither", name)}
+				}
+			}
 		}
 		if !o.resume && o.cfg.Game.Shaping != env.NoShaping && !fs.Changed("shaping-gamma") {
 			// Shaping is for the learner's discount (train refuses another).
