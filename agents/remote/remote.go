@@ -146,7 +146,9 @@ func Dial(ctx context.Context, addr string, o Options) (*Agent, error) {
 	d := net.Dialer{Timeout: o.Timeout}
 	conn, err := d.DialContext(ctx, network, address)
 	if err != nil {
-		return nil, fmt.Errorf("remote agent %s: %v", addr, err)
+		// Wrapped: a socket file that is not there is a missing file
+		// (errors.Is fs.ErrNotExist), which eval calls a usage error.
+		return nil, fmt.Errorf("remote agent %s: %w", addr, err)
 	}
 	a := &Agent{o: o, conn: conn, w: bufio.NewWriterSize(conn, 64<<10), frames: make(chan frame, 1), closed: make(chan struct{}),
 		mask: make([]uint8, env.NumActions)}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"io/fs"
 	"maps"
 	"math"
 	"os"
@@ -606,6 +607,9 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 			continue
 		}
 		a, err := remote.Dial(ctx, addr, remote.Options{Rules: r, Timeout: o.remoteTimeout, Width: o.remoteWidth, Policy: p})
+		if errors.Is(err, fs.ErrNotExist) {
+			return usageError{err} // a socket file named that is not there, as any missing file
+		}
 		if err != nil {
 			return err
 		}

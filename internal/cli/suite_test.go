@@ -109,10 +109,12 @@ func TestEvalRemotePolicyRefusals(t *testing.T) {
 		t.Errorf("non-loopback agent: exit %d, %q", code, errs)
 	}
 	code, _, errs = runMain("eval", "--seeds", "1", "--policies", "greedy,remote:unix:"+filepath.Join(t.TempDir(), "none.sock"))
-	if code != 1 || !strings.Contains(errs, "remote agent unix:") || !strings.Contains(errs, "no such file") {
+	// A socket file that is not there is a missing file named: exit 2
+	// (it was 1).
+	if code != 2 || !strings.Contains(errs, "remote agent unix:") || !strings.Contains(errs, "no such file") {
 		t.Errorf("absent agent: exit %d, %q", code, errs)
 	}
-	code, _, errs = runMain("eval", "--seeds", "1", "--remote-batch", "5000")
+	code, _, errs = runMain("eval", "--seeds", "1", "--policies", "greedy,remote:unix:"+filepath.Join(t.TempDir(), "none.sock"), "--remote-batch", "5000")
 	if code != 2 || !strings.Contains(errs, "--remote-batch 5000") {
 		t.Errorf("--remote-batch 5000: exit %d, %q", code, errs)
 	}
