@@ -186,7 +186,11 @@ func (c Config) Spec() (nn.Spec, error) {
 		if c.Column != 0 || c.Pair != 0 {
 			return nn.Spec{}, fmt.Errorf("train: column and pair widths are for arch %s, not %s", nn.Columns, nn.MLP)
 		}
-		return nn.SpecFor(r, c.Hidden), nil
+		// Validated here too (its layer count): a list of thousands of
+		// layers was refused by the memory it would take, whose message
+		// named every flag but --hidden.
+		s := nn.SpecFor(r, c.Hidden)
+		return s, s.Validate()
 	case nn.Columns:
 		if len(c.Hidden) != 1 {
 			return nn.Spec{}, fmt.Errorf("train: arch %s has one hidden (mixing) layer, got hidden %v", nn.Columns, c.Hidden)

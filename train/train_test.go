@@ -291,7 +291,9 @@ func TestConfigValidation(t *testing.T) {
 		"anneal":    {func(c *Config) { c.AnnealLR = -1 }, "train: anneal lr -1 outside 0 to 1073741824 iterations"},
 		"target kl": {func(c *Config) { c.TargetKL = math.NaN() }, "train: the target KL must be 0 (none) to 1e+06"},
 		"teacher":   {func(c *Config) { c.Teacher = "chess" }, `train: teacher "chess": want greedy, search or random (the oracle sees hidden cards)`},
-		"hidden":    {func(c *Config) { c.Hidden = []int{0} }, "train: hidden width 0 outside 1 to 16384"},
+		"hidden":    {func(c *Config) { c.Hidden = []int{0} }, "nn: hidden width 0 outside 1 to 16384"},
+		// The layer count too, before the memory thousands of layers take.
+		"layers":    {func(c *Config) { c.Hidden = make([]int, 5000) }, "nn: 5000 hidden layers, at most 16"},
 		"idle":      {func(c *Config) { c.CloneIdle = -1 }, "train: clone games, epochs and idle moves must not be negative"},
 		"val every": {func(c *Config) { c.ValEvery = -1 }, "train: validation every -1 iterations on 3 deals: want both at least 0, and at most 100000 deals"},
 		"val games": {func(c *Config) { c.ValGames = 0 }, "train: validation every 2 iterations needs at least one deal (val games)"},
