@@ -110,7 +110,11 @@ func runBench(ctx context.Context, o benchOptions, stdout, stderr io.Writer) err
 	// beside its batch (peak RSS measured against the estimate).
 	need := server.BatchBytes(r, env.BatchOptions{N: o.n, Workers: workers, Autoreset: mode, Presample: true}) + 2*int64(o.n) + benchOverhead
 	what := fmt.Sprintf("a batch of %d games (%s)", o.n, r)
-	if err := checkMemory(need, o.maxMemory, what, "lower --n"); err != nil {
+	lower := "lower --n"
+	if workers > runtime.GOMAXPROCS(0) {
+		lower = "lower --n or --workers" // each worker has buffers of its own
+	}
+	if err := checkMemory(need, o.maxMemory, what, lower); err != nil {
 		return err
 	}
 	counts := []int{workers}

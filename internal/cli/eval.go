@@ -540,11 +540,6 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 			return usageError{fmt.Errorf("--%s: no policy listed reads it (%s do)", flag, listed(agents.NamesWith(reads), "and"))}
 		}
 	}
-	for _, flag := range []string{"remote-batch", "remote-timeout"} {
-		if o.set[flag] && !slices.ContainsFunc(specs, func(p string) bool { return strings.HasPrefix(p, "remote:") }) {
-			return usageError{fmt.Errorf("--%s: no policy listed reads it (remote:ADDRESS policies do)", flag)}
-		}
-	}
 	if o.workers < 0 || o.workers > maxWorkers {
 		return usageError{fmt.Errorf("--workers %d: want 0 (GOMAXPROCS) to %d", o.workers, maxWorkers)}
 	}
@@ -570,6 +565,11 @@ func runEval(ctx context.Context, o evalOptions, stdout, stderr io.Writer) error
 	}
 	if o.remoteWidth < 1 || o.remoteWidth > remote.MaxWidth {
 		return usageError{fmt.Errorf("--remote-batch %d: want 1 to %d", o.remoteWidth, remote.MaxWidth)}
+	}
+	for _, flag := range []string{"remote-batch", "remote-timeout"} {
+		if o.set[flag] && !slices.ContainsFunc(specs, func(p string) bool { return strings.HasPrefix(p, "remote:") }) {
+			return usageError{fmt.Errorf("--%s: no policy listed reads it (remote:ADDRESS policies do)", flag)}
+		}
 	}
 	if o.record != "" {
 		// The games are saved after the last one is played: a folder that

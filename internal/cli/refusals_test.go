@@ -100,6 +100,9 @@ func TestBenchRefusesWhatMemoryCannotHold(t *testing.T) {
 	o = smallBench()
 	o.n, o.maxMemory = 4096, 1<<20
 	wantUsage(t, "bench --max-memory 1MiB", runBench(withTimeout(t, 5*time.Second), o, &bytes.Buffer{}, &bytes.Buffer{}), "over the 1MiB --max-memory: lower --n")
+	// More workers than cores take buffers of their own: the advice names them.
+	o.n, o.maxMemory, o.workers = 1000, 40<<20, 1_000_000
+	wantUsage(t, "bench --workers 1000000 --max-memory 40MiB", runBench(withTimeout(t, 5*time.Second), o, &bytes.Buffer{}, &bytes.Buffer{}), "over the 40MiB --max-memory: lower --n or --workers")
 	if err := runBench(withTimeout(t, 20*time.Second), smallBench(), &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
 		t.Errorf("a small bench: %v", err)
 	}
