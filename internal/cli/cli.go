@@ -93,7 +93,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if want == 0 {
 			fmt.Fprintf(stderr, "spider %s: unexpected arguments %q\n", args[0], fs.Args())
 		} else {
-			fmt.Fprintf(stderr, "spider %s: want %s\n", args[0], cmd.args)
+			fmt.Fprintf(stderr, "spider %s: want %s, got %d arguments %s\n", args[0], cmd.args, fs.NArg(), printable.Escape(fmt.Sprintf("%q", fs.Args())))
 		}
 		return 2
 	}

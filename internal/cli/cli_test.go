@@ -21,6 +21,10 @@ func TestMainUsage(t *testing.T) {
 	if code := Main(nil, nil, &out, &errb); code != 2 || out.Len() != 0 || !strings.Contains(errb.String(), "demo") {
 		t.Fatalf("no arguments: code %d, stdout %q, usage on stderr %q", code, out.String(), errb.String())
 	}
+	errb.Reset()
+	if code := Main([]string{"replay", "a", "b"}, nil, &out, &errb); code != 2 || errb.String() != "spider replay: want FILE, got 2 arguments [\"a\" \"b\"]\n" {
+		t.Fatalf("replay a b: code %d, %q", code, errb.String())
+	}
 	out.Reset()
 	if code := Main([]string{"help"}, nil, &out, &errb); code != 0 || !strings.Contains(out.String(), "commands:") {
 		t.Fatalf("help: code %d", code)
@@ -35,6 +39,7 @@ func TestMainUsage(t *testing.T) {
 		{"demo", "--bogus"},
 		{"demo", "extra"},
 		{"replay"},
+		{"replay", "a", "b"},
 		{"eval", "--json", "--csv"},
 	} {
 		errb.Reset()
