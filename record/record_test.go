@@ -270,22 +270,7 @@ func TestLoadRefusesVersion1(t *testing.T) {
 func TestLoadRefusesUnknownGameOption(t *testing.T) {
 	dir := t.TempDir()
 	g := validRecord(t)
-	ok := filepath.Join(dir, "ok.spider")
-	if err := Save(ok, g); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(ok)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := msgpackcheck.Size(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := msgpack.Unmarshal(b[:n], &m); err != nil {
-		t.Fatal(err)
-	}
+	m := savedAsMap(t, filepath.Join(dir, "ok.spider"), g)
 	m["game"].(map[string]any)["from_a_newer_build"] = 7
 	p := filepath.Join(dir, "newer.spider")
 	writeSealed(t, p, m)
@@ -305,22 +290,7 @@ func TestLoadRefusesUnknownGameOption(t *testing.T) {
 // of a version alone loaded as a game of seed 0 and no moves.
 func TestLoadRefusesMissingOrUnknownKeys(t *testing.T) {
 	dir := t.TempDir()
-	ok := filepath.Join(dir, "ok.spider")
-	if err := Save(ok, validRecord(t)); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(ok)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := msgpackcheck.Size(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := msgpack.Unmarshal(b[:n], &m); err != nil {
-		t.Fatal(err)
-	}
+	m := savedAsMap(t, filepath.Join(dir, "ok.spider"), validRecord(t))
 	p := filepath.Join(dir, "odd.spider")
 	for _, k := range recordKeys[1:] {
 		v := m[k]
@@ -345,6 +315,28 @@ func TestLoadRefusesMissingOrUnknownKeys(t *testing.T) {
 	if _, err := Load(p); err == nil || !strings.Contains(err.Error(), "no \"game\"") {
 		t.Errorf("a version alone: %v", err)
 	}
+}
+
+// savedAsMap saves g at path and returns the file's map (its checksum
+// left off), to edit and write again with writeSealed.
+func savedAsMap(t *testing.T, path string, g Game) map[string]any {
+	t.Helper()
+	if err := Save(path, g); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := msgpackcheck.Size(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := msgpack.Unmarshal(b[:n], &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 // rawRecord is a record's map with the seed and actions of any msgpack

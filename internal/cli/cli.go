@@ -60,9 +60,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		out := &errWriter{w: stdout}
+		out := &stickyWriter{w: stdout}
 		usage(out) // asked for: the command's output
-		return out.status(stderr, "spider")
+		return helpStatus(out, stderr, "spider")
 	}
 	if args[0] == "--version" {
 		args = append([]string{"version"}, args[1:]...)
@@ -78,12 +78,12 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	name := args[0]
 	// Asked for (--help, -h: the only way a ContinueOnError set shows it),
 	// the usage is the command's output, as `spider --help` is.
-	help := &errWriter{w: stdout}
+	help := &stickyWriter{w: stdout}
 	fs.Usage = func() { commandUsage(help, name, cmd, fs) }
 	run := cmd.setup(fs)
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
-			return help.status(stderr, "spider "+name)
+			return helpStatus(help, stderr, "spider "+name)
 		}
 		fmt.Fprintf(stderr, "spider %s: %s\n", args[0], printable.Escape(err.Error()))
 		return 2
@@ -318,31 +318,15 @@ func commandUsage(w io.Writer, name string, cmd command, fs *pflag.FlagSet) {
 	}
 }
 
-// errWriter keeps the first error of the writes to w: the help is
-// written in many small writes, and one that failed (a full disk, a closed
-// pipe) exited 0 with nothing said, where every other output's failure
-// exits 1.
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(p []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	n, err := e.w.Write(p)
-	e.err = err
-	return n, err
-}
-
-// status is the exit code of a command whose output went through e: 0,
-// or 1 with the error said on stderr as name's.
-func (e *errWriter) status(stderr io.Writer, name string) int {
-	if e.err == nil {
+// helpStatus is the exit code of help written through out: 0, or 1 with
+// the error said on stderr as name's. The help is written in many small
+// writes, and one that failed (a full disk, a closed pipe) exited 0 with
+// nothing said, where every other output's failure exits 1.
+func helpStatus(out *stickyWriter, stderr io.Writer, name string) int {
+	if out.err == nil {
 		return 0
 	}
-	fmt.Fprintf(stderr, "%s: writing the help: %v\n", name, e.err)
+	fmt.Fprintf(stderr, "%s: writing the help: %v\n", name, out.err)
 	return 1
 }
 
