@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -79,6 +81,25 @@ func TestErrorsEscapeControlCharacters(t *testing.T) {
 	}
 }
 
+// TestDemoShowsProgress: a game that plays on past the boards shown says
+// how far it is on stderr (a game of millions of moves ran 40 s with
+// nothing said), in plain lines where stderr is not a terminal.
+func TestDemoShowsProgress(t *testing.T) {
+	real := progressEvery
+	progressEvery = 0
+	t.Cleanup(func() { progressEvery = real })
+	o := demoOptions{game: env.DefaultOptions(), seed: 1, policy: 1, show: 0}
+	o.game.MaxSteps = 3 * demoProgressEvery
+	var out, errb bytes.Buffer
+	if err := runDemo(context.Background(), o, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("demo: %d moves of at most %d, ", demoProgressEvery, o.game.MaxSteps)
+	if !strings.Contains(out.String(), "truncated at the step limit") || !strings.HasPrefix(errb.String(), want) || strings.Contains(errb.String(), "\r") || strings.Count(errb.String(), "\n") != 3 {
+		t.Fatalf("stderr %q; want three plain lines, the first starting %q", errb.String(), want)
+	}
+}
+
 // TestFileErrorsExitTwo checks the one rule for files a command line
 // names: missing or not what it should be (or, for one it writes, a place
 // that cannot take it), the command refuses with exit code 2 and names
@@ -132,7 +153,7 @@ func TestFileErrorsExitTwo(t *testing.T) {
 func TestDemoPlaysAGameToItsEnd(t *testing.T) {
 	var out bytes.Buffer
 	o := demoOptions{game: env.Options{RuleSet: env.Cardems, Suits: 2, MaxSteps: 50}, seed: 9, policy: 3, show: 4}
-	if err := runDemo(context.Background(), o, &out); err != nil {
+	if err := runDemo(context.Background(), o, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	text := out.String()
@@ -148,7 +169,7 @@ func TestDemoPlaysAGameToItsEnd(t *testing.T) {
 		t.Error("the first board is not the deal of the seed")
 	}
 	var again bytes.Buffer
-	if err := runDemo(context.Background(), o, &again); err != nil || again.String() != text {
+	if err := runDemo(context.Background(), o, &again, io.Discard); err != nil || again.String() != text {
 		t.Error("the same seeds gave a different demo")
 	}
 }
@@ -158,7 +179,7 @@ func TestDemoStopsOnCancel(t *testing.T) {
 	cancel()
 	var out bytes.Buffer
 	o := demoOptions{game: env.Options{Suits: 1, MaxSteps: 100}, seed: 1, policy: 1}
-	if err := runDemo(ctx, o, &out); !errors.Is(err, context.Canceled) {
+	if err := runDemo(ctx, o, &out, io.Discard); !errors.Is(err, context.Canceled) {
 		t.Fatalf("a cancelled demo returned %v, want context.Canceled", err)
 	}
 }
@@ -168,7 +189,7 @@ func TestDemoStopsOnCancel(t *testing.T) {
 func TestDemoNeedsAStepLimit(t *testing.T) {
 	o := demoOptions{game: env.Options{Suits: 1, MaxSteps: -1}, seed: 1, policy: 1}
 	var out bytes.Buffer
-	err := runDemo(context.Background(), o, &out)
+	err := runDemo(context.Background(), o, &out, io.Discard)
 	if _, ok := err.(usageError); !ok || !strings.Contains(err.Error(), "needs a step limit") || out.Len() != 0 {
 		t.Fatalf("demo without a step limit: %v (printed %d bytes); want a usage error before anything", err, out.Len())
 	}
@@ -281,7 +302,7 @@ func TestDemoPolicySeedChoosesTheMoves(t *testing.T) {
 	moves := func(policy uint64) string {
 		var out bytes.Buffer
 		o := demoOptions{game: env.Options{Suits: 1, MaxSteps: 30}, seed: 5, policy: policy, show: 30}
-		if err := runDemo(context.Background(), o, &out); err != nil {
+		if err := runDemo(context.Background(), o, &out, io.Discard); err != nil {
 			t.Fatal(err)
 		}
 		var b strings.Builder

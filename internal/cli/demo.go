@@ -28,12 +28,12 @@ func demoCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, i
 	fs.Uint64Var(&o.seed, "seed", 1, "deal seed")
 	fs.Uint64Var(&o.policy, "policy-seed", 1, "seed of the random policy")
 	fs.IntVar(&o.show, "show", 20, "boards to show after the first (the rest of the game is played, then the final board)")
-	return func(ctx context.Context, args []string, _ io.Reader, stdout, _ io.Writer) error {
+	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 		if o.show < 0 {
 			return usageError{fmt.Errorf("--show %d is negative", o.show)}
 		}
 		out := &stickyWriter{w: stdout}
-		if err := runDemo(ctx, o, out); err != nil {
+		if err := runDemo(ctx, o, out, stderr); err != nil {
 			return err
 		}
 		return out.failed()
@@ -41,8 +41,9 @@ func demoCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, i
 }
 
 // runDemo deals the game of o.seed and plays uniformly random legal
-// actions until it ends, showing the first o.show boards and the last.
-func runDemo(ctx context.Context, o demoOptions, stdout io.Writer) error {
+// actions until it ends, showing the first o.show boards and the last; a
+// game that runs on past them says how far it is on stderr.
+func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error {
 	r, err := gameRules(o.game)
 	if err != nil {
 		return err
@@ -69,9 +70,16 @@ func runDemo(ctx context.Context, o demoOptions, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "spider demo: %v, deal seed %d, random policy seed %d\n\n%s", r, o.seed, o.policy, e.Render())
 	var legal []env.Action
 	total := 0.0
+	// A game of millions of moves (--max-steps 100000000 --show 0) ran 40 s
+	// with nothing said.
+	prog := newProgress(stderr)
+	defer prog.end()
 	for step := 1; ; step++ {
 		if err := ctx.Err(); err != nil {
 			return stopped{fmt.Sprintf("stopped after %d moves", step-1), err}
+		}
+		if step%demoProgressEvery == 0 && prog.due(step, r.MaxSteps()) {
+			prog.write(fmt.Sprintf("demo: %d moves of at most %d", step, r.MaxSteps()))
 		}
 		legal = env.AppendMasked(legal[:0], e.Mask())
 		a := legal[g.IntN(len(legal))]
@@ -97,3 +105,7 @@ func runDemo(ctx context.Context, o demoOptions, stdout io.Writer) error {
 		}
 	}
 }
+
+// demoProgressEvery is how many moves pass between two looks at the
+// clock for progress: a move takes a few hundred nanoseconds.
+const demoProgressEvery = 1 << 14

@@ -38,11 +38,15 @@ func newProgress(w io.Writer) *progress {
 	return &progress{w: w, tty: isTerminal(w), start: now, last: now}
 }
 
+// progressEvery is how often a plain progress line is written, where it
+// is not redrawn on a terminal; a variable for the tests.
+var progressEvery = 10 * time.Second
+
 // due reports whether the report of done out of total should be written
 // now, and if so counts it as written.
 func (p *progress) due(done, total int) bool {
 	now := time.Now()
-	every := 10 * time.Second
+	every := progressEvery
 	if p.tty {
 		every = 200 * time.Millisecond
 	}

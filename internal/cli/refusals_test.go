@@ -511,12 +511,12 @@ func TestDemoRefusesWhatMemoryCannotHold(t *testing.T) {
 	fakeMachine(t)
 	o := demoOptions{game: env.Options{Suits: 1, MaxSteps: 1 << 30}, seed: 1, policy: 1}
 	var out bytes.Buffer
-	wantUsage(t, "demo --max-steps 2^30", runDemo(withTimeout(t, 5*time.Second), o, &out), "lower --max-steps")
+	wantUsage(t, "demo --max-steps 2^30", runDemo(withTimeout(t, 5*time.Second), o, &out, io.Discard), "lower --max-steps")
 	if out.Len() != 0 {
 		t.Fatalf("a refused demo wrote %q", out.String())
 	}
 	o.game.MaxSteps = 200
-	if err := runDemo(context.Background(), o, &out); err != nil {
+	if err := runDemo(context.Background(), o, &out, io.Discard); err != nil {
 		t.Fatalf("a demo of 200 moves: %v", err)
 	}
 }
