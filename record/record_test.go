@@ -125,11 +125,18 @@ func TestLoadRefusesCorruptFiles(t *testing.T) {
 		}
 	}
 	// A tampered action or result is caught by the replay.
-	tampered := validRecord(t)
-	tampered.Score++
-	if _, err := Replay(tampered, nil); err == nil || !strings.Contains(err.Error(), "the record says") {
-		t.Fatalf("tampered result: %v", err)
+	for name, tamper := range map[string]func(g *Game){
+		"score": func(g *Game) { g.Score++ },
+		"runs":  func(g *Game) { g.Runs++ },
+		"won":   func(g *Game) { g.Won = !g.Won },
+	} {
+		tampered := validRecord(t)
+		tamper(&tampered)
+		if _, err := Replay(tampered, nil); err == nil || !strings.Contains(err.Error(), "the record says") {
+			t.Fatalf("tampered %s: %v", name, err)
+		}
 	}
+	tampered := validRecord(t)
 	tampered = validRecord(t)
 	tampered.Actions[0] = 2000 // outside the action space
 	if _, err := Replay(tampered, nil); err == nil || !strings.HasPrefix(err.Error(), "action 1: ") {
@@ -310,6 +317,15 @@ func TestLoadRefusesMissingOrUnknownKeys(t *testing.T) {
 	writeSealed(t, p, m)
 	if _, err := Load(p); err != nil {
 		t.Fatalf("the record itself: %v", err)
+	}
+	// A map of more than 255 entries has a two-byte count (map16), read
+	// whole: the 8 keys and 256 more.
+	for i := range 256 {
+		m[fmt.Sprintf("extra%03d", i)] = i
+	}
+	writeSealed(t, p, m)
+	if _, err := Load(p); err == nil || !strings.Contains(err.Error(), "264 entries, where a record has the 8 keys") {
+		t.Errorf("a record with 256 keys more: %v", err)
 	}
 	writeSealed(t, p, map[string]any{"version": Version, "extra": 1})
 	if _, err := Load(p); err == nil || !strings.Contains(err.Error(), "no \"game\"") {
