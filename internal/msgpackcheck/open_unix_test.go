@@ -57,6 +57,39 @@ func TestOpenFileRefusesPipesUnlessAsked(t *testing.T) {
 	f.Close()
 }
 
+// TestReadFileRefusesAPipeOverItsLimit: a named pipe's size is not known
+// before it is read (stat says 0), so ReadFile counts what it reads: one
+// byte over the limit refuses it, without reading on to the pipe's end.
+func TestReadFileRefusesAPipeOverItsLimit(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pipe")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Skip("no named pipes here:", err)
+	}
+	// Read and write, so the open does not wait for a reader, and the
+	// pipe stays open for writing: ReadFile sees no end after the bytes.
+	w, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := w.Write(make([]byte, 101)); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := ReadFile(path, 100)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || err.Error() != path+": more than 100 bytes, more than any valid file can have" {
+			t.Fatalf("ReadFile of 101 bytes from a pipe, limit 100: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("ReadFile of a pipe over its limit is still reading after 5 s")
+	}
+}
+
 type errString string
 
 func (e errString) Error() string { return string(e) }
