@@ -398,6 +398,26 @@ func TestLimitsAreExact(t *testing.T) {
 // TestBadInput sends each kind of bad input on its own connection, checks
 // the error reply (or the closed connection), and then checks the server
 // still serves a good client.
+// TestMakeTakesTheEndsOfItsRanges: a value at the top or bottom of a
+// documented range is taken, and one just past it refused (the ranges'
+// comparisons could be off by one unseen: every other test stays inside).
+func TestMakeTakesTheEndsOfItsRanges(t *testing.T) {
+	_, addr := start(t, Config{MaxGames: 64})
+	cl := dial(t, addr)
+	cl.ok(map[string]any{"op": "hello", "version": 1})
+	for _, ok := range []map[string]any{
+		{"op": "make", "n": 1, "illegal": "noop", "illegal_penalty": 1e6},
+		{"op": "make", "n": 1, "illegal": "noop", "illegal_penalty": 0.0},
+		{"op": "make", "n": 64, "workers": 1024},
+	} {
+		cl.ok(ok) // a make replaces the connection's batch
+	}
+	cl.failed(map[string]any{"op": "make", "n": 1, "illegal_penalty": 1e6 + 1}, "bad_config", "illegal_penalty 1.000001e+06 is outside 0 to 1e6")
+	if r := cl.call(map[string]any{"op": "make", "n": 65}); r["ok"] != false {
+		t.Fatalf("make of 65 games under --max-games 64: %v", r)
+	}
+}
+
 func TestBadInput(t *testing.T) {
 	srv, addr := start(t, Config{MaxFrame: 1 << 16, MaxGames: 64, MaxBytes: 2 << 20})
 	marshal := func(m map[string]any) []byte { return must(msgpack.Marshal(m)) }
