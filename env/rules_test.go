@@ -656,6 +656,14 @@ func TestLowestScore(t *testing.T) {
 				if lowest[0] != want || s.Score() != want || s.LowestScore() != want {
 					t.Errorf("%v seed %d: LowestScore %d at the deal, ended at %d (LowestScore %d there); want %d", r, seed, lowest[0], s.Score(), s.LowestScore(), want)
 				}
+				// With no run completed the bound is reached, so it is the
+				// final score at every step, not only at the deal: the
+				// clock's points already paid are not charged again.
+				for i, l := range lowest {
+					if s.Runs() == 0 && l != s.Score() {
+						t.Errorf("%v seed %d: LowestScore %d after %d moves; the game ended at %d with no run", r, seed, l, i, s.Score())
+					}
+				}
 			}
 		}
 		if full < 10 {
