@@ -490,6 +490,48 @@ func TestSearchChargesMixedSuits(t *testing.T) {
 	if mixed != broken || suited-mixed != valueBreak {
 		t.Fatalf("8h 7h worth %d, 8s 7h %d, 9s 7h %d: a mixed link should cost what a break does, %d", suited, mixed, broken, valueBreak)
 	}
+	// A King on an Ace is a break, whichever suits: a King's card id is
+	// one below the next suit's Ace's, which must not read as a link.
+	for _, col := range []string{"Ah Ks", "As Kh"} {
+		if v := value(col); v != broken {
+			t.Errorf("%s worth %d; a King on an Ace is a break, %d", col, v, broken)
+		}
+	}
+}
+
+// TestSearchValuesFaceDownCards: each face-down card costs valueDown, and
+// a column that holds any valueHidden once, the first card included.
+func TestSearchValuesFaceDownCards(t *testing.T) {
+	r := env.MustRules(env.Options{Suits: 1})
+	value := func(down string) int {
+		s, err := env.ParseState(r, "1: "+down+"| 8s 7s\n2: | Ks\n3: | Ks\n4: | Ks\n5: | Ks\n6: | Ks\n7: | Ks\n8: | Ks\n9: | Ks\n10: | Ks\nstock: 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return (&Search{HandOnly: true}).Evaluate(&s)
+	}
+	none, one, two := value(""), value("5s "), value("5s 5s ")
+	if none-one != valueDown+valueHidden || one-two != valueDown {
+		t.Fatalf("0, 1 and 2 face-down cards worth %d, %d and %d; want steps of %d and %d", none, one, two, valueDown+valueHidden, valueDown)
+	}
+}
+
+// TestSearchKnowsACardemsStockCanStillEnd: under cardems a stock of 15
+// cards with five columns filled deals five cards, and then ten: it can
+// end, so the position is not lost (only a stock whose size is a multiple
+// of ten needs every column filled to be dealt to its end).
+func TestSearchKnowsACardemsStockCanStillEnd(t *testing.T) {
+	r := env.MustRules(env.Options{RuleSet: env.Cardems, Suits: 1})
+	s, err := env.ParseState(r, "1: | Ks\n2: | Ks\n3: | Ks\n4: | Ks\n5: | Ks\n6: |\n7: |\n8: |\n9: |\n10: |\nstock: 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := (&Search{HandOnly: true}).Evaluate(&s)
+	// Five empty columns, each worth valueEmpty, and the five the stock
+	// still needs, each charged valueShort.
+	if want := 5*valueEmpty - 5*valueShort; v != want {
+		t.Fatalf("a cardems stock of 15 with five columns filled: worth %d, want %d (-valueWon is %d)", v, want, -valueWon)
+	}
 }
 
 // searchAt parses a position of a classic game with suits suits and
