@@ -79,9 +79,11 @@ _MAX_OBS_BYTES = 70_824
 # is reserved here at its declared length before it is read, and given
 # back once its reply is sent. The largest request a hello allows (4096
 # games of the largest observation, with masks and boards) is about 303 MB,
-# so one such fits; a frame that would pass the budget drops its
-# connection. Without it, 64 connections could each hold a frame of their
-# bound at once.
+# so one such fits; a frame that would pass the budget waits for it, until
+# its connection's deadline, then drops the connection (said on stderr).
+# Without it, 64 connections could each hold a frame of their bound at
+# once. Memory is about three times the frames held: their bytes, the
+# decoded message and the arrays handed to the policy.
 _MAX_BUFFERED = 1 << 29
 # A board's most bytes in a request (eval's remote.boardBytes).
 _BOARD_BYTES = 2048
@@ -126,19 +128,26 @@ class _Budget:
 
     def __init__(self, total: int):
         self.total, self.held = total, 0
-        self._lock = threading.Lock()
+        self._cond = threading.Condition()
 
-    def take(self, n: int) -> bool:
-        """Reserve n bytes; False, reserving nothing, when they would pass the total."""
-        with self._lock:
-            if self.held + n > self.total:
-                return False
+    def take(self, n: int, deadline: float | None) -> bool:
+        """Reserve n bytes, waiting (until deadline, time.monotonic) for
+        other connections to give theirs back; False, reserving nothing,
+        when they do not fit by then, or never can."""
+        with self._cond:
+            while self.held + n > self.total:
+                left = (deadline - time.monotonic()) if deadline is not None else None
+                if n > self.total or (left is not None and left <= 0):
+                    return False
+                self._cond.wait(left)
             self.held += n
             return True
 
     def give(self, n: int) -> None:
-        with self._lock:
-            self.held -= n
+        if n:
+            with self._cond:
+                self.held -= n
+                self._cond.notify_all()
 
 
 def _read_msg(
@@ -151,8 +160,9 @@ def _read_msg(
     """One frame's map of at most ``limit`` bytes, or None when the peer
     closed the connection; with a deadline (time.monotonic), read by then.
     With a budget, the frame's length is taken from it before the frame is
-    read (a frame that does not fit is a SpiderError) and added to held[0]:
-    the caller gives it back once done with the message."""
+    read, waiting for it until the deadline (a frame that does not fit by
+    then is a SpiderError), and added to held[0]: the caller gives it back
+    once done with the message."""
     hdr = _recv_exact(conn, _HDR.size, deadline)
     if hdr is None:
         return None
@@ -160,7 +170,11 @@ def _read_msg(
     if n == 0 or n > limit:
         raise SpiderError("protocol", f"a frame of {n} bytes")
     if budget is not None and held is not None:
-        if not budget.take(n):
+        if not budget.take(n, deadline):
+            sys.stderr.write(
+                f"spider_env policy server: a frame of {n} bytes did not fit the {budget.total} bytes"
+                " all connections may hold at once in time; connection dropped\n"
+            )
             raise SpiderError("protocol", f"a frame of {n} bytes, over what the agent's connections may hold at once")
         held[0] += n
     payload = _recv_exact(conn, n, deadline)
@@ -246,7 +260,8 @@ class PolicyServer:
     games need it), or
     a frame larger than 1 MiB before its hello or than the hello's games
     can hold after it (at most about 303 MB), or one that would take the frames
-    all its connections hold at once past 512 MiB, and goes on serving
+    all its connections hold at once past 512 MiB until its deadline (it
+    waits for the others' to end till then), and goes on serving
     when file descriptors, memory or threads run out.
     """
 
@@ -375,9 +390,15 @@ class PolicyServer:
             # the connection, and its slot, for ever.
             deadline: float | None = time.monotonic() + _HELLO_TIMEOUT
             held = [0]  # the bytes of _budget this connection's frame holds
+            msg: dict[str, Any] | None = None
             try:
                 while True:
-                    self._budget.give(held[0])  # the last frame's, its reply sent
+                    # The last frame's bytes, its reply sent: the decoded
+                    # message that holds them goes first, or an idle
+                    # connection would keep them while the budget counts
+                    # them free.
+                    msg = None
+                    self._budget.give(held[0])
                     held[0] = 0
                     if deadline is None:
                         msg = _read_msg(conn, limit, time.monotonic() + _IDLE_TIMEOUT, self._budget, held)

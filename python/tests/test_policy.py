@@ -12,6 +12,7 @@ import threading
 import time
 from typing import Any
 
+import msgpack
 import numpy as np
 import pytest
 
@@ -539,39 +540,78 @@ def test_frames_held_at_once_are_bounded_over_all_connections(monkeypatch: Any) 
     """The frames all connections hold at once must fit one budget, taken
     at each frame's declared length: before, each of 64 connections could
     hold a frame of its hello's bound (up to 1 GiB) at once. A frame over
-    what is left drops its connection; what a connection held is given
-    back when it closes, and others are served again."""
+    what is left waits for it until its connection's deadline, then drops
+    the connection; a waiting frame is served once the bytes it waits for
+    are given back."""
     monkeypatch.setattr(spider_env.policy, "_MAX_BUFFERED", 20_000)
+    monkeypatch.setattr(spider_env.policy, "_IDLE_TIMEOUT", 1.0)
+    release = threading.Event()
+    calls = []
+
+    def slow(obs: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        calls.append(len(obs))
+        release.wait(10)  # a's request holds its frame until released
+        return masks.argmax(axis=1)
+
+    def held_becomes(srv: spider_env.PolicyServer, n: int) -> None:
+        deadline = time.monotonic() + 5
+        while srv._budget.held != n and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert srv._budget.held == n
+
+    frame = _act_frame(8)
+    size = len(msgpack.packb(frame, use_bin_type=True))  # about 15,200: one fits in 20,000, not two
+    with spider_env.PolicyServer(slow, "127.0.0.1:0") as srv:
+        srv.start()
+        host, port = srv.address.rsplit(":", 1)
+        for waits_in_time in (False, True):
+            release.clear()
+            with socket.create_connection((host, int(port)), timeout=10) as a:
+                assert _hello(a, max_games=8)["ok"]
+                _send_msg(a, frame)  # held while the policy works on it
+                held_becomes(srv, size)
+                with socket.create_connection((host, int(port)), timeout=10) as b:
+                    assert _hello(b, max_games=8)["ok"]
+                    t0 = time.monotonic()
+                    _send_msg(b, frame)  # over what is left: it waits
+                    if waits_in_time:
+                        time.sleep(0.3)
+                        release.set()  # a's reply goes, and its bytes with it
+                        reply = _read_msg(b)
+                        assert reply is not None and reply["ok"] is True and len(reply["actions"]) == 8 * 2
+                    else:
+                        assert _dropped(b)  # its deadline passed first
+                        assert 0.5 < time.monotonic() - t0 < 4
+                        release.set()
+                    reply = _read_msg(a)
+                    assert reply is not None and reply["ok"] is True
+            held_becomes(srv, 0)
+        assert calls == [8, 8, 8]  # a, a, then b once it fit
+
+
+def test_an_idle_connection_lets_its_last_frame_go(monkeypatch: Any) -> None:
+    """After its reply, a connection waiting for its next request holds
+    nothing of its last frame: the decoded message was kept while the
+    budget counted its bytes free, so idle connections held a frame each."""
+    import tracemalloc
+
     with spider_env.PolicyServer(first_legal, "127.0.0.1:0") as srv:
         srv.start()
         host, port = srv.address.rsplit(":", 1)
-        a = socket.create_connection((host, int(port)), timeout=5)
-        try:
-            assert _hello(a, max_games=8)["ok"]
-            a.sendall((15_000).to_bytes(4, "big") + b"\x80" * 10)  # a frame that holds 15,000 and never comes whole
-            deadline = time.monotonic() + 5
-            while srv._budget.held != 15_000 and time.monotonic() < deadline:
-                time.sleep(0.01)
-            assert srv._budget.held == 15_000
-            with socket.create_connection((host, int(port)), timeout=5) as b:
-                assert _hello(b, max_games=8)["ok"]  # a small frame fits beside it
-                _send_msg(b, _act_frame(8))  # about 15,200 bytes: over what is left
-                assert _dropped(b)
-        finally:
-            a.close()
-        deadline = time.monotonic() + 5
-        while srv._budget.held != 0 and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert srv._budget.held == 0
-        with socket.create_connection((host, int(port)), timeout=5) as c:
-            assert _hello(c, max_games=8)["ok"]
-            _send_msg(c, _act_frame(8))
-            reply = _read_msg(c)
-            assert reply is not None and reply["ok"] is True and len(reply["actions"]) == 8 * 2
-        deadline = time.monotonic() + 5
-        while srv._budget.held != 0 and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert srv._budget.held == 0
+        with socket.create_connection((host, int(port)), timeout=10) as c:
+            assert _hello(c, max_games=4096)["ok"]
+            tracemalloc.start()
+            try:
+                base = tracemalloc.get_traced_memory()[0]
+                _send_msg(c, _act_frame(2000))  # about 3.8 MB
+                reply = _read_msg(c)
+                assert reply is not None and reply["ok"] is True
+                del reply
+                time.sleep(0.2)  # the server's thread is back waiting
+                held = tracemalloc.get_traced_memory()[0] - base
+            finally:
+                tracemalloc.stop()
+            assert held < 1 << 20, f"{held} bytes still held after the reply"
 
 
 def test_a_request_sent_a_byte_at_a_time_is_dropped_in_time(monkeypatch: Any) -> None:
