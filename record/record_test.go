@@ -137,7 +137,6 @@ func TestLoadRefusesCorruptFiles(t *testing.T) {
 		}
 	}
 	tampered := validRecord(t)
-	tampered = validRecord(t)
 	tampered.Actions[0] = 2000 // outside the action space
 	if _, err := Replay(tampered, nil); err == nil || !strings.HasPrefix(err.Error(), "action 1: ") {
 		t.Fatalf("a tampered action: %v", err)

@@ -395,9 +395,6 @@ func TestLimitsAreExact(t *testing.T) {
 	cl.ok(map[string]any{"op": "reset", "seeds": []any{0, 1}})
 }
 
-// TestBadInput sends each kind of bad input on its own connection, checks
-// the error reply (or the closed connection), and then checks the server
-// still serves a good client.
 // TestMakeTakesTheEndsOfItsRanges: a value at the top or bottom of a
 // documented range is taken, and one just past it refused (the ranges'
 // comparisons could be off by one unseen: every other test stays inside).
@@ -418,6 +415,9 @@ func TestMakeTakesTheEndsOfItsRanges(t *testing.T) {
 	}
 }
 
+// TestBadInput sends each kind of bad input on its own connection, checks
+// the error reply (or the closed connection), and then checks the server
+// still serves a good client.
 func TestBadInput(t *testing.T) {
 	srv, addr := start(t, Config{MaxFrame: 1 << 16, MaxGames: 64, MaxBytes: 2 << 20})
 	marshal := func(m map[string]any) []byte { return must(msgpack.Marshal(m)) }

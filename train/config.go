@@ -255,11 +255,6 @@ func (c Config) validate() error {
 		// (greedy, a network) would play one for ever.
 		return fmt.Errorf("train: a warm start or validation plays whole games, which need a step limit (max steps %d)", c.Game.MaxSteps)
 	}
-	for _, h := range c.Hidden {
-		if h < 1 || h > 1<<14 {
-			return fmt.Errorf("train: hidden width %d outside 1 to 16384", h)
-		}
-	}
 	if c.CloneGames > 0 || c.DaggerRounds > 0 {
 		switch name := c.teacher(); name {
 		case "greedy", "search", "random":

@@ -88,6 +88,9 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 			return err
 		}
 		total += reward
+		if term || trunc {
+			prog.end() // the progress line ends before the final board
+		}
 		if step <= o.show || term || trunc {
 			if hidden := step - o.show - 1; hidden > 0 {
 				fmt.Fprintf(stdout, "\n... (%d moves not shown)\n", hidden)

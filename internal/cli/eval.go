@@ -791,18 +791,23 @@ func recordStems(specs []string, r env.Rules, rep evalReport) []string {
 }
 
 // checkRecordTargets reports a file in dir that a record of the eval (a
-// stem of stems, then one of seeds) would replace but must not: one that
-// is not a regular file (a folder there failed the save after the whole
-// evaluation, losing the records after it), or a file that is not a game
-// record (replaced without a word). It reads dir's listing once, not a
-// path per game: an eval may play millions.
+// stem of stems, then one of seeds) would replace but must not: a folder
+// or other file that is not a regular one (a folder there failed the save
+// after the whole evaluation, losing the records after it), or a file
+// that does not start as a game record does (replaced without a word). A
+// symbolic link is replaced by the record, its target untouched, so it
+// passes. It reads dir's listing once, then each file it would replace
+// only as far as its first entry: a rerun into the same folder may find
+// millions.
 func checkRecordTargets(dir string, stems []string, seeds []uint64) error {
 	entries, err := os.ReadDir(dir)
 	if err != nil || len(entries) == 0 {
 		return nil // a folder still to make (checkCreatable has vetted it)
 	}
-	sorted := slices.Clone(seeds)
-	slices.Sort(sorted)
+	type target struct {
+		name, stem string
+	}
+	found := map[uint64][]target{} // the files a record could replace, by seed
 	for _, e := range entries {
 		base, ok := strings.CutSuffix(e.Name(), ".spider")
 		i := strings.LastIndexByte(base, '-')
@@ -813,18 +818,45 @@ func checkRecordTargets(dir string, stems []string, seeds []uint64) error {
 		if err != nil || strconv.FormatUint(seed, 10) != base[i+1:] {
 			continue
 		}
-		if _, found := slices.BinarySearch(sorted, seed); !found {
-			continue
+		found[seed] = append(found[seed], target{e.Name(), base[:i]})
+	}
+	for _, seed := range seeds {
+		for _, f := range found[seed] {
+			path := filepath.Join(dir, f.name)
+			st, err := os.Lstat(path)
+			switch {
+			case err != nil || st.Mode()&fs.ModeSymlink != 0:
+			case !st.Mode().IsRegular():
+				return fmt.Errorf("%s is not a regular file, where the record of %s on seed %d goes; remove it first, or give another folder", path, f.stem, seed)
+			case st.Size() > 0 && !startsAsRecord(path):
+				return fmt.Errorf("%s exists and is not a game record: not replaced; remove it first, or give another folder", path)
+			}
 		}
-		path := filepath.Join(dir, e.Name())
-		if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
-			return fmt.Errorf("%s is not a regular file, where the record of %s on seed %d goes; remove it first, or give another folder", path, base[:i], seed)
-		}
-		if err := checkReplaceable(path, notRecord); err != nil {
-			return fmt.Errorf("%s %v", path, err)
-		}
+		delete(found, seed) // a seed listed twice is checked once
 	}
 	return nil
+}
+
+// startsAsRecord reports whether the file at path begins as a game record
+// of this program's version does: its first entry, the format's version.
+// The whole record is not read (eval may find millions); a file of
+// another kind fails at its first bytes.
+func startsAsRecord(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, 64)
+	n, _ := io.ReadFull(f, head)
+	lead, err := msgpackcheck.Leading(head[:n], "version")
+	if err != nil {
+		return false
+	}
+	var h struct {
+		Version int `msgpack:"version"`
+	}
+	return msgpackcheck.Decode(lead, &h) == nil && h.Version == record.Version
 }
 
 // gameTags names the options of kind game that o sets away from their

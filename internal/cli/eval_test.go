@@ -420,7 +420,7 @@ func TestEvalChecksRecordTargetsFirst(t *testing.T) {
 	}
 	stdout.Reset()
 	stderr.Reset()
-	if code := Main(args(rec), nil, &stdout, &stderr); code != 2 || stdout.Len() != 0 || !strings.Contains(stderr.String(), "is not a readable game record: not replaced") {
+	if code := Main(args(rec), nil, &stdout, &stderr); code != 2 || stdout.Len() != 0 || !strings.Contains(stderr.String(), "random-max-steps20-1.spider exists and is not a game record: not replaced") {
 		t.Fatalf("a text file where a record goes: exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
 	}
 	if b, _ := os.ReadFile(text); string(b) != "precious" {
@@ -435,6 +435,12 @@ func TestEvalChecksRecordTargetsFirst(t *testing.T) {
 	if err := os.Remove(text); err != nil {
 		t.Fatal(err)
 	}
+	// A link where a record goes is replaced by the record, its target
+	// (here a folder) untouched.
+	target := t.TempDir()
+	if err := os.Symlink(target, filepath.Join(rec, "random-max-steps20-2.spider")); err != nil {
+		t.Fatal(err)
+	}
 	for range 2 { // the second run replaces the first's records
 		stdout.Reset()
 		stderr.Reset()
@@ -442,8 +448,18 @@ func TestEvalChecksRecordTargetsFirst(t *testing.T) {
 			t.Fatalf("exit %d: %s", code, stderr.String())
 		}
 	}
-	if _, err := record.Load(filepath.Join(rec, "random-max-steps20-3.spider")); err != nil {
-		t.Fatal(err)
+	for _, seed := range []string{"2", "3"} {
+		if _, err := record.Load(filepath.Join(rec, "random-max-steps20-"+seed+".spider")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st, err := os.Stat(target); err != nil || !st.IsDir() {
+		t.Fatalf("the link's target: %v", err)
+	}
+	for name, want := range map[string]string{"random-max-steps20-4.spider": "other", "greedy-max-steps20-1.spider": "other", "notes.txt": "other"} {
+		if b, _ := os.ReadFile(filepath.Join(rec, name)); string(b) != want {
+			t.Errorf("%s, which no record of the eval replaces, now holds %q", name, b)
+		}
 	}
 }
 

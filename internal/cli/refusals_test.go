@@ -792,6 +792,10 @@ func TestTimeAndBudgetFlagsNeedWhatReadsThem(t *testing.T) {
 	if _, err := hintMaker("search", 5); err != nil {
 		t.Errorf("--hint search --move-ms 5: %v", err)
 	}
+	// A policy's name in another case is the policy, as everywhere else.
+	if _, err := hintMaker("Greedy", 0); err != nil {
+		t.Errorf("--hint Greedy: %v", err)
+	}
 }
 
 // TestTrainResumeTakesAShapingGammaAlone: train --resume checks a

@@ -427,7 +427,7 @@ func hintMaker(name string, moveMs int) (agents.Maker, error) {
 	if agents.TraitsOf(name).Peeks {
 		return nil, usageError{fmt.Errorf("--hint %s: it sees the hidden cards, so its hints would give them away", name)}
 	}
-	if !strings.HasPrefix(name, "nn:") && !slices.Contains(agents.Names(), name) {
+	if !strings.HasPrefix(name, "nn:") && !slices.Contains(agents.Names(), strings.ToLower(name)) { // agents reads names in any case
 		// agents' own error lists every policy, the oracle too, which
 		// --hint refuses.
 		return nil, usageError{fmt.Errorf("--hint %q: unknown policy; want %s", name, hintNames())}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -180,11 +181,20 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 	warm := filepath.Join(o.out, "warmstart.spider") // right after the warm start
 	metricsCSV, metricsJSONL := filepath.Join(o.out, "metrics.csv"), filepath.Join(o.out, "metrics.jsonl")
 	curvePNG := filepath.Join(o.out, "curve.png")
+	ownMetrics := metricsCSV // a new run's; a resumed run's is its file's (resumeMetrics)
+	if o.jsonl {
+		ownMetrics = metricsJSONL
+	}
 	// Everything that can refuse the run is checked before --out is
 	// created: a refused run leaves nothing behind. A folder where a file
 	// of the run goes was found only when it was written, after the work.
-	for _, f := range []string{ckpt, best, warm, metricsCSV, metricsJSONL, curvePNG} {
-		if st, err := os.Stat(f); err == nil && !st.Mode().IsRegular() {
+	// A link is replaced by the file, its target untouched.
+	written := []string{ckpt, best, warm, ownMetrics, curvePNG}
+	if o.resume {
+		written = append(written, metricsCSV, metricsJSONL) // either may be the run's
+	}
+	for _, f := range written {
+		if st, err := os.Lstat(f); err == nil && st.Mode()&fs.ModeSymlink == 0 && !st.Mode().IsRegular() {
 			return usageError{fmt.Errorf("%s: not a regular file, where the run writes one", f)}
 		}
 	}
@@ -329,7 +339,7 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 		}
 	}
 	metrics, curve := metricsCSV, curvePNG
-	if o.jsonl {
+	if o.jsonl { // as resumeMetrics has set it for a resumed run
 		metrics = metricsJSONL
 	}
 	// The title names every option of the game and the seed, so that two
