@@ -471,20 +471,27 @@ func TestSearchKeepsCardemsStockDealable(t *testing.T) {
 	}
 }
 
+// handValue is the hand-set part of search's value of the position pos
+// (env.ParseState's text) under r.
+func handValue(t *testing.T, r env.Rules, pos string) int {
+	t.Helper()
+	s, err := env.ParseState(r, pos)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return (&Search{HandOnly: true}).Evaluate(&s)
+}
+
 // TestSearchChargesMixedSuits checks that Evaluate charges a card on the
 // next rank of another suit as much as a break: only a same-suit sequence
 // moves as one, and a cheaper charge built mixed sequences that later
 // could not move (two-suit tuning deals, docs/results.md).
 func TestSearchChargesMixedSuits(t *testing.T) {
 	r := env.MustRules(env.Options{Suits: 2})
+	// The hand-set value's charge: the learned part of classic two suits
+	// (value.go) counts breaks and runs too.
 	value := func(col string) int {
-		s, err := env.ParseState(r, "1: | "+col+"\n2: | Kh\n3: | Kh\n4: | Kh\n5: | Kh\n6: | Kh\n7: | Kh\n8: | Kh\n9: | Kh\n10: | Kh\nstock: 2h 2h 2h 2h 2h 2h 2h 2h 2h 2h")
-		if err != nil {
-			t.Fatal(err)
-		}
-		// The hand-set value's charge: the learned part of classic two
-		// suits (value.go) counts breaks and runs too.
-		return (&Search{HandOnly: true}).Evaluate(&s)
+		return handValue(t, r, "1: | "+col+"\n2: | Kh\n3: | Kh\n4: | Kh\n5: | Kh\n6: | Kh\n7: | Kh\n8: | Kh\n9: | Kh\n10: | Kh\nstock: 2h 2h 2h 2h 2h 2h 2h 2h 2h 2h")
 	}
 	suited, mixed, broken := value("8h 7h"), value("8s 7h"), value("9s 7h")
 	if mixed != broken || suited-mixed != valueBreak {
@@ -504,11 +511,7 @@ func TestSearchChargesMixedSuits(t *testing.T) {
 func TestSearchValuesFaceDownCards(t *testing.T) {
 	r := env.MustRules(env.Options{Suits: 1})
 	value := func(down string) int {
-		s, err := env.ParseState(r, "1: "+down+"| 8s 7s\n2: | Ks\n3: | Ks\n4: | Ks\n5: | Ks\n6: | Ks\n7: | Ks\n8: | Ks\n9: | Ks\n10: | Ks\nstock: 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return (&Search{HandOnly: true}).Evaluate(&s)
+		return handValue(t, r, "1: "+down+"| 8s 7s\n2: | Ks\n3: | Ks\n4: | Ks\n5: | Ks\n6: | Ks\n7: | Ks\n8: | Ks\n9: | Ks\n10: | Ks\nstock: 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s")
 	}
 	none, one, two := value(""), value("5s "), value("5s 5s ")
 	if none-one != valueDown+valueHidden || one-two != valueDown {
@@ -522,11 +525,7 @@ func TestSearchValuesFaceDownCards(t *testing.T) {
 // of ten needs every column filled to be dealt to its end).
 func TestSearchKnowsACardemsStockCanStillEnd(t *testing.T) {
 	r := env.MustRules(env.Options{RuleSet: env.Cardems, Suits: 1})
-	s, err := env.ParseState(r, "1: | Ks\n2: | Ks\n3: | Ks\n4: | Ks\n5: | Ks\n6: |\n7: |\n8: |\n9: |\n10: |\nstock: 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := (&Search{HandOnly: true}).Evaluate(&s)
+	v := handValue(t, r, "1: | Ks\n2: | Ks\n3: | Ks\n4: | Ks\n5: | Ks\n6: |\n7: |\n8: |\n9: |\n10: |\nstock: 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s")
 	// Five empty columns, each worth valueEmpty, and the five the stock
 	// still needs, each charged valueShort.
 	if want := 5*valueEmpty - 5*valueShort; v != want {
