@@ -13,6 +13,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -285,7 +286,14 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 		// flag is: nothing has run.
 		return usageError{err}
 	}
-	defer t.Close()
+	// Closed on return, unless a stop abandoned a phase still running in
+	// its goroutine (runPhases), which would use the network after it.
+	abandoned := false
+	defer func() {
+		if !abandoned {
+			t.Close()
+		}
+	}()
 	// With --max-memory the collector runs before garbage takes the
 	// process past the limit, as in serve, once no imitation phase
 	// remains: their labelled positions are not in the estimate, and a
@@ -381,7 +389,7 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 			(o.budget > 0 && time.Since(start) >= o.budget)
 	}
 	since := 0
-	err = t.Run(ctx, stop, func(m train.Metrics) error {
+	abandoned, err = runPhases(ctx, t, stop, func(m train.Metrics) error {
 		bound() // after the last imitation phase
 		if m.Phase != "ppo" {
 			if m.Phase == "clone" {
@@ -425,6 +433,13 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 		}
 		return nil
 	})
+	if abandoned {
+		kept := "no checkpoint was written yet"
+		if _, serr := os.Stat(ckpt); serr == nil {
+			kept = fmt.Sprintf("%s keeps the last checkpointed state (continue with --resume --out %s)", ckpt, o.out)
+		}
+		return fmt.Errorf("interrupted inside a phase, whose update in flight was still running %v after the stop and was abandoned; %s", abandonAfter, kept)
+	}
 	if !t.Consistent() {
 		// Stopped inside an iteration or the warm start: saving now would
 		// replace the last checkpoint with a state between two.
@@ -447,6 +462,55 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 		return err
 	}
 	return writeTrainSummary(stdout, t, []string{ckpt, warm, best}, metrics, curve)
+}
+
+// abandonAfter is how long a stopped run waits for the phase in flight to
+// notice the stop. Every phase checks for it between two steps of the
+// rollout, two games' moves or two minibatches, but gorgonia's update of
+// one minibatch cannot be cut short: at the defaults it takes
+// milliseconds, but a minibatch of 65,536 rows through two 1024-wide
+// layers took a minute on 2 cores, and the work must stop within seconds
+// of a Ctrl-C.
+var abandonAfter = 3 * time.Second
+
+// trainRun is Trainer.Run, a variable so that a test can stand in for a
+// phase that does not notice a stop.
+var trainRun = (*train.Trainer).Run
+
+// runPhases runs t's phases (trainRun) in a goroutine of their own and
+// returns their error, or, when ctx ends and they have not returned
+// abandonAfter later, abandoned true: the goroutine goes on until
+// the process ends, but after is not called again (a call already under
+// way is waited for, so a checkpoint being written is written whole), so
+// nothing is saved from a phase cut short. t must then not be closed.
+func runPhases(ctx context.Context, t *train.Trainer, stop func(int, int64) bool, after func(train.Metrics) error) (abandoned bool, err error) {
+	var mu sync.Mutex
+	gone := false // set under mu once abandoned
+	done := make(chan error, 1)
+	go func() {
+		done <- trainRun(t, ctx, stop, func(m train.Metrics) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if gone {
+				return context.Cause(ctx)
+			}
+			return after(m)
+		})
+	}()
+	select {
+	case err := <-done:
+		return false, err
+	case <-ctx.Done():
+	}
+	select {
+	case err := <-done:
+		return false, err
+	case <-time.After(abandonAfter):
+		mu.Lock()
+		gone = true
+		mu.Unlock()
+		return true, context.Cause(ctx)
+	}
 }
 
 // resumeMetrics sets o.jsonl, for a resumed run, to the format of the

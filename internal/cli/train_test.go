@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -705,5 +706,41 @@ func TestArchDefaultsAreTheDocumented(t *testing.T) {
 	archDefaults(&o, false)
 	if o.cfg.Arch != "" || !slices.Equal(o.hidden, []int{256, 256}) || o.cfg.Column != 0 {
 		t.Fatalf("mlp: arch %q, hidden %v, column %d; want \"\", [256 256], 0", o.cfg.Arch, o.hidden, o.cfg.Column)
+	}
+}
+
+// TestTrainStopAbandonsAPhaseThatDoesNotNotice: a stopped run returns
+// within seconds even when the phase in flight does not notice the stop
+// (gorgonia's update of one large minibatch cannot be cut short: a minute
+// at --minibatch 65536 --hidden 1024,1024), and that phase, when it ends
+// later, saves nothing. Before, the command waited for the update.
+func TestTrainStopAbandonsAPhaseThatDoesNotNotice(t *testing.T) {
+	release, ended := make(chan struct{}), make(chan error, 1)
+	realRun, realAfter := trainRun, abandonAfter
+	trainRun = func(tr *train.Trainer, ctx context.Context, stop func(int, int64) bool, after func(train.Metrics) error) error {
+		<-release // a phase deaf to ctx
+		err := after(train.Metrics{Phase: "ppo", Iter: 1})
+		ended <- err
+		return err
+	}
+	abandonAfter = 200 * time.Millisecond
+	t.Cleanup(func() { trainRun, abandonAfter = realRun, realAfter })
+	dir := filepath.Join(t.TempDir(), "run")
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	t0 := time.Now()
+	err := runTrain(ctx, tinyTrain(dir, 4), &bytes.Buffer{}, &bytes.Buffer{})
+	if took := time.Since(t0); took > 3*time.Second {
+		t.Fatalf("the stopped run returned after %v", took)
+	}
+	if err == nil || !strings.Contains(err.Error(), "was abandoned; no checkpoint was written yet") {
+		t.Fatalf("the stopped run: %v", err)
+	}
+	close(release)
+	if err := <-ended; err == nil {
+		t.Fatal("the abandoned phase's end was let save")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "checkpoint.spider")); err == nil {
+		t.Fatal("the abandoned phase saved a checkpoint")
 	}
 }
