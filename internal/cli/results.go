@@ -218,7 +218,10 @@ func parseEvalReport(name string, b []byte, games bool) (evalReport, error) {
 	}{evalReport: &rep}
 	in.Policies = jsonRows[policySummary]{rows: &rep.Policies, keys: policyKeys, max: maxReportPolicies, what: "policies", check: checkPolicyRow}
 	in.Games = jsonRows[gameRow]{rows: &rep.Games, keys: gameKeys, max: maxResultsFile / minGameRowBytes, what: "games", check: checkGameRow, skip: !games}
-	if t := bytes.TrimLeft(b, " \t\r\n"); len(t) == 0 || t[0] != '{' {
+	if t := bytes.TrimLeft(b, " \t\r\n"); len(t) == 0 {
+		// A pipe whose writer wrote nothing (or is not there) reads empty.
+		return rep, fmt.Errorf("%s: not an eval report: empty", name)
+	} else if t[0] != '{' {
 		return rep, fmt.Errorf("%s: not an eval report: want a JSON object", name)
 	}
 	// A field this build's eval does not write is refused, not skipped,

@@ -226,6 +226,10 @@ func TestResultsTable(t *testing.T) {
 	if err := os.Truncate(huge, maxUpdateBytes+1); err != nil { // sparse: no disk taken
 		t.Fatal(err)
 	}
+	empty := filepath.Join(dir, "empty.json") // what an empty pipe reads as
+	if err := os.WriteFile(empty, []byte(" \n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	type refusalCase struct {
 		args []string
 		want string
@@ -236,6 +240,7 @@ func TestResultsTable(t *testing.T) {
 		{[]string{filepath.Join(dir, "other-game.json")}, "names suite classic-1suit-dev but played another game (--time-per-action-ms 0 and 1500)"},
 		{[]string{filepath.Join(dir, "stopped.json")}, "a stopped evaluation"},
 		{[]string{md}, "not an eval report: want a JSON object"},
+		{[]string{empty}, "empty.json: not an eval report: empty"},
 		{[]string{"--update", filepath.Join(dir, "dev-a.json"), filepath.Join(dir, "dev-a.json")}, "no section between"},
 		{[]string{"--update", swapped, filepath.Join(dir, "dev-a.json")}, "no section between"},
 		{[]string{"--update", filepath.Join(dir, "missing.md"), filepath.Join(dir, "dev-a.json")}, "no such file"},
