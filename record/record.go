@@ -172,16 +172,11 @@ func checkKeys(body []byte) error {
 	return nil
 }
 
-// mapLen is the entry count of the msgpack map header at the start of b,
-// which Pick or Decode has checked.
+// mapLen is the entry count of the map at the start of b, which Pick or
+// Decode has checked (0 if it is not one).
 func mapLen(b []byte) int {
-	switch b[0] {
-	case 0xde:
-		return int(b[1])<<8 | int(b[2])
-	case 0xdf:
-		return int(b[1])<<24 | int(b[2])<<16 | int(b[3])<<8 | int(b[4])
-	}
-	return int(b[0] & 0x0f)
+	n, _, _ := msgpackcheck.MapLen(b)
+	return n
 }
 
 // check reports what no record can hold: a game no configuration allows,

@@ -24,9 +24,10 @@ import (
 const StaleAge = time.Hour
 
 // Write writes data to path: first to a temporary file in the same folder,
-// synced, then renamed over path, and the folder synced. A new file is readable by all (0644), as
-// os.WriteFile would make it under the usual umask; a file it replaces
-// keeps its permission bits. What is at path is replaced: a symbolic link
+// synced, then renamed over path, and the folder synced. A new file is
+// readable by all (0644), as os.WriteFile would make it under the usual
+// umask; a file it replaces keeps its permission bits. What is at path
+// is replaced: a symbolic link
 // by the file (a caller that means the link's target resolves it first,
 // where it can check that folder), and a hard link is parted from the old
 // file (a rename cannot keep it). The temporary is named

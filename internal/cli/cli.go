@@ -93,11 +93,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if want == 0 {
 			fmt.Fprintf(stderr, "spider %s: unexpected arguments %q\n", args[0], fs.Args())
 		} else {
-			got := fmt.Sprintf("%d arguments", fs.NArg())
-			if fs.NArg() == 1 {
-				got = "1 argument"
-			}
-			fmt.Fprintf(stderr, "spider %s: want %s, got %s %s\n", args[0], cmd.args, got, printable.Escape(fmt.Sprintf("%q", fs.Args())))
+			// Never 1: every command that takes arguments takes one.
+			fmt.Fprintf(stderr, "spider %s: want %s, got %d arguments %q\n", args[0], cmd.args, fs.NArg(), fs.Args())
 		}
 		return 2
 	}

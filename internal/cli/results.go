@@ -150,12 +150,7 @@ func runResults(ctx context.Context, o resultsOptions, stdout, _ io.Writer) erro
 	// The file is replaced by a rename, so it must be a regular one: a
 	// device or a named pipe was read without end (/dev/zero to the
 	// machine's memory), past any stop.
-	f, _, err := msgpackcheck.OpenFile(update, false)
-	if err != nil {
-		return usageError{err}
-	}
-	f.Close()
-	old, err := msgpackcheck.ReadFile(update, maxUpdateBytes)
+	old, err := msgpackcheck.ReadRegularFile(update, maxUpdateBytes)
 	if err != nil {
 		return usageError{err}
 	}

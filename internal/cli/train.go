@@ -433,20 +433,20 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 		}
 		return nil
 	})
-	if abandoned {
-		kept := "no checkpoint was written yet"
+	// kept says what a run stopped inside a phase leaves to resume from.
+	kept := func() string {
 		if _, serr := os.Stat(ckpt); serr == nil {
-			kept = fmt.Sprintf("%s keeps the last checkpointed state (continue with --resume --out %s)", ckpt, o.out)
+			return fmt.Sprintf("%s keeps the last checkpointed state (continue with --resume --out %s)", ckpt, o.out)
 		}
-		return fmt.Errorf("interrupted inside a phase, whose update in flight was still running %v after the stop and was abandoned; %s", abandonAfter, kept)
+		return "no checkpoint was written yet"
+	}
+	if abandoned {
+		return fmt.Errorf("interrupted inside a phase, whose update in flight was still running %v after the stop and was abandoned; %s", abandonAfter, kept())
 	}
 	if !t.Consistent() {
 		// Stopped inside an iteration or the warm start: saving now would
 		// replace the last checkpoint with a state between two.
-		kept := "no checkpoint was written yet"
-		if _, serr := os.Stat(ckpt); serr == nil {
-			kept = fmt.Sprintf("%s keeps the last checkpointed state (continue with --resume --out %s)", ckpt, o.out)
-		}
+		kept := kept()
 		if ctx.Err() != nil {
 			return fmt.Errorf("interrupted inside a phase (the warm start, a DAgger round or an iteration); %s", kept)
 		}

@@ -35,22 +35,10 @@ func Leading(b []byte, keys ...string) ([]byte, error) {
 	if len(keys) > 15 {
 		return nil, fmt.Errorf("msgpackcheck: Leading takes at most 15 keys, not %d", len(keys))
 	}
-	if len(b) == 0 || !isMap(b[0]) {
-		return nil, fmt.Errorf("not a map")
+	pairs, pos, err := MapLen(b)
+	if err != nil {
+		return nil, err
 	}
-	hdr := map[byte]int{0xde: 3, 0xdf: 5}[b[0]]
-	pairs := 0
-	switch {
-	case hdr == 0:
-		hdr, pairs = 1, int(b[0]&0x0f)
-	case len(b) < hdr:
-		return nil, fmt.Errorf("not a map")
-	default:
-		// No more pairs than bytes: a declared 2^32-1 would not fit a
-		// 32-bit int, and only the pairs b holds are read.
-		pairs = int(min(beUint(b[1:], hdr-1), uint64(len(b))))
-	}
-	pos := hdr
 	var at [15][2]int
 	found := 0
 	for range pairs {
@@ -86,4 +74,21 @@ func Leading(b []byte, keys ...string) ([]byte, error) {
 		}
 	}
 	return out, nil
+}
+
+// MapLen returns the entry count the msgpack map header at the start of b
+// declares, at most len(b) (a declared 2^32-1 would not fit a 32-bit int,
+// and no more entries than bytes can follow), and the header's length. It
+// returns an error if b does not start with a map header.
+func MapLen(b []byte) (pairs, hdr int, err error) {
+	if len(b) == 0 || !isMap(b[0]) {
+		return 0, 0, fmt.Errorf("not a map")
+	}
+	switch hdr = map[byte]int{0xde: 3, 0xdf: 5}[b[0]]; {
+	case hdr == 0:
+		return int(b[0] & 0x0f), 1, nil
+	case len(b) < hdr:
+		return 0, 0, fmt.Errorf("not a map")
+	}
+	return int(min(beUint(b[1:], hdr-1), uint64(len(b)))), hdr, nil
 }

@@ -172,3 +172,24 @@ func must(b []byte, err error) []byte {
 	}
 	return b
 }
+
+// TestMapLen reads each map header's count, capped at the bytes there are.
+func TestMapLen(t *testing.T) {
+	for _, tc := range []struct {
+		b           []byte
+		pairs, hdr  int
+		notAMapWant bool
+	}{
+		{[]byte{0x83, 0, 0, 0, 0, 0, 0}, 3, 1, false},
+		{append([]byte{0xde, 0x01, 0x08}, make([]byte, 600)...), 264, 3, false},
+		{[]byte{0xdf, 0xff, 0xff, 0xff, 0xff, 0, 0}, 7, 5, false},
+		{[]byte{0xde, 0x01}, 0, 0, true},
+		{[]byte{0x93, 1, 2, 3}, 0, 0, true},
+		{nil, 0, 0, true},
+	} {
+		pairs, hdr, err := MapLen(tc.b)
+		if (err != nil) != tc.notAMapWant || pairs != tc.pairs || hdr != tc.hdr {
+			t.Errorf("MapLen(% x...) = %d, %d, %v; want %d, %d (error %v)", tc.b[:min(len(tc.b), 5)], pairs, hdr, err, tc.pairs, tc.hdr, tc.notAMapWant)
+		}
+	}
+}

@@ -90,11 +90,18 @@ func Damaged(b []byte) error {
 // what the read finds, in case the file grows meanwhile or is a named pipe
 // (whose size stat says is 0). A folder, device or socket is refused
 // unread.
-func ReadFile(path string, limit int64) ([]byte, error) {
+func ReadFile(path string, limit int64) ([]byte, error) { return readFile(path, limit, true) }
+
+// ReadRegularFile is ReadFile for a file that will be replaced by a
+// rename, which only a regular file can be: a named pipe is refused too.
+func ReadRegularFile(path string, limit int64) ([]byte, error) { return readFile(path, limit, false) }
+
+// readFile is ReadFile, taking a named pipe if pipes.
+func readFile(path string, limit int64, pipes bool) ([]byte, error) {
 	// Where int has 32 bits no slice holds more than an int's bytes: a
 	// larger limit would panic in make, not refuse the file.
 	limit = min(limit, math.MaxInt-1)
-	f, st, err := OpenFile(path, true)
+	f, st, err := OpenFile(path, pipes)
 	if err != nil {
 		return nil, err
 	}

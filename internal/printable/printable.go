@@ -4,6 +4,7 @@
 package printable
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -47,8 +48,7 @@ func Escape(s string) string {
 		r, n := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case r == utf8.RuneError && n == 1:
-			b.WriteString(`\x`)
-			b.WriteString(strconv.FormatUint(uint64(s[i])>>4, 16) + strconv.FormatUint(uint64(s[i])&15, 16))
+			fmt.Fprintf(&b, `\x%02x`, s[i])
 		case r == '\n' || r == '\t' || strconv.IsPrint(r):
 			b.WriteString(s[i : i+n])
 		default:
