@@ -79,3 +79,31 @@ func (p *progress) end() {
 		p.drawn, p.width = false, 0
 	}
 }
+
+// heartbeat writes line() and the time since the call to w every
+// progressEvery, in plain lines, until the stop it returns is called: a
+// step of long work that reports nothing itself (an oracle game of a
+// million-node budget ran over a minute) does not leave stderr silent.
+// The stop returns once no line can be written any more, so the caller
+// may write to w again.
+func heartbeat(w io.Writer, line func() string) (stop func()) {
+	start := time.Now()
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(max(progressEvery, time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+				fmt.Fprintf(w, "%s, %s\n", line(), time.Since(start).Round(time.Second))
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-done
+	}
+}

@@ -199,7 +199,7 @@ func runReplay(ctx context.Context, o replayOptions, path string, stdout, stderr
 	r, _ := g.RulesOf()
 	first := env.NewGame(r, g.Seed)
 	if !table {
-		fmt.Fprintf(stdout, "%s: %v, deal %d, played by %s, %d actions\n\n%s", path, r, g.Seed, printable.Quote(g.Player), len(g.Actions), first.Render())
+		fmt.Fprintf(stdout, "%s: %v, deal %d, played by %s, %d actions\n\n%s", printable.Escape(path), r, g.Seed, printable.Quote(g.Player), len(g.Actions), first.Render())
 	}
 	pics.add(&first, len(g.Actions) == 0)
 	final, err := record.Replay(g, func(i int, a env.Action, s *env.State) {
@@ -375,7 +375,9 @@ func findTurningPoint(ctx context.Context, g record.Game, nodes int, stderr io.W
 	}
 	wins := func(i int) (agents.Result, error) {
 		// PlayFrom stops at once on a stopped ctx; its game then counts for nothing.
+		stop := heartbeat(stderr, func() string { return fmt.Sprintf("turning point: still playing the oracle from move %d of %d", i, n) })
 		res := agents.PlayFrom(ctx, position(i), g.Seed, &agents.Search{Nodes: nodes, Peek: true})
+		stop()
 		if err := ctx.Err(); err != nil {
 			return agents.Result{}, err
 		}
@@ -624,10 +626,10 @@ func (p *pictures) finish(stdout io.Writer) error {
 		if p.n == 1 {
 			noun = "picture" // a record of no moves: the deal alone
 		}
-		fmt.Fprintf(stdout, "wrote %d %s into %s\n", p.n, noun, p.o.frames)
+		fmt.Fprintf(stdout, "wrote %d %s into %s\n", p.n, noun, printable.Escape(p.o.frames))
 	}
 	if p.anim != nil {
-		fmt.Fprintf(stdout, "wrote %s: %d frames, %d KB\n", p.o.gif, p.anim.Frames(), (len(b)+1023)/1024)
+		fmt.Fprintf(stdout, "wrote %s: %d frames, %d KB\n", printable.Escape(p.o.gif), p.anim.Frames(), (len(b)+1023)/1024)
 	}
 	return nil
 }

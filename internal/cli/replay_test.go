@@ -490,6 +490,31 @@ func TestReplayTurningPoint(t *testing.T) {
 	}
 }
 
+// TestTurningPointOracleGamesShowProgress: an oracle game of a large
+// budget ran over a minute with nothing on stderr; while one plays, a
+// plain line says so every progressEvery.
+func TestTurningPointOracleGamesShowProgress(t *testing.T) {
+	real := progressEvery
+	progressEvery = time.Millisecond
+	t.Cleanup(func() { progressEvery = real })
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	if code := Main([]string{"eval", "--policies", "greedy", "--seeds", "3", "--max-steps", "100", "--record", dir}, strings.NewReader(""), &stdout, &stderr); code != 0 {
+		t.Fatalf("eval: exit %d: %s", code, stderr.String())
+	}
+	stderr.Reset()
+	// The oracle cannot win deal 3 within 100 moves: one game, from the deal.
+	if err := runReplay(context.Background(), replayOptions{turning: true, nodes: 2000}, filepath.Join(dir, "greedy-max-steps100-3.spider"), io.Discard, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
+	last := lines[len(lines)-1]
+	if len(lines) < 2 || !strings.HasPrefix(lines[0], "turning point: still playing the oracle from move 0 of 100, ") ||
+		last != "turning point: the oracle from move 0 of 100 does not win" || strings.Contains(stderr.String(), "\r") {
+		t.Fatalf("stderr %q; want lines that the oracle game is still playing, then its result", stderr.String())
+	}
+}
+
 // TestReplayTurningPointChecksFirst replays, with --turning-point, a
 // record of a million actions whose first is illegal: it must be refused
 // as such before anything is kept per action (1.2 KB a position would be
