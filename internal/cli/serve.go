@@ -23,6 +23,7 @@ import (
 	"github.com/spiderenv/spider/agents/nn"
 	"github.com/spiderenv/spider/env"
 	"github.com/spiderenv/spider/internal/bytesize"
+	"github.com/spiderenv/spider/internal/printable"
 	"github.com/spiderenv/spider/server"
 )
 
@@ -197,7 +198,7 @@ func runServe(ctx context.Context, o serveOptions, stdout, stderr io.Writer) err
 		ctx, cancel, stdinEnded = untilStdinEnds(ctx, o.stdin)
 		defer cancel()
 	}
-	fmt.Fprintf(stderr, "spider serve: listening on %s %s (protocol %d; at most %s of memory)\n", ln.Addr().Network(), ln.Addr(), server.Version, o.maxMemory)
+	fmt.Fprintf(stderr, "spider serve: listening on %s %s (protocol %d; at most %s of memory)\n", ln.Addr().Network(), printable.Escape(ln.Addr().String()), server.Version, o.maxMemory)
 	if o.ready != nil {
 		o.ready(ln.Addr())
 	}

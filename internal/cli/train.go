@@ -22,6 +22,7 @@ import (
 	"github.com/spiderenv/spider/agents/nn"
 	"github.com/spiderenv/spider/env"
 	"github.com/spiderenv/spider/internal/bytesize"
+	"github.com/spiderenv/spider/internal/printable"
 	"github.com/spiderenv/spider/server"
 	"github.com/spiderenv/spider/train"
 )
@@ -615,13 +616,14 @@ func writeTrainSummary(w io.Writer, t *train.Trainer, ckpts []string, metrics, c
 	}
 	for i, what := range []string{"checkpoint", "warm start", "best"} {
 		if _, err := os.Stat(ckpts[i]); err == nil {
-			fmt.Fprintf(tw, "%s\t%s (use as nn:%s)\n", what, ckpts[i], ckpts[i])
+			name := printable.Escape(ckpts[i])
+			fmt.Fprintf(tw, "%s\t%s (use as nn:%s)\n", what, name, name)
 		}
 	}
 	// A run with no finished episode, or only imitation, has no curve.
 	for _, f := range [][2]string{{"metrics", metrics}, {"curve", curve}} {
 		if _, err := os.Stat(f[1]); err == nil {
-			fmt.Fprintf(tw, "%s\t%s\n", f[0], f[1])
+			fmt.Fprintf(tw, "%s\t%s\n", f[0], printable.Escape(f[1]))
 		}
 	}
 	return tw.Flush()
@@ -662,7 +664,7 @@ func exportPolicy(o trainOptions, stdout io.Writer) error {
 	}
 	r := net.Spec.Game
 	_, err = fmt.Fprintf(stdout, "wrote %s (%d bytes): the network of %s, %s %d suit(s), %s\n",
-		o.export, info.Size(), from, r.RuleSet, r.Suits, netName(net.Spec))
+		printable.Escape(o.export), info.Size(), printable.Escape(from), r.RuleSet, r.Suits, netName(net.Spec))
 	return err
 }
 

@@ -744,3 +744,30 @@ func TestTrainStopAbandonsAPhaseThatDoesNotNotice(t *testing.T) {
 		t.Fatal("the abandoned phase saved a checkpoint")
 	}
 }
+
+// TestFileNamesAreWrittenEscaped: a file name the user chose is written
+// to stdout escaped, as every error is, so that a name holding terminal
+// control sequences cannot drive the terminal that reads the output.
+func TestFileNamesAreWrittenEscaped(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "r\x1b[2J")
+	var stdout, stderr bytes.Buffer
+	args := []string{"train", "--out", dir, "--iterations", "1", "--games", "1", "--rollout", "1", "--minibatch", "1", "--hidden", "8", "--val-every", "0"}
+	if code := Main(args, nil, &stdout, &stderr); code != 0 {
+		t.Fatalf("train: exit %d:\n%s", code, stderr.String())
+	}
+	export := filepath.Join(dir, "policy\a.spider")
+	if code := Main([]string{"train", "--out", dir, "--export", export}, nil, &stdout, &stderr); code != 0 {
+		t.Fatalf("export: exit %d:\n%s", code, stderr.String())
+	}
+	rec := filepath.Join(dir, "games")
+	if code := Main([]string{"eval", "--policies", "greedy", "--seeds", "2", "--max-steps", "20", "--record", rec}, nil, io.Discard, &stderr); code != 0 {
+		t.Fatalf("eval: exit %d:\n%s", code, stderr.String())
+	}
+	if code := Main([]string{"replay", filepath.Join(rec, "greedy-max-steps20-2.spider"), "--every", "20", "--gif", filepath.Join(dir, "g\x1b.gif")}, nil, &stdout, &stderr); code != 0 {
+		t.Fatalf("replay: exit %d:\n%s", code, stderr.String())
+	}
+	out := stdout.String()
+	if strings.ContainsAny(out, "\x1b\a") || strings.Count(out, `r\x1b[2J`) < 4 || !strings.Contains(out, `policy\a.spider`) || !strings.Contains(out, `g\x1b.gif`) {
+		t.Fatalf("stdout holds the names unescaped, or not at all:\n%q", out)
+	}
+}

@@ -22,9 +22,10 @@ import (
 
 // TestServeUnixSocketIsOwnerOnly serves on a Unix socket under umask 000:
 // the socket must still be mode 0600, and no private directory is left.
+// Its name holds an escape, which the "listening" line writes escaped.
 func TestServeUnixSocketIsOwnerOnly(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, "spider.sock")
+	path := filepath.Join(dir, "spider\x1b.sock")
 	old := syscall.Umask(0)
 	defer syscall.Umask(old)
 	o := serveOpts()
@@ -57,7 +58,7 @@ func TestServeUnixSocketIsOwnerOnly(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(stderr.String(), "listening on unix "+path) {
+	if !strings.Contains(stderr.String(), "listening on unix "+strings.ReplaceAll(path, "\x1b", `\x1b`)) || strings.Contains(stderr.String(), "\x1b") {
 		t.Errorf("stderr: %q", stderr.String())
 	}
 }
