@@ -125,8 +125,8 @@ func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 			return usageError{errors.New("--shaping-gamma needs --shaping progress")}
 		case fs.Changed("clone-unshaped-value") && (o.cfg.Game.Shaping == env.NoShaping || !imitates):
 			return usageError{errors.New("--clone-unshaped-value needs --shaping progress and a warm start (--clone-games) or DAgger rounds (--dagger-rounds)")}
-		case o.export != "" && (fs.Changed("iterations") || fs.Changed("steps") || fs.Changed("time")):
-			return usageError{errors.New("--export writes a trained network and trains nothing: give no --iterations, --steps or --time")}
+		case o.export != "" && len(exportIgnores(fs)) > 0:
+			return usageError{fmt.Errorf("--export writes a trained network and trains nothing: give only --out or --from with it, not %s", strings.Join(exportIgnores(fs), ", "))}
 		case fs.Changed("clone-won-only") && o.cfg.CloneGames == 0:
 			return usageError{errors.New("--clone-won-only picks the warm start's games: it needs --clone-games")}
 		}
@@ -144,6 +144,19 @@ func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 		archDefaults(&o, fs.Changed("hidden"))
 		return runTrain(ctx, o, stdout, stderr)
 	}
+}
+
+// exportIgnores lists the flags given that an export would ignore: every
+// flag but the three it reads (a training setting given with --export
+// was accepted and did nothing).
+func exportIgnores(fs *pflag.FlagSet) []string {
+	var names []string
+	fs.Visit(func(f *pflag.Flag) {
+		if f.Name != "export" && f.Name != "from" && f.Name != "out" {
+			names = append(names, "--"+f.Name)
+		}
+	})
+	return names
 }
 
 func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) error {

@@ -665,6 +665,26 @@ func TestTrainRefusesFromWithoutExport(t *testing.T) {
 	}
 }
 
+// TestTrainExportRefusesTrainingFlags: an export trains nothing, so a
+// training or game flag given with it (--games 5, --suits 2) would do
+// nothing; it was accepted in silence, and is refused before any file is
+// read or written.
+func TestTrainExportRefusesTrainingFlags(t *testing.T) {
+	dir := t.TempDir()
+	export := filepath.Join(dir, "policy.spider")
+	for _, extra := range [][]string{{"--games", "5"}, {"--suits", "2"}, {"--iterations", "3"}, {"--jsonl"}} {
+		var stderr bytes.Buffer
+		args := append([]string{"train", "--out", filepath.Join(dir, "run"), "--export", export}, extra...)
+		code := Main(args, nil, io.Discard, &stderr)
+		if code != 2 || !strings.Contains(stderr.String(), "give only --out or --from with it, not "+extra[0]) {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and %s named", args, code, stderr.String(), extra[0])
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("refused exports left %v", entries)
+	}
+}
+
 // TestResumeDiffFillsGameDefaults: a game flag given as 0 with --resume
 // means the game's default, as it does everywhere, so it agrees with a
 // checkpoint that holds that default filled in; a flag given as another
