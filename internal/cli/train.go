@@ -127,6 +127,9 @@ func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 			return usageError{errors.New("--clone-unshaped-value needs --shaping progress and a warm start (--clone-games) or DAgger rounds (--dagger-rounds)")}
 		case o.export != "" && len(exportIgnores(fs)) > 0:
 			return usageError{fmt.Errorf("--export writes a trained network and trains nothing: give only --out or --from with it, not %s", strings.Join(exportIgnores(fs), ", "))}
+		case (fs.Changed("column") || fs.Changed("pair")) && o.cfg.Arch != nn.Columns:
+			// 0, the default, passed the network's own check in silence.
+			return usageError{errors.New("--column and --pair size the columns network: they need --arch columns")}
 		case fs.Changed("clone-won-only") && o.cfg.CloneGames == 0:
 			return usageError{errors.New("--clone-won-only picks the warm start's games: it needs --clone-games")}
 		}

@@ -685,6 +685,30 @@ func TestTrainExportRefusesTrainingFlags(t *testing.T) {
 	}
 }
 
+// TestTrainColumnWidthsNeedColumnsNetwork: --column and --pair size the
+// columns network; given with the MLP (even as 0, their default, which
+// passed the network's check) they are refused, and with --arch columns
+// taken.
+func TestTrainColumnWidthsNeedColumnsNetwork(t *testing.T) {
+	dir := t.TempDir()
+	for _, extra := range [][]string{{"--column", "0"}, {"--pair", "0"}, {"--column", "16", "--arch", "mlp"}} {
+		var stderr bytes.Buffer
+		args := append([]string{"train", "--out", filepath.Join(dir, "run"), "--iterations", "1"}, extra...)
+		if code := Main(args, nil, io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), "--column and --pair size the columns network: they need --arch columns") {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and the flags refused", args, code, stderr.String())
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("refused runs left %v", entries)
+	}
+	args := []string{"train", "--out", filepath.Join(dir, "run"), "--arch", "columns", "--column", "8", "--pair", "4", "--hidden", "8",
+		"--iterations", "1", "--games", "1", "--rollout", "1", "--minibatch", "1", "--val-every", "0"}
+	var stderr bytes.Buffer
+	if code := Main(args, nil, io.Discard, &stderr); code != 0 {
+		t.Fatalf("%q: exit %d: %s", args, code, stderr.String())
+	}
+}
+
 // TestResumeDiffFillsGameDefaults: a game flag given as 0 with --resume
 // means the game's default, as it does everywhere, so it agrees with a
 // checkpoint that holds that default filled in; a flag given as another
