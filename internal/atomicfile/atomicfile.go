@@ -17,8 +17,7 @@ import (
 )
 
 // StaleAge is how long a temporary whose writer cannot be checked (one
-// written on another host, or by an older version of this package, whose
-// names held no process id) must have gone unmodified before Write
+// written on another host) must have gone unmodified before Write
 // removes it. Writing even gigabytes takes seconds, so an hour-old
 // temporary is no longer being written.
 const StaleAge = time.Hour
@@ -218,15 +217,15 @@ func removeStale(dir string, now time.Time) {
 }
 
 // parseSuffix reads what follows ".tmp-" in a temporary's name:
-// "HOST-PID-RANDOM" as Write makes it, or "RANDOM" alone as earlier
-// versions made it (then pid is 0). ok is false for any other name. pid
-// is an int64 so that a number too large for a 32-bit int is still read
-// as ours, and left to the age check as any number no process has.
+// "HOST-PID-RANDOM" as Write makes it. ok is false for any other name,
+// "RANDOM" alone as earlier versions made theirs among them: a user's
+// own ".zshrc.tmp-20240101" has that form, and removing it would lose
+// their file, where an old temporary left behind costs only its space.
+// pid is an int64 so that a number too large for a 32-bit int is still
+// read as ours, and left to the age check as any number no process has.
 func parseSuffix(s string) (host string, pid int64, ok bool) {
 	parts := strings.Split(s, "-")
 	switch {
-	case len(parts) == 1 && digits(parts[0]):
-		return "", 0, true
 	case len(parts) == 3 && len(parts[0]) == 8 && hex(parts[0]) && digits(parts[1]) && digits(parts[2]):
 		pid, err := strconv.ParseInt(parts[1], 10, 64)
 		return parts[0], pid, err == nil

@@ -111,24 +111,26 @@ func TestKilledWritersLeaveNoTemporaries(t *testing.T) {
 	}
 }
 
-// TestStaleRules covers what removeStale cannot check by process: an
-// earlier version's temporaries and another host's go once an hour old;
-// this process's own and other files stay.
+// TestStaleRules covers what removeStale cannot check by process:
+// another host's temporaries go once an hour old; this process's own,
+// and names of an earlier version's form (".NAME.tmp-DIGITS", which a
+// user's own files may have), stay.
 func TestStaleRules(t *testing.T) {
 	dir := t.TempDir()
 	now := time.Now()
 	old := now.Add(-2 * StaleAge)
 	files := map[string]time.Time{
-		".checkpoint.spider.tmp-123456789":                              old, // an earlier version's, old: removed
-		".checkpoint.spider.tmp-987654321":                              now, // an earlier version's, fresh: kept
-		".checkpoint.spider.tmp-0badf00d-42-17":                         old, // another host's, old: removed
-		".checkpoint.spider.tmp-0badf00d-43-18":                         now, // another host's, fresh: kept
-		fmt.Sprintf(".best.spider.tmp-%s-%d-19", hostTag, os.Getpid()):  old, // this process's: kept
-		fmt.Sprintf(".best.spider.tmp-%s-%d-20", hostTag, 1<<31-2):      now, // a dead process's: removed
-		fmt.Sprintf(".best.spider.tmp-%s-%d-21", hostTag, int64(1)<<40): now, // no process id: kept while fresh
-		".notes.tmp-draft":          old, // not this pattern: kept
-		"checkpoint.spider.tmp-123": old, // no leading dot: kept
-		".tmp-123":                  old, // no name: kept
+		".checkpoint.spider.tmp-123456789":                                     old, // an earlier version's form, old: kept (a user's file may have it)
+		".zshrc.tmp-20240101":                                                  old, // a user's own file of that form: kept
+		".checkpoint.spider.tmp-987654321":                                     now, // an earlier version's, fresh: kept
+		".checkpoint.spider.tmp-0badf00d-42-17":                                old, // another host's, old: removed
+		".checkpoint.spider.tmp-0badf00d-43-18":                                now, // another host's, fresh: kept
+		fmt.Sprintf(".best.spider.tmp-%s-%d-19", hostTag, os.Getpid()):         old, // this process's: kept
+		fmt.Sprintf(".best.spider.tmp-%s-%d-20", hostTag, 1<<31-2):             now, // a dead process's: removed
+		fmt.Sprintf(".best.spider.tmp-%s-%d-21", hostTag, int64(1)<<40):        now, // no process id: kept while fresh
+		".notes.tmp-draft":                                                     old, // not this pattern: kept
+		"checkpoint.spider.tmp-123":                                            old, // no leading dot: kept
+		".tmp-123":                                                             old, // no name: kept
 		fmt.Sprintf(".a.tmp-b.tmp-%s-%d-22", hostTag, 1<<31-2):                 now, // a name holding .tmp-: removed
 		fmt.Sprintf(".x.tmp-%s-%d-23", strings.ToUpper(hostTag), 1<<31-2):      now, // not hex as written: kept
 		fmt.Sprintf(".x.tmp-%s-%d-24-25", hostTag, 1<<31-2):                    now, // four parts: kept
@@ -149,7 +151,7 @@ func TestStaleRules(t *testing.T) {
 	var want []string
 	for name := range files {
 		switch {
-		case name == ".checkpoint.spider.tmp-123456789", name == ".checkpoint.spider.tmp-0badf00d-42-17",
+		case name == ".checkpoint.spider.tmp-0badf00d-42-17",
 			strings.HasSuffix(name, "-20"), strings.HasSuffix(name, "-22"):
 		case hostTag == "ffffffff" && strings.HasSuffix(name, "-28"): // the same host after all
 		default:
