@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -269,9 +270,17 @@ func checkListening(ln net.Listener, addr string, anyAddr bool, stderr io.Writer
 func listenUnix(path string) (net.Listener, func(), error) {
 	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
 		// A live server would still answer, so try it before removing it.
-		if c, err := net.Dial("unix", path); err == nil {
+		// Only a refused connection says nobody listens: a live server
+		// whose queue of waiting connections is full answers "try again",
+		// and another user's socket "permission denied", and removing
+		// either would cut that server off from its clients.
+		c, err := net.Dial("unix", path)
+		switch {
+		case err == nil:
 			c.Close()
 			return nil, nil, fmt.Errorf("%s: another server is listening there", path)
+		case !errors.Is(err, syscall.ECONNREFUSED):
+			return nil, nil, fmt.Errorf("%s: a socket that may be another server's (connecting to it: %v); remove it if no server uses it", path, errors.Unwrap(err))
 		}
 		os.Remove(path)
 	}

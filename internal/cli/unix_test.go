@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -291,3 +292,41 @@ func TestEvalRefusesANetworkThatIsNotAFile(t *testing.T) {
 
 // makeFifo makes a named pipe at path.
 func makeFifo(path string) error { return syscall.Mkfifo(path, 0o600) }
+
+// TestServeKeepsABusyServersSocket: a live server whose queue of waiting
+// connections is full answers a connection "try again", not "refused";
+// serve took that for a dead server's socket, removed it, and cut the
+// live server off from every later client. It must refuse and leave the
+// socket. (Linux: a listen backlog of 0 holds one waiting connection,
+// and the next is refused with EAGAIN.)
+func TestServeKeepsABusyServersSocket(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("a full backlog answers EAGAIN on Linux")
+	}
+	path := filepath.Join(t.TempDir(), "spider.sock")
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	if err := syscall.Bind(fd, &syscall.SockaddrUnix{Name: path}); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Listen(fd, 0); err != nil {
+		t.Fatal(err)
+	}
+	waiting, err := net.Dial("unix", path) // fills the queue
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer waiting.Close()
+	o := serveOpts()
+	o.unix = path
+	err = runServe(refusing(t), o, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "a socket that may be another server's") || !strings.Contains(err.Error(), "resource temporarily unavailable") {
+		t.Fatalf("serve over a busy server's socket: %v; want a refusal that says why", err)
+	}
+	if fi, err := os.Lstat(path); err != nil || fi.Mode()&os.ModeSocket == 0 {
+		t.Fatalf("the busy server's socket is gone: %v", err)
+	}
+}
