@@ -157,10 +157,13 @@ func interruptible(parent context.Context, name string, sigs <-chan os.Signal, r
 				if s, ok := sig.(syscall.Signal); ok {
 					code = 128 + int(s)
 				}
-				hooks.run(exitHooksLimit)
 				// A file being written keeps its old whole self, and no
 				// part of the new one is left under a temporary name.
+				// First, so that a hook removing a folder it made finds
+				// no temporary there (the hooks write no file, which
+				// would wait for the exit).
 				resume := atomicfile.RemoveInFlight()
+				hooks.run(exitHooksLimit)
 				exit(code)
 				resume() // exit returned: a test's
 				return

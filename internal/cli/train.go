@@ -246,6 +246,9 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 		return usageError{fmt.Errorf("--out %s: %v", o.out, err)}
 	}
 	defer undo()
+	// A second Ctrl-C exits before the deferred calls, and a phase can
+	// take seconds to notice the first.
+	defer atExit(ctx, undo)()
 	// The first checkpoint is written after the warm start or the first
 	// iterations: find out now, not then, that it cannot be.
 	if err := probeWritable(o.out); err != nil {

@@ -789,6 +789,54 @@ func TestTrainStopAbandonsAPhaseThatDoesNotNotice(t *testing.T) {
 	}
 }
 
+// TestTrainSecondSignalLeavesNoFolder: a second Ctrl-C exits at once,
+// skipping the deferred calls; the --out folders a run made and had not
+// yet written into were left behind, empty, while a phase took its
+// seconds to notice the first.
+func TestTrainSecondSignalLeavesNoFolder(t *testing.T) {
+	release := make(chan struct{})
+	realRun, realAfter := trainRun, abandonAfter
+	trainRun = func(tr *train.Trainer, ctx context.Context, stop func(int, int64) bool, after func(train.Metrics) error) error {
+		<-release // a phase deaf to ctx
+		return ctx.Err()
+	}
+	abandonAfter = time.Minute
+	t.Cleanup(func() { trainRun, abandonAfter = realRun, realAfter })
+	base := t.TempDir()
+	out := filepath.Join(base, "a", "b")
+	sigs := make(chan os.Signal, 2)
+	left := make(chan []os.DirEntry, 1)
+	ctx, stop := interruptible(context.Background(), "spider train", sigs, 0, io.Discard, func(int) {
+		entries, _ := os.ReadDir(base) // what the exit leaves
+		left <- entries
+	})
+	defer stop()
+	go runTrain(ctx, tinyTrain(out, 4), io.Discard, io.Discard)
+	for start := time.Now(); ; time.Sleep(time.Millisecond) {
+		if _, err := os.Stat(out); err == nil {
+			break
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatal("the run made no --out folder")
+		}
+	}
+	time.Sleep(50 * time.Millisecond) // the run waits in its phase
+	sigs <- os.Interrupt
+	<-ctx.Done()
+	sigs <- os.Interrupt
+	select {
+	case entries := <-left:
+		if len(entries) != 0 {
+			t.Errorf("the exit left %v in the folder above --out", entries)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second signal did not exit")
+	}
+	// The exit keeps the hooks' lock, as the process ends: the run, let
+	// go, waits on it for ever, so it is not waited for here.
+	close(release)
+}
+
 // TestFileNamesAreWrittenEscaped: a file name the user chose is written
 // to stdout escaped, as every error is, so that a name holding terminal
 // control sequences cannot drive the terminal that reads the output.
