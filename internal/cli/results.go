@@ -154,6 +154,12 @@ func runResults(ctx context.Context, o resultsOptions, stdout, _ io.Writer) erro
 	if err != nil {
 		return usageError{err}
 	}
+	// The new file is made beside the old and renamed over it: a folder
+	// that takes no new file is found now, and named as the file's, not
+	// as a hidden temporary's.
+	if err := probeWritable(filepath.Dir(update)); err != nil {
+		return usageError{fmt.Errorf("--update %s: its folder %s: %v", o.update, filepath.Dir(update), err)}
+	}
 	b, e := bytes.Index(old, []byte(resultsBegin)), bytes.Index(old, []byte(resultsEnd))
 	if b < 0 || e < b {
 		return usageError{fmt.Errorf("%s: no section between %q and %q to update", o.update, resultsBegin, resultsEnd)}
@@ -162,7 +168,10 @@ func runResults(ctx context.Context, o resultsOptions, stdout, _ io.Writer) erro
 	out.Write(old[:b+len(resultsBegin)])
 	out.WriteString("\n" + table)
 	out.Write(old[e:])
-	return atomicfile.Write(update, out.Bytes())
+	if err := atomicfile.Write(update, out.Bytes()); err != nil {
+		return fmt.Errorf("--update %s: %w", o.update, err)
+	}
+	return nil
 }
 
 // maxUpdateBytes is the largest Markdown file results --update reads:

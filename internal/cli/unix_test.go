@@ -8,9 +8,11 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -328,5 +330,82 @@ func TestServeKeepsABusyServersSocket(t *testing.T) {
 	}
 	if fi, err := os.Lstat(path); err != nil || fi.Mode()&os.ModeSocket == 0 {
 		t.Fatalf("the busy server's socket is gone: %v", err)
+	}
+}
+
+// TestResultsUpdateChecksItsFolder: --update replaces its file through a
+// new one beside it, so a folder that takes no new file is refused
+// before anything is written, as a usage error naming the file (it was
+// exit 1, naming a hidden temporary). As root, whom no folder refuses,
+// the test runs its own binary again as nobody.
+func TestResultsUpdateChecksItsFolder(t *testing.T) {
+	const child = "SPIDER_TEST_RESULTS_UPDATE"
+	if args := os.Getenv(child); args != "" {
+		os.Exit(Main(strings.Split(args, "\n"), nil, os.Stdout, os.Stderr))
+	}
+	dir, err := os.MkdirTemp("", "update-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(filepath.Join(dir, "ro"), 0o755); os.RemoveAll(dir) })
+	doc, report := filepath.Join(dir, "ro", "doc.md"), filepath.Join(dir, "report.json")
+	src, err := os.ReadFile(filepath.Join("..", "..", "docs", "results", "classic-1suit-test-search.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := []byte("# doc\n" + resultsBegin + "\nold\n" + resultsEnd + "\n")
+	if err := os.Mkdir(filepath.Join(dir, "ro"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for path, data := range map[string][]byte{doc: text, report: src} {
+		if err := os.WriteFile(path, data, 0o666); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(path, 0o666)
+	}
+	if err := os.Chmod(filepath.Join(dir, "ro"), 0o555); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"results", "--update", doc, report}
+	var code int
+	var stderr string
+	if os.Geteuid() != 0 {
+		var errb bytes.Buffer
+		code = Main(args, nil, io.Discard, &errb)
+		stderr = errb.String()
+	} else {
+		// The test binary, copied where nobody may run it.
+		exe, err := os.Executable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		bin, err := os.ReadFile(exe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		self := filepath.Join(dir, "cli.test")
+		if err := os.WriteFile(self, bin, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(self, "-test.run=^TestResultsUpdateChecksItsFolder$")
+		cmd.Env = append(os.Environ(), child+"="+strings.Join(args, "\n"))
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		err = cmd.Run()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) {
+			t.Fatalf("the test run as nobody: %v, stderr %q", err, errb.String())
+		}
+		code, stderr = exit.ExitCode(), errb.String()
+	}
+	if want := "--update " + doc + ": its folder " + filepath.Join(dir, "ro") + ": cannot write there"; code != 2 || !strings.Contains(stderr, want) {
+		t.Fatalf("exit %d, stderr %q; want 2 and %q", code, stderr, want)
+	}
+	if got, err := os.ReadFile(doc); err != nil || !bytes.Equal(got, text) {
+		t.Fatalf("the file changed: %q, %v", got, err)
 	}
 }
