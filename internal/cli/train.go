@@ -249,6 +249,14 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 	// A second Ctrl-C exits before the deferred calls, and a phase can
 	// take seconds to notice the first.
 	defer atExit(ctx, undo)()
+	unlock, held, err := lockFolder(o.out)
+	switch {
+	case err != nil:
+		return usageError{fmt.Errorf("--out %s: %v", o.out, err)}
+	case held:
+		return usageError{fmt.Errorf("--out %s: another spider train is running on this folder; wait for it to end, or give another --out", o.out)}
+	}
+	defer unlock()
 	// The first checkpoint is written after the warm start or the first
 	// iterations: find out now, not then, that it cannot be.
 	if err := probeWritable(o.out); err != nil {

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -835,6 +836,45 @@ func TestTrainSecondSignalLeavesNoFolder(t *testing.T) {
 	// The exit keeps the hooks' lock, as the process ends: the run, let
 	// go, waits on it for ever, so it is not waited for here.
 	close(release)
+}
+
+// TestTrainLocksItsFolder: two runs on one --out interleaved their
+// checkpoints and metrics, the last save dropping the other's
+// iterations; while one runs, another (new or resumed) is refused, and
+// once it has ended the folder is free again.
+func TestTrainLocksItsFolder(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	var calls atomic.Int32
+	realRun := trainRun
+	trainRun = func(tr *train.Trainer, ctx context.Context, stop func(int, int64) bool, after func(train.Metrics) error) error {
+		if calls.Add(1) == 1 { // the first run holds the folder until released
+			close(entered)
+			<-release
+		}
+		return nil
+	}
+	t.Cleanup(func() { trainRun = realRun })
+	out := filepath.Join(t.TempDir(), "run")
+	o := tinyTrain(out, 1)
+	o.cfg.CloneGames = 0
+	done := make(chan error, 1)
+	go func() { done <- runTrain(context.Background(), o, io.Discard, io.Discard) }()
+	<-entered
+	second := o
+	second.out = out + string(filepath.Separator) + "." // the same folder, named otherwise
+	err := runTrain(context.Background(), second, io.Discard, io.Discard)
+	if _, ok := err.(usageError); !ok || !strings.Contains(err.Error(), "another spider train is running on this folder") {
+		t.Fatalf("a second run on a folder in use: %v; want a usage error saying so", err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	resumed := tinyTrain(out, 2)
+	resumed.resume = true
+	if err := runTrain(context.Background(), resumed, io.Discard, io.Discard); err != nil {
+		t.Fatalf("resumed once the run had ended: %v", err)
+	}
 }
 
 // TestFileNamesAreWrittenEscaped: a file name the user chose is written

@@ -1,0 +1,33 @@
+//go:build linux || darwin || freebsd || netbsd || openbsd || dragonfly
+
+package cli
+
+import (
+	"errors"
+	"os"
+	"syscall"
+)
+
+// lockFolder takes an exclusive lock on the folder dir for as long as
+// this process holds it, or until unlock: two training runs on one --out
+// would interleave their checkpoints and metrics, and whichever saved
+// last would silently drop the other's iterations. held is true when
+// another process holds it. The lock is the kernel's (flock), so it goes
+// with a process however it dies, and leaves no file in the folder. A
+// file system that has no such locks (some network ones) is used without.
+func lockFolder(dir string) (unlock func(), held bool, err error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, false, err
+	}
+	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	switch {
+	case err == nil:
+		return func() { f.Close() }, false, nil
+	case errors.Is(err, syscall.EWOULDBLOCK):
+		f.Close()
+		return nil, true, nil
+	}
+	f.Close()
+	return func() {}, false, nil
+}
