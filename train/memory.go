@@ -42,7 +42,21 @@ func (c Config) BufferBytes() (int64, error) {
 	network := 4 * params * 4
 	rows := int64(min(c.Minibatch, c.Games*c.Rollout))
 	learner := rows*(GraphRowBytes(spec)) + params*GraphParamBytes
-	return rollout + acting + network + learner, nil
+	return rollout + acting + network + learner + BLASBytes(c), nil
+}
+
+// BLASBytes returns what a run of c's multiplies hold outside Go's heap
+// (nn.BLASCallBytes, 0 but in the OpenBLAS build) at the learner's peak,
+// where each graph of a minibatch multiplies at once: a buffer for each
+// graph, of no more than its operands, which the graphs' own values
+// bound. A command that limits Go's heap leaves this outside the limit.
+func BLASBytes(c Config) int64 {
+	spec, err := c.Spec()
+	if err != nil || nn.BLASCallBytes == 0 {
+		return 0
+	}
+	rows := int64(min(c.Minibatch, c.Games*c.Rollout))
+	return min(int64(shards)*nn.BLASCallBytes, rows*GraphRowBytes(spec)+weightCount(spec)*4)
 }
 
 // ValidationBytes returns the most memory a validation of c holds beside
@@ -115,7 +129,10 @@ const SaveParamBytes = 48
 // encodings, the game's view repeated per column, their sums and tanh,
 // and their gradients) and four for each of its source vectors' values;
 // those two constants were measured at column widths 64 to 256, pair
-// widths 16 to 64 and minibatches of 256 to 1536 rows.
+// widths 16 to 64 and minibatches of 256 to 1536 rows. The first is 13:
+// at a width of 768 and 8,192 rows the heap still held more than twelve
+// after a collection (s73, a run over its --max-memory by 41 MiB in the
+// pure-Go build).
 func GraphRowBytes(spec nn.Spec) int64 {
 	D, A := int64(spec.ObsLen), int64(spec.NumActions)
 	hidden := int64(0)
@@ -125,7 +142,7 @@ func GraphRowBytes(spec nn.Spec) int64 {
 	b := 4 * (3*D + 10*A + 6*hidden + 64)
 	if spec.Arch == nn.Columns {
 		const N, K = env.NumColumns, env.MaxMove
-		b += 4 * (12*N*int64(spec.Column) + 4*N*K*int64(spec.Pair+1))
+		b += 4 * (13*N*int64(spec.Column) + 4*N*K*int64(spec.Pair+1))
 	}
 	return b
 }

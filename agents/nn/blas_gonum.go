@@ -6,6 +6,11 @@ package nn
 // without cgo) every multiply is gonum's pure-Go BLAS.
 const blasName = "gonum"
 
+// BLASCallBytes is the most memory one multiply may hold outside Go's
+// heap: none, since gonum's multiplies allocate on it (the OpenBLAS
+// build's says why it matters).
+const BLASCallBytes = 0
+
 // blasThreads is the number of threads a multiply uses: gonum's float32
 // GEMM runs on goroutines, not on threads of its own, for a game at a
 // time on the calling one (layer). Only the openblas build has a count to

@@ -31,6 +31,14 @@ func init() {
 	blas32.Use(netlib.Implementation{})
 }
 
+// BLASCallBytes is the most memory one multiply may hold outside Go's
+// heap while it runs: OpenBLAS packs its operands into a buffer of its
+// own, 128 MiB on x86-64 (BUFFER_SIZE), one for each call in flight, and
+// keeps it for the next. A columns network's learner of 768-wide
+// encodings and 8,192-row minibatches touched 121 MiB of one; Go's
+// memory limit does not see it, so a bound on the process must count it.
+const BLASCallBytes = 128 << 20
+
 // blasThreads is the number of threads OpenBLAS uses per call.
 func blasThreads() int { return int(C.openblas_get_num_threads()) }
 

@@ -16,8 +16,17 @@ import (
 	"github.com/spiderenv/spider/server"
 )
 
-// benchOverhead is what spider bench holds beside its batch.
-const benchOverhead = 32 << 20
+// benchOverhead is what spider bench holds beside its batch: the program
+// itself, 16-18 MiB in the pure-Go build and 28-29 MiB with OpenBLAS
+// (peak RSS of --n 1), with room to spare. The heap's own bookkeeping,
+// which grows with the batch, is counted beside it (benchHeapShare).
+const benchOverhead = 40 << 20
+
+// benchHeapShare is the share of the batch the Go heap's bookkeeping
+// (its spans and bitmaps) adds: about 2.6 MiB for 3.3 GB measured, so a
+// 256th leaves room. With the fixed 32 MiB alone, a batch of 65,536
+// float32 games went 3 MiB past its --max-memory in the OpenBLAS build.
+const benchHeapShare = 256
 
 // benchOptions are the bench command's flags.
 type benchOptions struct {
@@ -63,7 +72,7 @@ func benchCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 	fs.IntVar(&o.warmup, "warmup", 100, "batch steps before timing")
 	fs.StringVar(&o.autoreset, "autoreset", "next-step", "autoreset mode: next-step or same-step (disabled never restarts a game, which a benchmark needs)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the deals and of the random policy")
-	fs.Var(&o.maxMemory, "max-memory", "refuse a run whose process (its batch and the program's own "+bytesize.Format(benchOverhead)+") needs more memory than this (default: what the machine has available)")
+	fs.Var(&o.maxMemory, "max-memory", "refuse a run whose process (its batch, the heap's bookkeeping of it and the program's own "+bytesize.Format(benchOverhead)+") needs more memory than this (default: what the machine has available)")
 	fs.Lookup("max-memory").DefValue = "0" // no "(default 0B)" after the help's own default
 	o.out.register(fs)
 	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
@@ -106,9 +115,11 @@ func runBench(ctx context.Context, o benchOptions, stdout, stderr io.Writer) err
 	workers = min(workers, o.n)
 	// One batch lives at a time (each run's is collected before the next
 	// is made), with the actions.
-	// The limit bounds the process: the program itself takes 16-18 MiB
-	// beside its batch (peak RSS measured against the estimate).
-	need := server.BatchBytes(r, env.BatchOptions{N: o.n, Workers: workers, Autoreset: mode, Presample: true}) + 2*int64(o.n) + benchOverhead
+	// The limit bounds the process: the program and the heap's
+	// bookkeeping beside its batch (peak RSS measured against the
+	// estimate).
+	batch := server.BatchBytes(r, env.BatchOptions{N: o.n, Workers: workers, Autoreset: mode, Presample: true}) + 2*int64(o.n)
+	need := batch + batch/benchHeapShare + benchOverhead
 	what := fmt.Sprintf("a batch of %d games (%s)", o.n, r)
 	lower := "lower --n"
 	if workers > runtime.GOMAXPROCS(0) {

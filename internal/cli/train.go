@@ -330,10 +330,12 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 	// process holds outside the Go limit (its code, libraries and their
 	// data), 15-30 MiB (TestTrainRSS). The old limit comes back for a
 	// caller (a test) that goes on.
+	// OpenBLAS's buffers are outside the heap, and in the estimate: the
+	// heap's limit leaves them room.
 	bounded, old := false, int64(0)
 	bound := func() {
 		if o.maxMemory != 0 && !bounded && !t.Imitating() {
-			old, bounded = debug.SetMemoryLimit(int64(o.maxMemory)+server.Overhead/4), true
+			old, bounded = debug.SetMemoryLimit(int64(o.maxMemory)+server.Overhead/4-train.BLASBytes(t.Config)), true
 		}
 	}
 	bound()
