@@ -159,11 +159,16 @@ func interruptible(parent context.Context, name string, sigs <-chan os.Signal, r
 				}
 				// A file being written keeps its old whole self, and no
 				// part of the new one is left under a temporary name.
-				// First, so that a hook removing a folder it made finds
-				// no temporary there (the hooks write no file, which
-				// would wait for the exit).
-				resume := atomicfile.RemoveInFlight()
-				hooks.run(exitHooksLimit)
+				// Under the hooks' lock, so that the command cannot report
+				// the write this breaks (unlessExiting waits) before the
+				// exit; and before the hooks, so that a hook removing a
+				// folder it made finds no temporary there (the hooks
+				// write no file, which would wait for the exit).
+				var resume func()
+				var once sync.Once
+				removeTemps := func() { once.Do(func() { resume = removeInFlight() }) }
+				hooks.run(exitHooksLimit, removeTemps)
+				removeTemps() // if the lock was not had within the limit
 				exit(code)
 				resume() // exit returned: a test's
 				return
@@ -198,6 +203,10 @@ func untilStdinEnds(parent context.Context, stdin io.Reader) (ctx context.Contex
 	}
 	return ctx, cancel, done.Load
 }
+
+// removeInFlight is atomicfile.RemoveInFlight, a variable so that a test
+// can see what holds when the exit calls it.
+var removeInFlight = atomicfile.RemoveInFlight
 
 // exitHooks are what must be undone even when a second signal exits at
 // once, skipping the command's deferred calls: a Unix socket's file, say.
@@ -249,12 +258,15 @@ func unlessExiting(ctx context.Context, f func()) {
 // pressed Ctrl-C twice must not wait on a stuck file system.
 const exitHooksLimit = time.Second
 
-// run runs the hooks still registered, for at most limit. It keeps the
-// lock, so nothing is added or removed while the process exits.
-func (h *exitHooks) run(limit time.Duration) {
+// run runs first, then the hooks still registered, under the hooks'
+// lock, for at most limit. It keeps the lock, so nothing is added or
+// removed, and no command reports through unlessExiting, while the
+// process exits.
+func (h *exitHooks) run(limit time.Duration, first func()) {
 	done := make(chan struct{})
 	go func() {
 		h.mu.Lock()
+		first()
 		for _, f := range h.hooks {
 			f()
 		}

@@ -14,20 +14,22 @@ import (
 // last would silently drop the other's iterations. held is true when
 // another process holds it. The lock is the kernel's (flock), so it goes
 // with a process however it dies, and leaves no file in the folder. A
-// file system that has no such locks (some network ones) is used without.
-func lockFolder(dir string) (unlock func(), held bool, err error) {
+// folder that cannot be opened to lock (one its user may write in but not
+// list), or a file system that has no such locks (some network ones), is
+// used without.
+func lockFolder(dir string) (unlock func(), held bool) {
 	f, err := os.Open(dir)
 	if err != nil {
-		return nil, false, err
+		return func() {}, false
 	}
 	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 	switch {
 	case err == nil:
-		return func() { f.Close() }, false, nil
+		return func() { f.Close() }, false
 	case errors.Is(err, syscall.EWOULDBLOCK):
 		f.Close()
-		return nil, true, nil
+		return nil, true
 	}
 	f.Close()
-	return func() {}, false, nil
+	return func() {}, false
 }

@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -257,6 +258,14 @@ func checkListening(ln net.Listener, addr string, anyAddr bool, stderr io.Writer
 	return nil
 }
 
+// connRefused reports whether a dial's err says that nobody listens:
+// ECONNREFUSED, which Windows calls WSAECONNREFUSED, another number.
+func connRefused(err error) bool {
+	const wsaeconnrefused = 10061
+	var errno syscall.Errno
+	return errors.Is(err, syscall.ECONNREFUSED) || (runtime.GOOS == "windows" && errors.As(err, &errno) && errno == wsaeconnrefused)
+}
+
 // listenUnix listens on a Unix socket at path that only its owner can
 // connect to (mode 0600). The socket is bound inside a new directory of
 // mode 0700 next to path, made owner-only there, and only then linked to
@@ -279,7 +288,7 @@ func listenUnix(path string) (net.Listener, func(), error) {
 		case err == nil:
 			c.Close()
 			return nil, nil, fmt.Errorf("%s: another server is listening there", path)
-		case !errors.Is(err, syscall.ECONNREFUSED):
+		case !connRefused(err):
 			return nil, nil, fmt.Errorf("%s: a socket that may be another server's (connecting to it: %v); remove it if no server uses it", path, errors.Unwrap(err))
 		}
 		os.Remove(path)

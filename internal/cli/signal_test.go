@@ -155,3 +155,37 @@ func TestNoErrorAfterExitingAtOnce(t *testing.T) {
 	case <-time.After(200 * time.Millisecond):
 	}
 }
+
+// TestSecondSignalRemovesTemporariesUnderTheHooksLock: the second
+// signal removes the temporaries of the writes in flight, which makes
+// such a write fail. The command must not report that failure (and Main
+// return 1) before the exit with the signal's code: the removal happens
+// under the hooks' lock, which unlessExiting waits for. Removed before
+// the lock was taken, a broken write was reported first in a few of
+// three hundred tries.
+func TestSecondSignalRemovesTemporariesUnderTheHooksLock(t *testing.T) {
+	sigs := make(chan os.Signal, 2)
+	codes := make(chan int, 1)
+	ctx, stop := interruptible(context.Background(), "spider test", sigs, 0, io.Discard, func(code int) { codes <- code })
+	defer stop()
+	hooks := ctx.Value(exitHooksKey{}).(*exitHooks)
+	var removed, lockedThen atomic.Bool
+	real := removeInFlight
+	removeInFlight = func() func() {
+		removed.Store(true)
+		if hooks.mu.TryLock() {
+			hooks.mu.Unlock()
+		} else {
+			lockedThen.Store(true)
+		}
+		return real()
+	}
+	t.Cleanup(func() { removeInFlight = real })
+	sigs <- os.Interrupt
+	<-ctx.Done()
+	sigs <- os.Interrupt
+	<-codes
+	if !removed.Load() || !lockedThen.Load() {
+		t.Fatalf("temporaries removed %v, with the hooks' lock held %v; want both", removed.Load(), lockedThen.Load())
+	}
+}

@@ -149,6 +149,10 @@ func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 	}
 }
 
+// lockOut is lockFolder, a variable so that a test can have another run
+// take the folder between this one's making it and locking it.
+var lockOut = lockFolder
+
 // exportIgnores lists the flags given that an export would ignore: every
 // flag but the three it reads (a training setting given with --export
 // was accepted and did nothing).
@@ -245,18 +249,17 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 		// other output path's is: a usage error's 2.
 		return usageError{fmt.Errorf("--out %s: %v", o.out, err)}
 	}
+	unlock, held := lockOut(o.out)
+	if held {
+		// The run that holds it may have found the folder this one just
+		// made, and needs it: it is not undone.
+		return usageError{fmt.Errorf("--out %s: another spider train is running on this folder; wait for it to end, or give another --out", o.out)}
+	}
+	defer unlock()
 	defer undo()
 	// A second Ctrl-C exits before the deferred calls, and a phase can
 	// take seconds to notice the first.
 	defer atExit(ctx, undo)()
-	unlock, held, err := lockFolder(o.out)
-	switch {
-	case err != nil:
-		return usageError{fmt.Errorf("--out %s: %v", o.out, err)}
-	case held:
-		return usageError{fmt.Errorf("--out %s: another spider train is running on this folder; wait for it to end, or give another --out", o.out)}
-	}
-	defer unlock()
 	// The first checkpoint is written after the warm start or the first
 	// iterations: find out now, not then, that it cannot be.
 	if err := probeWritable(o.out); err != nil {
@@ -598,6 +601,11 @@ func checkTrainMemory(c train.Config, limit byteSize, lower string) error {
 func probeWritable(dir string) error {
 	f, err := os.CreateTemp(dir, ".spider-write-test-*")
 	if err != nil {
+		// The probe's own name would only puzzle: why is what matters.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
 		return fmt.Errorf("cannot write there: %w", err)
 	}
 	name := f.Name()

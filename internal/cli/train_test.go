@@ -795,14 +795,14 @@ func TestTrainStopAbandonsAPhaseThatDoesNotNotice(t *testing.T) {
 // yet written into were left behind, empty, while a phase took its
 // seconds to notice the first.
 func TestTrainSecondSignalLeavesNoFolder(t *testing.T) {
-	release := make(chan struct{})
-	realRun, realAfter := trainRun, abandonAfter
+	entered, release := make(chan struct{}), make(chan struct{})
+	realRun := trainRun
 	trainRun = func(tr *train.Trainer, ctx context.Context, stop func(int, int64) bool, after func(train.Metrics) error) error {
-		<-release // a phase deaf to ctx
+		close(entered) // after the run read trainRun, which the cleanup sets back
+		<-release      // a phase deaf to ctx, for less than abandonAfter
 		return ctx.Err()
 	}
-	abandonAfter = time.Minute
-	t.Cleanup(func() { trainRun, abandonAfter = realRun, realAfter })
+	t.Cleanup(func() { trainRun = realRun })
 	base := t.TempDir()
 	out := filepath.Join(base, "a", "b")
 	sigs := make(chan os.Signal, 2)
@@ -813,15 +813,11 @@ func TestTrainSecondSignalLeavesNoFolder(t *testing.T) {
 	})
 	defer stop()
 	go runTrain(ctx, tinyTrain(out, 4), io.Discard, io.Discard)
-	for start := time.Now(); ; time.Sleep(time.Millisecond) {
-		if _, err := os.Stat(out); err == nil {
-			break
-		}
-		if time.Since(start) > 10*time.Second {
-			t.Fatal("the run made no --out folder")
-		}
+	select {
+	case <-entered: // the run waits in its phase
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run did not reach its phase")
 	}
-	time.Sleep(50 * time.Millisecond) // the run waits in its phase
 	sigs <- os.Interrupt
 	<-ctx.Done()
 	sigs <- os.Interrupt
@@ -834,7 +830,8 @@ func TestTrainSecondSignalLeavesNoFolder(t *testing.T) {
 		t.Fatal("the second signal did not exit")
 	}
 	// The exit keeps the hooks' lock, as the process ends: the run, let
-	// go, waits on it for ever, so it is not waited for here.
+	// go, waits on it for ever (after its last read of trainRun and
+	// abandonAfter), so it is not waited for here.
 	close(release)
 }
 
@@ -874,6 +871,34 @@ func TestTrainLocksItsFolder(t *testing.T) {
 	resumed.resume = true
 	if err := runTrain(context.Background(), resumed, io.Discard, io.Discard); err != nil {
 		t.Fatalf("resumed once the run had ended: %v", err)
+	}
+}
+
+// TestTrainRefusedForTheLockLeavesTheFolder: of two new runs on one
+// --out, the one that made the folder may lose the lock to the other,
+// which found it there; the loser removed the folder (empty, its own) as
+// it left, and the winner failed at its first save. The loser now leaves
+// it.
+func TestTrainRefusedForTheLockLeavesTheFolder(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "run")
+	var other func()
+	real := lockOut
+	lockOut = func(dir string) (func(), bool) {
+		other, _ = real(dir) // the other run, between this one's mkdir and its lock
+		_, held := real(dir)
+		return nil, held
+	}
+	t.Cleanup(func() { lockOut = real })
+	err := runTrain(context.Background(), tinyTrain(out, 1), io.Discard, io.Discard)
+	if _, ok := err.(usageError); !ok || !strings.Contains(err.Error(), "another spider train is running on this folder") {
+		t.Fatalf("the run refused for the lock: %v", err)
+	}
+	if other == nil {
+		t.Fatal("the other run took no lock (no flock on this system?)")
+	}
+	other()
+	if fi, err := os.Stat(out); err != nil || !fi.IsDir() {
+		t.Fatalf("the folder the other run holds is gone: %v", err)
 	}
 }
 

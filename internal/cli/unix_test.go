@@ -402,10 +402,22 @@ func TestResultsUpdateChecksItsFolder(t *testing.T) {
 		}
 		code, stderr = exit.ExitCode(), errb.String()
 	}
-	if want := "--update " + doc + ": its folder " + filepath.Join(dir, "ro") + ": cannot write there"; code != 2 || !strings.Contains(stderr, want) {
+	if want := "--update " + doc + ": its folder " + filepath.Join(dir, "ro") + ": cannot write there: permission denied\n"; code != 2 || !strings.HasSuffix(stderr, want) {
 		t.Fatalf("exit %d, stderr %q; want 2 and %q", code, stderr, want)
 	}
 	if got, err := os.ReadFile(doc); err != nil || !bytes.Equal(got, text) {
 		t.Fatalf("the file changed: %q, %v", got, err)
 	}
+}
+
+// TestLockFolderWithoutAccess: a folder that cannot be opened to lock
+// (one its user may write in but not list, or none at all) is used
+// without a lock rather than refused: the lock guards against a second
+// run, and must not stop the first.
+func TestLockFolderWithoutAccess(t *testing.T) {
+	unlock, held := lockFolder(filepath.Join(t.TempDir(), "missing"))
+	if held || unlock == nil {
+		t.Fatalf("lockFolder of a folder it cannot open: held %v, unlock %v; want free and an unlock to call", held, unlock != nil)
+	}
+	unlock()
 }
