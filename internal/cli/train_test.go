@@ -527,13 +527,18 @@ func TestTrainSchedulesFlags(t *testing.T) {
 	}
 }
 
+// oneStepRun is the command line of the least training run into out: an
+// iteration of one game's one step, a tiny network, no validation.
+func oneStepRun(out string) []string {
+	return []string{"train", "--out", out, "--iterations", "1", "--games", "1", "--rollout", "1", "--minibatch", "1", "--hidden", "8", "--val-every", "0"}
+}
+
 // TestTrainSummaryNamesOnlyWrittenFiles: a run in which no episode ended
 // draws no curve, and its summary does not name one.
 func TestTrainSummaryNamesOnlyWrittenFiles(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "r")
 	var stdout, stderr bytes.Buffer
-	args := []string{"train", "--out", out, "--iterations", "1", "--games", "1", "--rollout", "1", "--minibatch", "1", "--hidden", "8", "--val-every", "0"}
-	if code := Main(args, nil, &stdout, &stderr); code != 0 {
+	if code := Main(oneStepRun(out), nil, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d:\n%s", code, stderr.String())
 	}
 	if _, err := os.Stat(filepath.Join(out, "curve.png")); err == nil {
@@ -908,8 +913,7 @@ func TestTrainRefusedForTheLockLeavesTheFolder(t *testing.T) {
 func TestFileNamesAreWrittenEscaped(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "r\x1b[2J")
 	var stdout, stderr bytes.Buffer
-	args := []string{"train", "--out", dir, "--iterations", "1", "--games", "1", "--rollout", "1", "--minibatch", "1", "--hidden", "8", "--val-every", "0"}
-	if code := Main(args, nil, &stdout, &stderr); code != 0 {
+	if code := Main(oneStepRun(dir), nil, &stdout, &stderr); code != 0 {
 		t.Fatalf("train: exit %d:\n%s", code, stderr.String())
 	}
 	export := filepath.Join(dir, "policy\a.spider")
