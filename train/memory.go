@@ -42,7 +42,7 @@ func (c Config) BufferBytes() (int64, error) {
 	network := 4 * params * 4
 	rows := int64(min(c.Minibatch, c.Games*c.Rollout))
 	learner := rows*(GraphRowBytes(spec)) + params*GraphParamBytes
-	return rollout + acting + network + learner + BLASBytes(c), nil
+	return rollout + acting + network + learner + blasBytes(spec, rows, params), nil
 }
 
 // BLASBytes returns what a run of c's multiplies hold outside Go's heap
@@ -52,11 +52,16 @@ func (c Config) BufferBytes() (int64, error) {
 // bound. A command that limits Go's heap leaves this outside the limit.
 func BLASBytes(c Config) int64 {
 	spec, err := c.Spec()
-	if err != nil || nn.BLASCallBytes == 0 {
+	if err != nil {
 		return 0
 	}
-	rows := int64(min(c.Minibatch, c.Games*c.Rollout))
-	return min(int64(shards)*nn.BLASCallBytes, rows*GraphRowBytes(spec)+weightCount(spec)*4)
+	return blasBytes(spec, int64(min(c.Minibatch, c.Games*c.Rollout)), weightCount(spec))
+}
+
+// blasBytes is BLASBytes for a network of spec and params weights
+// learning from minibatches of rows.
+func blasBytes(spec nn.Spec, rows, params int64) int64 {
+	return min(int64(shards)*nn.BLASCallBytes, rows*GraphRowBytes(spec)+params*4)
 }
 
 // ValidationBytes returns the most memory a validation of c holds beside

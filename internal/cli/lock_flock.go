@@ -22,14 +22,9 @@ func lockFolder(dir string) (unlock func(), held bool) {
 	if err != nil {
 		return func() {}, false
 	}
-	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-	switch {
-	case err == nil:
-		return func() { f.Close() }, false
-	case errors.Is(err, syscall.EWOULDBLOCK):
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
-		return nil, true
+		return func() {}, errors.Is(err, syscall.EWOULDBLOCK)
 	}
-	f.Close()
-	return func() {}, false
+	return func() { f.Close() }, false
 }

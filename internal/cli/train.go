@@ -114,6 +114,7 @@ func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 		o.set["jsonl"] = fs.Changed("jsonl")
 		// Flags that would silently do nothing are refused.
 		imitates := o.cfg.CloneGames > 0 || o.cfg.DaggerRounds > 0
+		ignored := exportIgnores(fs)
 		switch {
 		case o.resume:
 			// A resumed run's settings come from its checkpoint.
@@ -125,8 +126,8 @@ func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 			return usageError{errors.New("--shaping-gamma needs --shaping progress")}
 		case fs.Changed("clone-unshaped-value") && (o.cfg.Game.Shaping == env.NoShaping || !imitates):
 			return usageError{errors.New("--clone-unshaped-value needs --shaping progress and a warm start (--clone-games) or DAgger rounds (--dagger-rounds)")}
-		case o.export != "" && len(exportIgnores(fs)) > 0:
-			return usageError{fmt.Errorf("--export writes a trained network and trains nothing: give only --out or --from with it, not %s", strings.Join(exportIgnores(fs), ", "))}
+		case o.export != "" && len(ignored) > 0:
+			return usageError{fmt.Errorf("--export writes a trained network and trains nothing: give only --out or --from with it, not %s", strings.Join(ignored, ", "))}
 		case (fs.Changed("column") || fs.Changed("pair")) && o.cfg.Arch != nn.Columns:
 			// 0, the default, passed the network's own check in silence.
 			return usageError{errors.New("--column and --pair size the columns network: they need --arch columns")}
