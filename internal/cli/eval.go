@@ -1064,7 +1064,7 @@ func writeEval(w io.Writer, rep evalReport, o evalOptions) error {
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "A\tB\tonly A won\tonly B won\twins p\tscore A-B\tscore p\truns A-B\truns p\t")
 	for _, c := range rep.Comparisons {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.3g\t%+.1f\t%.3g\t%+.2f\t%.3g\t\n", c.A, c.B, c.OnlyAWon, c.OnlyBWon, c.WinsP, c.ScoreDiff, c.ScoreP, c.RunsDiff, c.RunsP)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%+.1f\t%s\t%+.2f\t%s\t\n", c.A, c.B, c.OnlyAWon, c.OnlyBWon, stats.FormatP(c.WinsP, 3), c.ScoreDiff, stats.FormatP(c.ScoreP, 3), c.RunsDiff, stats.FormatP(c.RunsP, 3))
 	}
 	return tw.Flush()
 }

@@ -629,6 +629,16 @@ func csvFloat(v float64) string {
 	return strconv.FormatFloat(v, 'f', 4, 64)
 }
 
+// csvP is a p-value for a CSV cell: every digit it has, since four
+// decimals would write 2e-6 as 0.0000 (certainty); empty for NaN. A p
+// that underflows is 0 here, as in the JSON.
+func csvP(p float64) string {
+	if math.IsNaN(p) {
+		return ""
+	}
+	return strconv.FormatFloat(p, 'g', -1, 64)
+}
+
 // pairResult is one row of results --pair, for --json and --csv. Test is
 // "mcnemar" where each side played each deal once (AMore and BMore are
 // then the deals only A or only B won), "sign" where plays were pooled
@@ -661,7 +671,7 @@ func writePairs(w io.Writer, pairs []pairResult, out outputFlags) (bool, error) 
 		for _, r := range pairs {
 			cells = append(cells, []string{csvText(r.A), csvText(r.AFiles), csvText(r.B), csvText(r.BFiles), strconv.Itoa(r.Deals), strconv.Itoa(r.APlays), strconv.Itoa(r.BPlays),
 				strconv.Itoa(r.AWon), strconv.Itoa(r.BWon), strconv.Itoa(r.AMore), strconv.Itoa(r.BMore), r.Test,
-				csvFloat(float64(r.WinsP)), csvFloat(r.ScoreDiff), csvFloat(float64(r.ScoreP)), csvFloat(r.RunsDiff), csvFloat(float64(r.RunsP))})
+				csvP(float64(r.WinsP)), csvFloat(r.ScoreDiff), csvP(float64(r.ScoreP)), csvFloat(r.RunsDiff), csvP(float64(r.RunsP))})
 		}
 		return cells
 	})
@@ -903,8 +913,8 @@ func pairTable(pairs []pairResult, single bool) string {
 		if !single {
 			fmt.Fprintf(&out, " %d | %d |", r.APlays, r.BPlays)
 		}
-		fmt.Fprintf(&out, " %d | %d | %d | %d | %.2g | %+.1f (%.2g) | %+.2f (%.2g) |\n",
-			r.AWon, r.BWon, r.AMore, r.BMore, float64(r.WinsP), r.ScoreDiff, float64(r.ScoreP), r.RunsDiff, float64(r.RunsP))
+		fmt.Fprintf(&out, " %d | %d | %d | %d | %s | %+.1f (%s) | %+.2f (%s) |\n",
+			r.AWon, r.BWon, r.AMore, r.BMore, stats.FormatP(float64(r.WinsP), 2), r.ScoreDiff, stats.FormatP(float64(r.ScoreP), 2), r.RunsDiff, stats.FormatP(float64(r.RunsP), 2))
 	}
 	return out.String()
 }

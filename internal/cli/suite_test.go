@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -431,6 +432,68 @@ func TestResultsPair(t *testing.T) {
 		} else if !f.Game && code != 0 {
 			t.Errorf("%s at %s: exit %d, %q; want the pair", f.Key, f.Example, code, errs)
 		}
+	}
+}
+
+// TestResultsPairTinyP pairs reports whose p-values are too small to
+// round: a p that underflows must not print as 0 (certainty), and the
+// CSV must not round 2e-6 to four decimals of zeros.
+func TestResultsPairTinyP(t *testing.T) {
+	dir := t.TempDir()
+	// shifted writes eval's report of seeds with every game's score raised
+	// by shift.
+	shifted := func(name, seeds string, shift float64) string {
+		t.Helper()
+		code, out, errs := runMain("eval", "--json", "--per-game", "--policies", "first", "--max-steps", "3", "--seeds", seeds)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", name, code, errs)
+		}
+		var rep map[string]any
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range rep["games"].([]any) {
+			g.(map[string]any)["score"] = g.(map[string]any)["score"].(float64) + shift
+		}
+		b, err := json.Marshal(rep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	// 1,100 deals a point apart: the sign test's p is 2^-1099, below what
+	// a float64 holds.
+	a, b := shifted("a.json", "1-1100", 0), shifted("b.json", "1-1100", 1)
+	code, out, errs := runMain("results", "--pair", a, b)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(out, "| -1.0 (< 1e-300) | +0.00 (1) |") {
+		t.Errorf("an underflowed p is not shown as such:\n%s", out)
+	}
+	// 20 deals: 2^-19, about 1.9e-6.
+	c := shifted("c.json", "1-20", 1)
+	code, out, errs = runMain("results", "--pair", "--csv", a, c)
+	if code != 0 {
+		t.Fatalf("--csv: exit %d: %s", code, errs)
+	}
+	rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	if err != nil || len(rows) != 2 {
+		t.Fatalf("csv %q: %v", out, err)
+	}
+	col := map[string]string{}
+	for i, h := range rows[0] {
+		col[h] = rows[1][i]
+	}
+	if p, err := strconv.ParseFloat(col["score_p"], 64); err != nil || math.Abs(p-math.Exp2(-19)) > 1e-15 {
+		t.Errorf("score_p %q (%v); want 2^-19", col["score_p"], err)
+	}
+	if col["runs_p"] != "1" {
+		t.Errorf("runs_p %q; want 1", col["runs_p"])
 	}
 }
 

@@ -2,6 +2,7 @@ package stats
 
 import (
 	"math"
+	"strconv"
 
 	"gonum.org/v1/gonum/stat/distuv"
 )
@@ -94,4 +95,20 @@ func PairedT(xs, ys []float64) (diff, p float64) {
 	t := diff / (sd / math.Sqrt(float64(n)))
 	dist := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(n - 1)}
 	return diff, 2 * dist.CDF(-math.Abs(t))
+}
+
+// Tiny is the least p-value FormatP prints as a number. A p-value below
+// it is smaller than a float64 holds faithfully, and one that underflows
+// is 0: a paired t of 100 over 999 pairs has p near 1e-540, which the
+// tests here return as 0.
+const Tiny = 1e-300
+
+// FormatP returns p with digits significant digits for a table, or
+// "< 1e-300" for a p below Tiny, so that a p too small to hold never
+// reads as 0 (certainty).
+func FormatP(p float64, digits int) string {
+	if p < Tiny {
+		return "< 1e-300"
+	}
+	return strconv.FormatFloat(p, 'g', digits, 64)
 }

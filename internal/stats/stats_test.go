@@ -81,3 +81,35 @@ func TestPairedT(t *testing.T) {
 		t.Errorf("one pair: diff %v, p %v; want 4 and 1", d, p)
 	}
 }
+
+// TestFormatP checks that a p too small for a float64 never prints as 0,
+// and that a paired test that far out does underflow (so the case is real).
+func TestFormatP(t *testing.T) {
+	for _, tc := range []struct {
+		p      float64
+		digits int
+		want   string
+	}{
+		{0, 3, "< 1e-300"},
+		{1e-301, 2, "< 1e-300"},
+		{1e-300, 2, "1e-300"},
+		{2.5e-7, 2, "2.5e-07"},
+		{0.0123456, 3, "0.0123"},
+		{1, 2, "1"},
+	} {
+		if got := FormatP(tc.p, tc.digits); got != tc.want {
+			t.Errorf("FormatP(%g, %d) = %q; want %q", tc.p, tc.digits, got, tc.want)
+		}
+	}
+	// Search's score against random's over 1,000 deals: t near 100.
+	xs, ys := make([]float64, 1000), make([]float64, 1000)
+	for i := range xs {
+		xs[i] = 1000 + float64(i%21)
+	}
+	if _, p := PairedT(xs, ys); p != 0 {
+		t.Fatalf("p = %g; the case this guards against no longer underflows", p)
+	}
+	if _, p := PairedT(xs, ys); FormatP(p, 3) != "< 1e-300" {
+		t.Errorf("an underflowed p printed %q", FormatP(p, 3))
+	}
+}
