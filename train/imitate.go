@@ -34,10 +34,16 @@ type labelled struct {
 const daggerMoves = 500
 
 // sample is one row of imitation data, replayed from a labelled game.
+// Its value target is ret plus, for a game cut before its end (with
+// CloneBootstrap), tail times the value of the position it was cut at,
+// cuts[cut] of samples' answer: tail is Gamma^k, k moves from this
+// position to the cut, and 0 for a game that ended.
 type sample struct {
-	s   env.State
-	a   env.Action
-	ret float32
+	s    env.State
+	a    env.Action
+	ret  float32
+	tail float32
+	cut  int32
 }
 
 // collect runs play(k) for k in [0, n) on one goroutine per core and
@@ -177,27 +183,41 @@ func equivalents(dst []env.Action, s *env.State, a env.Action) []env.Action {
 
 // samples replays games into rows: each position with its label and the
 // discounted return of the score changes that followed it in the game.
-func (t *Trainer) samples(games []labelled) ([]sample, error) {
+// With CloneBootstrap it also returns the positions the games that did not
+// end were cut at, whose values end those games' returns (sample's tail).
+func (t *Trainer) samples(games []labelled) ([]sample, []env.State, error) {
 	c := t.Config
 	n := 0
 	for _, g := range games {
 		n += len(g.Played)
 	}
 	out := make([]sample, 0, n)
+	var cuts []env.State
 	for _, g := range games {
 		if len(g.Labels) != len(g.Played) {
-			return nil, fmt.Errorf("train: imitation game %d has %d labels for %d moves", g.Seed, len(g.Labels), len(g.Played))
+			return nil, nil, fmt.Errorf("train: imitation game %d has %d labels for %d moves", g.Seed, len(g.Labels), len(g.Played))
 		}
 		first := len(out)
 		s := env.NewGame(t.rules, g.Seed)
 		for i, a := range g.Played {
 			out = append(out, sample{s: s, a: g.Labels[i]})
 			if !s.Legal(g.Labels[i]) {
-				return nil, fmt.Errorf("train: imitation game %d: label %d of move %d is illegal", g.Seed, g.Labels[i], i)
+				return nil, nil, fmt.Errorf("train: imitation game %d: label %d of move %d is illegal", g.Seed, g.Labels[i], i)
 			}
 			if _, err := s.Step(a); err != nil {
-				return nil, fmt.Errorf("train: imitation game %d, move %d: %v", g.Seed, i, err)
+				return nil, nil, fmt.Errorf("train: imitation game %d, move %d: %v", g.Seed, i, err)
 			}
+		}
+		// A game the rules did not end goes on past its last move, as PPO
+		// takes a game the step limit cuts: its return continues with the
+		// value of the position it stopped at.
+		if c.CloneBootstrap && !s.Terminated() && len(out) > first {
+			tail := float32(1)
+			for i := len(out) - 1; i >= first; i-- {
+				tail *= float32(c.Gamma)
+				out[i].tail, out[i].cut = tail, int32(len(cuts))
+			}
+			cuts = append(cuts, s)
 		}
 		// Each move's reward is the score change it made (up to the next
 		// position's score, and the game's last score after the last
@@ -219,7 +239,30 @@ func (t *Trainer) samples(games []labelled) ([]sample, error) {
 			next, nextPhi = out[i].s.Score(), phi
 		}
 	}
-	return out, nil
+	return out, cuts, nil
+}
+
+// target is the row's value target, cutV holding the values of the
+// positions samples' games were cut at.
+func (d *sample) target(cutV []float32) float32 {
+	if d.tail == 0 {
+		return d.ret
+	}
+	return d.ret + d.tail*cutV[d.cut]
+}
+
+// stateValues writes into dst the network's values of states, in batches
+// of the rows PPO's buffers hold.
+func (t *Trainer) stateValues(dst []float32, states []env.State) {
+	D, rows := t.Net.Spec.ObsLen, t.sc.Rows
+	for lo := 0; lo < len(states); lo += rows {
+		k := min(rows, len(states)-lo)
+		for i := range k {
+			states[lo+i].ObserveFloat32(t.finalX[i*D : (i+1)*D])
+		}
+		t.Net.Forward(t.finalL, t.finalV, t.finalX, k, t.sc)
+		copy(dst[lo:lo+k], t.finalV[:k])
+	}
 }
 
 // imitate trains the network on all the imitation data so far: CloneEpochs
@@ -227,10 +270,11 @@ func (t *Trainer) samples(games []labelled) ([]sample, error) {
 // and the value head towards the returns.
 func (t *Trainer) imitate(ctx context.Context, m *Metrics) error {
 	c := t.Config
-	data, err := t.samples(t.imitation)
+	data, cuts, err := t.samples(t.imitation)
 	if err != nil {
 		return err
 	}
+	cutV := make([]float32, len(cuts))
 	m.Labels = len(data)
 	if len(data) == 0 {
 		return nil
@@ -246,7 +290,8 @@ func (t *Trainer) imitate(ctx context.Context, m *Metrics) error {
 	obs, mask := make([]float32, D), make([]uint8, A)
 	var same []env.Action
 	start := time.Now()
-	sum, updates, err := t.epochs(ctx, l, len(data), rows, c.CloneEpochs, passOptions{decay: c.CloneDecay, average: c.CloneAverage, progress: t.progress("learn", passUpdates(len(data), rows, c.CloneEpochs))}, func(r, idx int) {
+	sum, updates, err := t.epochs(ctx, l, len(data), rows, c.CloneEpochs, passOptions{decay: c.CloneDecay, average: c.CloneAverage, progress: t.progress("learn", passUpdates(len(data), rows, c.CloneEpochs)),
+		beforePass: func() { t.stateValues(cutV, cuts) }}, func(r, idx int) {
 		d := &data[idx]
 		d.s.ObserveFloat32(obs)
 		d.s.Mask(mask)
@@ -257,7 +302,7 @@ func (t *Trainer) imitate(ctx context.Context, m *Metrics) error {
 				l.onehot[r*A+int(a)] = 1
 			}
 		}
-		l.ret[r] = d.ret
+		l.ret[r] = d.target(cutV)
 	})
 	if err != nil {
 		return err

@@ -160,8 +160,9 @@ const GraphParamBytes = 4 * 4
 // ImitationBound returns the most memory the imitation data of a run of c
 // can take, at SampleBytes a position: every warm-start game at the step
 // limit, and every DAgger game at its cap (daggerMoves), since the last
-// round learns from all of it at once. Games that end sooner (wins,
-// CloneTrim, CloneIdle) take less. It is 0 without imitation, and for a
+// round learns from all of it at once, and a position more a game, where
+// it was cut (CloneBootstrap). Games that end sooner (wins, CloneTrim,
+// CloneIdle) take less. It is 0 without imitation, and for a
 // configuration Validate refuses.
 func (c Config) ImitationBound() int64 {
 	r, err := c.Rules()
@@ -174,8 +175,12 @@ func (c Config) ImitationBound() int64 {
 	} else {
 		dagger = min(dagger, clone)
 	}
+	games := int64(c.CloneGames) + int64(c.DaggerRounds)*int64(c.DaggerGames)
 	moves := int64(c.CloneGames)*clone + int64(c.DaggerRounds)*int64(c.DaggerGames)*dagger
-	return moves * SampleBytes
+	if moves == 0 {
+		return 0
+	}
+	return (moves + games) * SampleBytes
 }
 
 // SampleBytes is what a position of imitation data takes once a phase
@@ -184,13 +189,16 @@ const SampleBytes = int64(unsafe.Sizeof(sample{}))
 
 // ImitationBytes returns the memory the imitation data a resumed run holds
 // (DAgger rounds remain) takes once a phase learns from it: a position, its
-// label and its return for each move, about 1.2 KB each. A checkpoint's few
+// label and its return for each move, about 1.2 KB each, and a position for
+// each game with moves, where it may have been cut. A checkpoint's few
 // bytes a move can claim gigabytes here, so a command checks it against the
 // memory there is before the run goes on.
 func (t *Trainer) ImitationBytes() int64 {
 	moves := int64(0)
 	for _, g := range t.imitation {
-		moves += int64(len(g.Played))
+		if len(g.Played) > 0 {
+			moves += int64(len(g.Played)) + 1
+		}
 	}
 	return moves * SampleBytes
 }

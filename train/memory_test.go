@@ -111,11 +111,11 @@ func TestSaveBytes(t *testing.T) {
 func TestImitationBound(t *testing.T) {
 	c := tinyConfig()
 	c.Game.MaxSteps, c.CloneGames, c.DaggerRounds, c.DaggerGames = 40, 10, 2, 3
-	if got, want := c.ImitationBound(), int64(10*40+2*3*40)*SampleBytes; got != want {
+	if got, want := c.ImitationBound(), int64(10*40+2*3*40+10+2*3)*SampleBytes; got != want {
 		t.Errorf("bound %d, want %d (games at 40 steps)", got, want)
 	}
 	c.Game.MaxSteps = 5000
-	if got, want := c.ImitationBound(), int64(10*5000+2*3*daggerMoves)*SampleBytes; got != want {
+	if got, want := c.ImitationBound(), int64(10*5000+2*3*daggerMoves+10+2*3)*SampleBytes; got != want {
 		t.Errorf("bound %d, want %d (DAgger games capped at %d moves)", got, want, daggerMoves)
 	}
 	c = tinyConfig()

@@ -373,6 +373,25 @@ func TestEpochsStopAtTheKLBound(t *testing.T) {
 	}
 }
 
+// TestEpochsBeforePass: the hook runs once before each pass, so an
+// imitation phase bootstraps each pass from the network as it stands.
+func TestEpochsBeforePass(t *testing.T) {
+	tr := ppoOnly(t)
+	l := tinyLearner(t, 4)
+	fills := 0
+	var at []int
+	_, _, err := tr.epochs(context.Background(), l, 16, 4, 3, passOptions{beforePass: func() { at = append(at, fills) }}, func(r, idx int) {
+		fills++
+		l.setRow(r, []float32{0, 1}, []uint8{1, 1}, 0)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(at, []int{0, 16, 32}) {
+		t.Fatalf("the hook ran after %v rows; want before each pass of 16", at)
+	}
+}
+
 // TestEpochsShuffleEveryPass: each pass visits every row once, in an
 // order of its own.
 func TestEpochsShuffleEveryPass(t *testing.T) {

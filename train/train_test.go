@@ -585,7 +585,9 @@ func TestDaggerRoundsResumeExactly(t *testing.T) {
 	// What the command checks against the memory there is: a sample a move.
 	moves := 0
 	for _, g := range resumed.imitation {
-		moves += len(g.Played)
+		if len(g.Played) > 0 {
+			moves += len(g.Played) + 1 // and where it may have been cut
+		}
 	}
 	if got, want := resumed.ImitationBytes(), int64(moves)*int64(unsafe.Sizeof(sample{})); moves == 0 || got != want || got < int64(moves)*1000 {
 		t.Fatalf("ImitationBytes %d for %d moves, want %d", got, moves, want)
@@ -951,7 +953,7 @@ func TestImitationReturnsAreTheEnvironments(t *testing.T) {
 		teach, _ := agents.New("greedy")
 		const seed = 5
 		g := tr.teacherGame(context.Background(), seed, teach())
-		rows, err := tr.samples([]labelled{g})
+		rows, _, err := tr.samples([]labelled{g})
 		tr.Close()
 		if err != nil {
 			t.Fatal(err)
@@ -989,6 +991,87 @@ func TestImitationReturnsAreTheEnvironments(t *testing.T) {
 		if shaped != (shaping == env.Progress && !tc.unshaped) {
 			t.Fatalf("%v (unshaped value %v): fractional rewards %v", shaping, tc.unshaped, shaped)
 		}
+	}
+}
+
+// TestImitationBootstrapsCutGames checks the value targets of imitated
+// games that did not end against PPO's: a game the step limit cuts ends
+// its return with the discounted value of the position it was cut at, a
+// game the rules end with nothing, and without CloneBootstrap every game
+// as if it had ended.
+func TestImitationBootstrapsCutGames(t *testing.T) {
+	for _, bootstrap := range []bool{true, false} {
+		c := tinyConfig() // a step limit of 60 cuts greedy's games
+		c.Gamma, c.CloneBootstrap = 0.9, bootstrap
+		tr, err := New(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		teach, _ := agents.New("greedy")
+		cut := tr.teacherGame(context.Background(), 5, teach())
+		// The same deal under a step limit greedy's game does not reach:
+		// it ends won or lost.
+		long := c
+		long.Game.MaxSteps = 2000
+		tl, err := New(long)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ended := tl.teacherGame(context.Background(), 5, teach())
+		rows, cuts, err := tr.samples([]labelled{cut})
+		if err != nil {
+			t.Fatal(err)
+		}
+		endedRows, endedCuts, err := tl.samples([]labelled{ended})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := env.NewGame(tr.rules, 5)
+		for _, a := range cut.Played {
+			s.Step(a)
+		}
+		e := env.NewGame(tl.rules, 5)
+		for _, a := range ended.Played {
+			e.Step(a)
+		}
+		if !s.Truncated() || s.Terminated() || !e.Terminated() || len(cut.Played) != 60 {
+			t.Fatalf("the games did not end as the test needs: cut %v/%v after %d moves, ended %v", s.Truncated(), s.Terminated(), len(cut.Played), e.Terminated())
+		}
+		if len(endedCuts) != 0 || slices.ContainsFunc(endedRows, func(d sample) bool { return d.tail != 0 }) {
+			t.Errorf("bootstrap %v: a game the rules ended has a cut (%d) or a tail", bootstrap, len(endedCuts))
+		}
+		if !bootstrap {
+			if len(cuts) != 0 || slices.ContainsFunc(rows, func(d sample) bool { return d.tail != 0 }) {
+				t.Errorf("without CloneBootstrap: %d cuts", len(cuts))
+			}
+			tr.Close()
+			tl.Close()
+			continue
+		}
+		if len(cuts) != 1 || cuts[0] != s {
+			t.Fatalf("cuts %d; want the one position the game was cut at", len(cuts))
+		}
+		// The value PPO would bootstrap with, computed here from the
+		// observation directly.
+		D := tr.Net.Spec.ObsLen
+		x, logits, v := make([]float32, D), make([]float32, env.NumActions), make([]float32, 1)
+		s.ObserveFloat32(x)
+		tr.Net.Forward(logits, v, x, 1, tr.Net.NewScratch(1))
+		cutV := []float32{0}
+		tr.stateValues(cutV, cuts)
+		if cutV[0] != v[0] || v[0] == 0 {
+			t.Fatalf("stateValues %v, the network's value %v", cutV[0], v[0])
+		}
+		tail := 1.0
+		for i := len(rows) - 1; i >= 0; i-- {
+			tail *= c.Gamma
+			want := float64(rows[i].ret) + tail*float64(v[0])
+			if got := float64(rows[i].target(cutV)); math.Abs(got-want) > 1e-5 {
+				t.Fatalf("position %d: target %v, want the return %v plus %v of the cut's value %v", i, got, rows[i].ret, tail, v[0])
+			}
+		}
+		tr.Close()
+		tl.Close()
 	}
 }
 

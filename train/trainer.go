@@ -265,6 +265,9 @@ func (t *Trainer) epochs(ctx context.Context, l *learner, n, rows, passes int, o
 		o.progress(0)
 	}
 	for pass := range passes {
+		if o.beforePass != nil {
+			o.beforePass()
+		}
 		for i := len(order) - 1; i > 0; i-- {
 			j := t.g.IntN(i + 1)
 			order[i], order[j] = order[j], order[i]
@@ -323,6 +326,7 @@ type passOptions struct {
 	decay, average bool
 	maxKL          float64
 	progress       func(done int) // hears of each update, if set
+	beforePass     func()         // runs before each pass, if set
 }
 
 // weightMean is the running mean of sets of weights, in float64 so that

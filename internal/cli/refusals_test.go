@@ -777,6 +777,7 @@ func TestTimeAndBudgetFlagsNeedWhatReadsThem(t *testing.T) {
 		// The warm start's flags with no warm start were taken too.
 		{[]string{"train", "--out", "never-made", "--iterations", "1", "--clone-lr", "0.01"}, "spider train: --clone-lr sets how a warm start (--clone-games) or DAgger rounds (--dagger-rounds) learn, and this run has neither"},
 		{[]string{"train", "--out", "never-made", "--iterations", "1", "--clone-trim"}, "spider train: --clone-trim sets how"},
+		{[]string{"train", "--out", "never-made", "--iterations", "1", "--clone-bootstrap=false"}, "spider train: --clone-bootstrap sets how"},
 		{[]string{"train", "--out", "never-made", "--iterations", "1", "--dagger-rounds", "1", "--clone-won-only"}, "spider train: --clone-won-only picks the warm start's games: it needs --clone-games"},
 		// The remote agents' flags with no remote agent were taken too.
 		{[]string{"eval", "--games", "1", "--policies", "random", "--remote-batch", "100"}, "spider eval: --remote-batch: no policy listed reads it (remote:ADDRESS policies do)"},

@@ -81,6 +81,7 @@ func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 	fs.BoolVar(&c.CloneDecay, "clone-decay", c.CloneDecay, "warm start and DAgger: lower the learning rate linearly to zero over the passes")
 	fs.BoolVar(&c.CloneAverage, "clone-average", c.CloneAverage, "warm start and DAgger: end with the mean of the weights over the last pass's updates (Polyak averaging)")
 	fs.BoolVar(&c.CloneUnshapedValue, "clone-unshaped-value", c.CloneUnshapedValue, "warm start and DAgger: fit the value head to the score's changes alone, not the shaped returns PPO will see (with --shaping)")
+	fs.BoolVar(&c.CloneBootstrap, "clone-bootstrap", c.CloneBootstrap, "warm start and DAgger: end the value targets of a game cut before its end (step limit, --clone-idle, --clone-trim, DAgger's 500-move cap) with the network's value of where it was cut, as PPO does at the step limit; =false ends them with 0, as runs before 2026-12-07 did")
 	fs.BoolVar(&c.CloneTrim, "clone-trim", c.CloneTrim, "warm start and DAgger: imitate each game only up to its last move that turned a card, completed a run or dealt (a lost game then wanders to the step limit)")
 	fs.IntVar(&c.CloneIdle, "clone-idle", c.CloneIdle, "warm start and DAgger: end each labelled game after this many moves in a row that turn no card, complete no run and deal nothing (0: play it out); saves labelling with --clone-trim")
 	fs.BoolVar(&c.CloneWonOnly, "clone-won-only", c.CloneWonOnly, "warm start: imitate only the games the teacher won (a lost game is mostly moves at the step limit)")
@@ -135,7 +136,7 @@ func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 			return usageError{errors.New("--clone-won-only picks the warm start's games: it needs --clone-games")}
 		}
 		if !o.resume && !imitates {
-			for _, name := range []string{"clone-epochs", "clone-lr", "clone-sets", "clone-decay", "clone-average", "clone-trim", "clone-idle"} {
+			for _, name := range []string{"clone-epochs", "clone-lr", "clone-sets", "clone-decay", "clone-average", "clone-trim", "clone-idle", "clone-bootstrap"} {
 				if fs.Changed(name) {
 					return usageError{fmt.Errorf("--%s sets how a warm start (--clone-games) or DAgger rounds (--dagger-rounds) learn, and this run has neither", name)}
 				}
@@ -237,7 +238,7 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 		// The imitation data is not in --max-memory's count (its phases
 		// come before the limit is set), but it must fit the machine: the
 		// last phase learns from all of it at once.
-		if err := checkAvailable(c.ImitationBound(), fmt.Sprintf("the imitation data of %d warm-start games and %d DAgger rounds of %d games (at most a position a move, %s each)",
+		if err := checkAvailable(c.ImitationBound(), fmt.Sprintf("the imitation data of %d warm-start games and %d DAgger rounds of %d games (at most a position a move and one a game, %s each)",
 			c.CloneGames, c.DaggerRounds, c.DaggerGames, bytesize.Format(train.SampleBytes)), "lower --clone-games, --dagger-rounds, --dagger-games or --max-steps"); err != nil {
 			return err
 		}
@@ -745,6 +746,7 @@ var trainingFlags = []struct {
 	{"clone-decay", func(c train.Config) any { return c.CloneDecay }},
 	{"clone-average", func(c train.Config) any { return c.CloneAverage }},
 	{"clone-unshaped-value", func(c train.Config) any { return c.CloneUnshapedValue }},
+	{"clone-bootstrap", func(c train.Config) any { return c.CloneBootstrap }},
 	{"clone-trim", func(c train.Config) any { return c.CloneTrim }},
 	{"clone-idle", func(c train.Config) any { return c.CloneIdle }},
 	{"clone-won-only", func(c train.Config) any { return c.CloneWonOnly }},
