@@ -2,6 +2,7 @@ package stats
 
 import (
 	"math"
+	"slices"
 	"strconv"
 
 	"gonum.org/v1/gonum/stat/distuv"
@@ -105,10 +106,18 @@ const Tiny = 1e-300
 
 // FormatP returns p with digits significant digits for a table, or
 // "< 1e-300" for a p below Tiny, so that a p too small to hold never
-// reads as 0 (certainty).
+// reads as 0 (certainty). A p just below a level tests are read at (0.05,
+// 0.01, 0.001) gets the digits that keep it below: 0.0496 is not "0.05".
 func FormatP(p float64, digits int) string {
 	if p < Tiny {
 		return "< 1e-300"
 	}
-	return strconv.FormatFloat(p, 'g', digits, 64)
+	for {
+		s := strconv.FormatFloat(p, 'g', digits, 64)
+		v, _ := strconv.ParseFloat(s, 64)
+		if digits >= 17 || !slices.ContainsFunc([]float64{0.05, 0.01, 0.001}, func(level float64) bool { return p < level && v >= level }) {
+			return s
+		}
+		digits++
+	}
 }
