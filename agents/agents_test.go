@@ -634,7 +634,7 @@ func TestNeuralCheckpointAsPolicy(t *testing.T) {
 		t.Fatal("the network played no move")
 	}
 	_, err = Evaluate(context.Background(), env.MustRules(env.Options{Suits: 2}), []string{"nn:" + path}, []uint64{1}, 1, Options{}, nil)
-	if err == nil || !strings.Contains(err.Error(), "2 suits, the network's 1") {
+	if err == nil || !strings.Contains(err.Error(), "a 2-suit game, the network's 1-suit") {
 		t.Fatalf("a 2-suit evaluation of a 1-suit network gave %v", err)
 	}
 }

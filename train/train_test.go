@@ -225,7 +225,7 @@ func TestCheckpointRoundTripAndRefusals(t *testing.T) {
 			t.Errorf("resuming with other options: %v; want it to say %q", err, want)
 		}
 	}
-	if err := net.Spec.Check(env.MustRules(env.Options{Suits: 4})); err == nil || !strings.Contains(err.Error(), "4 suits, the network's 1") {
+	if err := net.Spec.Check(env.MustRules(env.Options{Suits: 4})); err == nil || !strings.Contains(err.Error(), "a 4-suit game, the network's 1-suit") {
 		t.Fatalf("a 4-suit game against a 1-suit network gave %v", err)
 	}
 	if err := net.Spec.Check(env.MustRules(env.Options{Suits: 1})); err != nil {

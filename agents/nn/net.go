@@ -66,7 +66,7 @@ func (s Spec) Check(r env.Rules) error {
 			diffs = append(diffs, fmt.Sprintf("rule set %s, the network's is %s", r.RuleSet(), mine.RuleSet()))
 		}
 		if r.Suits() != mine.Suits() {
-			diffs = append(diffs, fmt.Sprintf("%d suits, the network's %d", r.Suits(), mine.Suits()))
+			diffs = append(diffs, fmt.Sprintf("a %d-suit game, the network's %d-suit", r.Suits(), mine.Suits()))
 		}
 		if err := r.Reframes(mine); err != nil && len(diffs) == 0 {
 			diffs = append(diffs, err.Error()) // an option named above in no other way

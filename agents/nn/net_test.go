@@ -265,7 +265,7 @@ func TestSpecFollowsTheGame(t *testing.T) {
 		t.Fatalf("a game with other slots and step limit: %v", err)
 	}
 	err := spec.Check(env.MustRules(env.Options{Suits: 4}))
-	if want := "the game does not match the network: rule set classic, the network's is cardems; 4 suits, the network's 2"; err == nil || err.Error() != want {
+	if want := "the game does not match the network: rule set classic, the network's is cardems; a 4-suit game, the network's 2-suit"; err == nil || err.Error() != want {
 		t.Fatalf("a classic 4-suit game: %v; want %q", err, want)
 	}
 	spec.Game.Encoding = env.Compact

@@ -99,7 +99,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	signal.Notify(sigs, stopSignals()...)
 	defer signal.Stop(sigs)
 	ctx, stop := interruptible(context.Background(), "spider "+args[0], sigs, repeatedSignal, stderr, os.Exit)
 	defer stop()
@@ -115,6 +115,19 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// stopSignals are the signals that stop a command's work cleanly, as
+// Ctrl-C does: SIGINT, SIGTERM and SIGHUP, which a closed terminal sends
+// (play then saves its game, where the default action killed it unsaved),
+// unless SIGHUP was ignored when the program started, as under nohup,
+// which must keep the work going.
+func stopSignals() []os.Signal {
+	sigs := []os.Signal{syscall.SIGINT, syscall.SIGTERM}
+	if !signal.Ignored(syscall.SIGHUP) {
+		sigs = append(sigs, syscall.SIGHUP)
+	}
+	return sigs
 }
 
 // repeatedSignal is how soon after the first a signal counts as the same
@@ -336,8 +349,10 @@ func commandUsage(w io.Writer, name string, cmd command, fs *pflag.FlagSet) {
 
 // helpStatus is the exit code of help written through out: 0, or 1 with
 // the error said on stderr as name's. The help is written in many small
-// writes, and one that failed (a full disk, a closed pipe) exited 0 with
-// nothing said, where every other output's failure exits 1.
+// writes, and one that failed (a full disk) exited 0 with nothing said,
+// where every other output's failure exits 1. (A closed pipe on stdout
+// ends the process with SIGPIPE first, exit 141, as it ends any program
+// writing there.)
 func helpStatus(out *stickyWriter, stderr io.Writer, name string) int {
 	if out.err == nil {
 		return 0

@@ -132,7 +132,8 @@ func TestFileErrorsExitTwo(t *testing.T) {
 		{[]string{"train", "--resume", "--out", resume, "--iterations", "1"}, filepath.Join(resume, "checkpoint.spider")},
 		{[]string{"eval", "--policies", "nn:" + missing, "--games", "1"}, missing},
 		{[]string{"eval", "--policies", "nn:" + junk, "--games", "1"}, junk},
-		{[]string{"play", "--hint", "nn:" + junk}, junk},
+		{[]string{"play", "--hint", "nn:" + junk}, "--hint nn:" + junk + ": "},
+		{[]string{"play", "--hint", "nn:" + missing}, "--hint nn:" + missing + ": "},
 		{[]string{"serve", "--hint", "nn:" + missing, "--unix", filepath.Join(dir, "s.sock")}, missing},
 		// Where a command writes is checked before it reads: a folder that
 		// is not there, or a folder given for a file.

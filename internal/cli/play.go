@@ -18,6 +18,7 @@ import (
 
 	"github.com/spiderenv/spider/agents"
 	"github.com/spiderenv/spider/env"
+	"github.com/spiderenv/spider/internal/printable"
 	"github.com/spiderenv/spider/record"
 )
 
@@ -96,7 +97,8 @@ func notRecord(path string) string {
 }
 
 // checkFilePath reports whether a file can be written at path: it is
-// not a folder, and its folder exists and takes new files. example is a
+// not a folder, and its folder exists and takes new files, and what is
+// there is not another user's in a sticky folder. example is a
 // file name to suggest when path is a folder.
 func checkFilePath(path, example string) error {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
@@ -122,6 +124,9 @@ func checkFilePath(path, example string) error {
 		return fmt.Errorf("%s is not a folder", dir)
 	case err != nil:
 		return fmt.Errorf("its folder %s does not exist", dir)
+	}
+	if why := stickyRefusal(dir, path); why != "" {
+		return errors.New(why)
 	}
 	return probeWritable(dir)
 }
@@ -358,8 +363,9 @@ func runPlay(ctx context.Context, o playOptions, stdin io.Reader, stdout io.Writ
 		case "n", "new":
 			if err := save(); err != nil {
 				// The new deal is still dealt: the player sees why the
-				// last game was not kept.
-				fmt.Fprintln(stdout, err)
+				// last game was not kept. The error names the file, whose
+				// escapes must not reach the terminal.
+				fmt.Fprintln(stdout, printable.Escape(err.Error()))
 				if lost == nil {
 					lost = err
 				}
@@ -406,7 +412,7 @@ func runPlay(ctx context.Context, o playOptions, stdin io.Reader, stdout io.Writ
 			fmt.Fprintln(stdout, gameOver)
 			continue
 		}
-		a, err := resolve(line, e.Mask())
+		a, err := resolve(in.text, e.Mask())
 		if err != nil {
 			fmt.Fprintln(stdout, err)
 			continue
@@ -491,15 +497,17 @@ func readLine(br *bufio.Reader) inputLine {
 	}
 }
 
-// resolve reads a move: full notation, or "S>D" when one count fits.
-func resolve(line string, mask []uint8) (env.Action, error) {
+// resolve reads a move as typed, in any case: full notation, or "S>D"
+// when one count fits. Its errors quote what was typed.
+func resolve(typed string, mask []uint8) (env.Action, error) {
+	line := strings.ToLower(strings.TrimSpace(typed))
 	a, err := env.ParseAction(line)
 	if err == nil {
 		return a, nil
 	}
 	src, dst, ok := strings.Cut(line, ">")
 	if !ok {
-		return 0, fmt.Errorf("%q is not a command or a move (type ? for help)", line)
+		return 0, fmt.Errorf("%q is not a command or a move (type ? for help)", typed)
 	}
 	if strings.Contains(dst, "x") {
 		// A count was typed, so this is the full notation and its own
@@ -510,7 +518,7 @@ func resolve(line string, mask []uint8) (env.Action, error) {
 	from, err1 := strconv.Atoi(strings.TrimSpace(src))
 	to, err2 := strconv.Atoi(strings.TrimSpace(dst))
 	if err1 != nil || err2 != nil || from < 1 || from > env.NumColumns || to < 1 || to > env.NumColumns || from == to {
-		return 0, fmt.Errorf("%q: columns are 1 to 10 and must differ (type ? for help)", line)
+		return 0, fmt.Errorf("%q: columns are 1 to 10 and must differ (type ? for help)", typed)
 	}
 	var fits []env.Action
 	for n := 1; n <= env.MaxMove; n++ {

@@ -138,10 +138,30 @@ func TestResolveExplainsTheCount(t *testing.T) {
 		"3>3x2":  "source and destination are the same column",
 		"1>1":    "columns are 1 to 10 and must differ",
 		"0>4":    "columns are 1 to 10 and must differ",
+		// Quoted as typed, not lowercased (which also turned bytes that
+		// are not UTF-8 into U+FFFD).
+		"FOO":      `"FOO" is not a command or a move`,
+		"\xff\xfe": `"\xff\xfe" is not a command or a move`,
+		"DEAL!":    `"DEAL!" is not a command or a move`,
 	} {
 		_, err := resolve(line, mask)
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.HasSuffix(err.Error(), "(type ? for help)") {
 			t.Errorf("resolve(%q): %v; want an error saying %q", line, err, want)
+		}
+	}
+}
+
+// TestPlayQuotesWhatWasTyped: a refused line is quoted as typed, not
+// lowercased (which also turned bytes that are not UTF-8 into U+FFFD).
+func TestPlayQuotesWhatWasTyped(t *testing.T) {
+	var out bytes.Buffer
+	in := strings.NewReader("FOO\n\xff\xfe\n11>3\nq\n")
+	if err := runPlay(context.Background(), playOptions{game: env.Options{Suits: 1}, seed: 3}, in, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"FOO" is not a command`, `"\xff\xfe" is not a command`, `"11>3": columns are 1 to 10`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %s in:\n%s", want, out.String())
 		}
 	}
 }
@@ -292,6 +312,47 @@ func TestPlayStopsWhileWaiting(t *testing.T) {
 	g, err := record.Load(rec)
 	if err != nil || len(g.Actions) != 1 {
 		t.Fatalf("the record holds %d actions (%v), want the deal", len(g.Actions), err)
+	}
+}
+
+// TestPlaySaveErrorIsEscaped: a game that cannot be saved at "new" says
+// why on stdout, naming the file: escapes in its name must not reach the
+// terminal there either.
+func TestPlaySaveErrorIsEscaped(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "gone")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rec := filepath.Join(dir, "\x1b]0;title\a\x1b[31mred.spider")
+	pr, pw := io.Pipe()
+	var out lockedBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- runPlay(context.Background(), playOptions{game: env.Options{Suits: 1}, seed: 3, record: rec}, pr, &out)
+	}()
+	if _, err := pw.Write([]byte("deal\n")); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(out.String(), "deal: -1"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the deal was not played:\n%s", out.String())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := os.RemoveAll(dir); err != nil { // the save now fails
+		t.Fatal(err)
+	}
+	if _, err := pw.Write([]byte("n\nq\n")); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("play did not end")
+	}
+	if got := out.String(); !strings.Contains(got, `\x1b]0;title\a\x1b[31mred.spider`) || strings.ContainsRune(got, 0x1b) {
+		t.Fatalf("the failed save's message is missing or unescaped:\n%q", got)
 	}
 }
 

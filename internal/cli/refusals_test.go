@@ -722,7 +722,7 @@ func savedNet(t *testing.T, hidden int) (net *nn.Net, path string, fi os.FileInf
 func TestEvalRefusesANetworkForOtherRules(t *testing.T) {
 	_, path, _, _ := savedNet(t, 8)
 	code, _, errs := runMain("eval", "--policies", "nn:"+path, "--games", "1", "--suits", "2")
-	if code != 2 || !strings.Contains(errs, "nn:"+path+": the game does not match the network: 2 suits, the network's 1") {
+	if code != 2 || !strings.Contains(errs, "nn:"+path+": the game does not match the network: a 2-suit game, the network's 1-suit") {
 		t.Errorf("exit %d: %s", code, errs)
 	}
 }

@@ -456,7 +456,7 @@ func hintMaker(name string, moveMs int) (agents.Maker, error) {
 	}
 	m, err := agents.NewWith(name, agents.Options{MoveTime: moveTime(moveMs)})
 	if err != nil {
-		return nil, usageError{err}
+		return nil, usageError{fmt.Errorf("--hint %s: %w", name, err)}
 	}
 	if moveMs != 0 && !agents.TraitsOf(name).Budget {
 		return nil, moveMsUnread(name)

@@ -153,7 +153,7 @@ func TestEvalNetworkPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	o.game.Suits = 2
-	if err := runEval(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "2 suits, the network's 1") {
+	if err := runEval(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "a 2-suit game, the network's 1-suit") {
 		t.Fatalf("a 2-suit eval of a 1-suit network: %v", err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	"github.com/spiderenv/spider/env"
+	"github.com/spiderenv/spider/record"
 )
 
 // TestServeUnixSocketIsOwnerOnly serves on a Unix socket under umask 000:
@@ -140,6 +142,46 @@ func TestTrainStopsOnSIGINT(t *testing.T) {
 	}
 	if _, err := os.Stat(out + "/checkpoint.spider"); err != nil {
 		t.Errorf("no checkpoint kept: %v", err)
+	}
+}
+
+// TestPlaySavesOnSIGHUP sends the test process a real SIGHUP, what a
+// closed terminal sends, while Main plays: it must stop as on Ctrl-C and
+// save the game, where the default action killed it unsaved.
+func TestPlaySavesOnSIGHUP(t *testing.T) {
+	if signal.Ignored(syscall.SIGHUP) {
+		t.Skip("SIGHUP is ignored here (nohup), and stays so for spider")
+	}
+	rec := filepath.Join(t.TempDir(), "me.spider")
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	var stdout, stderr lockedBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Main([]string{"play", "--suits", "1", "--seed", "3", "--record", rec}, pr, &stdout, &stderr)
+	}()
+	if _, err := pw.Write([]byte("deal\n")); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(stdout.String(), "deal: -1"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the deal was not played:\n%s", stdout.String())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-done:
+		if code != 1 || !strings.Contains(stderr.String(), "spider play: stopping (hangup)") {
+			t.Fatalf("exit %d, stderr %q", code, stderr.String())
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("still playing 5 s after SIGHUP: %q", stderr.String())
+	}
+	if g, err := record.Load(rec); err != nil || len(g.Actions) != 1 {
+		t.Fatalf("the record: %v, %v; want the deal saved", g, err)
 	}
 }
 
@@ -407,6 +449,64 @@ func TestResultsUpdateChecksItsFolder(t *testing.T) {
 	}
 	if got, err := os.ReadFile(doc); err != nil || !bytes.Equal(got, text) {
 		t.Fatalf("the file changed: %q, %v", got, err)
+	}
+}
+
+// TestRecordRefusesAnotherUsersFileInAStickyFolder: in a folder with the
+// sticky bit (as /tmp) a rename over another user's file fails, so play
+// must refuse such a --record before the game (it lost the game at the
+// save, exit 1). The test makes root's file and plays as nobody.
+func TestRecordRefusesAnotherUsersFileInAStickyFolder(t *testing.T) {
+	const child = "SPIDER_TEST_STICKY_RECORD"
+	if path := os.Getenv(child); path != "" {
+		os.Exit(Main([]string{"play", "--suits", "1", "--record", path}, strings.NewReader("q\n"), os.Stdout, os.Stderr))
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("making another user's file takes root")
+	}
+	dir, err := os.MkdirTemp("", "sticky-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	rec := filepath.Join(dir, "root.spider")
+	saved, _ := saveRandomGame(t, dir, env.Options{Suits: 1, MaxSteps: 10}, 2) // a record, root's
+	if err := os.Rename(saved, rec); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(rec, 0o666) // writable by all: only the sticky bit stops a rename
+	before, _ := os.ReadFile(rec)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	self := filepath.Join(dir, "cli.test")
+	if err := os.WriteFile(self, bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(self, "-test.run=^TestRecordRefusesAnotherUsersFileInAStickyFolder$")
+	cmd.Env = append(os.Environ(), child+"="+rec)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	err = cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(errb.String(), "is another user's file in a folder with the sticky bit") {
+		t.Fatalf("play as nobody: %v, stderr %q; want exit 2 refusing the file", err, errb.String())
+	}
+	if after, _ := os.ReadFile(rec); !bytes.Equal(after, before) {
+		t.Fatal("the file changed")
+	}
+	// Its owner may replace it.
+	if err := checkFilePath(rec, "game.spider"); err != nil {
+		t.Fatalf("root's own file: %v", err)
 	}
 }
 
