@@ -71,6 +71,8 @@ def _acquire_server() -> SpiderServer:
     with _lock:
         pid = os.getpid()
         if _shared is None or _shared[0] != pid or not _shared[1].running:
+            if _shared is not None and _shared[0] == pid:
+                _shared[1].close()  # it died (killed): its socket and files go
             _shared, _users = (pid, SpiderServer()), 0  # a forked child starts its own
         _users += 1
         return _shared[1]
@@ -118,9 +120,14 @@ class _SharedServerEnv(MaskInObservation):
         return state
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
-        if self._sharing and self._shared_server is None:
-            # Closed, and the last close stopped the shared server: take
-            # this process's server again, and open anew on it.
+        if self._sharing and (self._shared_server is None or not self._shared_server.running):
+            # Closed, and the last close stopped the shared server, or the
+            # server died (killed): take this process's server again (a new
+            # one if it died), and open anew on it, as a SpiderEnv whose own
+            # server died does.
+            if self._shared_server is not None:
+                _release_server(self._shared_server)
+                self._spider.close()  # its connection is to the dead server
             server = self._shared_server = _acquire_server()
             self._spider._address = server.address
         if seed is not None and self._worker is not None:

@@ -97,6 +97,35 @@ def test_env_creator_env_copies_and_opens_after_close():
     assert spider_env.rllib._shared is None
 
 
+def test_env_creator_envs_recover_from_a_killed_server():
+    """The process's shared server killed under two env_creator envs: a
+    step fails, and a reset opens anew on a new server, as a SpiderEnv whose
+    own server died does; before, every reset called the dead server."""
+    import signal
+
+    from spider_env import SpiderError
+
+    a, b = env_creator({"suits": 1, "max_steps": 50}), env_creator({"suits": 1, "max_steps": 50})
+    try:
+        obs, _ = a.reset(seed=3)
+        b.reset(seed=4)
+        dead = spider_env.rllib._shared[1]
+        os.kill(dead.pid, signal.SIGKILL)
+        dead.proc.wait(timeout=10)
+        with pytest.raises(SpiderError):
+            a.step(int(np.flatnonzero(obs["action_mask"])[0]))
+        again, _ = a.reset(seed=3)
+        assert (again["observations"] == obs["observations"]).all()
+        b.reset(seed=4)
+        server = spider_env.rllib._shared[1]
+        assert server is not dead and server.running and spider_env.rllib._users == 2
+        assert not os.path.exists(dead.socket_path)
+    finally:
+        a.close()
+        b.close()
+    assert spider_env.rllib._shared is None
+
+
 class _EnvContext(dict):
     """What RLlib hands an env creator in sync mode: the config, and the
     runner's index."""
