@@ -38,7 +38,11 @@ const (
 	// game whose action is illegal; nothing changes.
 	RefuseIllegal IllegalPolicy = iota
 	// NoopIllegal leaves that game as it was, sets its Illegal flag and
-	// gives it reward -IllegalPenalty; the step counts towards truncation.
+	// gives it reward -IllegalPenalty; the step counts towards truncation
+	// (and in Moves and EpisodeLength, which count steps taken, refused
+	// ones included), so that a policy stuck on illegal actions still
+	// ends its episode, but takes no time on the game's clock: nothing
+	// was played. An env.Env refuses such an action and counts nothing.
 	NoopIllegal
 	// LoseIllegal ends that game as terminated (a forfeit), sets its Illegal
 	// flag and gives it reward -IllegalPenalty.
@@ -104,7 +108,7 @@ type BatchBuffers struct {
 	Illegal    []bool // the game's action was illegal (noop and lose policies)
 	Score      []int32
 	Runs       []uint8 // completed runs of the game now in the slot
-	Moves      []int32 // actions taken in the current episode
+	Moves      []int32 // steps taken in the current episode (NoopIllegal's refused ones too)
 
 	// Episode statistics of the games that ended in this step (where
 	// Terminated or Truncated is set): return, length, win and completed

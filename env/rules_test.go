@@ -670,6 +670,22 @@ func TestLowestScore(t *testing.T) {
 			t.Errorf("%v: %d of 20 games played their 12 actions", r, full)
 		}
 	}
+	// A game over before its step limit ends with its score: no action is
+	// left to charge.
+	r := env.MustRules(env.Options{Suits: 1, MaxSteps: 1000, TimePerActionMs: 1500})
+	for text, move := range map[string]string{oneMoveToWin: "2>1x1", oneMoveToLose: "1>2x1"} {
+		s, err := env.ParseState(r, text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, _ := env.ParseAction(move)
+		if _, err := s.Step(a); err != nil || !s.Terminated() {
+			t.Fatalf("%s: %v, terminated %v", move, err, s.Terminated())
+		}
+		if s.LowestScore() != s.Score() {
+			t.Errorf("%s ended the game at %d; LowestScore %d", move, s.Score(), s.LowestScore())
+		}
+	}
 	if s := env.NewGame(env.MustRules(env.Options{Suits: 1, MaxSteps: -1}), 1); s.LowestScore() != 0 {
 		t.Errorf("no step limit: LowestScore %d, want 0", s.LowestScore())
 	}

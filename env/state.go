@@ -77,8 +77,12 @@ func (s *State) Elapsed() time.Duration { return s.elapsed }
 // charges for it, never below 0; with no step limit, 0. Bonuses only add,
 // so no way of playing on ends lower (a game that ends sooner ends
 // higher). An evaluation counts a game whose agent failed at this score,
-// so that failing never scores better than playing on.
+// so that failing never scores better than playing on. A game already
+// over (won, lost or at its step limit) can end with nothing but its score.
 func (s *State) LowestScore() int {
+	if s.Over() {
+		return s.Score()
+	}
 	if s.rules.maxSteps < 0 {
 		return 0
 	}
