@@ -49,7 +49,9 @@ class BuildWithServer(build_py):
         env = {**os.environ, "CGO_ENABLED": "0"}
         version = _version()
         ldflags = f"-s -w -X github.com/spiderenv/spider/internal/cli.Version=v{version}"
-        cmd = [go, "build", "-trimpath", "-ldflags", ldflags, "-o", str(out), "./cmd/spider"]
+        # -buildvcs=auto names the commit in `spider version` and in eval's
+        # reports, as `make build` does, even where GOFLAGS turns it off.
+        cmd = [go, "build", "-buildvcs=auto", "-trimpath", "-ldflags", ldflags, "-o", str(out), "./cmd/spider"]
         subprocess.run(cmd, cwd=root, env=env, check=True)
 
 

@@ -300,6 +300,8 @@ func runPlay(ctx context.Context, o playOptions, stdin io.Reader, stdout io.Writ
 			why = errors.Join(why, err)
 		case saved && why != nil:
 			why = fmt.Errorf("%w; the game is saved in %s", why, shown)
+		case saved:
+			fmt.Fprintf(stdout, "the game is saved in %s\n", printable.Escape(shown))
 		}
 		if lost != nil {
 			why = errors.Join(why, fmt.Errorf("an earlier game was not kept: %w", lost))
@@ -361,7 +363,9 @@ func runPlay(ctx context.Context, o playOptions, stdin io.Reader, stdout io.Writ
 		case "q", "quit", "exit":
 			return end(nil)
 		case "n", "new":
-			if err := save(); err != nil {
+			if err := save(); err == nil && o.record != "" && len(actions) > 0 {
+				fmt.Fprintf(stdout, "the game of deal %d is saved in %s\n", seed, printable.Escape(shown))
+			} else if err != nil {
 				// The new deal is still dealt: the player sees why the
 				// last game was not kept. The error names the file, whose
 				// escapes must not reach the terminal.

@@ -80,6 +80,7 @@ func TestPlaySession(t *testing.T) {
 		"\"zap\" is not a command or a move",   // garbage
 		"nothing to undo",                      // the second undo
 		"deal: -1",
+		"the game is saved in " + rec, // at quit
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the session lacks %q:\n%s", want, text)

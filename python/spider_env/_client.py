@@ -661,7 +661,11 @@ class Client:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         except OSError as e:
             sock.close()
-            raise SpiderError("connection", f"cannot connect to the spider server at {address}: {e}") from e
+            raise SpiderError(
+                "connection",
+                f"cannot connect to the spider server at {address}: {e} "
+                "(is `spider serve` running there? without an address the env starts its own)",
+            ) from e
         self._sock = sock
         self._pid = os.getpid()
         _clients.add(self)
