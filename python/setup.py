@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from setuptools import setup
@@ -49,10 +50,17 @@ class BuildWithServer(build_py):
         env = {**os.environ, "CGO_ENABLED": "0"}
         version = _version()
         ldflags = f"-s -w -X github.com/spiderenv/spider/internal/cli.Version=v{version}"
+        cmd = [go, "build", "-trimpath", "-ldflags", ldflags, "-o", str(out), "./cmd/spider"]
         # -buildvcs=auto names the commit in `spider version` and in eval's
-        # reports, as `make build` does, even where GOFLAGS turns it off.
-        cmd = [go, "build", "-buildvcs=auto", "-trimpath", "-ldflags", ldflags, "-o", str(out), "./cmd/spider"]
-        subprocess.run(cmd, cwd=root, env=env, check=True)
+        # reports, as `make build` does, even where GOFLAGS turns it off;
+        # where git cannot read the checkout (another user's, say) the build
+        # goes on without the commit, as GOFLAGS=-buildvcs=false would.
+        stamped = subprocess.run(cmd[:2] + ["-buildvcs=auto"] + cmd[2:], cwd=root, env=env, capture_output=True, text=True)
+        if stamped.returncode != 0:
+            if "VCS status" not in stamped.stderr:
+                sys.stderr.write(stamped.stderr)
+                raise subprocess.CalledProcessError(stamped.returncode, cmd, stamped.stdout, stamped.stderr)
+            subprocess.run(cmd[:2] + ["-buildvcs=false"] + cmd[2:], cwd=root, env=env, check=True)
 
 
 def _version() -> str:

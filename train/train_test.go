@@ -1075,6 +1075,46 @@ func TestImitationBootstrapsCutGames(t *testing.T) {
 	}
 }
 
+// TestImitationLearnsTheBootstrappedTargets checks that the imitation
+// phase fits the value head to the bootstrapped targets: one pass, one
+// minibatch of every row, so its value loss is the mean squared error of
+// the network as it stands against those targets, computed here again.
+func TestImitationLearnsTheBootstrappedTargets(t *testing.T) {
+	c := tinyConfig() // a step limit of 60 cuts greedy's games
+	c.CloneEpochs = 1
+	tr, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	teach, _ := agents.New("greedy")
+	tr.imitation = []labelled{tr.teacherGame(context.Background(), 5, teach()), tr.teacherGame(context.Background(), 6, teach())}
+	rows, cuts, err := tr.samples(tr.imitation)
+	if err != nil || len(cuts) != 2 {
+		t.Fatalf("%d cuts (%v); want both games cut", len(cuts), err)
+	}
+	tr.Config.Minibatch = len(rows)
+	cutV := make([]float32, len(cuts))
+	tr.stateValues(cutV, cuts)
+	D := tr.Net.Spec.ObsLen
+	x, logits, v, sc := make([]float32, D), make([]float32, env.NumActions), make([]float32, 1), tr.Net.NewScratch(1)
+	var with, without float64
+	for i := range rows {
+		rows[i].s.ObserveFloat32(x)
+		tr.Net.Forward(logits, v, x, 1, sc)
+		d1, d0 := float64(v[0]-rows[i].target(cutV)), float64(v[0]-rows[i].ret)
+		with, without = with+d1*d1, without+d0*d0
+	}
+	with, without = with/float64(len(rows)), without/float64(len(rows))
+	var m Metrics
+	if err := tr.imitate(context.Background(), &m); err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(m.ValueLoss-with) > 1e-4*with || math.Abs(with-without) < 1e-2*with {
+		t.Fatalf("value loss %v; the bootstrapped targets give %v, the targets ending with 0 %v", m.ValueLoss, with, without)
+	}
+}
+
 // TestCloneAverageIsTheLastPassMean runs the same imitation passes on two
 // trainers of the same seed, one keeping its last weights and one
 // averaging: the averaged weights are the mean of the first trainer's
