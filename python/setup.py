@@ -55,12 +55,14 @@ class BuildWithServer(build_py):
         # reports, as `make build` does, even where GOFLAGS turns it off;
         # where git cannot read the checkout (another user's, say) the build
         # goes on without the commit, as GOFLAGS=-buildvcs=false would.
-        stamped = subprocess.run(cmd[:2] + ["-buildvcs=auto"] + cmd[2:], cwd=root, env=env, capture_output=True, text=True)
+        stamped = subprocess.run(
+            [*cmd[:2], "-buildvcs=auto", *cmd[2:]], cwd=root, env=env, capture_output=True, text=True
+        )
         if stamped.returncode != 0:
             if "VCS status" not in stamped.stderr:
                 sys.stderr.write(stamped.stderr)
                 raise subprocess.CalledProcessError(stamped.returncode, cmd, stamped.stdout, stamped.stderr)
-            subprocess.run(cmd[:2] + ["-buildvcs=false"] + cmd[2:], cwd=root, env=env, check=True)
+            subprocess.run([*cmd[:2], "-buildvcs=false", *cmd[2:]], cwd=root, env=env, check=True)
 
 
 def _version() -> str:
