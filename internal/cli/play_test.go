@@ -280,6 +280,21 @@ func TestPlayRecordReplacesOnlyARecord(t *testing.T) {
 	}
 }
 
+// playDeal types "deal" into a play reading from pw and waits until out
+// shows it played.
+func playDeal(t *testing.T, pw io.Writer, out *lockedBuffer) {
+	t.Helper()
+	if _, err := pw.Write([]byte("deal\n")); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(out.String(), "deal: -1"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the deal was not played:\n%s", out.String())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // TestPlayStopsWhileWaiting: a Ctrl-C while the player thinks ends the
 // game at once, and the game so far is saved.
 func TestPlayStopsWhileWaiting(t *testing.T) {
@@ -292,15 +307,7 @@ func TestPlayStopsWhileWaiting(t *testing.T) {
 	go func() {
 		done <- runPlay(ctx, playOptions{game: env.Options{Suits: 1}, seed: 3, record: rec}, pr, &out)
 	}()
-	if _, err := pw.Write([]byte("deal\n")); err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(out.String(), "deal: -1"); {
-		if time.Now().After(deadline) {
-			t.Fatalf("the deal was not played:\n%s", out.String())
-		}
-		time.Sleep(time.Millisecond)
-	}
+	playDeal(t, pw, &out)
 	cancel()
 	select {
 	case err := <-done:
@@ -331,15 +338,7 @@ func TestPlaySaveErrorIsEscaped(t *testing.T) {
 	go func() {
 		done <- runPlay(context.Background(), playOptions{game: env.Options{Suits: 1}, seed: 3, record: rec}, pr, &out)
 	}()
-	if _, err := pw.Write([]byte("deal\n")); err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(out.String(), "deal: -1"); {
-		if time.Now().After(deadline) {
-			t.Fatalf("the deal was not played:\n%s", out.String())
-		}
-		time.Sleep(time.Millisecond)
-	}
+	playDeal(t, pw, &out)
 	if err := os.RemoveAll(dir); err != nil { // the save now fails
 		t.Fatal(err)
 	}

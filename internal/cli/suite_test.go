@@ -312,6 +312,25 @@ func TestResultsTable(t *testing.T) {
 	}
 }
 
+// writeEditedReport writes to path the eval report src changed by edit:
+// a report is input like any other file.
+func writeEditedReport(t *testing.T, path string, src []byte, edit func(rep map[string]any)) string {
+	t.Helper()
+	var rep map[string]any
+	if err := json.Unmarshal(src, &rep); err != nil {
+		t.Fatal(err)
+	}
+	edit(rep)
+	out, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // TestResultsPair pairs two reports deal by deal: the rows must match the
 // games they hold, counted here again on the seeds both played.
 func TestResultsPair(t *testing.T) {
@@ -371,20 +390,11 @@ func TestResultsPair(t *testing.T) {
 	// any other file.
 	crafted := func(name string, edit func(rep map[string]any)) string {
 		t.Helper()
-		var rep map[string]any
-		if b, err := os.ReadFile(a); err != nil || json.Unmarshal(b, &rep) != nil {
-			t.Fatalf("%s: %v", a, err)
-		}
-		edit(rep)
-		out, err := json.Marshal(rep)
+		b, err := os.ReadFile(a)
 		if err != nil {
 			t.Fatal(err)
 		}
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, out, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return path
+		return writeEditedReport(t, filepath.Join(dir, name), b, edit)
 	}
 	firstGame := func(rep map[string]any) map[string]any { return rep["games"].([]any)[0].(map[string]any) }
 	ghost := crafted("ghost.json", func(rep map[string]any) { firstGame(rep)["policy"] = "ghost" })
@@ -448,22 +458,11 @@ func TestResultsPairTinyP(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%s: exit %d: %s", name, code, errs)
 		}
-		var rep map[string]any
-		if err := json.Unmarshal([]byte(out), &rep); err != nil {
-			t.Fatal(err)
-		}
-		for _, g := range rep["games"].([]any) {
-			g.(map[string]any)["score"] = g.(map[string]any)["score"].(float64) + shift
-		}
-		b, err := json.Marshal(rep)
-		if err != nil {
-			t.Fatal(err)
-		}
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return path
+		return writeEditedReport(t, filepath.Join(dir, name), []byte(out), func(rep map[string]any) {
+			for _, g := range rep["games"].([]any) {
+				g.(map[string]any)["score"] = g.(map[string]any)["score"].(float64) + shift
+			}
+		})
 	}
 	// 1,100 deals a point apart: the sign test's p is 2^-1099, below what
 	// a float64 holds.

@@ -160,15 +160,7 @@ func TestPlaySavesOnSIGHUP(t *testing.T) {
 	go func() {
 		done <- Main([]string{"play", "--suits", "1", "--seed", "3", "--record", rec}, pr, &stdout, &stderr)
 	}()
-	if _, err := pw.Write([]byte("deal\n")); err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(stdout.String(), "deal: -1"); {
-		if time.Now().After(deadline) {
-			t.Fatalf("the deal was not played:\n%s", stdout.String())
-		}
-		time.Sleep(time.Millisecond)
-	}
+	playDeal(t, pw, &stdout)
 	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
@@ -416,33 +408,10 @@ func TestResultsUpdateChecksItsFolder(t *testing.T) {
 		code = Main(args, nil, io.Discard, &errb)
 		stderr = errb.String()
 	} else {
-		// The test binary, copied where nobody may run it.
-		exe, err := os.Executable()
-		if err != nil {
-			t.Fatal(err)
-		}
-		bin, err := os.ReadFile(exe)
-		if err != nil {
-			t.Fatal(err)
-		}
-		self := filepath.Join(dir, "cli.test")
-		if err := os.WriteFile(self, bin, 0o755); err != nil {
-			t.Fatal(err)
-		}
 		if err := os.Chmod(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command(self, "-test.run=^TestResultsUpdateChecksItsFolder$")
-		cmd.Env = append(os.Environ(), child+"="+strings.Join(args, "\n"))
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-		var errb bytes.Buffer
-		cmd.Stderr = &errb
-		err = cmd.Run()
-		var exit *exec.ExitError
-		if !errors.As(err, &exit) {
-			t.Fatalf("the test run as nobody: %v, stderr %q", err, errb.String())
-		}
-		code, stderr = exit.ExitCode(), errb.String()
+		code, stderr = runTestAsNobody(t, dir, "TestResultsUpdateChecksItsFolder", child+"="+strings.Join(args, "\n"))
 	}
 	if want := "--update " + doc + ": its folder " + filepath.Join(dir, "ro") + ": cannot write there: permission denied\n"; code != 2 || !strings.HasSuffix(stderr, want) {
 		t.Fatalf("exit %d, stderr %q; want 2 and %q", code, stderr, want)
@@ -479,6 +448,24 @@ func TestRecordRefusesAnotherUsersFileInAStickyFolder(t *testing.T) {
 	}
 	os.Chmod(rec, 0o666) // writable by all: only the sticky bit stops a rename
 	before, _ := os.ReadFile(rec)
+	if code, stderr := runTestAsNobody(t, dir, "TestRecordRefusesAnotherUsersFileInAStickyFolder", child+"="+rec); code != 2 || !strings.Contains(stderr, "is another user's file in a folder with the sticky bit") {
+		t.Fatalf("play as nobody: exit %d, stderr %q; want 2 refusing the file", code, stderr)
+	}
+	if after, _ := os.ReadFile(rec); !bytes.Equal(after, before) {
+		t.Fatal("the file changed")
+	}
+	// Its owner may replace it.
+	if err := checkFilePath(rec, "game.spider"); err != nil {
+		t.Fatalf("root's own file: %v", err)
+	}
+}
+
+// runTestAsNobody runs this test binary's test name again as the user
+// nobody, from a copy in dir (which nobody must be able to enter), with env
+// added to its environment, where the test does the work as nobody; it
+// returns the exit code and stderr of a run that exited with an error.
+func runTestAsNobody(t *testing.T, dir, name string, env ...string) (int, string) {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -491,23 +478,17 @@ func TestRecordRefusesAnotherUsersFileInAStickyFolder(t *testing.T) {
 	if err := os.WriteFile(self, bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(self, "-test.run=^TestRecordRefusesAnotherUsersFileInAStickyFolder$")
-	cmd.Env = append(os.Environ(), child+"="+rec)
+	cmd := exec.Command(self, "-test.run=^"+name+"$")
+	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
 	err = cmd.Run()
 	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(errb.String(), "is another user's file in a folder with the sticky bit") {
-		t.Fatalf("play as nobody: %v, stderr %q; want exit 2 refusing the file", err, errb.String())
+	if !errors.As(err, &exit) {
+		t.Fatalf("the test run as nobody: %v, stderr %q", err, errb.String())
 	}
-	if after, _ := os.ReadFile(rec); !bytes.Equal(after, before) {
-		t.Fatal("the file changed")
-	}
-	// Its owner may replace it.
-	if err := checkFilePath(rec, "game.spider"); err != nil {
-		t.Fatalf("root's own file: %v", err)
-	}
+	return exit.ExitCode(), errb.String()
 }
 
 // TestLockFolderWithoutAccess: a folder that cannot be opened to lock
