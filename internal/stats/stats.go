@@ -98,10 +98,10 @@ func PairedT(xs, ys []float64) (diff, p float64) {
 	return diff, 2 * dist.CDF(-math.Abs(t))
 }
 
-// Tiny is the least p-value FormatP prints as a number. A p-value below
-// it is smaller than a float64 holds faithfully, and one that underflows
-// is 0: a paired t of 100 over 999 pairs has p near 1e-540, which the
-// tests here return as 0.
+// Tiny is the least p-value FormatP prints as a number. A p far below it
+// underflows to 0 (a paired t of 100 over 999 pairs has p near 1e-540,
+// which the tests here return as 0), and one near a float64's least
+// normal value (2.2e-308) has lost digits: no table needs them.
 const Tiny = 1e-300
 
 // FormatP returns p with digits significant digits for a table, or
