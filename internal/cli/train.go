@@ -94,7 +94,7 @@ func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 	fs.DurationVar(&o.budget, "time", 0, "stop starting phases (the warm start, DAgger rounds, iterations) after this long, e.g. 25m (0: no limit)")
 	fs.StringVar(&o.out, "out", "run", "folder for checkpoint.spider, metrics and curve.png")
 	fs.BoolVar(&o.resume, "resume", false, "continue the run saved in --out (its settings come from the checkpoint)")
-	fs.IntVar(&o.every, "checkpoint-every", 5, "save a checkpoint every this many iterations (and at the end)")
+	fs.IntVar(&o.every, "checkpoint-every", 5, "save a checkpoint every this many iterations (and at a new best validation, which starts the count again, and at the end)")
 	fs.BoolVar(&o.jsonl, "jsonl", false, "write metrics.jsonl instead of metrics.csv (a resumed run keeps the format it has)")
 	fs.StringVar(&o.export, "export", "", "instead of training, write the network of --from (default: --out's checkpoint.spider) to this file, without the trainer's state: the file to ship as nn:FILE")
 	fs.StringVar(&o.from, "from", "", "with --export: the checkpoint to read (best.spider, warmstart.spider, ...)")
