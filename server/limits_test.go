@@ -530,6 +530,40 @@ func TestGarbageCollectedOnlyWhenNeeded(t *testing.T) {
 	}
 }
 
+// TestRoomOutsideHeap: before a segment is mapped, the heap's freed pages
+// and uncollected garbage are returned to the system when they would not
+// fit beside what is reserved, and only then (a 64 MiB refused frame and
+// a shared batch had taken the process 32 MiB past its bound).
+func TestRoomOutsideHeap(t *testing.T) {
+	returns, free := 0, int64(0)
+	oldReturn, oldFree := returnToSystem, heapFree
+	returnToSystem, heapFree = func() { returns++ }, func() int64 { return free }
+	defer func() { returnToSystem, heapFree = oldReturn, oldFree }()
+	s := New(Config{MaxMemory: 100 << 20})
+	if !s.reserve(60 << 20) {
+		t.Fatal("60 MiB of 100 refused")
+	}
+	for _, tc := range []struct {
+		free, garbage int64
+		want          int
+	}{
+		{30 << 20, 0, 0},        // 90 MiB in all: room
+		{41 << 20, 0, 1},        // 101: returned
+		{20 << 20, 21 << 20, 2}, // 101 with the garbage: returned
+		{0, 40 << 20, 2},        // 100: room
+	} {
+		free = tc.free
+		s.garbage.Store(tc.garbage)
+		s.roomOutsideHeap()
+		if returns != tc.want {
+			t.Fatalf("reserved 60 MiB, %d MiB free pages, %d MiB garbage: %d returns, want %d", tc.free>>20, tc.garbage>>20, returns, tc.want)
+		}
+	}
+	if oldFree() < 0 {
+		t.Fatal("the heap's free bytes read negative")
+	}
+}
+
 // TestCollectionsNeverCountGarbageTwice runs the collection reserve asks
 // for and the one that returns memory to the system at the same time, as
 // a make and a closing connection can: the garbage they take off the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"time"
 	"unsafe"
 
@@ -227,13 +228,44 @@ func (s *Server) collect(freeOS bool) {
 	g := s.garbage.Load()
 	switch {
 	case freeOS:
-		debug.FreeOSMemory() // collects first
+		returnToSystem() // collects first
 	case g > 0:
 		runtime.GC()
 	default:
 		return
 	}
 	s.garbage.Add(-g)
+}
+
+// roomOutsideHeap makes room for a segment about to be mapped outside Go's
+// heap, whose bytes are already reserved. Heap pages the collector has
+// freed stay in the process until they are returned to the system; the
+// heap reuses them, so a reservation served from the heap needs only the
+// collection reserve runs, but a segment is new memory beside them: with
+// the freed pages, the garbage not yet collected and the segment at once
+// the process went 32 MiB past --max-memory and its overhead (a 64 MiB
+// frame refused just before a shared batch). When they would not fit
+// beside what is reserved, they are collected and returned first.
+func (s *Server) roomOutsideHeap() {
+	limit := int64(s.cfg.MaxMemory) - int64(s.cfg.HintShared)
+	if s.mem.Load()+s.garbage.Load()+heapFree() > limit {
+		s.collect(true)
+	}
+}
+
+// returnToSystem collects and returns freed memory to the system (a
+// variable, so that a test can count the calls).
+var returnToSystem = debug.FreeOSMemory
+
+// heapFree returns the bytes of heap pages that are free but not yet
+// returned to the system (a variable, so that a test can set them).
+var heapFree = func() int64 {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}}
+	metrics.Read(sample)
+	if sample[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return int64(sample[0].Value.Uint64())
 }
 
 // unreserve gives back n bytes of the memory limit.

@@ -298,6 +298,7 @@ func (cn *conn) opMake(q *request) *replyError {
 	}
 	var seg *segment
 	if shm {
+		cn.s.roomOutsideHeap()
 		if seg, err = cn.s.openSegment(env.BatchLayout(r, bo), bo.N); err != nil {
 			// Served over the socket instead, which needs a larger reply.
 			shm, shmWhy, bits, bo.Legal = false, err.Error(), askedBits, false
