@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -463,6 +464,30 @@ func TestShmLowersTheMemoryLimit(t *testing.T) {
 			t.Fatalf("Go memory limit %d after the client left; want %d", debug.SetMemoryLimit(-1), full)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestShmMakeMakesRoomOutsideTheHeap: a make on shared memory returns the
+// heap's freed pages to the system before it maps its segment when they
+// would not fit beside it (a refused 64 MiB frame, then a shared batch,
+// took the process 32 MiB past its bound), and not when they fit.
+func TestShmMakeMakesRoomOutsideTheHeap(t *testing.T) {
+	var returns atomic.Int64
+	var free atomic.Int64
+	oldReturn, oldFree := returnToSystem, heapFree
+	t.Cleanup(func() { returnToSystem, heapFree = oldReturn, oldFree }) // after the server's own
+	returnToSystem, heapFree = func() { returns.Add(1) }, free.Load
+	_, path := startUnix(t, Config{MaxMemory: 512 << 20})
+	cl := dialNet(t, "unix", path)
+	hello(cl)
+	makeShm(t, cl, map[string]any{"op": "make", "n": 64})
+	if n := returns.Load(); n != 0 {
+		t.Fatalf("%d returns with no free pages", n)
+	}
+	free.Store(600 << 20)
+	makeShm(t, cl, map[string]any{"op": "make", "n": 64})
+	if n := returns.Load(); n != 1 {
+		t.Fatalf("%d returns with 600 MiB of free pages at a 512 MiB limit; want 1, before the segment", n)
 	}
 }
 
