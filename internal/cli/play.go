@@ -277,15 +277,17 @@ func runPlay(ctx context.Context, o playOptions, stdin io.Reader, stdout io.Writ
 	e := env.New(r)
 	seed := o.seed
 	var actions []env.Action
-	save := func() error {
+	// save saves the game, if there is a record to keep and a move in it,
+	// and reports whether it did.
+	save := func() (bool, error) {
 		if o.record == "" || len(actions) == 0 {
-			return nil
+			return false, nil
 		}
 		s := e.State()
 		if err := record.Save(o.record, record.New(r, seed, "human", actions, &s)); err != nil {
-			return fmt.Errorf("saving the game of deal %d to --record %s: %w", seed, shown, err)
+			return false, fmt.Errorf("saving the game of deal %d to --record %s: %w", seed, shown, err)
 		}
-		return nil
+		return true, nil
 	}
 	// lost is the first game a new deal could not keep: said at once,
 	// and the command's error at the end, so that a script knows.
@@ -293,8 +295,7 @@ func runPlay(ctx context.Context, o playOptions, stdin io.Reader, stdout io.Writ
 	// end saves the game and returns why play ended (nil: the player
 	// quit), with what was lost.
 	end := func(why error) error {
-		saved := o.record != "" && len(actions) > 0
-		err := save()
+		saved, err := save()
 		switch {
 		case err != nil:
 			why = errors.Join(why, err)
@@ -363,7 +364,7 @@ func runPlay(ctx context.Context, o playOptions, stdin io.Reader, stdout io.Writ
 		case "q", "quit", "exit":
 			return end(nil)
 		case "n", "new":
-			if err := save(); err == nil && o.record != "" && len(actions) > 0 {
+			if saved, err := save(); saved {
 				fmt.Fprintf(stdout, "the game of deal %d is saved in %s\n", seed, printable.Escape(shown))
 			} else if err != nil {
 				// The new deal is still dealt: the player sees why the
