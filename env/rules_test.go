@@ -2,6 +2,7 @@ package env_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -561,6 +562,52 @@ func TestRuleUndoRestoresExactly(t *testing.T) {
 		s.Undo(u)
 		if s != before {
 			t.Fatalf("%v %s: undo did not restore the game\nbefore:\n%s\nafter undo:\n%s", tc.rs, tc.move, before.Render(), s.Render())
+		}
+	}
+}
+
+// TestUndoRefusesAnotherStepsRecord: a record undone twice (a deal's
+// twice took the stock to -205 cards), the zero record, an earlier step's,
+// or a copy's stepped further each panic before Undo changes the game.
+func TestUndoRefusesAnotherStepsRecord(t *testing.T) {
+	s := env.NewGame(env.MustRules(env.Options{Suits: 1}), 7)
+	first, err := s.Step(env.Deal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clone := s
+	var last env.Undo
+	for _, a := range clone.AppendLegal(nil) {
+		if a != env.Deal {
+			if last, err = clone.Step(a); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	dealt := s
+	dealt.Undo(first) // the record of s's last step: accepted
+	undone := dealt
+	for name, tc := range map[string]struct {
+		s *env.State
+		u env.Undo
+	}{
+		"undone twice":       {&undone, first},
+		"the zero record":    {&dealt, env.Undo{}},
+		"a copy's next step": {&s, last},
+		"an earlier step":    {&clone, first},
+	} {
+		before := *tc.s
+		func() {
+			defer func() {
+				if v := recover(); v == nil || !strings.Contains(fmt.Sprint(v), "env: Undo of a record made after step") {
+					t.Errorf("%s: recovered %v, want Undo's panic", name, v)
+				}
+			}()
+			tc.s.Undo(tc.u)
+		}()
+		if *tc.s != before {
+			t.Errorf("%s: the refused Undo changed the game", name)
 		}
 	}
 }

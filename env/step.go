@@ -1,6 +1,7 @@
 package env
 
 import (
+	"fmt"
 	"math"
 	"time"
 )
@@ -15,6 +16,7 @@ type Undo struct {
 	dealtTo uint16 // columns that received a card from a deal
 	removed [NumColumns]uint8
 	score   int32
+	at      int32 // the steps played after the action: Undo checks it
 	elapsed time.Duration
 }
 
@@ -70,7 +72,7 @@ func (s *State) applyMask(a Action, dst []uint8, old uint32, list []int16) (Undo
 // play moves the cards of a legal action and scores it, setting the status
 // to Won when it completes the eighth run; the loss test is the caller's.
 func (s *State) play(a Action) Undo {
-	u := Undo{action: a, status: s.status, score: s.score, elapsed: s.elapsed}
+	u := Undo{action: a, status: s.status, score: s.score, at: s.steps + 1, elapsed: s.elapsed}
 	gain := int32(0)
 	if a == Deal {
 		for c := range NumColumns {
@@ -153,9 +155,16 @@ func (s *State) finish(gain int32) {
 }
 
 // Undo restores the position before the Step that returned u. u must be
-// the record of the last action applied to s and not yet undone; anything
-// else is a programming error and corrupts s.
+// the record of the last action applied to s and not yet undone. Undo
+// panics, leaving s as it was, when u was made at another step count: a
+// record undone already, one of an earlier step, the zero Undo, or one
+// of a copy of s stepped further. A record of another game at the same
+// step count cannot be told from s's own and corrupts s: a programming
+// error, as an index out of range is.
 func (s *State) Undo(u Undo) {
+	if u.at == 0 || u.at != s.steps {
+		panic(fmt.Sprintf("env: Undo of a record made after step %d, on a game after step %d", u.at, s.steps))
+	}
 	for c := NumColumns - 1; c >= 0; c-- {
 		suit := u.removed[c]
 		if suit == 0 {
