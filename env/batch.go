@@ -140,7 +140,8 @@ func (b *Batch) N() int { return b.opts.N }
 // next Step, or ResetGames under Disabled), a forfeit included.
 func (b *Batch) Ended(i int) bool { return b.pending[i] || b.ended[i] }
 
-// State returns a copy of game i.
+// State returns a copy of game i, its hidden cards included, as Env.State
+// does: a search on it peeks.
 func (b *Batch) State(i int) State { return b.states[i] }
 
 // EpisodeSeed returns the deal seed of episode k of game i in a batch reset

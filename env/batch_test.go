@@ -268,8 +268,8 @@ func TestBatchRefusesIllegalAndChangesNothing(t *testing.T) {
 	}
 	err := b.Step(actions)
 	var ill *env.IllegalActionError
-	if err == nil || !strings.HasPrefix(err.Error(), "env: game 5: ") || !errors.As(err, &ill) || ill.Action != actions[bad] || ill.Reason == "" {
-		t.Fatalf("error %v does not name game 5 and wrap its IllegalActionError for %v", err, actions[bad])
+	if err == nil || !strings.HasPrefix(err.Error(), "env: game 5: ") || strings.Count(err.Error(), "env: ") != 1 || !errors.As(err, &ill) || ill.Action != actions[bad] || ill.Reason == "" {
+		t.Fatalf("error %v does not name game 5 (and its package once) and wrap its IllegalActionError for %v", err, actions[bad])
 	}
 	if !reflect.DeepEqual(before, deepCopy(b)) {
 		t.Fatal("a refused step changed the buffers")

@@ -24,7 +24,7 @@ func (b *Batch) check(i int) error {
 		return nil
 	}
 	// The reason is only wanted now, so it is computed only now.
-	return fmt.Errorf("env: game %d: %w", i, b.states[i].Check(a))
+	return within(fmt.Sprintf("env: game %d: ", i), b.states[i].Check(a))
 }
 
 // legal reports whether a is legal in game i, from the game's own state,

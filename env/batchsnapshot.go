@@ -106,7 +106,7 @@ func (b *Batch) Restore(snap BatchSnapshot) error {
 			err = b.fitsNext(&s, Action(snap.Next[i]), snap.Pending[i], snap.Ended[i])
 		}
 		if err != nil {
-			return fmt.Errorf("env: snapshot game %d: %w", i, err)
+			return within(fmt.Sprintf("env: snapshot game %d: ", i), err)
 		}
 		states[i] = s
 	}

@@ -93,7 +93,7 @@ func TestBatchSnapshotRestore(t *testing.T) {
 		bad = snap
 		bad.States = slices.Clone(snap.States)
 		bad.States[4] = "1: | Ks Qs Js Ts 9s 8s 7s 6s 5s 4s 3s 2s As"
-		if err := b.Restore(bad); err == nil || !strings.HasPrefix(err.Error(), "env: snapshot game 4: env: position: column 1 holds a completed run") {
+		if err := b.Restore(bad); err == nil || !strings.HasPrefix(err.Error(), "env: snapshot game 4: position: column 1 holds a completed run") {
 			t.Fatalf("a snapshot with a completed run on the tableau: %v", err)
 		}
 		if !slices.Equal(obs, b.ObsFloat32) || !slices.Equal(masks, b.Masks) {

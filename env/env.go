@@ -3,6 +3,7 @@ package env
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Errors the Env returns for calls out of order.
@@ -22,6 +23,12 @@ type calledAs struct {
 
 func (c calledAs) Error() string { return c.msg }
 func (c calledAs) Unwrap() error { return c.err }
+
+// within is err said of a part (prefix "env: game 3: "): its own "env: "
+// is dropped, so that the message names the package once.
+func within(prefix string, err error) error {
+	return calledAs{prefix + strings.TrimPrefix(err.Error(), "env: "), err}
+}
 
 // Obs is an observation in the Env's encoding: Compact is set for the
 // compact encoding and Float32 for the float32 one; the other is nil. Both
@@ -178,8 +185,11 @@ func (e *Env) Info() Info {
 // Env; do not modify it.
 func (e *Env) Mask() []uint8 { return e.mask }
 
-// State returns a copy of the game, for search or inspection; changing it
-// does not change the Env.
+// State returns a copy of the game, for inspection; changing it does not
+// change the Env. The copy holds the hidden cards, and stepping it turns
+// them up as the game will: a search on it peeks. A player's search plans
+// on State.Resample (agents.View.Sample) instead, which deals every unseen
+// card anew.
 func (e *Env) State() State { return e.state }
 
 // Render returns the board as a player sees it.

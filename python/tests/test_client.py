@@ -264,7 +264,7 @@ def test_server_errors(server):
         with pytest.raises(SpiderError) as e:
             c.step(bad)
         assert e.value.code == "bad_action"
-        assert "game 1: env: illegal action" in str(e.value) and f"(id {illegal})" in str(e.value)
+        assert "env: game 1: illegal action" in str(e.value) and f"(id {illegal})" in str(e.value)
         with pytest.raises(SpiderError) as e:
             c.render(3)
         assert e.value.code == "bad_request" and "outside 0 to 2" in str(e.value)

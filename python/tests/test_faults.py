@@ -41,7 +41,7 @@ def test_an_ended_game_is_told_from_a_bad_action():
         SpiderError("bad_action", "env: game 3 has ended; reset it before stepping it (autoreset disabled)")
     )
     assert _episode_over(SpiderError("bad_order", "game 1 has no legal action (it has ended); reset it"))
-    assert not _episode_over(SpiderError("bad_action", "env: game 2: env: illegal action 5 (id 5)"))
+    assert not _episode_over(SpiderError("bad_action", "env: game 2: illegal action 5 (id 5)"))
     assert not _episode_over(SpiderError("bad_request", "game 9 has ended"))
 
 
