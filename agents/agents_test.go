@@ -1016,6 +1016,17 @@ func TestEvaluateRefusesOrFailsBadMakers(t *testing.T) {
 	if _, err := EvaluateWith(context.Background(), r, []string{"none"}, []Maker{func() Agent { return nil }}, []uint64{1}, 1, nil); err == nil || !strings.Contains(err.Error(), "policy none: its Maker made no agent") {
 		t.Errorf("nil Maker: %v", err)
 	}
+	for _, names := range [][]string{{"first", "first"}, {"first", ""}} {
+		_, err := EvaluateWith(context.Background(), r, names, []Maker{first, first}, []uint64{1}, 1, nil)
+		if want := map[bool]string{true: "policy first is listed twice", false: "policy 2 has no name"}[names[1] != ""]; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("policies %q: %v, want an error saying %q", names, err, want)
+		}
+	}
+	made := 0
+	counted := func() Agent { made++; return first() }
+	if _, err := EvaluateWith(context.Background(), r, []string{"first"}, []Maker{counted}, []uint64{1, 2, 3}, 1, nil); err != nil || made != 2 {
+		t.Errorf("one worker, three deals: the Maker ran %d times (%v), want 2: once to check the rules, once for the worker", made, err)
+	}
 	calls := 0
 	flaky := func() Agent {
 		calls++

@@ -76,12 +76,25 @@ func EvaluatePolicies(ctx context.Context, r env.Rules, ps []Policy, seeds []uin
 // record) and drop them (res.Actions = nil), so that an evaluation of
 // millions of games does not hold every move list (about 2 KB a game at a
 // step limit of 1000). Calls for different games may run at once.
+//
+// Before any game it calls each Maker once, to check that its agent plays
+// r (CheckRules), and drops that agent; each worker then makes its own.
+// Each policy needs a name of its own, since results, tables and records
+// are told apart by it.
 func EvaluateEach(ctx context.Context, r env.Rules, ps []Policy, seeds []uint64, workers int, progress func(done, total int), each func(p, g int, res *Result)) (*Evaluation, error) {
 	if r.Suits() == 0 {
 		return nil, errors.New("agents: an evaluation with zero Rules; make them with env.NewRules")
 	}
 	var local []int // the policies played by the worker pool
+	named := make(map[string]bool, len(ps))
 	for i, p := range ps {
+		switch {
+		case p.Name == "":
+			return nil, fmt.Errorf("agents: policy %d has no name", i+1)
+		case named[p.Name]:
+			return nil, fmt.Errorf("agents: policy %s is listed twice; give each a name of its own", p.Name)
+		}
+		named[p.Name] = true
 		switch {
 		case (p.Maker == nil) == (p.Batch == nil):
 			return nil, fmt.Errorf("agents: policy %s needs a maker or a batch agent, one of them", p.Name)
