@@ -741,8 +741,10 @@ func (cn *conn) opHint(q *request) *replyError {
 		return fail(codeBadConfig, "the hint policy cannot advise on these games: %v", err)
 	}
 	// The hint agent sees each position afresh (Begin), so answers do not
-	// depend on which games were asked about before.
-	cn.hint.Begin(uint64(i))
+	// depend on which games were asked about before; its seed is what the
+	// player sees (Key, no hidden card), so they do not depend on the
+	// game's slot or connection either.
+	cn.hint.Begin(s.Key())
 	d := cn.hint.Act(agents.NewView(&s, legal, 0, false))
 	cn.en.begin(true, q)
 	cn.en.int("action", int64(d.Action))

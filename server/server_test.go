@@ -996,6 +996,44 @@ func TestHintUsesConfiguredAgent(t *testing.T) {
 	}
 }
 
+// seedAgent chooses by the seed Begin gave it, as a search that samples
+// does, and says which seed it was.
+type seedAgent struct{ seed *uint64 }
+
+func (seedAgent) Name() string     { return "seed" }
+func (a seedAgent) Begin(s uint64) { *a.seed = s }
+func (a seedAgent) Act(v agents.View) agents.Decision {
+	legal := v.Legal()
+	return agents.Decision{Action: legal[*a.seed%uint64(len(legal))], Reason: fmt.Sprint(*a.seed)}
+}
+
+// TestHintIsTheSameInEverySlot: a hint is the policy's choice for the
+// position as its player sees it, so the same deal in two slots, or asked
+// on another connection, gets the same hint (its agent was begun with the
+// slot's number, which a search's samples, and so its moves, followed).
+func TestHintIsTheSameInEverySlot(t *testing.T) {
+	var seed uint64
+	_, addr := start(t, Config{Hint: func() agents.Agent { return seedAgent{&seed} }})
+	var first map[string]any
+	for conn := range 2 {
+		cl := dial(t, addr)
+		hello(cl)
+		cl.ok(map[string]any{"op": "make", "n": 3, "suits": 1})
+		cl.ok(map[string]any{"op": "reset", "seeds": []any{5, 6, 5}})
+		for _, game := range []int{0, 2} {
+			rep := cl.ok(map[string]any{"op": "hint", "game": game})
+			if first == nil {
+				first = rep
+			} else if rep["action"] != first["action"] || rep["reason"] != first["reason"] {
+				t.Fatalf("connection %d, game %d: hint %v (seed %v), where game 0 of the first got %v (seed %v)", conn+1, game, rep["action"], rep["reason"], first["action"], first["reason"])
+			}
+		}
+		if rep := cl.ok(map[string]any{"op": "hint", "game": 1}); rep["reason"] == first["reason"] {
+			t.Fatalf("game 1, another deal, was hinted with the same seed %v", rep["reason"])
+		}
+	}
+}
+
 // TestResetSeeds resets a batch with a list of seeds and checks every
 // buffer against an in-process batch given the same list, then resets with
 // seed s and checks game 1 against a batch of one reset with s+1.
