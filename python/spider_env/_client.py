@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import math
 import mmap
 import numbers
 import operator
@@ -330,6 +331,18 @@ class SpiderValueError(SpiderError, ValueError):
 # Addresses
 
 
+def check_seconds(name: str, t: object) -> None:
+    """Refuse a timeout that is not None or a positive number of seconds,
+    naming it: 0 would make the socket non-blocking, and a string would
+    otherwise fail inside a comparison."""
+    if t is None:
+        return
+    if isinstance(t, bool) or not isinstance(t, numbers.Real):
+        raise TypeError(f"{name} must be a positive number of seconds or None, not {type(t).__name__}")
+    if not float(t) > 0 or not math.isfinite(t):
+        raise ValueError(f"{name} must be a positive number of seconds (or None for no timeout), got {t!r}")
+
+
 def parse_address(address: Address) -> tuple[int, str | tuple[str, int]]:
     """Return (socket family, socket address) for an address.
 
@@ -627,9 +640,8 @@ class Client:
     """The server's hello reply: protocol version, ops and limits."""
 
     def __init__(self, address: Address, *, timeout: float | None = 60.0, connect_timeout: float = 10.0):
-        for name, t in (("timeout", timeout), ("connect_timeout", connect_timeout)):
-            if t is not None and not t > 0:  # 0 would make the socket non-blocking
-                raise ValueError(f"{name} must be a positive number of seconds (or None for no timeout), got {t!r}")
+        check_seconds("timeout", timeout)
+        check_seconds("connect_timeout", connect_timeout)
         family, addr = parse_address(address)
         self.address = address
         self._timeout = timeout

@@ -42,6 +42,7 @@ from ._client import (
     StepReply,
     _seed,
     _whole,
+    check_seconds,
     parse_address,
 )
 from ._server import SpiderServer
@@ -77,6 +78,7 @@ class _Backend:
     client: Client
 
     def __init__(self, address: Address | SpiderServer | None, timeout: float | None):
+        check_seconds("timeout", timeout)  # before a server is started for it
         self.server: SpiderServer | None = None
         if address is None:
             self.server = SpiderServer()

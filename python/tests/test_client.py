@@ -294,6 +294,38 @@ def test_connect_errors(tmp_path):
         Client("no-port-here")
 
 
+def test_timeouts_are_checked_before_a_server_starts(monkeypatch):
+    """A timeout that is not a positive number of seconds is refused naming
+    it, by the client and by the envs before they start a server (a string
+    failed inside a comparison, after the server had started)."""
+    from spider_env import envs
+
+    started = []
+
+    class Spy(envs.SpiderServer):
+        def __init__(self, *args, **kwargs):  # pylint: disable=super-init-not-called
+            started.append(1)
+            raise RuntimeError("a server was started")
+
+    monkeypatch.setattr(envs, "SpiderServer", Spy)
+    bads = [("x", TypeError), ("5", TypeError), (True, TypeError)]
+    bads += [(0, ValueError), (-1.0, ValueError), (float("nan"), ValueError), (float("inf"), ValueError)]
+    makers = [
+        lambda t: Client("unix:/nonexistent", timeout=t),
+        lambda t: spider_env.SpiderEnv(timeout=t),
+        lambda t: spider_env.SpiderVectorEnv(2, timeout=t),
+    ]
+    for bad, kind in bads:
+        for make in makers:
+            with pytest.raises(kind, match="timeout must be a positive number of seconds"):
+                make(bad)
+    with pytest.raises(TypeError, match="connect_timeout must be"):
+        Client("unix:/nonexistent", connect_timeout="1")
+    assert not started
+    for good in (np.float32(0.5), np.int64(3), 2):
+        _client.check_seconds("timeout", good)
+
+
 def test_parse_address():
     import socket
 
