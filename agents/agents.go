@@ -71,6 +71,12 @@ func (v View) Score() int { return v.s.Score() }
 // Steps returns the number of actions taken.
 func (v View) Steps() int { return v.s.Steps() }
 
+// Key returns a 64-bit hash of what a player sees of the position
+// (env.State.Key): two positions a player cannot tell apart share it, so
+// an agent's own transposition table or loop check can use it without
+// sampling a game first.
+func (v View) Key() uint64 { return v.s.Key() }
+
 // ObserveCompact writes the compact observation of the game (what a player
 // sees; no hidden card) into dst and returns dst[:Rules().CompactLen()].
 // It panics if dst is shorter.

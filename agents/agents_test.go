@@ -86,6 +86,29 @@ func TestAgentsNeverReadHiddenCards(t *testing.T) {
 	}
 }
 
+// TestViewKeyIsWhatAPlayerSees: along a game, the View's key is the same
+// for the game and for one with its unseen cards dealt anew, and it
+// changes when what a player sees changes.
+func TestViewKeyIsWhatAPlayerSees(t *testing.T) {
+	s := env.NewGame(env.MustRules(env.Options{Suits: 2}), 11)
+	keys := map[uint64]int{}
+	for step := 0; step < 60 && !s.Over(); step++ {
+		legal := s.AppendLegal(nil)
+		other := s.Resample(uint64(step))
+		k := NewView(&s, legal, 0, false).Key()
+		if k != NewView(&other, legal, 0, false).Key() || k != s.Key() {
+			t.Fatalf("step %d: the key depends on the hidden cards", step)
+		}
+		keys[k]++
+		if _, err := s.Step(legal[step%len(legal)]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(keys) < 20 {
+		t.Fatalf("60 steps gave %d keys", len(keys))
+	}
+}
+
 // lockstep plays real on the game of seed and twin, in step, on the same
 // game with its unseen cards dealt anew before every decision, and fails
 // at the first choice of theirs that differs.
