@@ -1085,7 +1085,7 @@ func writeFailures(w io.Writer, rep evalReport) {
 	if len(rep.Failures) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "\nfailed games (stopped early; counted as not won, at their score):")
+	fmt.Fprintln(w, "\nfailed games (stopped early; counted as not won, at the lowest score they could still have ended with):")
 	shown := map[string]int{}
 	for _, f := range rep.Failures {
 		if shown[f.Policy]++; shown[f.Policy] <= failuresShown {

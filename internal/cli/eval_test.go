@@ -587,6 +587,9 @@ func TestWriteFailuresListsTwentyAPolicy(t *testing.T) {
 	if listed != failuresShown || !strings.Contains(text, "  a, seed 20, after 3 moves: late\n") || strings.Contains(text, "a, seed 21,") {
 		t.Fatalf("listed %d of a's failures, want seeds 1 to %d:\n%s", listed, failuresShown, text)
 	}
+	if !strings.Contains(text, "counted as not won, at the lowest score they could still have ended with") {
+		t.Fatalf("the heading does not say how a failed game is counted (failed_score lowest):\n%s", text)
+	}
 	if !strings.Contains(text, "  a: 1 more (--json lists every one)\n") || !strings.Contains(text, "  b, seed 7, after 2 moves: illegal\n") || strings.Contains(text, "b: ") {
 		t.Fatalf("want a's 1 more counted and b's one failure listed:\n%s", text)
 	}
