@@ -158,7 +158,12 @@ func interruptible(parent context.Context, name string, sigs <-chan os.Signal, r
 			case sig := <-sigs:
 				if first == nil {
 					first, at = sig, time.Now()
-					fmt.Fprintf(stderr, "\n%s: stopping (%v): finishing cleanly; press Ctrl-C again to exit at once\n", name, sig)
+					// On a terminal the line ends the progress line (and the
+					// ^C it echoed); elsewhere it would be an empty line.
+					if isTerminal(stderr) {
+						fmt.Fprintln(stderr)
+					}
+					fmt.Fprintf(stderr, "%s: stopping (%v): finishing cleanly; press Ctrl-C again to exit at once\n", name, sig)
 					cancel()
 					continue
 				}
