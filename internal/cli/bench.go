@@ -198,6 +198,7 @@ func benchOnce(ctx context.Context, r env.Rules, o benchOptions, mode env.Autore
 	var episodes int64
 	start := time.Now()
 	last = start
+	end := start // the last step's end, read before its progress line is written
 	for i := 1; i <= o.steps; i++ {
 		if err := step(); err != nil {
 			return benchResult{}, err
@@ -208,7 +209,7 @@ func benchOnce(ctx context.Context, r env.Rules, o benchOptions, mode env.Autore
 			}
 		}
 		if now := time.Now(); now.Sub(last) > 500*time.Millisecond || i == o.steps {
-			last = now
+			last, end = now, now
 			if p.due(i, o.steps) {
 				done := float64(i) * float64(o.n)
 				p.write(fmt.Sprintf("bench: %d worker(s): %d/%d steps, %.0f env-steps/s", workers, i, o.steps, done/now.Sub(start).Seconds()))
@@ -218,7 +219,7 @@ func benchOnce(ctx context.Context, r env.Rules, o benchOptions, mode env.Autore
 			}
 		}
 	}
-	sec := time.Since(start).Seconds()
+	sec := max(end.Sub(start).Seconds(), 1e-9) // a rate, never a division by zero
 	total := int64(o.steps) * int64(o.n)
 	return benchResult{
 		Options: r.Options(), Seed: o.seed, Warmup: o.warmup, Program: programVersion(), Autoreset: mode.String(),

@@ -200,3 +200,25 @@ func TestStopWordsSayStopped(t *testing.T) {
 		t.Errorf("another error became %v", err)
 	}
 }
+
+// slowWriter takes a second for every write, as a stderr piped to a
+// stalled reader can.
+type slowWriter struct{}
+
+func (slowWriter) Write(p []byte) (int, error) { time.Sleep(time.Second); return len(p), nil }
+
+// TestBenchTimesNotItsProgressLine: the last progress line is written
+// after the clock stops, so a slow stderr does not count as stepping
+// (one step of one game took the second a write took, and reported 1
+// env-step/s).
+func TestBenchTimesNotItsProgressLine(t *testing.T) {
+	o := benchOptions{game: env.Options{Suits: 1}, n: 1, workers: 1, steps: 1, autoreset: "same-step", seed: 1}
+	r := env.MustRules(o.game)
+	res, err := benchOnce(context.Background(), r, o, env.SameStep, 1, slowWriter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Seconds >= 0.5 {
+		t.Fatalf("one step of one game timed at %.3f s: the progress line's write was counted", res.Seconds)
+	}
+}
