@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/spiderenv/spider/env"
 )
@@ -600,7 +601,7 @@ func TestUndoRefusesAnotherStepsRecord(t *testing.T) {
 		before := *tc.s
 		func() {
 			defer func() {
-				if v := recover(); v == nil || !strings.Contains(fmt.Sprint(v), "env: Undo of a record made after step") {
+				if v := recover(); v == nil || !strings.Contains(fmt.Sprint(v), "env: Undo of a record made at another step") {
 					t.Errorf("%s: recovered %v, want Undo's panic", name, v)
 				}
 			}()
@@ -609,6 +610,10 @@ func TestUndoRefusesAnotherStepsRecord(t *testing.T) {
 		if *tc.s != before {
 			t.Errorf("%s: the refused Undo changed the game", name)
 		}
+	}
+	// The check fits the record's padding: Env keeps one a step.
+	if size := unsafe.Sizeof(env.Undo{}); size != 32 {
+		t.Errorf("an Undo takes %d bytes, not 32", size)
 	}
 }
 

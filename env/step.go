@@ -11,14 +11,19 @@ import (
 // small value; keep one per step to undo several.
 type Undo struct {
 	action  Action
-	status  Status
 	flipped uint16 // columns where a face-down card turned face up
 	dealtTo uint16 // columns that received a card from a deal
+	at      uint16 // stepTag of the steps played after the action: Undo checks it
 	removed [NumColumns]uint8
+	status  Status
 	score   int32
-	at      int32 // the steps played after the action: Undo checks it
 	elapsed time.Duration
 }
+
+// stepTag is a step count as Undo records it: 1 to 65535, so that the
+// zero Undo matches no game, in 16 bits, so that the record stays 32
+// bytes (a record 65,535 steps away from its game is not told apart).
+func stepTag(steps int32) uint16 { return uint16(uint32(steps)%65535) + 1 }
 
 // Action returns the action this record undoes.
 func (u Undo) Action() Action { return u.action }
@@ -72,7 +77,7 @@ func (s *State) applyMask(a Action, dst []uint8, old uint32, list []int16) (Undo
 // play moves the cards of a legal action and scores it, setting the status
 // to Won when it completes the eighth run; the loss test is the caller's.
 func (s *State) play(a Action) Undo {
-	u := Undo{action: a, status: s.status, score: s.score, at: s.steps + 1, elapsed: s.elapsed}
+	u := Undo{action: a, status: s.status, score: s.score, at: stepTag(s.steps + 1), elapsed: s.elapsed}
 	gain := int32(0)
 	if a == Deal {
 		for c := range NumColumns {
@@ -158,12 +163,12 @@ func (s *State) finish(gain int32) {
 // the record of the last action applied to s and not yet undone. Undo
 // panics, leaving s as it was, when u was made at another step count: a
 // record undone already, one of an earlier step, the zero Undo, or one
-// of a copy of s stepped further. A record of another game at the same
+// of a copy of s stepped further (step counts 65,535 apart look alike). A record of another game at the same
 // step count cannot be told from s's own and corrupts s: a programming
 // error, as an index out of range is.
 func (s *State) Undo(u Undo) {
-	if u.at == 0 || u.at != s.steps {
-		panic(fmt.Sprintf("env: Undo of a record made after step %d, on a game after step %d", u.at, s.steps))
+	if u.at != stepTag(s.steps) {
+		panic(fmt.Sprintf("env: Undo of a record made at another step (the zero Undo, one undone already, an earlier step's or a copy's further step), on a game after step %d", s.steps))
 	}
 	for c := NumColumns - 1; c >= 0; c-- {
 		suit := u.removed[c]
