@@ -87,7 +87,7 @@ func (b *Batch) Restore(snap BatchSnapshot) error {
 	if snap.Options != nil {
 		r, err := NewRules(*snap.Options)
 		if err != nil {
-			return fmt.Errorf("env: the snapshot's options: %w", err)
+			return within("env: the snapshot's options: ", err)
 		}
 		if r != b.rules {
 			return fmt.Errorf("env: a snapshot of %v games for a batch of %v games", r, b.rules)
@@ -168,7 +168,7 @@ func (b *Batch) fitsNext(s *State, a Action, pending, ended bool) error {
 		return fmt.Errorf("presampled action %d for an ended game, which draws %v", a, Deal)
 	case !pending && !ended:
 		if err := s.Check(a); err != nil {
-			return fmt.Errorf("presampled action %d: %w", a, err)
+			return within(fmt.Sprintf("presampled action %d: ", a), err)
 		}
 	}
 	return nil

@@ -96,6 +96,13 @@ func TestBatchSnapshotRestore(t *testing.T) {
 		if err := b.Restore(bad); err == nil || !strings.HasPrefix(err.Error(), "env: snapshot game 4: position: column 1 holds a completed run") {
 			t.Fatalf("a snapshot with a completed run on the tableau: %v", err)
 		}
+		bad = snap
+		three := *snap.Options
+		three.Suits = 3
+		bad.Options = &three
+		if err := b.Restore(bad); err == nil || !strings.HasPrefix(err.Error(), "env: the snapshot's options: ") || strings.Count(err.Error(), "env: ") != 1 {
+			t.Fatalf("a snapshot of 3 suits: %v; want its options refused, the package named once", err)
+		}
 		if !slices.Equal(obs, b.ObsFloat32) || !slices.Equal(masks, b.Masks) {
 			t.Fatalf("%v: a refused Restore changed the batch", mode)
 		}
