@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
-from ._client import SpiderError
+from ._client import SpiderError, check_seconds
 from ._version import __version__
 
 __all__ = ["SpiderServer", "find_binary"]
@@ -234,6 +234,9 @@ class SpiderServer:
             transport = "unix" if hasattr(socket, "AF_UNIX") else "tcp"
         if transport not in ("unix", "tcp"):
             raise ValueError(f"transport {transport!r}: want 'unix' or 'tcp'")
+        if startup_timeout is None:  # it bounds the start: no "None for no limit" here
+            raise TypeError("startup_timeout must be a positive number of seconds, not NoneType")
+        check_seconds("startup_timeout", startup_timeout)
         self.binary = binary or find_binary()
         self.transport = transport
         self.address: str = ""

@@ -32,7 +32,7 @@ import numpy as np
 from gymnasium import spaces
 from numpy.typing import NDArray
 
-from ._client import NUM_ACTIONS, Address, Client, SpiderError, StepReply, _seed, _whole, parse_address
+from ._client import NUM_ACTIONS, Address, Client, SpiderError, StepReply, _seed, _whole, check_seconds, parse_address
 from ._server import SpiderServer
 from .config import SpiderConfig
 from .envs import DEFAULT_TIMEOUT, SpiderEnv, _action_ids, _episode_key, _uncopyable
@@ -195,6 +195,7 @@ class SpiderVecEnv(VecEnv):  # type: ignore[misc, unused-ignore]
         self._stash: StepReply | None = None  # a step reply received early (see _sync)
         self._stash_error: SpiderError | None = None  # or the error it was
         self._last: StepReply | None = None
+        check_seconds("timeout", timeout)  # before a server is started for it
         if address is None:
             self.server = SpiderServer()
             address = self.server.address

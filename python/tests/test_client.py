@@ -326,6 +326,20 @@ def test_timeouts_are_checked_before_a_server_starts(monkeypatch):
         _client.check_seconds("timeout", good)
 
 
+def test_server_startup_timeout_is_checked_before_it_starts(monkeypatch):
+    """SpiderServer's startup_timeout is refused naming it before a process
+    starts (a string failed inside its wait, after the start)."""
+    from spider_env import _server
+
+    def no_popen(*args, **kwargs):
+        raise AssertionError("a server process was started")
+
+    monkeypatch.setattr(_server.subprocess, "Popen", no_popen)
+    for bad, kind in (("5", TypeError), (None, TypeError), (0, ValueError), (float("inf"), ValueError)):
+        with pytest.raises(kind, match="startup_timeout must be a positive number of seconds"):
+            spider_env.SpiderServer(startup_timeout=bad)
+
+
 def test_parse_address():
     import socket
 

@@ -148,6 +148,19 @@ def test_vecenv_api(server):
 
 
 @pytest.mark.limit(60)
+def test_vecenv_checks_its_timeout_before_starting_a_server(monkeypatch):
+    """A bad timeout is refused naming it before SpiderVecEnv starts its
+    own server."""
+    from spider_env import sb3
+
+    def no_server(*args, **kwargs):
+        raise AssertionError("a server was started")
+
+    monkeypatch.setattr(sb3, "SpiderServer", no_server)
+    with pytest.raises(TypeError, match="timeout must be a positive number of seconds"):
+        SpiderVecEnv(2, timeout="5")
+
+
 def test_wrappers_and_render(server):
     venv = VecNormalize(VecMonitor(SpiderVecEnv(2, max_steps=4, obs="float32", address=server.address)))
     venv.seed(1)
