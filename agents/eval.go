@@ -92,7 +92,7 @@ func EvaluateEach(ctx context.Context, r env.Rules, ps []Policy, seeds []uint64,
 		case p.Name == "":
 			return nil, fmt.Errorf("agents: policy %d has no name", i+1)
 		case named[p.Name]:
-			return nil, fmt.Errorf("agents: policy %s is listed twice; give each a name of its own", p.Name)
+			return nil, fmt.Errorf("agents: policy %s is listed twice (results are told apart by name)", p.Name)
 		}
 		named[p.Name] = true
 		switch {
