@@ -388,8 +388,10 @@ class SpiderEnv(gym.Env[NDArray[Any], np.int64]):
     ) -> tuple[ObsArray, dict[str, Any]]:
         """Deal a new game.
 
-        With ``seed`` the game is the first of that seed's stream (the same
-        as game 0 of a vector env reset with that seed); without one, the
+        With ``seed`` (an integer from 0 to 2**64-1, the protocol's seeds;
+        gymnasium's own seeding takes larger ones) the game is the first of
+        that seed's stream (the same as game 0 of a vector env reset with
+        that seed); without one, the
         next game of the stream, the first reset drawing a seed from
         ``self.np_random``. A reset that fails (a timeout, Ctrl-C) leaves
         ``np_random`` as it was, so the reset that retries it deals the
