@@ -73,6 +73,7 @@ type Search struct {
 	stop  <-chan struct{}  // closed when the game's context ends (stopOn)
 	clock func() time.Time // time.Now; tests replace it
 	plan  []env.Action     // the rest of the current line
+	why   string           // the reason search gave for the line
 	want  uint64           // the key the next position must have to follow it
 	nodes []node
 	index map[uint64]int32
@@ -221,7 +222,11 @@ func (a *Search) Act(v View) Decision {
 		world = v.Sample(a.g.Uint64())
 	}
 	if len(a.plan) > 0 && world.Key() == a.want && world.Legal(a.plan[0]) {
-		return a.follow(&world, "follows its plan")
+		why := "continues its plan"
+		if r, ok := planReasons[a.why]; ok {
+			why = r[1]
+		}
+		return a.follow(&world, why)
 	}
 	a.plan = a.plan[:0]
 	why := a.search(&world)
@@ -229,8 +234,28 @@ func (a *Search) Act(v View) Decision {
 		// Nothing to search (cannot happen while an action is legal).
 		return Decision{Action: v.Legal()[0], Reason: "nothing better to do"}
 	}
+	a.why = why
+	if r, ok := planReasons[why]; ok && len(a.plan) > 1 {
+		// The reason is where the line ends, not what its first move does.
+		why = r[0]
+	}
 	return a.follow(&world, why)
 }
+
+// planReasons are a plan's reasons as its first move (index 0) and its
+// later moves (1) say them: a hint's reader takes "wins the game" to be
+// the move's. Kept as strings, so that saying them allocates nothing.
+var planReasons = func() map[string][2]string {
+	m := map[string][2]string{}
+	for _, why := range []string{
+		"wins the game", "turns a face-down card", "deals once nothing better can be foreseen",
+		"leads to a better position", "deals: nothing better is in reach",
+		"sees no way forward", "found no way forward before its time ran out",
+	} {
+		m[why] = [2]string{"starts a plan that " + why, "continues a plan that " + why}
+	}
+	return m
+}()
 
 // follow plays the first action of the plan, remembering where it leads.
 func (a *Search) follow(world *env.State, why string) Decision {
