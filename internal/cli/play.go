@@ -428,7 +428,7 @@ func runPlay(ctx context.Context, o playOptions, stdin io.Reader, stdout io.Writ
 			continue
 		}
 		actions = append(actions, a)
-		fmt.Fprintf(stdout, "%v: %+g\n%s", a, reward, e.Render())
+		fmt.Fprintf(stdout, "%v: %s\n%s", a, signedReward(reward), e.Render())
 		if term || trunc {
 			switch {
 			case info.Won:
@@ -538,4 +538,15 @@ func resolve(typed string, mask []uint8) (env.Action, error) {
 		return fits[0], nil
 	}
 	return 0, fmt.Errorf("%d counts fit (1 to %d cards): say how many, like %v", len(fits), len(fits), fits[len(fits)-1])
+}
+
+// signedReward prints a step's reward with its sign and no more digits
+// than a float32 holds: shaping is computed in float32, and its float64
+// (4.399999618530273) is noise to a player.
+func signedReward(r float64) string {
+	s := strconv.FormatFloat(r, 'g', -1, 32)
+	if r >= 0 {
+		s = "+" + s
+	}
+	return s
 }

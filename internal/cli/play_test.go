@@ -683,3 +683,13 @@ func TestDemoHelpSaysItNeedsAStepLimit(t *testing.T) {
 		t.Errorf("demo --help (exit %d):\n%s", code, help)
 	}
 }
+
+// TestSignedReward: a shaped reward prints as a player reads it, not as
+// the float64 of a float32.
+func TestSignedReward(t *testing.T) {
+	for r, want := range map[float64]string{float64(float32(4.4)): "+4.4", -1: "-1", 0: "+0", 149: "+149", float64(float32(-0.1)): "-0.1"} {
+		if got := signedReward(r); got != want {
+			t.Errorf("signedReward(%v) = %q, want %q", r, got, want)
+		}
+	}
+}
