@@ -347,6 +347,10 @@ func commandUsage(w io.Writer, name string, cmd command, fs *pflag.FlagSet) {
 		line += " " + cmd.args
 	}
 	fmt.Fprintf(w, "usage: %s [flags]\n\n%s\n", line, cmd.summary)
+	if name == "play" {
+		// A player reads this before the game starts, where ? would say it.
+		fmt.Fprintf(w, "\nin the game, type ? for these %s", playHelp)
+	}
 	if fs.HasFlags() {
 		fmt.Fprintf(w, "\nflags:\n%s", fs.FlagUsages())
 	}

@@ -362,6 +362,11 @@ func runPlay(ctx context.Context, o playOptions, stdin io.Reader, stdout io.Writ
 			fmt.Fprint(stdout, playHelp)
 			continue
 		case "q", "quit", "exit":
+			if f, ok := stdin.(*os.File); !ok || !isTerminal(f) || !isTerminal(stdout) {
+				// The line typed was not echoed after the prompt: end it,
+				// as the end of the input does.
+				fmt.Fprintln(stdout)
+			}
 			return end(nil)
 		case "n", "new":
 			if saved, err := save(); saved {

@@ -693,3 +693,32 @@ func TestSignedReward(t *testing.T) {
 		}
 	}
 }
+
+// TestPlayHelpListsTheGamesCommands: play --help says how to move, deal,
+// undo and quit, which only ? inside a game said before.
+func TestPlayHelpListsTheGamesCommands(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := Main([]string{"play", "--help"}, strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for _, want := range []string{"3>7x4", "d, deal", "u, undo", "h, hint", "q, quit", "--seed"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("play --help lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// TestPlayQuitEndsItsLine: from a pipe the typed quit is not echoed after
+// the prompt, so play ends the line itself, as it does at the end of the
+// input (the output ended in "> ").
+func TestPlayQuitEndsItsLine(t *testing.T) {
+	for _, in := range []string{"deal\nquit\n", "deal\n"} {
+		var out, errb bytes.Buffer
+		if code := Main([]string{"play", "--seed", "3"}, strings.NewReader(in), &out, &errb); code != 0 {
+			t.Fatalf("%q: exit %d: %s", in, code, errb.String())
+		}
+		if !strings.HasSuffix(out.String(), "> \n") {
+			t.Errorf("%q: the output ends %q, not with the prompt's line ended", in, out.String()[max(0, out.Len()-20):])
+		}
+	}
+}

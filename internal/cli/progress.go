@@ -13,6 +13,9 @@ import (
 // progress may redraw one line in place with "\r". A file or a pipe gets
 // whole lines instead, so a log holds no carriage returns.
 func isTerminal(w io.Writer) bool {
+	if s, ok := w.(*stickyWriter); ok {
+		w = s.w // the writer it keeps the errors of
+	}
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
