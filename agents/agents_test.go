@@ -601,12 +601,12 @@ func TestSearchMovesMixedRuns(t *testing.T) {
 func TestSearchFillsBeyondItsHorizon(t *testing.T) {
 	s, a := searchAt(t, 2, "1: | 9s 4h\n2: |\n3: | Kh\n4: | Kh\n5: | Kh\n6: | Kh\n7: | Kh\n8: | Kh\n9: | Kh\n10: | Kh\nstock: 2h 2h 2h 2h 2h 2h 2h 2h 2h 2h")
 	d := a.Act(NewView(&s, s.AppendLegal(nil), 0, false))
-	if d.Action != env.MoveAction(0, 1, 1) || d.Reason != "fills the empty columns to deal" {
+	if d.Action != env.MoveAction(0, 1, 1) || d.Reason != "starts a plan that fills the empty columns to deal" {
 		t.Fatalf("search chose %v because %q", d.Action, d.Reason)
 	}
 	s.Step(d.Action)
-	if d = a.Act(NewView(&s, s.AppendLegal(nil), d.Action, true)); d.Action != env.Deal {
-		t.Fatalf("after filling, search chose %v, not the deal", d.Action)
+	if d = a.Act(NewView(&s, s.AppendLegal(nil), d.Action, true)); d.Action != env.Deal || d.Reason != "continues a plan that fills the empty columns to deal" {
+		t.Fatalf("after filling, search chose %v because %q, not the deal", d.Action, d.Reason)
 	}
 }
 

@@ -222,11 +222,7 @@ func (a *Search) Act(v View) Decision {
 		world = v.Sample(a.g.Uint64())
 	}
 	if len(a.plan) > 0 && world.Key() == a.want && world.Legal(a.plan[0]) {
-		why := "continues its plan"
-		if r, ok := planReasons[a.why]; ok {
-			why = r[1]
-		}
-		return a.follow(&world, why)
+		return a.follow(&world, planReasons[a.why][1])
 	}
 	a.plan = a.plan[:0]
 	why := a.search(&world)
@@ -235,23 +231,31 @@ func (a *Search) Act(v View) Decision {
 		return Decision{Action: v.Legal()[0], Reason: "nothing better to do"}
 	}
 	a.why = why
-	if r, ok := planReasons[why]; ok && len(a.plan) > 1 {
+	if len(a.plan) > 1 {
 		// The reason is where the line ends, not what its first move does.
-		why = r[0]
+		why = planReasons[why][0]
 	}
 	return a.follow(&world, why)
 }
+
+// The reasons search gives for a line, by where it ends.
+const (
+	whyWins        = "wins the game"
+	whyTurns       = "turns a face-down card"
+	whyDeals       = "deals once nothing better can be foreseen"
+	whyFill        = "fills the empty columns to deal"
+	whyBetter      = "leads to a better position"
+	whyOracleDeals = "deals: nothing better is in reach"
+	whyStuck       = "sees no way forward"
+	whyOutOfTime   = "found no way forward before its time ran out"
+)
 
 // planReasons are a plan's reasons as its first move (index 0) and its
 // later moves (1) say them: a hint's reader takes "wins the game" to be
 // the move's. Kept as strings, so that saying them allocates nothing.
 var planReasons = func() map[string][2]string {
 	m := map[string][2]string{}
-	for _, why := range []string{
-		"wins the game", "turns a face-down card", "deals once nothing better can be foreseen",
-		"leads to a better position", "deals: nothing better is in reach",
-		"sees no way forward", "found no way forward before its time ran out",
-	} {
+	for _, why := range []string{whyWins, whyTurns, whyDeals, whyFill, whyBetter, whyOracleDeals, whyStuck, whyOutOfTime} {
 		m[why] = [2]string{"starts a plan that " + why, "continues a plan that " + why}
 	}
 	return m
@@ -364,11 +368,11 @@ func (a *Search) search(root *env.State) string {
 					bestLeafMacroLen = 0
 					switch {
 					case act == env.Deal:
-						leafWhy = "deals once nothing better can be foreseen"
+						leafWhy = whyDeals
 					case next.Status() == env.Won:
-						leafWhy = "wins the game"
+						leafWhy = whyWins
 					default:
-						leafWhy = "turns a face-down card"
+						leafWhy = whyTurns
 					}
 				}
 				continue
@@ -390,9 +394,9 @@ func (a *Search) search(root *env.State) string {
 						bestLeaf, bestLeafValue = i, val
 						bestLeafMacro = m.start
 						bestLeafMacroLen = m.n
-						leafWhy = "turns a face-down card"
+						leafWhy = whyTurns
 						if next.Status() == env.Won {
-							leafWhy = "wins the game"
+							leafWhy = whyWins
 						}
 					}
 					continue
@@ -413,7 +417,7 @@ func (a *Search) search(root *env.State) string {
 			val := a.chance(&w, env.Deal, samples)
 			if val > bestLeafValue {
 				a.plan = append(a.plan, env.Deal)
-				return "fills the empty columns to deal"
+				return whyFill
 			}
 		}
 		a.plan = a.plan[:0]
@@ -429,14 +433,14 @@ func (a *Search) search(root *env.State) string {
 		return leafWhy
 	case bestStatic >= 0 && bestStaticValue > rootValue:
 		a.line(bestStatic)
-		return "leads to a better position"
+		return whyBetter
 	}
 	if a.Peek && root.StockLeft() > 0 {
 		// The oracle's tree holds the deal as a known move; when nothing
 		// better is in reach it deals, filling empty columns first.
 		if _, ok := a.fill(root); ok {
 			a.plan = append(a.plan, env.Deal)
-			return "deals: nothing better is in reach"
+			return whyOracleDeals
 		}
 	}
 	// No card can be turned, no deal is possible and no position is better
@@ -444,9 +448,9 @@ func (a *Search) search(root *env.State) string {
 	// the cheapest to find is the first.
 	a.plan = append(a.plan[:0], root.AppendLegal(a.legal[:0])[0])
 	if outOfTime {
-		return "found no way forward before its time ran out"
+		return whyOutOfTime
 	}
-	return "sees no way forward"
+	return whyStuck
 }
 
 // clockEvery is how many positions search expands between looks at the

@@ -76,3 +76,32 @@ func TestSearchRevealValueIsTheSameForEveryTurnedRank(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchReasonsAreInTheTable: every reason search gives along its
+// games is one of planReasons' lines or their plain form, never empty, so
+// a reason added to search without its plan forms is caught.
+func TestSearchReasonsAreInTheTable(t *testing.T) {
+	known := map[string]bool{}
+	for why, forms := range planReasons {
+		known[why], known[forms[0]], known[forms[1]] = true, true, true
+	}
+	seen := map[string]bool{}
+	for _, suits := range []int{1, 2} {
+		s := env.NewGame(env.MustRules(env.Options{Suits: suits}), 5)
+		a := &Search{Nodes: 2000}
+		a.Begin(5)
+		var last env.Action
+		for move := 0; move < 150 && !s.Over(); move++ {
+			d := a.Act(NewView(&s, s.AppendLegal(nil), last, move > 0))
+			if !known[d.Reason] {
+				t.Fatalf("%d suits, move %d: reason %q is not in planReasons", suits, move, d.Reason)
+			}
+			seen[d.Reason] = true
+			s.Step(d.Action)
+			last = d.Action
+		}
+	}
+	if len(seen) < 3 {
+		t.Fatalf("the games gave only the reasons %v", seen)
+	}
+}
