@@ -29,21 +29,22 @@ import (
 type command struct {
 	summary string
 	args    string // the positional arguments it takes, as usage shows them ("" for none)
+	more    string // what --help says after the summary, before the flags ("" for nothing)
 	// setup registers the flags on fs and returns the function that runs
 	// the command with the parsed options.
 	setup func(fs *pflag.FlagSet) func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error
 }
 
 var commands = map[string]command{
-	"demo":    {"play one seeded game with a random policy and show it", "", demoCommand},
-	"bench":   {"measure the batch stepper's env-steps per second with random legal actions", "", benchCommand},
-	"serve":   {"serve batches of games over a socket (msgpack, PROTOCOL.md)", "", serveCommand},
-	"eval":    {"compare policies on the same deals, with confidence intervals and paired tests", "", evalCommand},
-	"play":    {"play a game in the terminal, with undo and hints", "", playCommand},
-	"replay":  {"step through a recorded game", "FILE", replayCommand},
-	"results": {"tabulate spider eval --suite --json files as Markdown (docs/results.md), JSON or CSV", "FILE...", resultsCommand},
-	"train":   {"train a neural policy with PPO (gorgonia) on the batch stepper", "", trainCommand},
-	"version": {"print the program's version and the commit it was built from", "", versionCommand},
+	"demo":    {"play one seeded game with a random policy and show it", "", "", demoCommand},
+	"bench":   {"measure the batch stepper's env-steps per second with random legal actions", "", "", benchCommand},
+	"serve":   {"serve batches of games over a socket (msgpack, PROTOCOL.md)", "", "", serveCommand},
+	"eval":    {"compare policies on the same deals, with confidence intervals and paired tests", "", "", evalCommand},
+	"play":    {"play a game in the terminal, with undo and hints", "", "in the game, type ? for these " + playHelp, playCommand},
+	"replay":  {"step through a recorded game", "FILE", "", replayCommand},
+	"results": {"tabulate spider eval --suite --json files as Markdown (docs/results.md), JSON or CSV", "FILE...", "", resultsCommand},
+	"train":   {"train a neural policy with PPO (gorgonia) on the batch stepper", "", "", trainCommand},
+	"version": {"print the program's version and the commit it was built from", "", "", versionCommand},
 }
 
 // Main runs the command line args and returns the process exit code:
@@ -347,9 +348,8 @@ func commandUsage(w io.Writer, name string, cmd command, fs *pflag.FlagSet) {
 		line += " " + cmd.args
 	}
 	fmt.Fprintf(w, "usage: %s [flags]\n\n%s\n", line, cmd.summary)
-	if name == "play" {
-		// A player reads this before the game starts, where ? would say it.
-		fmt.Fprintf(w, "\nin the game, type ? for these %s", playHelp)
+	if cmd.more != "" {
+		fmt.Fprintf(w, "\n%s", cmd.more)
 	}
 	if fs.HasFlags() {
 		fmt.Fprintf(w, "\nflags:\n%s", fs.FlagUsages())
