@@ -331,14 +331,16 @@ class SpiderValueError(SpiderError, ValueError):
 # Addresses
 
 
-def check_seconds(name: str, t: object) -> None:
-    """Refuse a timeout that is not None or a positive number of seconds,
-    naming it: 0 would make the socket non-blocking, and a string would
-    otherwise fail inside a comparison."""
-    if t is None:
+def check_seconds(name: str, t: object, *, optional: bool = True) -> None:
+    """Refuse a timeout that is not a positive number of seconds (or None,
+    when ``optional``: no limit), naming it: 0 would make the socket
+    non-blocking, and a string would otherwise fail inside a comparison."""
+    if t is None and optional:
         return
     if isinstance(t, bool) or not isinstance(t, numbers.Real):
-        raise TypeError(f"{name} must be a positive number of seconds or None, not {type(t).__name__}")
+        raise TypeError(
+            f"{name} must be a positive number of seconds{' or None' if optional else ''}, not {type(t).__name__}"
+        )
     if not float(t) > 0 or not math.isfinite(t):
         raise ValueError(f"{name} must be a positive number of seconds (or None for no timeout), got {t!r}")
 

@@ -234,9 +234,7 @@ class SpiderServer:
             transport = "unix" if hasattr(socket, "AF_UNIX") else "tcp"
         if transport not in ("unix", "tcp"):
             raise ValueError(f"transport {transport!r}: want 'unix' or 'tcp'")
-        if startup_timeout is None:  # it bounds the start: no "None for no limit" here
-            raise TypeError("startup_timeout must be a positive number of seconds, not NoneType")
-        check_seconds("startup_timeout", startup_timeout)
+        check_seconds("startup_timeout", startup_timeout, optional=False)  # it bounds the start
         self.binary = binary or find_binary()
         self.transport = transport
         self.address: str = ""

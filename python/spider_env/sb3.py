@@ -20,7 +20,6 @@ another project); ``import spider_env`` never does.
 
 from __future__ import annotations
 
-import socket
 import time
 import warnings
 import weakref
@@ -32,10 +31,10 @@ import numpy as np
 from gymnasium import spaces
 from numpy.typing import NDArray
 
-from ._client import NUM_ACTIONS, Address, Client, SpiderError, StepReply, _seed, _whole, check_seconds, parse_address
+from ._client import NUM_ACTIONS, Address, Client, SpiderError, StepReply, _seed, _whole
 from ._server import SpiderServer
 from .config import SpiderConfig
-from .envs import DEFAULT_TIMEOUT, SpiderEnv, _action_ids, _episode_key, _uncopyable
+from .envs import DEFAULT_TIMEOUT, SpiderEnv, _action_ids, _Backend, _episode_key, _uncopyable
 
 # The ignores hold where stable-baselines3 is not installed (mypy sees Any);
 # "unused-ignore" keeps them quiet where it is, or where pyproject.toml
@@ -195,14 +194,11 @@ class SpiderVecEnv(VecEnv):  # type: ignore[misc, unused-ignore]
         self._stash: StepReply | None = None  # a step reply received early (see _sync)
         self._stash_error: SpiderError | None = None  # or the error it was
         self._last: StepReply | None = None
-        check_seconds("timeout", timeout)  # before a server is started for it
-        if address is None:
-            self.server = SpiderServer()
-            address = self.server.address
-        elif isinstance(address, SpiderServer):
-            address = address.address
+        # A client of the given server, or of one started for it, as the
+        # other envs have (the timeout checked before any start).
+        backend = _Backend(address, timeout)
+        self.server, self._client = backend.server, backend.client
         try:
-            self._client = Client(address, timeout=timeout)
             self.spider_spec = self._client.make(
                 game_config,
                 n=n,
@@ -211,7 +207,7 @@ class SpiderVecEnv(VecEnv):  # type: ignore[misc, unused-ignore]
                 illegal_penalty=illegal_penalty,
                 mask=mask,
                 workers=workers,
-                shm=shm is not False and parse_address(address)[0] == socket.AF_UNIX,
+                shm=shm is not False and backend.unix,
             )
             if shm and not self._client.shared:
                 why = self._client.shm_error or "the address is not a Unix socket"

@@ -151,12 +151,13 @@ def test_vecenv_api(server):
 def test_vecenv_checks_its_timeout_before_starting_a_server(monkeypatch):
     """A bad timeout is refused naming it before SpiderVecEnv starts its
     own server."""
-    from spider_env import sb3
+    from spider_env import envs
 
-    def no_server(*args, **kwargs):
-        raise AssertionError("a server was started")
+    class NoServer(envs.SpiderServer):
+        def __init__(self, *args, **kwargs):  # pylint: disable=super-init-not-called
+            raise AssertionError("a server was started")
 
-    monkeypatch.setattr(sb3, "SpiderServer", no_server)
+    monkeypatch.setattr(envs, "SpiderServer", NoServer)  # where the env's backend starts one
     with pytest.raises(TypeError, match="timeout must be a positive number of seconds"):
         SpiderVecEnv(2, timeout="5")
 
