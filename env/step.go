@@ -163,9 +163,10 @@ func (s *State) finish(gain int32) {
 // the record of the last action applied to s and not yet undone. Undo
 // panics, leaving s as it was, when u was made at another step count: a
 // record undone already, one of an earlier step, the zero Undo, or one
-// of a copy of s stepped further (step counts 65,535 apart look alike). A record of another game at the same
-// step count cannot be told from s's own and corrupts s: a programming
-// error, as an index out of range is.
+// of a copy of s stepped further (step counts 65,535 apart look alike).
+// A record of another game at the same step count cannot be told from
+// s's own and corrupts s: a programming error, as an index out of range
+// is.
 func (s *State) Undo(u Undo) {
 	if u.at != stepTag(s.steps) {
 		panic(fmt.Sprintf("env: Undo of a record made at another step (the zero Undo, one undone already, an earlier step's or a copy's further step), on a game after step %d", s.steps))
