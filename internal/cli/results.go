@@ -587,6 +587,13 @@ type resultsRow struct {
 	Failures     int     `json:"failures"`
 	Program      string  `json:"program_version"`
 	File         string  `json:"file"`
+	// Nodes, MoveMs and Draw are the report's, Nodes with an older
+	// report's 0 written as the default it meant: the policy's name holds
+	// them in words only where they set its play apart.
+	Nodes      int    `json:"nodes"`
+	MoveMs     int    `json:"move_ms"`
+	Draw       uint64 `json:"draw"`
+	Checkpoint string `json:"checkpoint_sha256,omitempty"` // an nn: policy's file, as eval's report says
 }
 
 // resultsRows are the table's rows, from each policy's row of a report.
@@ -599,6 +606,7 @@ func resultsRows(rows []resultRow) []resultsRow {
 			Policy: p.Policy + budgetNote(p.Spec, r.report), Spec: p.Spec, Games: p.Games, Wins: p.Wins,
 			WinRate: p.WinRate, WinLo: p.WinLo, WinHi: p.WinHi, Score: p.Score, ScoreHalf: p.ScoreHalf,
 			Runs: p.Runs, RunsHalf: p.RunsHalf, Moves: p.Moves, Failures: p.Failures, Program: r.report.Program, File: r.file,
+			Nodes: cmp.Or(r.report.Nodes, agents.DefaultNodes), MoveMs: r.report.MoveMs, Draw: r.report.Draw, Checkpoint: p.Checkpoint,
 		})
 	}
 	return list
@@ -608,13 +616,15 @@ func resultsRows(rows []resultRow) []resultsRow {
 // reports whether it did.
 func writeResultRows(w io.Writer, list []resultsRow, out outputFlags) (bool, error) {
 	header := []string{"suite", "suite_version", "rules", "suits", "max_steps", "policy", "spec", "games", "wins", "win_rate", "win_rate_lo95", "win_rate_hi95",
-		"mean_score", "mean_score_ci95", "mean_runs", "mean_runs_ci95", "mean_moves", "failures", "program_version", "file"}
+		"mean_score", "mean_score_ci95", "mean_runs", "mean_runs_ci95", "mean_moves", "failures", "program_version", "file",
+		"nodes", "move_ms", "draw", "checkpoint_sha256"}
 	return out.write(w, list, header, func() (cells [][]string) {
 		for _, r := range list {
 			cells = append(cells, []string{csvText(r.Suite), csvText(r.SuiteVersion), r.Rules, strconv.Itoa(r.Suits), strconv.Itoa(r.MaxSteps),
 				csvText(r.Policy), csvText(r.Spec), strconv.Itoa(r.Games), strconv.Itoa(r.Wins), csvFloat(r.WinRate), csvFloat(r.WinLo), csvFloat(r.WinHi),
 				csvFloat(r.Score), csvFloat(float64(r.ScoreHalf)), csvFloat(r.Runs), csvFloat(float64(r.RunsHalf)), csvFloat(r.Moves),
-				strconv.Itoa(r.Failures), csvText(r.Program), csvText(r.File)})
+				strconv.Itoa(r.Failures), csvText(r.Program), csvText(r.File),
+				strconv.Itoa(r.Nodes), strconv.Itoa(r.MoveMs), strconv.FormatUint(r.Draw, 10), r.Checkpoint})
 		}
 		return cells
 	})

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spiderenv/spider/agents"
 	"github.com/spiderenv/spider/agents/suites"
 	"github.com/spiderenv/spider/env"
 	"github.com/spiderenv/spider/internal/alloccount"
@@ -174,9 +175,34 @@ func TestResultsTable(t *testing.T) {
 			t.Errorf("a JSON row the table does not have: %+v", r)
 		}
 	}
+	// The budget in the name is in fields of its own too, the default
+	// written as such.
+	budgets := map[string][3]int{}
+	for _, r := range rows {
+		budgets[r.Policy] = [3]int{r.Nodes, r.MoveMs, int(r.Draw)}
+	}
+	for name, want := range map[string][3]int{
+		"search (2 nodes, draw 3)": {2, 0, 3}, "oracle (sees hidden cards) (2 nodes, at most 500 ms a move)": {2, 500, 0}, "random": {agents.DefaultNodes, 0, 0},
+	} {
+		if got, ok := budgets[name]; !ok || got != want {
+			t.Errorf("--json row %q: nodes, move_ms, draw %v (found %v), want %v", name, got, ok, want)
+		}
+	}
 	code, out, errs = runMain(append([]string{"results", "--csv"}, files...)...)
-	if recs, err := csv.NewReader(strings.NewReader(out)).ReadAll(); code != 0 || err != nil || len(recs) != 6 || recs[0][0] != "suite" || recs[1][5] != rows[0].Policy {
-		t.Errorf("--csv: exit %d (%s), %v:\n%s", code, errs, err, out)
+	recs, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	if code != 0 || err != nil || len(recs) != 6 || recs[0][0] != "suite" || recs[1][5] != rows[0].Policy {
+		t.Fatalf("--csv: exit %d (%s), %v:\n%s", code, errs, err, out)
+	}
+	for i, r := range rows {
+		if n := len(recs[0]); recs[0][n-4] != "nodes" || recs[i+1][n-4] != strconv.Itoa(r.Nodes) || recs[i+1][n-3] != strconv.Itoa(r.MoveMs) || recs[i+1][n-2] != strconv.FormatUint(r.Draw, 10) {
+			t.Errorf("--csv row %d: %v under %v, want the JSON row's budget %+v", i+1, recs[i+1], recs[0], r)
+		}
+	}
+	hashed := editReport(t, filepath.Join(dir, "dev-a.json"), dir, "hashed.json", func(_, first map[string]any) { first["checkpoint_sha256"] = strings.Repeat("cd", 32) })
+	code, out, errs = runMain("results", "--json", hashed)
+	var hashedRows []resultsRow
+	if err := json.Unmarshal([]byte(out), &hashedRows); code != 0 || err != nil || len(hashedRows) != 2 || hashedRows[0].Checkpoint != strings.Repeat("cd", 32) || hashedRows[1].Checkpoint != "" {
+		t.Errorf("--json of a network's report: exit %d (%s), %v: %+v", code, errs, err, hashedRows)
 	}
 	if code, _, errs := runMain("results", "--update", md, "--json", files[0]); code != 2 || !strings.Contains(errs, "drop --json and --csv") {
 		t.Errorf("--update with --json: exit %d, %s", code, errs)
