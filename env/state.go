@@ -215,6 +215,24 @@ func (s *State) computeRun(c int) uint8 {
 	return n
 }
 
+// longestRun returns the length of the longest same-suit descending
+// sequence among column c's face-up cards, wherever it lies: play removes
+// a completed run as it forms on top, so a position with one anywhere
+// (ParseState's text, a snapshot) is no position play reaches.
+func (s *State) longestRun(c int) int {
+	col := &s.cols[c]
+	longest, n := 0, 0
+	for i := int(s.down[c]); i < int(s.height[c]); i++ {
+		if n > 0 && col[i-1] == col[i]+1 && col[i].Rank() != King {
+			n++
+		} else {
+			n = 1
+		}
+		longest = max(longest, n)
+	}
+	return longest
+}
+
 // Key returns a 64-bit hash of what a player sees of the position: every
 // column's face-down count and face-up cards, the stock count and the
 // completed runs (not the score or the move count). Two positions a player

@@ -81,8 +81,8 @@ func ParseState(r Rules, text string) (State, error) {
 	for c := range NumColumns {
 		total += int(s.height[c])
 		s.refresh(c)
-		if s.run[c] >= NumRanks {
-			return State{}, fmt.Errorf("env: position: column %d holds a completed run, which is removed at once", c+1)
+		if s.longestRun(c) >= NumRanks {
+			return State{}, fmt.Errorf("env: position: column %d holds a completed run, which is removed at once, on top or under other cards", c+1)
 		}
 	}
 	total += s.StockLeft()

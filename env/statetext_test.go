@@ -22,6 +22,11 @@ func TestParseStateRefusesImpossiblePositions(t *testing.T) {
 	}{
 		{1, "1: | Ks Qs Js Ts 9s 8s 7s 6s 5s 4s 3s 2s As", "holds a completed run"},
 		{1, "1: | Qs Js Ts 9s 8s 7s 6s 5s 4s 3s 2s As", ""},
+		// Under other cards too: a run is removed as it forms on top.
+		{1, "1: | Ks Qs Js Ts 9s 8s 7s 6s 5s 4s 3s 2s As 9s", "holds a completed run"},
+		{2, "1: 3h | Ks Qs Js Ts 9s 8s 7s 6s 5s 4s 3s 2s As Qh Jh", "holds a completed run"},
+		{1, "1: Ks | Qs Js Ts 9s 8s 7s 6s 5s 4s 3s 2s As 9s", ""}, // its king face down
+		{2, "1: | Ks Qs Js Ts 9s 8s 7s 6h 5s 4s 3s 2s As 9s", ""}, // a heart in it
 		{1, "runs: h", "not a suit letter of a 1-suit deck"},
 		{2, "runs: h", ""},
 		{2, "runs: d", "not a suit letter of a 2-suit deck"},

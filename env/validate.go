@@ -48,7 +48,7 @@ func (s *State) Validate() error {
 		if got := s.computeRun(c); got != s.run[c] {
 			return fmt.Errorf("column %d: cached run %d, real run %d", c+1, s.run[c], got)
 		}
-		if s.run[c] >= NumRanks {
+		if s.longestRun(c) >= NumRanks {
 			return fmt.Errorf("column %d: a completed run was left on the tableau", c+1)
 		}
 	}
