@@ -152,11 +152,13 @@ func (s *State) ObserveCompact(dst []uint8) []uint8 {
 
 // UpdateCompact brings dst, a compact observation of this game before
 // some actions, up to date with s, rewriting the counters and only the
-// card slots of the columns in the set cols (bit c for column c). cols must
+// card slots of the columns in the set cols (bit c for column c; bits
+// past the last column are ignored). cols must
 // include every column those actions changed (see Undo.Columns); a move
 // changes two, so this is far cheaper than a full ObserveCompact.
 // It returns dst[:CompactLen] and never allocates.
 func (s *State) UpdateCompact(dst []uint8, cols uint16) []uint8 {
+	cols &= AllColumns
 	slots := int(s.rules.slots)
 	dst = fit(dst, ObsSlots+NumColumns*slots, "env: UpdateCompact: dst shorter than CompactLen")
 	for c := range NumColumns {
