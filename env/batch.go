@@ -115,6 +115,9 @@ func newBatch(r Rules, o BatchOptions, mem []byte) (*Batch, error) {
 	b.chunks = make([]uint32, n)
 	if o.Presample {
 		b.next = make([]Action, n)
+		for i := range b.next { // until Reset, as SampleLegal says
+			b.next[i] = Deal
+		}
 	}
 	b.errs = make([]error, o.Workers)
 	b.panics = make([]any, o.Workers)

@@ -574,6 +574,16 @@ func TestNewBatchValidates(t *testing.T) {
 	if err := b.Step(make([]env.Action, 3)); err == nil || err.Error() != "env: Step before Reset" || !errors.Is(err, env.ErrNotReset) {
 		t.Errorf("Step before Reset: %v", err)
 	}
+	// SampleLegal before Reset answers Deal for every game, presampled or
+	// not (presampled, it answered action 0, a move).
+	for _, pre := range []bool{false, true} {
+		b := newBatch(t, r, env.BatchOptions{N: 3, Presample: pre})
+		got := make([]env.Action, 3)
+		b.SampleLegal(got)
+		if want := []env.Action{env.Deal, env.Deal, env.Deal}; !slices.Equal(got, want) {
+			t.Errorf("Presample %v: SampleLegal before Reset: %v, want %v", pre, got, want)
+		}
+	}
 }
 
 func TestBatchStepDoesNotAllocate(t *testing.T) {
