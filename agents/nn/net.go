@@ -291,13 +291,19 @@ func layer(out, in, w, b []float32, rows int, d [2]int) {
 	}
 }
 
-// Best returns the legal action (mask byte 1) with the highest logit; ties
-// go to the lowest id. It returns false if no action is legal. It panics
-// if a legal action's id is outside logits.
+// Best returns the legal action (mask byte not 0) with the highest logit;
+// ties go to the lowest id. It returns false if no action is legal. It
+// panics if a legal action's id is outside logits.
 func Best(logits []float32, mask []uint8) (env.Action, bool) {
 	best, found := 0, false
 	for i, m := range mask {
-		if m != 0 && (!found || logits[i] > logits[best]) {
+		if m == 0 {
+			continue
+		}
+		if i >= len(logits) { // checked even when it could not win
+			panic(fmt.Sprintf("nn: Best: legal action %d outside %d logits", i, len(logits)))
+		}
+		if !found || logits[i] > logits[best] {
 			best, found = i, true
 		}
 	}

@@ -312,6 +312,21 @@ func TestBestBreaksTiesToTheLowestID(t *testing.T) {
 			t.Fatalf("Best(%v, mask %v) = %v, %v; want %v, the lowest id of the highest logit", logits, c.mask, a, ok, c.want)
 		}
 	}
+	// Any byte but 0 is legal; a legal id past the logits panics, as
+	// documented, even when it is the only one (before, it was returned).
+	if a, ok := Best(logits, []uint8{0, 2, 0, 0, 0, 0}); !ok || a != 1 {
+		t.Errorf("mask byte 2: %v, %v; want 1", a, ok)
+	}
+	for _, mask := range [][]uint8{{0, 0, 0, 0, 0, 0, 0, 1}, {1, 0, 0, 0, 0, 0, 0, 1}} {
+		func() {
+			defer func() {
+				if p := recover(); p == nil || !strings.Contains(fmt.Sprint(p), "legal action 7 outside 6 logits") {
+					t.Errorf("mask %v: panic %v", mask, p)
+				}
+			}()
+			Best(logits, mask)
+		}()
+	}
 }
 
 // TestNewStartsNearUniform: New draws the policy head's weights small, so
