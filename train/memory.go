@@ -165,6 +165,9 @@ const GraphParamBytes = 4 * 4
 // CloneIdle) take less. It is 0 without imitation, and for a
 // configuration Validate refuses.
 func (c Config) ImitationBound() int64 {
+	if c.Validate() != nil { // negative counts, imitation without epochs
+		return 0
+	}
 	r, err := c.Rules()
 	if err != nil {
 		return 0

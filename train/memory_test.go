@@ -118,6 +118,20 @@ func TestImitationBound(t *testing.T) {
 	if got, want := c.ImitationBound(), int64(10*5000+2*3*daggerMoves+10+2*3)*SampleBytes; got != want {
 		t.Errorf("bound %d, want %d (DAgger games capped at %d moves)", got, want, daggerMoves)
 	}
+	// A configuration Validate refuses has no bound: 0, as documented
+	// (before, negative counts gave negative bounds, and games without
+	// epochs a positive one).
+	for _, edit := range []func(c *Config){
+		func(c *Config) { c.CloneGames = -3 },
+		func(c *Config) { c.CloneEpochs = 0 },
+		func(c *Config) { c.DaggerRounds = -2 },
+	} {
+		bad := c
+		edit(&bad)
+		if err := bad.Validate(); err == nil || bad.ImitationBound() != 0 {
+			t.Errorf("%+v: Validate %v, bound %d; want an error and 0", bad, err, bad.ImitationBound())
+		}
+	}
 	c = tinyConfig()
 	c.DaggerRounds, c.DaggerGames = 1, 2 // the warm start's data is kept for the round
 	tr, err := New(c)
