@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/spiderenv/spider/env"
@@ -97,6 +98,10 @@ const rankCopies = env.NumCards / env.NumRanks
 // It panics if col >= 0 and col or r is out of range (col past the last
 // column, r not 1 to 13): a programming error, as indexing a slice is.
 func ValueFeatures(f *[NumValueFeatures]float64, s *env.State, col int, r env.Rank, buf []env.Card) {
+	if col >= 0 && (col >= env.NumColumns || r < env.Ace || r > env.King) {
+		// Checked here, not where r is read: an empty column never reads it.
+		panic(fmt.Sprintf("agents: ValueFeatures: column %d, rank %d: want a column 0 to %d and a rank 1 to 13", col, r, env.NumColumns-1))
+	}
 	var v valueCounts
 	v.count(s, col, buf)
 	v.features(f, s, col, r)

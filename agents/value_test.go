@@ -1,7 +1,9 @@
 package agents
 
 import (
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/spiderenv/spider/env"
@@ -49,6 +51,21 @@ func TestValueFeatures(t *testing.T) {
 	ValueFeatures(&f, &s, 3, env.Queen, buf)
 	if f[11] != 0 || f[7] != 2 || f[16] != 15 {
 		t.Errorf("column 4 as a Qs: kings %v, ways on %v, equal tops %v; want 0, 2, 15", f[11], f[7], f[16])
+	}
+	// A rank or column out of range panics, as documented, on an empty
+	// column too (column 3), which never reads the rank.
+	for _, tc := range []struct {
+		col int
+		r   env.Rank
+	}{{2, 0}, {2, 14}, {3, 0}, {3, 14}, {env.NumColumns, env.Ace}} {
+		func() {
+			defer func() {
+				if p := recover(); p == nil || !strings.Contains(fmt.Sprint(p), "want a column 0 to 9 and a rank 1 to 13") {
+					t.Errorf("column %d, rank %d: panic %v", tc.col, tc.r, p)
+				}
+			}()
+			ValueFeatures(&f, &s, tc.col, tc.r, buf)
+		}()
 	}
 }
 
