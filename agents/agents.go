@@ -14,7 +14,9 @@ import (
 // View is one game as its player sees it. The state behind it is never
 // handed to an agent: only visible facts leave through the methods, plus
 // Sample, which deals the unseen cards anew at random. Make it with
-// NewView: the zero View has no game, and its methods panic. A View given
+// NewView: the zero View has no game, and its methods that read one panic
+// (Legal and Last return nil and false). The column methods panic if c is
+// not 0 to env.NumColumns-1, as env.State's do. A View given
 // to an agent is valid during that call only: the game it shows moves on
 // after, so an agent keeps what it learns from it, not the View.
 type View struct {

@@ -20,7 +20,8 @@ import (
 // network reads the float32 observation, which shows no hidden card.
 // Several Neural agents may share one Net, which they only read. Make one
 // with NewNeural, which sizes its buffers for Net: a literal, or a Net
-// replaced after, cannot play (CheckRules says so, and Act panics).
+// replaced after, cannot play (CheckRules says so, and Act panics; Bytes
+// panics on a literal without a Net).
 type Neural struct {
 	Net   *nn.Net
 	seen  seenPositions
@@ -35,11 +36,25 @@ type Neural struct {
 }
 
 // NewNeural returns an agent playing net, or why net cannot play (its
-// specification names no game this program plays).
+// specification names no game this program plays, or its weights do not
+// fit its specification: a Net made by hand rather than by nn.New or
+// nn.Load).
 func NewNeural(net *nn.Net) (*Neural, error) {
 	r, err := net.Spec.Rules()
 	if err != nil {
 		return nil, err
+	}
+	if err := net.Spec.Validate(); err != nil {
+		return nil, err
+	}
+	dims := net.Spec.Dims()
+	if len(net.W) != len(dims) || len(net.B) != len(dims) {
+		return nil, fmt.Errorf("agents: a network of %d weight and %d bias layers, its specification %d", len(net.W), len(net.B), len(dims))
+	}
+	for i, d := range dims {
+		if len(net.W[i]) != d[0]*d[1] || len(net.B[i]) != d[1] {
+			return nil, fmt.Errorf("agents: network layer %d has %d weights and %d biases, its specification %d and %d", i, len(net.W[i]), len(net.B[i]), d[0]*d[1], d[1])
+		}
 	}
 	// The network watches games of any length: its observation does not
 	// depend on the step limit, and its own limit must not stop the moves

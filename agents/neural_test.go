@@ -2,6 +2,7 @@ package agents
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -59,6 +60,37 @@ func TestNeuralPlaysItsBestLogitButDoesNotGoBack(t *testing.T) {
 	a.Begin(2)
 	if got := act(&p1, 0, false); got != back {
 		t.Fatalf("at P1 in a new game: %v, want %v (P0 is not seen in this game)", got, back)
+	}
+}
+
+// TestNewNeuralRefusesWeightsThatDoNotFit: a Net made by hand whose
+// weights do not fit its specification is refused with a reason; before,
+// NewNeural took it and Act panicked with an index out of range.
+func TestNewNeuralRefusesWeightsThatDoNotFit(t *testing.T) {
+	r := env.MustRules(env.Options{Suits: 1, Encoding: env.Float32})
+	good, err := nn.New(nn.SpecFor(r, []int{4}), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := *good
+	short.W = slices.Clone(good.W)
+	short.W[1] = short.W[1][:len(short.W[1])-1]
+	columns := nn.ColumnSpecFor(r, 8, 16, 4)
+	columns.Hidden = nil
+	for name, tc := range map[string]struct {
+		net  *nn.Net
+		want string
+	}{
+		"no weights":        {&nn.Net{Spec: good.Spec}, "a network of 0 weight and 0 bias layers, its specification 3"},
+		"a layer one short": {&short, "network layer 1 has 4323 weights and 1081 biases, its specification 4324 and 1081"},
+		"a columns spec without its hidden layer": {&nn.Net{Spec: columns}, "nn: "},
+	} {
+		if _, err := NewNeural(tc.net); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v; want an error containing %q", name, err, tc.want)
+		}
+	}
+	if _, err := NewNeural(good); err != nil {
+		t.Errorf("nn.New's network: %v", err)
 	}
 }
 

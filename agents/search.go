@@ -37,7 +37,10 @@ import (
 // Search is deterministic given its seed (unless MoveTime is set) and keeps
 // its buffers between moves, so use one per goroutine.
 type Search struct {
-	Nodes   int // positions explored per plan; 0 means DefaultNodes
+	// Nodes is the positions explored per plan, 0 or less meaning
+	// DefaultNodes. Its buffers grow with it: a budget past MaxNodes,
+	// which NewWith refuses, can panic for want of memory.
+	Nodes   int
 	Samples int // games sampled per chance move; 0 means 4
 
 	// MoveTime, when positive, bounds the time one move may spend

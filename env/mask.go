@@ -138,7 +138,8 @@ func (s *State) AppendLegal(dst []Action) []Action {
 
 // NthMasked returns the k-th action (counting from 0 in id order) whose
 // byte in mask is 1, for drawing a uniform legal action: NthMasked(mask,
-// rand.IntN(numLegal)). Mask bytes must be 0 or 1, as Mask writes them. It
+// rand.IntN(numLegal)). Mask bytes must be 0 or 1, as Mask writes them
+// (with others it may return a wrong id or panic). It
 // reads eight bytes at a time and never allocates. It panics if k is
 // negative or fewer than k+1 bytes are set, which is a programming error.
 func NthMasked(mask []uint8, k int) Action {

@@ -53,7 +53,8 @@ var headerBound = func() (b [ObsSlots]float32) {
 }()
 
 // HeaderBound returns the divisor that scales counter i (0 <= i < ObsSlots)
-// into [0, 1] in the float32 encoding: 5, 104, 50 or 8.
+// into [0, 1] in the float32 encoding: 5, 104, 50 or 8. It panics if i
+// is out of that range.
 func HeaderBound(i int) float32 { return headerBound[i] }
 
 // header writes the counters that open every observation into h.

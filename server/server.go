@@ -135,7 +135,8 @@ func orDefault[T int | time.Duration](v *T, def T) {
 }
 
 // Server serves the connections of one listener (Serve) until its
-// context ends.
+// context ends. Make one with New: the zero Server's limits are all 0,
+// so it refuses every connection.
 type Server struct {
 	cfg    Config
 	served atomic.Bool // Serve was called

@@ -12,7 +12,9 @@ import (
 
 // Trainer runs PPO on a Batch. Its whole state (network, optimiser,
 // games, random streams, counters and metrics) goes into a checkpoint, so
-// a resumed run continues exactly as if it had not stopped.
+// a resumed run continues exactly as if it had not stopped. Make one with
+// New or Resume: the zero Trainer has no network or games, and its Run,
+// Save and Close panic.
 type Trainer struct {
 	Config  Config
 	Net     *nn.Net

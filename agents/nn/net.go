@@ -126,7 +126,8 @@ func (s Spec) validate() error {
 	return nil
 }
 
-// Dims returns each layer's (in, out) sizes.
+// Dims returns each layer's (in, out) sizes. It may panic for a spec
+// Validate refuses (a columns network without its hidden layer).
 func (s Spec) Dims() [][2]int {
 	if s.columns() {
 		return s.columnDims()
@@ -191,7 +192,7 @@ func (sc *Scratch) fits(s Spec) bool {
 // ScratchBytes returns the memory NewScratch(rows) allocates for a
 // network of s: for a columns network, whose layers see a row per column
 // and a row per move a column can make, it can be several times the
-// weights.
+// weights. It may panic for a spec Validate refuses.
 func (s Spec) ScratchBytes(rows int) int64 {
 	r := int64(rows)
 	if s.columns() {
@@ -207,8 +208,12 @@ func (s Spec) ScratchBytes(rows int) int64 {
 	return 4 * r * floats
 }
 
-// NewScratch returns buffers for rows rows of n.
+// NewScratch returns buffers for rows rows of n. It panics if rows is
+// negative, or may for a Spec Validate refuses.
 func (n *Net) NewScratch(rows int) *Scratch {
+	if rows < 0 {
+		panic(fmt.Sprintf("nn: NewScratch of %d rows", rows))
+	}
 	spec := n.Spec
 	spec.Hidden = slices.Clone(spec.Hidden)
 	s := &Scratch{Rows: rows, dims: n.Spec.Dims(), spec: spec}
@@ -228,7 +233,7 @@ func (n *Net) NewScratch(rows int) *Scratch {
 // column) it allocates nothing; larger batches run the parallel BLAS
 // multiply (gonum's, or OpenBLAS's: see BLAS), which may allocate a few
 // small objects a layer. It panics if a
-// buffer is too short, or sc is nil or was made for a network of other
+// buffer is too short, rows is negative, or sc is nil or was made for a network of other
 // layers (its buffers would be read with n's shapes, silently wrong),
 // which are programming errors.
 func (n *Net) Forward(logits, values []float32, x []float32, rows int, sc *Scratch) {
@@ -237,6 +242,8 @@ func (n *Net) Forward(logits, values []float32, x []float32, rows int, sc *Scrat
 		panic("nn: Forward with a nil Scratch")
 	case !sc.fits(n.Spec):
 		panic("nn: Forward with the Scratch of a network of other layers; make it with this network's NewScratch")
+	case rows < 0:
+		panic(fmt.Sprintf("nn: Forward of %d rows", rows))
 	case rows > sc.Rows || len(x) < rows*n.Spec.ObsLen || len(logits) < rows*n.Spec.NumActions || len(values) < rows:
 		panic("nn: Forward buffers too short")
 	}

@@ -390,6 +390,27 @@ func TestForwardRefusesAnotherNetworksScratch(t *testing.T) {
 	if got := forward(nil); got != "nn: Forward with a nil Scratch" {
 		t.Errorf("nil: %q", got)
 	}
+	// A negative row count panics with its own message (before, a slice
+	// bound's; and NewScratch(-1) of a network without hidden layers made
+	// a scratch of -1 rows).
+	for _, net := range []*Net{a, {Spec: SpecFor(r, nil)}} {
+		func() {
+			defer func() {
+				if v := recover(); fmt.Sprint(v) != "nn: NewScratch of -1 rows" {
+					t.Errorf("NewScratch(-1) of %v: %v", net.Spec.Hidden, v)
+				}
+			}()
+			net.NewScratch(-1)
+		}()
+	}
+	func() {
+		defer func() {
+			if v := recover(); fmt.Sprint(v) != "nn: Forward of -1 rows" {
+				t.Errorf("Forward of -1 rows: %v", v)
+			}
+		}()
+		a.Forward(logits, values, x, -1, a.NewScratch(1))
+	}()
 	// The same layers under another game, and with the architecture named
 	// (files from before it was recorded leave it empty, as SpecFor does).
 	spec := SpecFor(env.MustRules(env.Options{Suits: 1, MaxSteps: 50}), []int{32})

@@ -68,7 +68,9 @@ const (
 )
 
 // Agent is a connection to a remote agent. It is an agents.BatchAgent;
-// its ActBatch may be called by one goroutine at a time.
+// its ActBatch may be called by one goroutine at a time. Make one with
+// Dial: the zero Agent has no connection, and its ActBatch and Close
+// panic.
 type Agent struct {
 	o       Options
 	conn    net.Conn

@@ -36,7 +36,8 @@ type Suite struct {
 	Count int    `json:"deals"`
 }
 
-// Seeds returns the suite's seeds, in order.
+// Seeds returns the suite's seeds, in order. It panics on a negative
+// Count (the built-in suites have none).
 func (s Suite) Seeds() []uint64 {
 	out := make([]uint64, s.Count)
 	for i := range out {

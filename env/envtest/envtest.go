@@ -18,7 +18,8 @@ import (
 type Policy func(s *env.State, mask []uint8) env.Action
 
 // RandomPolicy returns a policy that picks uniformly among the legal
-// actions, from its own seeded generator.
+// actions, from its own seeded generator. The policy panics on a mask with
+// no legal action, which Check never passes (a game over is not played).
 func RandomPolicy(seed uint64) Policy {
 	g := rng.New(seed)
 	var legal []env.Action
@@ -37,6 +38,7 @@ func RandomPolicy(seed uint64) Policy {
 // overflow them), the clock on a compact observation, shaping under
 // cardems, a step limit of 1, and any option of env.Options that none of
 // these sets to its example value (OptionField.Example) set to it alone.
+// It panics if maxSteps is a step limit env.Options refuses.
 func Configurations(maxSteps int, encodings bool) []env.Rules {
 	var out []env.Rules
 	for _, rs := range []env.RuleSet{env.Classic, env.Cardems} {
@@ -107,7 +109,8 @@ const NoLimitSteps = 20000
 
 // Check plays cfg.Games games under r with policy and fails t at the first
 // broken invariant, or at an action the policy chose that is not legal,
-// naming the game's seed and step.
+// naming the game's seed and step. It panics on zero Rules, as env.New
+// does.
 func Check(t testing.TB, r env.Rules, policy Policy, cfg Config) Stats {
 	t.Helper()
 	var st Stats
