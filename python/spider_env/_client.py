@@ -81,6 +81,12 @@ Address: TypeAlias = str | os.PathLike[str] | tuple[str, int]
 ObsArray: TypeAlias = NDArray[np.uint8] | NDArray[np.float32]
 """Observations: uint8 for the compact encoding, float32 for float32 (``make``'s ``obs``)."""
 
+Seed: TypeAlias = int | np.integer[Any]
+"""A deal's seed: a Python or numpy integer from 0 to 2**64-1."""
+
+Seeds: TypeAlias = Sequence[Seed | None] | NDArray[np.integer[Any]]
+"""One seed (or None) per game: a list, tuple or other sequence, or a numpy integer array."""
+
 
 # ---------------------------------------------------------------------------
 # Replies
@@ -106,7 +112,9 @@ class MakeReply(TypedDict):
     Besides these keys the dict holds every other key of the reply as the
     server sent it, among them the game options it echoes (``rules``,
     ``suits``, ``max_steps``, ...); ``config`` holds those as a
-    :class:`SpiderConfig`.
+    :class:`SpiderConfig`, typed, which is the way to read them where a
+    type checker reads the code (``spec["config"].suits``, not
+    ``spec["suits"]``, which the TypedDict does not declare).
     """
 
     n: int
@@ -1082,9 +1090,9 @@ class Client:
 
     def reset(
         self,
-        seed: int | None = None,
+        seed: Seed | None = None,
         reset_mask: npt.ArrayLike | None = None,
-        seeds: Sequence[int | None] | None = None,
+        seeds: Seeds | None = None,
     ) -> StepReply:
         """Reset games and return the step reply as a dict of numpy arrays.
 

@@ -19,8 +19,8 @@ import contextlib
 import dataclasses
 import multiprocessing
 import socket
-from collections.abc import Iterator, Mapping
-from typing import Any, Final, cast
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Final, Literal, TypeAlias, cast
 
 import gymnasium as gym
 import numpy as np
@@ -37,6 +37,8 @@ from ._client import (
     Client,
     MakeReply,
     ObsArray,
+    Seed,
+    Seeds,
     SpiderError,
     SpiderValueError,
     StepReply,
@@ -125,6 +127,16 @@ def _uncopyable(cls: str, instead: str) -> TypeError:
         "every game's history into a new batch is not supported; make a new env with the same arguments "
         f"({cls}(num_envs, env.config, ...)) instead, or {instead}"
     )
+
+
+IllegalPolicy: TypeAlias = Literal["error", "noop", "lose"]
+"""What an action that is not a legal move does (``illegal``): PROTOCOL.md's make."""
+
+MaskForm: TypeAlias = Literal["bytes", "bits"]
+"""The masks' form on the wire (``mask``); Python always sees them unpacked."""
+
+RenderMode: TypeAlias = Literal["ansi", "rgb_array"]
+"""``render_mode``: the board as text, or as a (480, 640, 3) uint8 picture."""
 
 
 def _check_mask(mask: str) -> None:
@@ -249,16 +261,20 @@ class SpiderEnv(gym.Env[NDArray[Any], np.int64]):
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}  # noqa: RUF012 (gymnasium's convention)
+    # Their own types, not gymnasium's Space: a type checker then knows
+    # action_space.n and observation_space.high.
+    observation_space: spaces.Box
+    action_space: spaces.Discrete
 
     def __init__(
         self,
         config: SpiderConfig | None = None,
         *,
-        illegal: str = "noop",
+        illegal: IllegalPolicy = "noop",
         illegal_penalty: float = 0.0,
-        render_mode: str | None = None,
+        render_mode: RenderMode | None = None,
         address: Address | SpiderServer | None = None,
-        mask: str = "bytes",
+        mask: MaskForm = "bytes",
         episode_key: str | None = "spider_episode",
         timeout: float | None = DEFAULT_TIMEOUT,
         **game: Any,
@@ -384,7 +400,7 @@ class SpiderEnv(gym.Env[NDArray[Any], np.int64]):
         self.spec = state.get("spec")
 
     def reset(
-        self, *, seed: int | np.integer[Any] | None = None, options: dict[str, Any] | None = None
+        self, *, seed: Seed | None = None, options: dict[str, Any] | None = None
     ) -> tuple[ObsArray, dict[str, Any]]:
         """Deal a new game.
 
@@ -430,7 +446,9 @@ class SpiderEnv(gym.Env[NDArray[Any], np.int64]):
                 self._last, self._ended = r, False
         return r["obs"][0], self._info(r, ended=False)
 
-    def step(self, action: int | np.integer[Any]) -> tuple[ObsArray, float, bool, bool, dict[str, Any]]:
+    def step(
+        self, action: int | np.integer[Any] | NDArray[np.integer[Any]]
+    ) -> tuple[ObsArray, float, bool, bool, dict[str, Any]]:
         if self._last is None:
             raise gym.error.ResetNeeded("call reset before step")
         if self._ended:
@@ -602,16 +620,22 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
         "render_fps": 4,
     }
 
+    # Their own types, not gymnasium's Space (see SpiderEnv).
+    single_observation_space: spaces.Box
+    single_action_space: spaces.Discrete
+    observation_space: spaces.Box
+    action_space: spaces.MultiDiscrete
+
     def __init__(
         self,
         num_envs: int = 1,
         config: SpiderConfig | None = None,
         *,
-        illegal: str = "noop",
+        illegal: IllegalPolicy = "noop",
         illegal_penalty: float = 0.0,
-        render_mode: str | None = None,
+        render_mode: RenderMode | None = None,
         address: Address | SpiderServer | None = None,
-        mask: str = "bits",
+        mask: MaskForm = "bits",
         episode_key: str | None = "spider_episode",
         timeout: float | None = DEFAULT_TIMEOUT,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
@@ -670,7 +694,7 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
         """The game the server made: its echo of every game option."""
         self.single_observation_space = _observation_space(self.spider_spec)
         self.single_action_space = spaces.Discrete(NUM_ACTIONS)
-        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.observation_space = cast(spaces.Box, batch_space(self.single_observation_space, self.num_envs))
         self.action_space = spaces.MultiDiscrete(np.full(self.num_envs, NUM_ACTIONS, dtype=np.int64))
         self._last: StepReply | None = None
         self._sent: NDArray[np.int64] | None = None  # the games of the step in flight (send), or None
@@ -705,7 +729,7 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
     def reset(
         self,
         *,
-        seed: int | np.integer[Any] | list[int | None] | tuple[int | None, ...] | None = None,
+        seed: Seed | Seeds | None = None,
         options: dict[str, Any] | None = None,
     ) -> tuple[ObsArray, dict[str, Any]]:
         """Reset games.
@@ -750,7 +774,7 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
                 raise RuntimeError("a step is in flight: recv (or step_wait) it before a reset of some games")
             chosen = [int(i) for i in np.flatnonzero(reset_mask)]
         seeds: list[int | None] | None = None
-        if isinstance(seed, (list, tuple, np.ndarray)):
+        if isinstance(seed, (Sequence, np.ndarray)):
             if len(seed) != self.num_envs:
                 raise ValueError(f"{len(seed)} seeds for {self.num_envs} games")
             # As Gymnasium, the seeds of games a mask leaves out are not read.
@@ -877,7 +901,7 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
     def async_reset(
         self,
         *,
-        seed: int | np.integer[Any] | list[int | None] | tuple[int | None, ...] | None = None,
+        seed: Seed | Seeds | None = None,
         options: dict[str, Any] | None = None,
     ) -> None:
         """EnvPool's ``async_reset``: reset every game as :meth:`reset` does

@@ -155,7 +155,7 @@ class _SharedServerVectorEnv(VectorMaskInObservation):
         self._shared_server = server
 
     def reset(
-        self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
+        self, *, seed: int | Sequence[int | None] | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
         if isinstance(seed, (int, np.integer)):
             # RLlib seeds runner w's batch with seed + w; game i of it would

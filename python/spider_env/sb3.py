@@ -24,17 +24,27 @@ import time
 import warnings
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, cast
+from typing import Any, TypeAlias, cast
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 from numpy.typing import NDArray
 
-from ._client import NUM_ACTIONS, Address, Client, SpiderError, StepReply, _seed, _whole
+from ._client import NUM_ACTIONS, Address, Client, ObsArray, SpiderError, StepReply, _seed, _whole
 from ._server import SpiderServer
 from .config import SpiderConfig
-from .envs import DEFAULT_TIMEOUT, SpiderEnv, _action_ids, _Backend, _episode_key, _uncopyable
+from .envs import (
+    DEFAULT_TIMEOUT,
+    IllegalPolicy,
+    MaskForm,
+    RenderMode,
+    SpiderEnv,
+    _action_ids,
+    _Backend,
+    _episode_key,
+    _uncopyable,
+)
 
 # The ignores hold where stable-baselines3 is not installed (mypy sees Any);
 # "unused-ignore" keeps them quiet where it is, or where pyproject.toml
@@ -43,8 +53,6 @@ try:
     from stable_baselines3.common.vec_env import VecEnv  # type: ignore[import-not-found, unused-ignore]
     from stable_baselines3.common.vec_env.base_vec_env import (  # type: ignore[import-not-found, unused-ignore]
         VecEnvIndices,
-        VecEnvObs,
-        VecEnvStepReturn,
     )
 except ImportError as e:  # pragma: no cover - depends on the installation
     raise ImportError(
@@ -53,6 +61,10 @@ except ImportError as e:  # pragma: no cover - depends on the installation
     ) from e
 
 __all__ = ["SpiderVecEnv"]
+
+# What step returns: SB3's VecEnvStepReturn, narrowed to what this env
+# gives, so that a type checker passes its observations to model.predict.
+_StepReturn: TypeAlias = tuple[ObsArray, NDArray[np.float32], NDArray[np.bool_], list[dict[str, Any]]]
 
 
 class _Game:
@@ -169,11 +181,11 @@ class SpiderVecEnv(VecEnv):  # type: ignore[misc, unused-ignore]
         num_envs: int = 1,
         config: SpiderConfig | None = None,
         *,
-        illegal: str = "noop",
+        illegal: IllegalPolicy = "noop",
         illegal_penalty: float = 0.0,
-        render_mode: str | None = None,
+        render_mode: RenderMode | None = None,
         address: Address | SpiderServer | None = None,
-        mask: str = "bits",
+        mask: MaskForm = "bits",
         workers: int = 0,
         episode_key: str | None = "spider_episode",
         shm: bool | None = None,
@@ -274,7 +286,7 @@ class SpiderVecEnv(VecEnv):  # type: ignore[misc, unused-ignore]
 
     # -- the VecEnv API --------------------------------------------------------
 
-    def reset(self) -> VecEnvObs:
+    def reset(self) -> ObsArray:
         """Reset every game; return the observations (SB3's API: no infos,
         they go to :attr:`reset_infos`). The seeds set by :meth:`seed` are
         used once; without them every game goes on to its next episode
@@ -315,7 +327,7 @@ class SpiderVecEnv(VecEnv):  # type: ignore[misc, unused-ignore]
         self._seeds = given
         return given
 
-    def step(self, actions: NDArray[Any]) -> VecEnvStepReturn:
+    def step(self, actions: NDArray[Any]) -> _StepReturn:
         """Step every game and return (obs, rewards, dones, infos): what
         :meth:`step_async` and :meth:`step_wait` return, as one request, so
         that a Ctrl-C between the two closes the env as anywhere else in a
@@ -345,7 +357,7 @@ class SpiderVecEnv(VecEnv):  # type: ignore[misc, unused-ignore]
         # The checks SpiderEnv and SpiderVectorEnv make: integer ids in 0..1080.
         return _action_ids(a, (self.num_envs,))
 
-    def step_wait(self) -> VecEnvStepReturn:
+    def step_wait(self) -> _StepReturn:
         """Wait for the step sent by :meth:`step_async`; return (obs, rewards, dones, infos)."""
         if self._stash_error is not None:
             e, self._stash_error = self._stash_error, None
@@ -361,7 +373,7 @@ class SpiderVecEnv(VecEnv):  # type: ignore[misc, unused-ignore]
             raise RuntimeError("step_wait without step_async")
         return self._results(r)
 
-    def _results(self, r: StepReply) -> VecEnvStepReturn:
+    def _results(self, r: StepReply) -> _StepReturn:
         """A step reply as SB3's (obs, rewards, dones, infos)."""
         terminated, truncated = r["terminated"], r["truncated"]
         dones = terminated | truncated

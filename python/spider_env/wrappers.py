@@ -13,6 +13,7 @@ The layout, a Dict space with ``"observations"`` and ``"action_mask"`` (a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, SupportsFloat
 
 import gymnasium as gym
@@ -120,7 +121,7 @@ class VectorMaskInObservation(_VectorWrapper, gym.utils.RecordConstructorArgs):
         self._mask: NDArray[np.float32] | None = None  # the masks last returned
 
     def reset(
-        self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
+        self, *, seed: int | Sequence[int | None] | None = None, options: dict[str, Any] | None = None
     ) -> tuple[MaskedObs, dict[str, Any]]:
         obs, infos = self._inner.reset(seed=seed, options=options)  # type: ignore[arg-type]
         return self._masked(obs, infos), infos

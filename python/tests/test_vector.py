@@ -381,6 +381,12 @@ def test_seeds_follow_gymnasium(server):
             ]
         )
         assert (obs == want).all()
+        # Any sequence of seeds, or an integer array, as the annotation says
+        # (a range was taken for one seed and refused).
+        by_list, _ = venv.reset(seed=[5, 6, 7, 8])
+        for seeds in (range(5, 9), np.arange(5, 9), (5, 6, 7, 8)):
+            again, _ = venv.reset(seed=seeds)
+            assert (again == by_list).all(), seeds
     finally:
         venv.close()
         sync.close()

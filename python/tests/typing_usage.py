@@ -1,0 +1,65 @@
+"""Documented usage that a user's type checker must accept, and mistakes
+it must catch: ``make pylint`` runs mypy --strict on this file (it is not
+a test module; nothing here runs). A mistake is marked with the error mypy
+must give for it: were the annotations ever to let it through, the ignore
+would be unused, which strict mypy reports."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from numpy.typing import NDArray
+
+from spider_env import SpiderConfig, SpiderEnv, SpiderVectorEnv
+from spider_env._client import Client
+
+
+def single(seeds: list[int], predicted: NDArray[np.int64]) -> None:
+    env = SpiderEnv(SpiderConfig(suits=2), illegal="lose", render_mode="ansi", mask="bits")
+    obs, info = env.reset(seed=np.uint64(3))
+    n: int = int(env.action_space.n)  # a Discrete, not a bare Space
+    high: NDArray[Any] = env.observation_space.high  # a Box
+    mask: NDArray[np.bool_] = env.action_masks()
+    obs, reward, terminated, truncated, info = env.step(np.flatnonzero(mask)[0])
+    obs, reward, terminated, truncated, info = env.step(predicted[0])  # SB3's predict gives arrays
+    obs, reward, terminated, truncated, info = env.step(np.asarray(7))
+    r: float = reward
+    action, why = env.hint()
+    env.step(action)
+    made = gym.make("Spider-v0", suits=1)
+    assert isinstance(made.unwrapped, SpiderEnv)  # gym.make returns a bare gymnasium Env
+    made.unwrapped.hint()
+    print(n, high, r, why, seeds, obs, info, terminated, truncated)
+
+    SpiderEnv(illegal="nop")  # type: ignore[arg-type]
+    SpiderEnv(mask="bytez")  # type: ignore[arg-type]
+    SpiderEnv(render_mode="human")  # type: ignore[arg-type]
+    env.step("7")  # type: ignore[arg-type]
+
+
+def vector(seeds: list[int]) -> None:
+    envs = SpiderVectorEnv(4, SpiderConfig(suits=1), autoreset_mode="disabled")
+    envs.reset(seed=seeds)  # a list[int] is a list of seeds too (list is invariant)
+    envs.reset(seed=[1, None, 3, None])
+    envs.reset(seed=tuple(seeds))
+    envs.reset(seed=np.arange(4))
+    envs.reset(seed=range(4))
+    envs.async_reset(seed=seeds)
+    n: int = int(envs.single_action_space.n)
+    nvec: NDArray[np.int64] = envs.action_space.nvec  # a MultiDiscrete
+    low: NDArray[Any] = envs.observation_space.low
+    obs, rewards, terminated, truncated, infos = envs.step(envs.action_masks().argmax(axis=1))
+    r32: NDArray[np.float32] = rewards
+    print(n, nvec, low, obs, r32, terminated, truncated, infos)
+
+    envs.reset(seed=["1", "2", "3", "4"])  # type: ignore[list-item]
+
+
+def client(c: Client, seeds: list[int]) -> None:
+    c.reset(seed=np.int64(5))
+    c.reset(seeds=seeds)
+    c.reset(seeds=np.arange(4))
+
+    c.reset(seed="5")  # type: ignore[arg-type]
