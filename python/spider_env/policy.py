@@ -43,11 +43,12 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeAlias, cast
 
 import msgpack
 import numpy as np
 import numpy.typing as npt
+from numpy.typing import NDArray
 
 from ._client import NUM_ACTIONS, Address, SpiderError, parse_address
 from ._server import _host_tag, _stale_socket, find_binary
@@ -100,7 +101,12 @@ def _request_bound(hello: dict[str, Any]) -> int:
     return games * (obs + NUM_ACTIONS + 3 + _BOARD_BYTES) + 4096
 
 
-PolicyFn = Callable[..., Any]
+PolicyFn: TypeAlias = (
+    Callable[[NDArray[Any], NDArray[np.uint8]], npt.ArrayLike]
+    | Callable[[NDArray[Any], NDArray[np.uint8], Any], npt.ArrayLike]
+)
+"""A policy: ``fn(observations, masks)``, or ``fn(observations, masks, boards)`` with
+``board=True``, returning the actions (one game's, with ``batch=False``)."""
 
 
 def _recv_exact(conn: socket.socket, n: int, deadline: float | None = None) -> bytearray | None:
@@ -447,13 +453,14 @@ class PolicyServer:
             obs = np.frombuffer(msg["obs"], dtype=obs_dtype).reshape(n, obs_len).copy()
             masks = np.frombuffer(msg["masks"], dtype=np.uint8).reshape(n, NUM_ACTIONS).copy()
             boards: list[Any] = msg.get("boards") or [None] * n
+            fn = cast(Callable[..., Any], self.fn)  # board says which of PolicyFn's two it is
             with self._lock:
                 if self.batch:
-                    out = self.fn(obs, masks, boards) if self.board else self.fn(obs, masks)
+                    out = fn(obs, masks, boards) if self.board else fn(obs, masks)
                 elif self.board:
-                    out = [self.fn(obs[i], masks[i], boards[i]) for i in range(n)]
+                    out = [fn(obs[i], masks[i], boards[i]) for i in range(n)]
                 else:
-                    out = [self.fn(obs[i], masks[i]) for i in range(n)]
+                    out = [fn(obs[i], masks[i]) for i in range(n)]
             return {"ok": True, "id": rid, "actions": _to_actions(out, n)}
         except BaseException as e:
             # SystemExit and the like from fn too: this thread serves eval,

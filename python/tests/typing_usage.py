@@ -12,7 +12,7 @@ import gymnasium as gym
 import numpy as np
 from numpy.typing import NDArray
 
-from spider_env import SpiderConfig, SpiderEnv, SpiderVectorEnv
+from spider_env import SpiderConfig, SpiderEnv, SpiderVectorEnv, evaluate
 from spider_env._client import Client
 
 
@@ -63,3 +63,15 @@ def client(c: Client, seeds: list[int]) -> None:
     c.reset(seeds=np.arange(4))
 
     c.reset(seed="5")  # type: ignore[arg-type]
+
+
+def first_legal(obs: NDArray[Any], masks: NDArray[np.uint8]) -> NDArray[np.intp]:
+    return np.asarray(masks.argmax(axis=1), dtype=np.intp)
+
+
+def policies() -> None:
+    evaluate(first_legal, seeds="1-2")
+    evaluate(lambda obs, masks: masks.argmax(axis=1), seeds="1-2")
+    evaluate(lambda obs, masks, boards: [0] * len(obs), seeds="1-2", board=True)
+
+    evaluate(lambda obs: obs, seeds="1-2")  # type: ignore[arg-type]
