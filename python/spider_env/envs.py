@@ -644,8 +644,17 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
         copy: bool = True,
         legal_actions: bool = False,
         max_episode_steps: int | None = None,
+        batch_size: int | None = None,
         **game: Any,
     ):
+        if batch_size is not None and batch_size != num_envs:
+            # EnvPool's asynchronous mode (recv returns the first batch_size
+            # games to finish) has no counterpart: one step is in flight at
+            # a time, and recv returns the games send stepped.
+            raise ValueError(
+                f"batch_size={batch_size}: only EnvPool's synchronous mode is offered (batch_size = num_envs = "
+                f"{num_envs}); send(actions, env_ids) and recv() step some games while the policy works on the others"
+            )
         if max_episode_steps is not None:
             # gymnasium.make_vec passes a spec's or caller's horizon to the
             # vector entry point, where sync mode would add a TimeLimit:
@@ -728,11 +737,19 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
 
     def reset(
         self,
+        env_id: npt.ArrayLike | None = None,
         *,
         seed: Seed | Seeds | None = None,
         options: dict[str, Any] | None = None,
     ) -> tuple[ObsArray, dict[str, Any]]:
         """Reset games.
+
+        ``env_id`` (EnvPool's ``reset(env_id)``: a game index or an array
+        of them) resets only those games, to their next episode, and
+        returns only their rows, in that order, ``infos["env_id"]`` naming
+        them; it takes no seed or options (EnvPool seeds at creation), and
+        before the first reset every game is reset first, as EnvPool's
+        first reset is.
 
         ``seed`` (an int) resets every game, game i seeded with seed + i
         (the deal of ``SpiderEnv().reset(seed=seed + i)``); a list of
@@ -752,6 +769,8 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
         retried with the same draws; after a timeout or Ctrl-C the env is
         closed, and its generator can seed a new one.
         """
+        if env_id is not None:
+            return self._reset_games(env_id, seed, options)
         # Everything is checked before anything changes, np_random included.
         options = dict(options or {})
         reset_mask = options.pop("reset_mask", None)
@@ -818,6 +837,23 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
                     r = self._own(self.client.reset(seed=seed, reset_mask=reset_mask))
                 self._last = r
         return r["obs"], self._infos(r, with_episode=False)
+
+    def _reset_games(self, env_id: npt.ArrayLike, seed: object, options: object) -> tuple[ObsArray, dict[str, Any]]:
+        """reset(env_id): EnvPool's reset of some games, their rows only."""
+        if seed is not None or options:
+            raise ValueError("reset(env_id) takes no seed or options (EnvPool's form); use options={'reset_mask': ...}")
+        ids, _ = self._game_ids(env_id)
+        if self._last is None:
+            obs, infos = self.reset()  # every game's first episode
+        else:
+            mask = np.zeros(self.num_envs, np.bool_)
+            mask[ids] = True
+            obs, infos = self.reset(options={"reset_mask": mask})
+        rows: dict[str, Any] = {
+            k: v[ids] if isinstance(v, np.ndarray) and v.shape[:1] == (self.num_envs,) else v for k, v in infos.items()
+        }
+        rows["env_id"] = ids.astype(np.int32)
+        return obs[ids], rows
 
     def step(
         self, actions: npt.ArrayLike, env_id: npt.ArrayLike | None = None
@@ -934,29 +970,33 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
             raise gym.error.ResetNeeded("call reset before send")
         if self.client.pending:
             raise RuntimeError("a step is in flight: call recv (or step_wait) first")
+        ids, ordered = self._game_ids(env_ids)
+        if np.ndim(env_ids) == 0 and np.ndim(actions) == 0:
+            actions = np.reshape(actions, 1)  # one game, as EnvPool takes it, with its one action
+        acts = _action_ids(actions, ids.shape)
+        self._actions[ids] = acts
+        with _whole(self.client, "send"):
+            self.client.step_send(self._actions, env_ids=ordered)
+            self._sent = ids
+
+    def _game_ids(self, env_ids: npt.ArrayLike) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """Game indices as send and reset(env_id) take them (an index, or a
+        1-d integer array, each game once), and the same sorted."""
         ids = np.asarray(env_ids)
         given = ids.shape
         if ids.ndim == 0:
-            # One game, as EnvPool takes it, with its one action.
             ids = ids.reshape(1)
-            if np.ndim(actions) == 0:
-                actions = np.reshape(actions, 1)
         if ids.size == 0 and ids.dtype.kind == "f":
-            ids = ids.astype(np.int64)  # [] steps no game, as the protocol allows
+            ids = ids.astype(np.int64)  # [] names no game, as the protocol allows
         if ids.dtype.kind not in "iu" or ids.ndim != 1:
             raise TypeError(f"env_ids must be a 1-d array of game indices, got {ids.dtype} of shape {given}")
         ids = ids.astype(np.int64)
         if ids.size and (ids.min() < 0 or ids.max() >= self.num_envs):
             raise ValueError(f"env_ids must be 0 to {self.num_envs - 1}")
-        acts = _action_ids(actions, ids.shape)
-        order = np.argsort(ids, kind="stable")
-        ordered = ids[order]
+        ordered = np.sort(ids, kind="stable")
         if ordered.size > 1 and not (np.diff(ordered) > 0).all():
             raise ValueError("env_ids names a game twice")
-        self._actions[ids] = acts
-        with _whole(self.client, "send"):
-            self.client.step_send(self._actions, env_ids=ordered)
-            self._sent = ids
+        return ids, ordered
 
     def recv(self) -> tuple[ObsArray, NDArray[np.float32], NDArray[np.bool_], NDArray[np.bool_], dict[str, Any]]:
         """The results of the games :meth:`send` stepped, in its order of
@@ -966,13 +1006,10 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
         if self._reset_results is not None:
             obs, infos = self._reset_results
             self._reset_results = None
-            infos["env_id"] = np.arange(self.num_envs)
             n = self.num_envs
             return obs, np.zeros(n, np.float32), np.zeros(n, np.bool_), np.zeros(n, np.bool_), infos
         if self._all_sent:
-            obs, rew, term, trunc, infos = self.step_wait()
-            infos["env_id"] = np.arange(self.num_envs)
-            return obs, rew, term, trunc, infos
+            return self.step_wait()
         ids = self._sent
         if ids is None:
             raise RuntimeError("recv without send")
@@ -997,7 +1034,7 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
             self._last = {**full, "masks": full["masks"].copy()} if self.copy and self.client.shared else full
         r: StepReply = sub  # type: ignore[assignment]
         infos = self._infos(r, with_episode=True)
-        infos["env_id"] = ids.copy()
+        infos["env_id"] = ids.astype(np.int32)
         return r["obs"], r["rewards"], r["terminated"], r["truncated"], infos
 
     def _discard_pending(self) -> None:
@@ -1019,8 +1056,11 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
 
     def _infos(self, r: StepReply, with_episode: bool) -> dict[str, Any]:
         n = len(r["rewards"])
-        ones = np.ones((6, n), np.bool_)  # one row for each key's "_key"
+        ones = np.ones((7, n), np.bool_)  # one row for each key's "_key"
         infos: dict[str, Any] = {"action_mask": r["masks"].view(np.int8), "_action_mask": ones[0]}
+        # EnvPool's key, in every infos (recv's and a reset's of some games
+        # name the games they hold).
+        infos["env_id"], infos["_env_id"] = np.arange(n, dtype=np.int32), ones[6]
         by_key: Mapping[str, object] = r
         for j, key in enumerate(_INFO_KEYS, 1):
             infos[key] = by_key[key]

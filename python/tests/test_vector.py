@@ -593,8 +593,9 @@ def test_action_masks_while_a_send_is_in_flight():
 
 def test_same_step_infos_are_sync_vector_envs(server):
     """Under same-step autoreset the infos have SyncVectorEnv's layout of
-    SpiderEnv games: the same keys at the top (the new episodes') and in
-    final_info (the ended ones'), with the same values."""
+    SpiderEnv games: the same keys at the top (the new episodes'; and
+    EnvPool's env_id) and in final_info (the ended ones'), with the same
+    values."""
     kwargs = {"suits": 4, "max_steps": 2, "address": server}
     venv = SpiderVectorEnv(3, autoreset_mode="same-step", **kwargs)
     sync = gym.vector.SyncVectorEnv(
@@ -609,7 +610,7 @@ def test_same_step_infos_are_sync_vector_envs(server):
             _, ra, ta, ua, a = venv.step(actions)
             _, rb, tb, ub, b = sync.step(actions)
             assert (ra == rb).all() and (ta == tb).all() and (ua == ub).all()
-            assert sorted(a) == sorted(b), "top-level keys"
+            assert sorted(a) == sorted([*b, "env_id", "_env_id"]), "top-level keys (and EnvPool's)"
             if "final_info" in b:
                 ended += 1
                 fa, fb = a["final_info"], b["final_info"]
@@ -737,3 +738,61 @@ def test_step_with_env_id_is_envpools(server):
     finally:
         a.close()
         b.close()
+
+
+def test_envpools_reset_env_id_and_infos(server):
+    """EnvPool's forms beside gymnasium's: every infos names its games
+    (int32 env_id, after reset and step too, as EnvPool's); reset(env_id)
+    resets those games only and returns their rows alone, in that order;
+    batch_size other than num_envs (EnvPool's asynchronous mode) is
+    refused with why. Before, reset(env_id) was a TypeError, infos of
+    reset and step had no env_id, and batch_size an unknown game option."""
+    venv = SpiderVectorEnv(4, address=server)
+    try:
+        first, infos = venv.reset(np.array([3, 1]))  # the first reset deals every game
+        assert first.shape[0] == 2 and infos["env_id"].tolist() == [3, 1]
+        assert infos["env_id"].dtype == np.int32 and infos["moves"].tolist() == [0, 0]
+        obs, infos = venv.reset(seed=5)
+        assert infos["env_id"].dtype == np.int32 and infos["env_id"].tolist() == [0, 1, 2, 3]
+        for _ in range(3):
+            obs, _, _, _, infos = venv.step(venv.action_masks().argmax(axis=1))
+        assert infos["env_id"].tolist() == [0, 1, 2, 3] and (infos["moves"] == 3).all()
+        got, rows = venv.reset(np.array([2, 0]))
+        assert rows["env_id"].tolist() == [2, 0] and rows["moves"].tolist() == [0, 0]
+        assert rows["action_mask"].shape == (2, venv.single_action_space.n) and rows["_moves"].shape == (2,)
+        # The games reset are on to their next episode; the others untouched.
+        other = SpiderVectorEnv(4, address=server)
+        other.reset(seed=5)
+        want, _ = other.reset(options={"reset_mask": np.array([True, False, True, False])})
+        other.close()
+        np.testing.assert_array_equal(got, want[[2, 0]])
+        obs, _, _, _, infos = venv.step(venv.action_masks().argmax(axis=1))
+        assert infos["moves"].tolist() == [1, 4, 1, 4]
+        _, _, _, _, infos = venv.step(np.zeros(1, np.int64) + venv.action_masks()[1].argmax(), 1)
+        assert infos["env_id"].dtype == np.int32 and infos["env_id"].tolist() == [1]
+        with pytest.raises(ValueError, match="takes no seed"):
+            venv.reset(np.array([0]), seed=1)
+        with pytest.raises(ValueError, match="names a game twice"):
+            venv.reset(np.array([0, 0]))
+    finally:
+        venv.close()
+    with pytest.raises(ValueError, match="only EnvPool's synchronous mode"):
+        SpiderVectorEnv(4, address=server, batch_size=2)
+    SpiderVectorEnv(2, address=server, batch_size=2).close()
+
+
+def test_infos_convert_to_a_list(server):
+    """Gymnasium's DictInfoToList reads every key's "_key" mask: env_id
+    has one too, in step's, reset's and recv's infos."""
+    venv = gym.wrappers.vector.DictInfoToList(SpiderVectorEnv(3, address=server))
+    try:
+        _, infos = venv.reset(seed=1)
+        assert [i["env_id"] for i in infos] == [0, 1, 2]
+        _, _, _, _, infos = venv.step(venv.env.action_masks().argmax(axis=1))
+        assert [i["env_id"] for i in infos] == [0, 1, 2] and all(i["moves"] == 1 for i in infos)
+        inner = venv.env
+        inner.send(inner.action_masks()[[2]].argmax(axis=1), [2])
+        *_, infos = inner.recv()
+        assert infos["_env_id"].tolist() == [True] and infos["env_id"].tolist() == [2]
+    finally:
+        venv.close()
