@@ -26,11 +26,11 @@ type Batch struct {
 	obsN  int
 
 	states   []State
-	base     []uint64 // game i's seed stream: Mix(seed+i, 0)
-	episode  []uint32 // game i's episode number
-	pending  []bool   // NextStep: reset on the next Step
-	ended    []bool   // Disabled: ended and not reset yet
-	epReturn []float32
+	base     []uint64  // game i's seed stream: Mix(seed+i, 0)
+	episode  []uint32  // game i's episode number
+	pending  []bool    // NextStep: reset on the next Step
+	ended    []bool    // Disabled: ended and not reset yet
+	epReturn []float64 // summed in float64: a float32 sum drifts over long episodes
 
 	policy []rng.Rand // game i's generator for SampleLegal
 	chunks []uint32   // chunks of game i's mask row that may hold a 1
@@ -110,7 +110,7 @@ func newBatch(r Rules, o BatchOptions, mem []byte) (*Batch, error) {
 	b.episode = make([]uint32, n)
 	b.pending = make([]bool, n)
 	b.ended = make([]bool, n)
-	b.epReturn = make([]float32, n)
+	b.epReturn = make([]float64, n)
 	b.policy = make([]rng.Rand, n)
 	b.chunks = make([]uint32, n)
 	if o.Presample {

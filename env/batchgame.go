@@ -132,7 +132,7 @@ func (b *Batch) step(i int) {
 		reward += b.rules.shapingTerm(phi, s, forfeit)
 	}
 	b.Rewards[i] = reward
-	b.epReturn[i] += reward
+	b.epReturn[i] += float64(reward)
 	term := s.Terminated() || forfeit
 	trunc := !term && s.Truncated()
 	b.Terminated[i], b.Truncated[i] = term, trunc
@@ -140,7 +140,7 @@ func (b *Batch) step(i int) {
 	if !term && !trunc {
 		return // after a no-op the position, mask and observation are as they were
 	}
-	b.EpisodeReturn[i] = b.epReturn[i]
+	b.EpisodeReturn[i] = float32(b.epReturn[i])
 	b.EpisodeLength[i] = s.steps
 	b.EpisodeWon[i] = s.status == Won
 	b.EpisodeRuns[i] = s.runs

@@ -111,8 +111,9 @@ type BatchBuffers struct {
 	Moves      []int32 // steps taken in the current episode (NoopIllegal's refused ones too)
 
 	// Episode statistics of the games that ended in this step (where
-	// Terminated or Truncated is set): return, length, win and completed
-	// runs. Other entries are stale.
+	// Terminated or Truncated is set): return (the rewards summed in
+	// float64, then rounded to float32), length, win and completed runs.
+	// Other entries are stale.
 	EpisodeReturn []float32
 	EpisodeLength []int32
 	EpisodeWon    []bool

@@ -20,7 +20,7 @@ type BatchSnapshot struct {
 	Episode  []uint32  `msgpack:"episode"`
 	Pending  []bool    `msgpack:"pending"`
 	Ended    []bool    `msgpack:"ended"`
-	EpReturn []float32 `msgpack:"ep_return"`
+	EpReturn []float64 `msgpack:"ep_return"` // float32 in snapshots before 2026-12-07, read the same
 	Policy   []uint64  `msgpack:"policy"`
 	Next     []uint16  `msgpack:"next,omitempty"`
 }
@@ -47,7 +47,7 @@ func (b *Batch) Snapshot() (BatchSnapshot, error) {
 		Episode:  append([]uint32(nil), b.episode...),
 		Pending:  append([]bool(nil), b.pending...),
 		Ended:    append([]bool(nil), b.ended...),
-		EpReturn: append([]float32(nil), b.epReturn...),
+		EpReturn: append([]float64(nil), b.epReturn...),
 		Policy:   make([]uint64, n),
 	}
 	for i := range b.states {

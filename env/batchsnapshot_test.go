@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/vmihailenco/msgpack/v5"
 )
 
 // TestBatchSnapshotRestore steps a batch, snapshots it, steps on, then
@@ -288,5 +290,22 @@ func TestZeroBatchSnapshotRefuses(t *testing.T) {
 	var b Batch
 	if _, err := b.Snapshot(); err == nil || !strings.Contains(err.Error(), "not made by NewBatch") {
 		t.Errorf("Snapshot of the zero Batch: %v", err)
+	}
+}
+
+// TestSnapshotReadsFloat32Returns: snapshots (in training checkpoints)
+// written before the returns were summed in float64 held them as float32;
+// they read the same into today's field.
+func TestSnapshotReadsFloat32Returns(t *testing.T) {
+	old := struct {
+		EpReturn []float32 `msgpack:"ep_return"`
+	}{[]float32{-1.5, 2.25}}
+	b, err := msgpack.Marshal(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s BatchSnapshot
+	if err := msgpack.Unmarshal(b, &s); err != nil || !slices.Equal(s.EpReturn, []float64{-1.5, 2.25}) {
+		t.Fatalf("%v, %v", s.EpReturn, err)
 	}
 }

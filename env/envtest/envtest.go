@@ -471,9 +471,9 @@ func CheckBatch(t testing.TB, r env.Rules, o env.BatchOptions, seed uint64, step
 		return bytes.Equal(u8, s.ObserveCompact(make([]uint8, r.CompactLen())))
 	}
 	episode := make([]int, n)
-	returns := make([]float32, n)
-	pending := make([]bool, n) // NextStep: ended, restarted by the next step
-	ended := make([]bool, n)   // Disabled: ended, to be reset
+	returns := make([]float64, n) // as the batch sums them
+	pending := make([]bool, n)    // NextStep: ended, restarted by the next step
+	ended := make([]bool, n)      // Disabled: ended, to be reset
 	before := make([]env.State, n)
 	actions := make([]env.Action, n)
 	fresh := func(i int) env.State { return env.NewGame(r, env.EpisodeSeed(seed, i, episode[i])) }
@@ -539,9 +539,9 @@ func CheckBatch(t testing.TB, r env.Rules, o env.BatchOptions, seed uint64, step
 				if b.Terminated[i] != after.Terminated() || b.Truncated[i] != after.Truncated() {
 					fail(fmt.Errorf("terminated %v truncated %v, the replay %v %v", b.Terminated[i], b.Truncated[i], after.Terminated(), after.Truncated()))
 				}
-				returns[i] += b.Rewards[i]
+				returns[i] += float64(b.Rewards[i])
 				if done {
-					if b.EpisodeReturn[i] != returns[i] || int(b.EpisodeLength[i]) != after.Steps() || b.EpisodeWon[i] != (after.Status() == env.Won) || int(b.EpisodeRuns[i]) != after.Runs() {
+					if b.EpisodeReturn[i] != float32(returns[i]) || int(b.EpisodeLength[i]) != after.Steps() || b.EpisodeWon[i] != (after.Status() == env.Won) || int(b.EpisodeRuns[i]) != after.Runs() {
 						fail(fmt.Errorf("episode statistics %v, %d, %v, %d; want %v, %d, %v, %d", b.EpisodeReturn[i], b.EpisodeLength[i], b.EpisodeWon[i], b.EpisodeRuns[i],
 							returns[i], after.Steps(), after.Status() == env.Won, after.Runs()))
 					}
