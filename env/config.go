@@ -93,7 +93,9 @@ type Options struct {
 	// are our extension.
 	Suits int `msgpack:"suits" json:"suits" kind:"game" help:"number of suits: 1, 2 or 4" example:"2"`
 	// MaxSteps truncates an episode after that many actions. 0 selects
-	// DefaultMaxSteps; a negative value means no limit, for human play.
+	// DefaultMaxSteps; a negative value means no limit, for human play
+	// (such a game is still truncated at 2^30 actions, the largest limit,
+	// so that its count never overflows and ParseState reads it back).
 	MaxSteps int `msgpack:"max_steps" json:"max_steps" kind:"game" help:"truncate a game after this many actions (negative: no limit)" example:"300"`
 	// TimePerActionMs is the simulated game time one action takes, in
 	// milliseconds, for the classic rule of one point per two seconds. 0

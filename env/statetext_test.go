@@ -96,3 +96,29 @@ func TestParseStateSetsTheStatus(t *testing.T) {
 		t.Fatalf("round trip of\n%s: elapsed %v, equal %v, %v; want 10.5s and the same position", text, again.Elapsed(), again == s, err)
 	}
 }
+
+// TestUnlimitedGameStopsAtTheLargestLimit: a game without a step limit is
+// still truncated at 2^30 actions, the largest limit, so its count never
+// overflows and its text reads back. Before, it played on past 2^30
+// (whose text ParseState refused) and wrapped negative at 2^31.
+func TestUnlimitedGameStopsAtTheLargestLimit(t *testing.T) {
+	r := env.MustRules(env.Options{Suits: 1, MaxSteps: -1})
+	s, err := env.ParseState(r, "1: | Ks\n2: | 6s 5s\n3: |\nsteps: 1073741823")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Step(env.MoveAction(1, 2, 1)); err != nil || !s.Truncated() || s.Steps() != 1<<30 {
+		t.Fatalf("step 2^30: %v, truncated %v at %d", err, s.Truncated(), s.Steps())
+	}
+	if _, err := s.Step(env.MoveAction(2, 1, 1)); err == nil {
+		t.Fatal("a step past 2^30 was taken")
+	}
+	text, err := s.MarshalText()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := env.ParseState(r, string(text))
+	if err != nil || back != s {
+		t.Fatalf("its text read back: %v", err)
+	}
+}
