@@ -14,7 +14,7 @@ The layout, a Dict space with ``"observations"`` and ``"action_mask"`` (a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, SupportsFloat
+from typing import TYPE_CHECKING, Any, SupportsFloat, TypedDict, cast
 
 import gymnasium as gym
 import numpy as np
@@ -23,8 +23,15 @@ from numpy.typing import NDArray
 
 __all__ = ["MaskInObservation", "VectorMaskInObservation"]
 
-MaskedObs = dict[str, Any]
-"""``{"observations": ..., "action_mask": ...}``, both numpy arrays."""
+
+class MaskedObs(TypedDict):
+    """``{"observations": ..., "action_mask": ...}``: the wrapped env's
+    observation and the mask as float32 0.0 and 1.0 (one row a game in the
+    vector form)."""
+
+    observations: NDArray[Any]
+    action_mask: NDArray[np.float32]
+
 
 if TYPE_CHECKING:
     _VectorWrapper = gym.vector.VectorWrapper[Any, Any, Any, Any, Any]
@@ -68,8 +75,10 @@ class MaskInObservation(gym.ObservationWrapper[MaskedObs, Any, NDArray[Any]], gy
         self._inner = env
         self._box = _obs_box(env.observation_space, float32, "MaskInObservation")
         n = _num_actions(env.action_space, "MaskInObservation")
-        self.observation_space = spaces.Dict(
-            {"observations": self._box, "action_mask": spaces.Box(0.0, 1.0, shape=(n,), dtype=np.float32)}
+        # A Dict of the two, which gymnasium types as a space of dict[str, Any].
+        self.observation_space = cast(
+            "spaces.Space[MaskedObs]",
+            spaces.Dict({"observations": self._box, "action_mask": spaces.Box(0.0, 1.0, shape=(n,), dtype=np.float32)}),
         )
         self._mask: NDArray[np.float32] = np.ones(n, np.float32)
 
@@ -80,7 +89,9 @@ class MaskInObservation(gym.ObservationWrapper[MaskedObs, Any, NDArray[Any]], gy
         self._mask = self._mask_of(info)
         return self.observation(obs), info
 
-    def step(self, action: Any) -> tuple[MaskedObs, SupportsFloat, bool, bool, dict[str, Any]]:
+    def step(
+        self, action: int | np.integer[Any] | NDArray[np.integer[Any]]
+    ) -> tuple[MaskedObs, SupportsFloat, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self._inner.step(action)
         self._mask = self._mask_of(info)
         return self.observation(obs), reward, terminated, truncated, info
@@ -126,7 +137,9 @@ class VectorMaskInObservation(_VectorWrapper, gym.utils.RecordConstructorArgs):
         obs, infos = self._inner.reset(seed=seed, options=options)  # type: ignore[arg-type]
         return self._masked(obs, infos), infos
 
-    def step(self, actions: Any) -> tuple[MaskedObs, Any, Any, Any, dict[str, Any]]:
+    def step(
+        self, actions: NDArray[np.integer[Any]] | Sequence[int]
+    ) -> tuple[MaskedObs, NDArray[np.float32], NDArray[np.bool_], NDArray[np.bool_], dict[str, Any]]:
         obs, rewards, terminations, truncations, infos = self._inner.step(actions)
         final = infos.get("final_obs")
         if final is not None:

@@ -14,6 +14,7 @@ from numpy.typing import NDArray
 
 from spider_env import SpiderConfig, SpiderEnv, SpiderVectorEnv, evaluate
 from spider_env._client import Client
+from spider_env.wrappers import MaskInObservation, VectorMaskInObservation
 
 
 def single(seeds: list[int], predicted: NDArray[np.int64]) -> None:
@@ -75,3 +76,20 @@ def policies() -> None:
     evaluate(lambda obs, masks, boards: [0] * len(obs), seeds="1-2", board=True)
 
     evaluate(lambda obs: obs, seeds="1-2")  # type: ignore[arg-type]
+
+
+def wrappers() -> None:
+    env = MaskInObservation(SpiderEnv(suits=1))
+    obs, _ = env.reset(seed=0)
+    mask: NDArray[np.float32] = obs["action_mask"]
+    obs, reward, terminated, truncated, _ = env.step(np.int64(mask.argmax()))
+    venv = VectorMaskInObservation(SpiderVectorEnv(2, suits=1))
+    vobs, _ = venv.reset(seed=0)
+    vobs, rewards, vterminated, vtruncated, _ = venv.step(vobs["action_mask"].argmax(axis=1))
+    r32: NDArray[np.float32] = rewards
+    print(obs["observations"], reward, terminated, truncated, r32, vterminated, vtruncated)
+
+    wrong: str = obs["action_mask"]  # type: ignore[assignment]
+    env.step("7")  # type: ignore[arg-type]
+    scalar: int = rewards  # type: ignore[assignment]
+    print(wrong, scalar)
