@@ -454,7 +454,7 @@ func TestResumeRefusesInconsistentState(t *testing.T) {
 		want string
 	}{
 		"version 3":     {"version", 3, "training state version 3, this program reads version 2"},
-		"gamma":         {"config.gamma", 2.0, "train: gamma must be in (0, 1] and lambda in [0, 1]"},
+		"gamma":         {"config.gamma", 2.0, "train: gamma 2 outside (0, 1]"},
 		"elapsed NaN":   {"elapsed_s", math.NaN(), "negative counters in the training state (iter 0, env steps 0, episodes 0, adam steps 0, elapsed NaN)"},
 		"rounds":        {"dagger_rounds_done", 1, "1 DAgger rounds done of 0"},
 		"labels":        {"imitation", []any{game}, "imitation game 1 has 2 labels for 1 moves"},

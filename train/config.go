@@ -227,28 +227,38 @@ func (c Config) validate() error {
 		return fmt.Errorf("train: rollout %d steps x %d games is outside 1 to 1048576 samples", c.Rollout, c.Games)
 	case c.Minibatch < 1 || c.Minibatch > c.Games*c.Rollout:
 		return fmt.Errorf("train: minibatch %d must be 1 to games x rollout (%d)", c.Minibatch, c.Games*c.Rollout)
-	case c.Epochs < 1:
-		return fmt.Errorf("train: epochs must be at least 1")
-	case !(c.LR > 0 && c.LR <= 1) || !(c.CloneLR > 0 && c.CloneLR <= 1):
-		return fmt.Errorf("train: learning rates must be in (0, 1]")
-	case !(c.Gamma > 0 && c.Gamma <= 1) || !(c.Lambda >= 0 && c.Lambda <= 1):
-		return fmt.Errorf("train: gamma must be in (0, 1] and lambda in [0, 1]")
+	case c.Epochs < 1 || c.Epochs > maxEpochs:
+		// Bounded so that epochs x minibatches, the updates an iteration
+		// makes (and the learning rate's schedule divides by), cannot wrap.
+		return fmt.Errorf("train: epochs %d outside 1 to %d", c.Epochs, maxEpochs)
+	case !(c.LR > 0 && c.LR <= 1):
+		return fmt.Errorf("train: lr %g outside (0, 1]", c.LR)
+	case !(c.CloneLR > 0 && c.CloneLR <= 1):
+		return fmt.Errorf("train: clone lr %g outside (0, 1]", c.CloneLR)
+	case !(c.Gamma > 0 && c.Gamma <= 1):
+		return fmt.Errorf("train: gamma %g outside (0, 1]", c.Gamma)
+	case !(c.Lambda >= 0 && c.Lambda <= 1):
+		return fmt.Errorf("train: lambda %g outside [0, 1]", c.Lambda)
 	case !(c.Clip > 0 && c.Clip < 1):
-		return fmt.Errorf("train: clip must be in (0, 1)")
+		return fmt.Errorf("train: clip %g outside (0, 1)", c.Clip)
 	case !(c.RewardScale > 0 && c.RewardScale <= maxCoef):
-		return fmt.Errorf("train: the reward scale must be in (0, %g]", float64(maxCoef))
-	case !(c.ValueCoef >= 0 && c.ValueCoef <= maxCoef) || !(c.EntCoef >= 0 && c.EntCoef <= maxCoef):
+		return fmt.Errorf("train: reward scale %g outside (0, %g]", c.RewardScale, float64(maxCoef))
+	case !(c.ValueCoef >= 0 && c.ValueCoef <= maxCoef):
 		// An infinite or huge coefficient only fails later, as a loss
 		// that is not finite after the first update.
-		return fmt.Errorf("train: value and entropy coefficients must be 0 to %g", float64(maxCoef))
+		return fmt.Errorf("train: value coef %g outside 0 to %g", c.ValueCoef, float64(maxCoef))
+	case !(c.EntCoef >= 0 && c.EntCoef <= maxCoef):
+		return fmt.Errorf("train: entropy %g outside 0 to %g", c.EntCoef, float64(maxCoef))
 	case c.AnnealLR < 0 || c.AnnealLR > maxAnneal:
 		return fmt.Errorf("train: anneal lr %d outside 0 to %d iterations", c.AnnealLR, maxAnneal)
 	case !(c.TargetKL >= 0 && c.TargetKL <= maxCoef):
 		return fmt.Errorf("train: the target KL must be 0 (none) to %g", float64(maxCoef))
 	case !(c.MaxNorm >= 0) || math.IsInf(c.MaxNorm, 0):
 		return fmt.Errorf("train: the gradient clip must be finite and not negative")
-	case c.CloneGames < 0 || c.CloneEpochs < 0 || c.CloneIdle < 0:
-		return fmt.Errorf("train: clone games, epochs and idle moves must not be negative")
+	case c.CloneGames < 0 || c.CloneIdle < 0:
+		return fmt.Errorf("train: clone games %d and idle moves %d must not be negative", c.CloneGames, c.CloneIdle)
+	case c.CloneEpochs < 0 || c.CloneEpochs > maxEpochs:
+		return fmt.Errorf("train: clone epochs %d outside 0 to %d", c.CloneEpochs, maxEpochs)
 	case c.DaggerRounds < 0 || c.DaggerGames < 0 || c.DaggerRounds > 1000 || c.DaggerGames > 1_000_000:
 		return fmt.Errorf("train: DAgger rounds %d and games %d: want 0 to 1000 rounds of 0 to 1000000 games", c.DaggerRounds, c.DaggerGames)
 	case c.DaggerRounds > 0 && c.DaggerGames == 0:
@@ -299,6 +309,11 @@ func (c Config) checkShaping() error {
 // use (the defaults are 0.01 to 0.5), and far below where float32 losses
 // overflow.
 const maxCoef = 1e6
+
+// maxEpochs bounds Epochs and CloneEpochs: passes over the same samples,
+// where a few to a few dozen are the use; more than this is a slip that
+// would keep a run in one phase for days, and wrap the update counts.
+const maxEpochs = 1 << 16
 
 // maxAnneal bounds AnnealLR: a billion iterations are years of a run.
 const maxAnneal = 1 << 30

@@ -188,7 +188,7 @@ func headForward[T float32 | float64](op *headOp, in [][]T) float64 {
 		case PPOLoss:
 			logRatio := lpc - float64(oldLP[r])
 			ratio := math.Exp(logRatio)
-			kl += (ratio - 1) - logRatio
+			kl += klTerm(logRatio)
 			if ratio < float64(lo[r]) || ratio > float64(hi[r]) {
 				clipped++
 			}
@@ -321,3 +321,9 @@ var (
 	_ G.Op              = (*headGradOp)(nil)
 	_ G.UsePreallocDoer = (*headGradOp)(nil)
 )
+
+// klTerm is one sample's approximate KL, (ratio-1) - log ratio, which is
+// never negative: written with Expm1, since near a ratio of 1 ratio-1
+// cancels to below log ratio (exp(1e-17) is 1, which made it -1e-17, and
+// metrics.csv showed approx_kl of -6e-18).
+func klTerm(logRatio float64) float64 { return math.Expm1(logRatio) - logRatio }

@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -304,6 +305,13 @@ func (t *Trainer) imitate(ctx context.Context, m *Metrics) error {
 		}
 		l.ret[r] = d.target(cutV)
 	})
+	if errors.Is(err, ErrNotFinite) {
+		phase := "the warm start"
+		if m.Phase == "dagger" {
+			phase = fmt.Sprintf("DAgger round %d", m.Round)
+		}
+		return fmt.Errorf("%s: %w", phase, err)
+	}
 	if err != nil {
 		return err
 	}

@@ -212,8 +212,8 @@ func (l *learner) update(maxKL float64) (losses, bool, error) {
 	out.GradNorm = gradNorm(l.grads)
 	if bad(out.Policy) || bad(out.Value) || bad(out.Entropy) || bad(out.GradNorm) {
 		// Checked before the update, so the weights stay as they were.
-		return out, false, fmt.Errorf("train: the loss or its gradient is not finite (policy %v, value %v, entropy %v, gradient norm %v)",
-			out.Policy, out.Value, out.Entropy, out.GradNorm)
+		return out, false, fmt.Errorf("%w (policy %v, value %v, entropy %v, gradient norm %v)",
+			ErrNotFinite, out.Policy, out.Value, out.Entropy, out.GradNorm)
 	}
 	if maxKL > 0 && out.ApproxKL > maxKL {
 		return out, false, nil

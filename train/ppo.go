@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -101,6 +102,9 @@ func (t *Trainer) iteration(ctx context.Context) (Metrics, error) {
 		l.adv[r] = (t.adv[idx] - mean) / std
 		l.oldLP[r], l.ret[r] = t.logp[idx], t.ret[idx]
 	})
+	if errors.Is(err, ErrNotFinite) {
+		return Metrics{}, fmt.Errorf("iteration %d: %w", t.iter+1, err)
+	}
 	if err != nil {
 		return Metrics{}, err
 	}

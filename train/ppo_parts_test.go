@@ -516,3 +516,16 @@ func tinyLearner(t *testing.T, rows int) *learner {
 	t.Cleanup(l.close)
 	return l
 }
+
+// TestKLTermIsNeverNegative: each sample's approximate KL is at least 0,
+// near a ratio of 1 too, where exp(x)-1-x came out negative.
+func TestKLTermIsNeverNegative(t *testing.T) {
+	for _, x := range []float64{0, 1e-17, -1e-17, 1e-12, -1e-12, 3e-9, -3e-9, 1e-5, -1e-5, 0.5, -0.5, 5, -5} {
+		if kl := klTerm(x); !(kl >= 0) {
+			t.Errorf("klTerm(%g) = %g", x, kl)
+		}
+	}
+	if kl, want := klTerm(0.5), math.Exp(0.5)-1-0.5; math.Abs(kl-want) > 1e-15 {
+		t.Errorf("klTerm(0.5) = %v, want %v", kl, want)
+	}
+}

@@ -281,20 +281,27 @@ func TestConfigValidation(t *testing.T) {
 		"minibatch": {func(c *Config) { c.Minibatch = 1 << 30 }, "train: minibatch 1073741824 must be 1 to games x rollout (64)"},
 		// 3 x 1431655766 is 2 where int has 32 bits (make test-ports).
 		"samples":   {func(c *Config) { c.Games, c.Rollout = 3, 1431655766 }, "train: rollout 1431655766 steps x 3 games is outside 1 to 1048576 samples"},
-		"lr":        {func(c *Config) { c.LR = 0 }, "train: learning rates must be in (0, 1]"},
-		"lr inf":    {func(c *Config) { c.LR = math.Inf(1) }, "train: learning rates must be in (0, 1]"},
-		"value inf": {func(c *Config) { c.ValueCoef = math.Inf(1) }, "train: value and entropy coefficients must be 0 to 1e+06"},
-		"entropy":   {func(c *Config) { c.EntCoef = 1e300 }, "train: value and entropy coefficients must be 0 to 1e+06"},
-		"scale":     {func(c *Config) { c.RewardScale = 1e300 }, "train: the reward scale must be in (0, 1e+06]"},
+		"lr":        {func(c *Config) { c.LR = 0 }, "train: lr 0 outside (0, 1]"},
+		"lr inf":    {func(c *Config) { c.LR = math.Inf(1) }, "train: lr +Inf outside (0, 1]"},
+		"clone lr":  {func(c *Config) { c.CloneLR = 2 }, "train: clone lr 2 outside (0, 1]"},
+		"value inf": {func(c *Config) { c.ValueCoef = math.Inf(1) }, "train: value coef +Inf outside 0 to 1e+06"},
+		"entropy":   {func(c *Config) { c.EntCoef = 1e300 }, "train: entropy 1e+300 outside 0 to 1e+06"},
+		"scale":     {func(c *Config) { c.RewardScale = 1e300 }, "train: reward scale 1e+300 outside (0, 1e+06]"},
 		"max norm":  {func(c *Config) { c.MaxNorm = math.Inf(1) }, "train: the gradient clip must be finite and not negative"},
-		"clip":      {func(c *Config) { c.Clip = 1.5 }, "train: clip must be in (0, 1)"},
-		"anneal":    {func(c *Config) { c.AnnealLR = -1 }, "train: anneal lr -1 outside 0 to 1073741824 iterations"},
-		"target kl": {func(c *Config) { c.TargetKL = math.NaN() }, "train: the target KL must be 0 (none) to 1e+06"},
-		"teacher":   {func(c *Config) { c.Teacher = "chess" }, `train: teacher "chess": want greedy, search or random (the oracle sees hidden cards)`},
-		"hidden":    {func(c *Config) { c.Hidden = []int{0} }, "nn: hidden width 0 outside 1 to 16384"},
+		"clip":      {func(c *Config) { c.Clip = 1.5 }, "train: clip 1.5 outside (0, 1)"},
+		"gamma":     {func(c *Config) { c.Gamma = 0 }, "train: gamma 0 outside (0, 1]"},
+		"lambda":    {func(c *Config) { c.Lambda = 1.1 }, "train: lambda 1.1 outside [0, 1]"},
+		// Unbounded, a count of passes wrapped the updates and made the
+		// learning rate NaN.
+		"epochs":       {func(c *Config) { c.Epochs = 1 << 59 }, "train: epochs 576460752303423488 outside 1 to 65536"},
+		"clone epochs": {func(c *Config) { c.CloneEpochs = 1<<16 + 1 }, "train: clone epochs 65537 outside 0 to 65536"},
+		"anneal":       {func(c *Config) { c.AnnealLR = -1 }, "train: anneal lr -1 outside 0 to 1073741824 iterations"},
+		"target kl":    {func(c *Config) { c.TargetKL = math.NaN() }, "train: the target KL must be 0 (none) to 1e+06"},
+		"teacher":      {func(c *Config) { c.Teacher = "chess" }, `train: teacher "chess": want greedy, search or random (the oracle sees hidden cards)`},
+		"hidden":       {func(c *Config) { c.Hidden = []int{0} }, "nn: hidden width 0 outside 1 to 16384"},
 		// The layer count too, before the memory thousands of layers take.
 		"layers":    {func(c *Config) { c.Hidden = make([]int, 5000) }, "nn: 5000 hidden layers, at most 16"},
-		"idle":      {func(c *Config) { c.CloneIdle = -1 }, "train: clone games, epochs and idle moves must not be negative"},
+		"idle":      {func(c *Config) { c.CloneIdle = -1 }, "train: clone games 2 and idle moves -1 must not be negative"},
 		"val every": {func(c *Config) { c.ValEvery = -1 }, "train: validation every -1 iterations on 3 deals: want both at least 0, and at most 100000 deals"},
 		"val games": {func(c *Config) { c.ValGames = 0 }, "train: validation every 2 iterations needs at least one deal (val games)"},
 		"val start": {func(c *Config) { c.ValStart = math.MaxUint64 - 1 }, "train: validation deals from seed 18446744073709551614 overflow"},
@@ -377,6 +384,31 @@ func TestNonFiniteLossLeavesWeights(t *testing.T) {
 	}
 	if !slices.Equal(before, weights(net)) {
 		t.Fatal("a failed update changed the weights")
+	}
+}
+
+// TestNonFiniteLossNamesItsPhase: a run whose loss stops being finite
+// stops with ErrNotFinite, naming the phase it stopped in (before, "after
+// N updates" alone), whatever the phase. A value head made NaN stands in
+// for a diverged run.
+func TestNonFiniteLossNamesItsPhase(t *testing.T) {
+	for _, tc := range []struct {
+		clone int
+		want  string
+	}{{2, "the warm start: "}, {0, "iteration 1: "}} {
+		c := tinyConfig()
+		c.CloneGames = tc.clone
+		tr, err := New(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := tr.Net.B[len(tr.Net.B)-1]
+		b[0] = float32(math.NaN())
+		err = tr.Run(context.Background(), until(1), nil)
+		tr.Close()
+		if !errors.Is(err, ErrNotFinite) || !strings.HasPrefix(err.Error(), tc.want+"train: the loss or its gradient is not finite") {
+			t.Errorf("clone games %d: %v; want ErrNotFinite, %q first", tc.clone, err, tc.want)
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -241,6 +242,12 @@ func (t *Trainer) Run(ctx context.Context, stop func(iter int, steps int64) bool
 	}
 	return nil
 }
+
+// ErrNotFinite is wrapped by the error of a run whose loss or gradient
+// stopped being finite (a learning rate too high, say). The update is not
+// applied; a resumed run repeats the same updates exactly, so it stops
+// the same way.
+var ErrNotFinite = errors.New("train: the loss or its gradient is not finite")
 
 // epochs makes passes over n rows, in minibatches of rows rows in an order
 // shuffled from t.g (the rows left over that do not fill a minibatch sit

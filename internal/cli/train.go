@@ -60,7 +60,7 @@ func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 	fs.IntVar(&c.Pair, "pair", 0, "--arch columns: the width of the source and destination vectors a move is scored from (default 32)")
 	fs.IntVar(&c.Games, "games", c.Games, "games stepped together")
 	fs.IntVar(&c.Rollout, "rollout", c.Rollout, "steps per game per iteration")
-	fs.IntVar(&c.Epochs, "epochs", c.Epochs, "PPO passes over each rollout")
+	fs.IntVar(&c.Epochs, "epochs", c.Epochs, "PPO passes over each rollout (1 to 65536)")
 	fs.IntVar(&c.Minibatch, "minibatch", c.Minibatch, "rows per gradient update")
 	fs.Float64Var(&c.LR, "lr", c.LR, "PPO learning rate (Adam)")
 	fs.Float64Var(&c.Gamma, "gamma", c.Gamma, "discount")
@@ -73,7 +73,7 @@ func trainCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader, 
 	fs.Float64Var(&c.TargetKL, "target-kl", c.TargetKL, "end an iteration's updates once a minibatch's approximate KL from the rollout's policy exceeds 1.5 times this, skipping that minibatch, as Stable-Baselines3's target_kl (0: never)")
 	fs.IntVar(&c.CloneGames, "clone-games", c.CloneGames, "warm start: imitate the teacher in this many games first (0: none)")
 	fs.StringVar(&c.Teacher, "teacher", c.Teacher, "the teacher of the warm start and the DAgger rounds: greedy, search or random (it sees what a player sees)")
-	fs.IntVar(&c.CloneEpochs, "clone-epochs", c.CloneEpochs, "warm start and DAgger: passes over the labelled positions")
+	fs.IntVar(&c.CloneEpochs, "clone-epochs", c.CloneEpochs, "warm start and DAgger: passes over the labelled positions (at most 65536)")
 	fs.IntVar(&c.DaggerRounds, "dagger-rounds", c.DaggerRounds, "after the warm start, rounds of DAgger: the network plays, the teacher labels its positions, the network retrains on all labels")
 	fs.IntVar(&c.DaggerGames, "dagger-games", c.DaggerGames, "deals the network plays in each DAgger round")
 	fs.Float64Var(&c.CloneLR, "clone-lr", c.CloneLR, "warm start learning rate")
@@ -470,7 +470,12 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 	})
 	// kept says what a run stopped inside a phase leaves to resume from.
 	kept := func() string {
-		if _, serr := os.Stat(ckpt); serr == nil {
+		_, serr := os.Stat(ckpt)
+		switch {
+		case serr == nil && errors.Is(err, train.ErrNotFinite):
+			// Resuming replays the same updates exactly, into the same stop.
+			return fmt.Sprintf("%s keeps the last checkpointed state, but a run resumed from it stops the same way: start a new run (another --out) with a lower --lr or --clone-lr", ckpt)
+		case serr == nil:
 			return fmt.Sprintf("%s keeps the last checkpointed state (continue with --resume --out %s)", ckpt, o.out)
 		}
 		return "no checkpoint was written yet"

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -930,5 +931,36 @@ func TestFileNamesAreWrittenEscaped(t *testing.T) {
 	out := stdout.String()
 	if strings.ContainsAny(out, "\x1b\a") || strings.Count(out, `r\x1b[2J`) < 4 || !strings.Contains(out, `policy\a.spider`) || !strings.Contains(out, `g\x1b.gif`) {
 		t.Fatalf("stdout holds the names unescaped, or not at all:\n%q", out)
+	}
+}
+
+// TestTrainDivergedSaysResumingRepeatsIt: a run whose loss stops being
+// finite names its phase, and does not send the user to --resume, which
+// replays the same updates into the same stop (before, it said "continue
+// with --resume"). A value head pushed to 1e30 stands in for a run that
+// diverged after its last checkpoint.
+func TestTrainDivergedSaysResumingRepeatsIt(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	if err := runTrain(context.Background(), tinyTrain(dir, 1), &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	ckpt := filepath.Join(dir, "checkpoint.spider")
+	tr, err := train.Resume(ckpt, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := tr.Net.B[len(tr.Net.B)-1]
+	b[0] = 1e30
+	err = tr.Save(ckpt)
+	tr.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := tinyTrain(dir, 2)
+	o.resume = true
+	err = runTrain(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{})
+	if !errors.Is(err, train.ErrNotFinite) || !strings.HasPrefix(err.Error(), "iteration 2: train: the loss or its gradient is not finite") ||
+		!strings.Contains(err.Error(), "a run resumed from it stops the same way: start a new run (another --out) with a lower --lr") {
+		t.Fatalf("%v", err)
 	}
 }
