@@ -293,7 +293,7 @@ func TestConfigValidation(t *testing.T) {
 		"lambda":    {func(c *Config) { c.Lambda = 1.1 }, "train: lambda 1.1 outside [0, 1]"},
 		// Unbounded, a count of passes wrapped the updates and made the
 		// learning rate NaN.
-		"epochs":       {func(c *Config) { c.Epochs = 1 << 59 }, "train: epochs 576460752303423488 outside 1 to 65536"},
+		"epochs":       {func(c *Config) { c.Epochs = 1 << 30 }, "train: epochs 1073741824 outside 1 to 65536"},
 		"clone epochs": {func(c *Config) { c.CloneEpochs = 1<<16 + 1 }, "train: clone epochs 65537 outside 0 to 65536"},
 		"anneal":       {func(c *Config) { c.AnnealLR = -1 }, "train: anneal lr -1 outside 0 to 1073741824 iterations"},
 		"target kl":    {func(c *Config) { c.TargetKL = math.NaN() }, "train: the target KL must be 0 (none) to 1e+06"},
