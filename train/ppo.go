@@ -97,7 +97,8 @@ func (t *Trainer) iteration(ctx context.Context) (Metrics, error) {
 	// Set from the iteration count each time, so that a resumed run
 	// learns at the rate the uninterrupted one would.
 	l.opt.LR = c.lrAt(t.iter)
-	sum, updates, err := t.epochs(ctx, l, n*T, c.Minibatch, c.Epochs, passOptions{maxKL: 1.5 * c.TargetKL}, func(r, idx int) {
+	learn := passOptions{maxKL: 1.5 * c.TargetKL, progress: t.progress("ppo", passUpdates(n*T, c.Minibatch, c.Epochs))}
+	sum, updates, err := t.epochs(ctx, l, n*T, c.Minibatch, c.Epochs, learn, func(r, idx int) {
 		l.setRow(r, t.obs[idx*D:(idx+1)*D], t.masks[idx*A:(idx+1)*A], int(t.actions[idx]))
 		l.adv[r] = (t.adv[idx] - mean) / std
 		l.oldLP[r], l.ret[r] = t.logp[idx], t.ret[idx]

@@ -562,9 +562,12 @@ func TestDaggerRoundsResumeExactly(t *testing.T) {
 		t.Fatalf("the imitation phases learnt in %v updates, want three growing totals", updates)
 	}
 	// Each validation's deals too (3 a validation): after the warm start,
-	// after each round, and after the second iteration (ValEvery 2).
+	// after each round, and after the second iteration (ValEvery 2); and
+	// each iteration's updates (4 games x 16 steps in minibatches of 32,
+	// two epochs: 4).
 	val := "validate 0/3, validate 1/3, validate 2/3, validate 3/3"
-	want := fmt.Sprintf("clone 0/2, clone 1/2, clone 2/2, learnt %d, %s, dagger 0/3, dagger 1/3, dagger 2/3, dagger 3/3, learnt %d, %s, dagger 0/3, dagger 1/3, dagger 2/3, dagger 3/3, learnt %d, %s, %s", updates[0], val, updates[1], val, updates[2], val, val)
+	ppo := "ppo 0/4, ppo 1/4, ppo 2/4, ppo 3/4, ppo 4/4"
+	want := fmt.Sprintf("clone 0/2, clone 1/2, clone 2/2, learnt %d, %s, dagger 0/3, dagger 1/3, dagger 2/3, dagger 3/3, learnt %d, %s, dagger 0/3, dagger 1/3, dagger 2/3, dagger 3/3, learnt %d, %s, %s, %s, %s", updates[0], val, updates[1], val, updates[2], val, ppo, ppo, val)
 	if got := strings.Join(reports, ", "); got != want {
 		t.Fatalf("progress reports %s, want %s", got, want)
 	}

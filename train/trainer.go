@@ -26,7 +26,10 @@ type Trainer struct {
 	// teacher's games take minutes. Then, phase "learn", of the updates of
 	// the passes over the labels that follow each (0 as they start, then
 	// each update), which take minutes too on thousands of games; and
-	// phase "validate", of the validation deals as they end. It is
+	// phase "validate", of the validation deals as they end; and phase
+	// "ppo", of each iteration's updates (0 as they start; a target KL
+	// can end them before the total), which take minutes with many
+	// epochs or wide layers. It is
 	// called from one goroutine at a time, not necessarily Run's.
 	Progress func(phase string, done, total int)
 

@@ -361,7 +361,7 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 		if prog == nil || !prog.due(done, total) {
 			return
 		}
-		if phase == "validate" && done == total && !wrote {
+		if (phase == "validate" || phase == "ppo") && done == total && !wrote {
 			// Only a validation long enough for a line has its last:
 			// one after every iteration would drown the iterations' own.
 			return
@@ -372,6 +372,8 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 			prog.write(fmt.Sprintf("train: learning the labelled moves: %d of %d updates", done, total))
 		case "validate":
 			prog.write(fmt.Sprintf("train: validating: the network played %d of %d deals", done, total))
+		case "ppo":
+			prog.write(fmt.Sprintf("train: iteration %d: learning from its rollout: %d of %d updates", t.Iterations()+1, done, total))
 		case "dagger":
 			prog.write(fmt.Sprintf("train: DAgger round: the network played %d of %d games, %s labelling its positions", done, total, t.Config.TeacherName()))
 		default:
@@ -425,6 +427,9 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 	}
 	since := 0
 	abandoned, err = runPhases(ctx, t, stop, func(m train.Metrics) error {
+		if prog != nil {
+			prog.end() // a line a target KL left drawn before its total
+		}
 		bound() // after the last imitation phase
 		if m.Phase != "ppo" {
 			if m.Phase == "clone" {

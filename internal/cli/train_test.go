@@ -964,3 +964,33 @@ func TestTrainDivergedSaysResumingRepeatsIt(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+// TestTrainShowsPPOLearningProgress: an iteration's updates, which take
+// minutes with many epochs or wide layers, are reported as they go (they
+// were silent until the iteration's line); at the usual pace, a few
+// milliseconds, they write nothing.
+func TestTrainShowsPPOLearningProgress(t *testing.T) {
+	o := tinyTrain(filepath.Join(t.TempDir(), "run"), 1)
+	o.cfg.CloneGames, o.cfg.ValEvery = 0, 0
+	var quiet bytes.Buffer
+	if err := runTrain(context.Background(), o, &bytes.Buffer{}, &quiet); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(quiet.String(), "learning from its rollout") {
+		t.Fatalf("a short iteration reported its updates:\n%s", quiet.String())
+	}
+	real := progressEvery
+	progressEvery = 0
+	t.Cleanup(func() { progressEvery = real })
+	o.out = filepath.Join(t.TempDir(), "run")
+	var log bytes.Buffer
+	if err := runTrain(context.Background(), o, &bytes.Buffer{}, &log); err != nil {
+		t.Fatal(err)
+	}
+	// 4 games x 16 steps in minibatches of 32, one epoch: 2 updates.
+	for _, want := range []string{"train: iteration 1: learning from its rollout: 1 of 2 updates, ", "train: iteration 1: learning from its rollout: 2 of 2 updates, "} {
+		if !strings.Contains(log.String(), want) {
+			t.Fatalf("no %q in:\n%s", want, log.String())
+		}
+	}
+}
