@@ -44,17 +44,8 @@ func NewNeural(net *nn.Net) (*Neural, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := net.Spec.Validate(); err != nil {
-		return nil, err
-	}
-	dims := net.Spec.Dims()
-	if len(net.W) != len(dims) || len(net.B) != len(dims) {
-		return nil, fmt.Errorf("agents: a network of %d weight and %d bias layers, its specification %d", len(net.W), len(net.B), len(dims))
-	}
-	for i, d := range dims {
-		if len(net.W[i]) != d[0]*d[1] || len(net.B[i]) != d[1] {
-			return nil, fmt.Errorf("agents: network layer %d has %d weights and %d biases, its specification %d and %d", i, len(net.W[i]), len(net.B[i]), d[0]*d[1], d[1])
-		}
+	if err := net.CheckShape(); err != nil {
+		return nil, fmt.Errorf("agents: %v", err)
 	}
 	// The network watches games of any length: its observation does not
 	// depend on the step limit, and its own limit must not stop the moves

@@ -81,8 +81,8 @@ func TestNewNeuralRefusesWeightsThatDoNotFit(t *testing.T) {
 		net  *nn.Net
 		want string
 	}{
-		"no weights":        {&nn.Net{Spec: good.Spec}, "a network of 0 weight and 0 bias layers, its specification 3"},
-		"a layer one short": {&short, "network layer 1 has 4323 weights and 1081 biases, its specification 4324 and 1081"},
+		"no weights":        {&nn.Net{Spec: good.Spec}, "agents: 0 weight and 0 bias layers, the specification has 3"},
+		"a layer one short": {&short, "agents: layer 1 has 4323 weights and 1081 biases, want 4324 and 1081"},
 		"a columns spec without its hidden layer": {&nn.Net{Spec: columns}, "nn: "},
 	} {
 		if _, err := NewNeural(tc.net); err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -167,6 +167,7 @@ type Rules struct {
 	slots    uint8
 	encoding Encoding
 	maxSteps int32
+	stepCap  int32 // where a game is truncated: maxSteps, or maxStepLimit without one
 	tick     time.Duration
 	shaping  Shaping
 	gamma    float64
@@ -202,6 +203,10 @@ func NewRules(o Options) (Rules, error) {
 		r.maxSteps = DefaultMaxSteps
 	case o.MaxSteps < 0:
 		r.maxSteps = -1
+	}
+	r.stepCap = r.maxSteps
+	if r.stepCap < 0 { // no limit: the largest, so that the count never overflows
+		r.stepCap = maxStepLimit
 	}
 	return r, nil
 }
@@ -240,7 +245,7 @@ func (r Rules) Options() Options {
 func (r Rules) Reframes(to Rules) error {
 	same := r
 	same.slots, same.encoding, same.shaping, same.gamma = to.slots, to.encoding, to.shaping, to.gamma
-	same.maxSteps, same.tick = to.maxSteps, to.tick
+	same.maxSteps, same.stepCap, same.tick = to.maxSteps, to.stepCap, to.tick
 	if same != to {
 		return fmt.Errorf("env: cannot reframe a %v game as %v: only the observation, shaping, step limit and clock may differ", r, to)
 	}

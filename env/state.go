@@ -107,11 +107,7 @@ func (s *State) Terminated() bool { return s.status != Playing }
 // Truncated reports whether the game hit the step limit while still being
 // played. A truncated game accepts no action (until Undo).
 func (s *State) Truncated() bool {
-	limit := s.rules.maxSteps
-	if limit < 0 { // no limit: the largest, so that the count never overflows
-		limit = maxStepLimit
-	}
-	return s.status == Playing && s.steps >= limit
+	return s.status == Playing && s.steps >= s.rules.stepCap
 }
 
 // Over reports whether the episode has ended: terminated or truncated.

@@ -162,10 +162,13 @@ const GraphParamBytes = 4 * 4
 // limit, and every DAgger game at its cap (daggerMoves), since the last
 // round learns from all of it at once, and a position more a game, where
 // it was cut (CloneBootstrap). Games that end sooner (wins, CloneTrim,
-// CloneIdle) take less. It is 0 without imitation, and for a
-// configuration Validate refuses.
+// CloneIdle) take less. It is 0 without imitation, and for counts or
+// settings Validate refuses (not for a shaping discount other than the
+// learner's, which a resumed run keeps).
 func (c Config) ImitationBound() int64 {
-	if c.Validate() != nil { // negative counts, imitation without epochs
+	if c.validate() != nil { // negative counts, imitation without epochs
+		// Not Validate: a shaping discount that is not the learner's,
+		// which Resume takes (checkShaping), still has its bound.
 		return 0
 	}
 	r, err := c.Rules()

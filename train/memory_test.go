@@ -132,6 +132,13 @@ func TestImitationBound(t *testing.T) {
 			t.Errorf("%+v: Validate %v, bound %d; want an error and 0", bad, err, bad.ImitationBound())
 		}
 	}
+	// A shaping discount other than the learner's, which New refuses and
+	// Resume takes, keeps its bound: a resumed run checks its memory by it.
+	shaped := c
+	shaped.Game.Shaping, shaped.Game.ShapingGamma = env.Progress, 0.9
+	if err := shaped.Validate(); err == nil || shaped.ImitationBound() != c.ImitationBound() {
+		t.Errorf("a shaping discount of 0.9 under gamma %v: Validate %v, bound %d; want an error and %d", shaped.Gamma, err, shaped.ImitationBound(), c.ImitationBound())
+	}
 	c = tinyConfig()
 	c.DaggerRounds, c.DaggerGames = 1, 2 // the warm start's data is kept for the round
 	tr, err := New(c)

@@ -529,3 +529,15 @@ func TestKLTermIsNeverNegative(t *testing.T) {
 		t.Errorf("klTerm(0.5) = %v, want %v", kl, want)
 	}
 }
+
+// TestPassUpdatesDoesNotWrap: the most passes over the most samples is
+// 2^36 updates, past a 32-bit int, where it wrapped to 0 (and a decayed
+// learning rate divided by it); it is clamped to the int's range instead.
+func TestPassUpdatesDoesNotWrap(t *testing.T) {
+	if got, want := passUpdates(1<<20, 1, maxEpochs), int(min(int64(1)<<36, math.MaxInt)); got != want || got <= 0 {
+		t.Errorf("passUpdates(2^20, 1, %d) = %d, want %d", maxEpochs, got, want)
+	}
+	if got := passUpdates(100, 32, 3); got != 9 {
+		t.Errorf("passUpdates(100, 32, 3) = %d, want 9", got)
+	}
+}

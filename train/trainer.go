@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/spiderenv/spider/agents/nn"
@@ -332,7 +333,11 @@ func (t *Trainer) epochs(ctx context.Context, l *learner, n, rows, passes int, o
 // passOptions are epochs' schedule: see there.
 // passUpdates is how many updates epochs makes of n rows, rows at a time,
 // in passes passes, none stopped early: a short last minibatch is dropped.
-func passUpdates(n, rows, passes int) int { return passes * (n / rows) }
+func passUpdates(n, rows, passes int) int {
+	// In int64: passes (up to 2^16) times minibatches wraps a 32-bit int.
+	// A total past the int's range is a run that would not end anyway.
+	return int(min(int64(passes)*int64(n/rows), math.MaxInt))
+}
 
 type passOptions struct {
 	decay, average bool

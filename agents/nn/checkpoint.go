@@ -230,19 +230,31 @@ func (n *Net) check() error {
 	if err := n.Spec.Check(mustRules(n.Spec)); err != nil {
 		return fmt.Errorf("inconsistent specification: %v", err)
 	}
+	if err := n.CheckShape(); err != nil {
+		return err
+	}
+	for i := range n.W {
+		if !finite(n.W[i]) || !finite(n.B[i]) {
+			return fmt.Errorf("layer %d holds a weight or bias that is not finite", i)
+		}
+	}
+	return nil
+}
+
+// CheckShape reports why n's weights do not fit its Spec (a Net made by
+// hand rather than by New or Load), or nil: the Spec is one Validate
+// takes, and every layer has the weights and biases Dims gives it.
+func (n *Net) CheckShape() error {
 	if err := n.Spec.validate(); err != nil {
 		return err
 	}
 	dims := n.Spec.Dims()
 	if len(n.W) != len(dims) || len(n.B) != len(dims) {
-		return fmt.Errorf("%d weight layers, the specification has %d", len(n.W), len(dims))
+		return fmt.Errorf("%d weight and %d bias layers, the specification has %d", len(n.W), len(n.B), len(dims))
 	}
 	for i, d := range dims {
 		if len(n.W[i]) != d[0]*d[1] || len(n.B[i]) != d[1] {
 			return fmt.Errorf("layer %d has %d weights and %d biases, want %d and %d", i, len(n.W[i]), len(n.B[i]), d[0]*d[1], d[1])
-		}
-		if !finite(n.W[i]) || !finite(n.B[i]) {
-			return fmt.Errorf("layer %d holds a weight or bias that is not finite", i)
 		}
 	}
 	return nil

@@ -80,7 +80,7 @@ func TestLoadRefusesInconsistentColumns(t *testing.T) {
 	}, "mixing width 0")
 	bad("pair", func(c *checkpoint) { c.Spec.Pair = 1 << 20 }, fmt.Sprintf("pair width %d", 1<<20))
 	bad("pair-layer", func(c *checkpoint) { c.Spec.Pair = 3 }, "layer 4 has")
-	bad("layers", func(c *checkpoint) { c.W, c.B = c.W[:7], c.B[:7] }, "7 weight layers, the specification has 8")
+	bad("layers", func(c *checkpoint) { c.W, c.B = c.W[:7], c.B[:7] }, "7 weight and 7 bias layers, the specification has 8")
 }
 
 // TestScratchBytes: ScratchBytes is what NewScratch allocates, for a

@@ -167,14 +167,14 @@ func TestLoadRefusesInconsistentWeights(t *testing.T) {
 	bad("zero-width", func(c *checkpoint) { c.Spec.Hidden = []int{0} }, "hidden width 0")
 	bad("compact", func(c *checkpoint) { c.Spec.Game.Encoding = env.Compact }, "observation encoding compact, a network reads float32")
 	bad("suits", func(c *checkpoint) { c.Spec.Game.Suits = 3 }, "suits must be 1, 2 or 4, not 3")
-	bad("layers", func(c *checkpoint) { c.W, c.B = c.W[:2], c.B[:2] }, "2 weight layers, the specification has 3")
+	bad("layers", func(c *checkpoint) { c.W, c.B = c.W[:2], c.B[:2] }, "2 weight and 2 bias layers, the specification has 3")
 
 	// Save refuses, writing nothing, what Load would refuse.
 	for name, spoil := range map[string]func(m *Net){
-		"not finite":                   func(m *Net) { m.W[1] = append([]float32(nil), m.W[1]...); m.W[1][2] = float32(math.Inf(-1)) },
-		"a network reads float32":      func(m *Net) { m.Spec.Game.Encoding = env.Compact },
-		"layer 0 has 3 weights":        func(m *Net) { m.W = append([][]float32{m.W[0][:3]}, m.W[1:]...) },
-		"weight layers, the specifica": func(m *Net) { m.B = m.B[:1] },
+		"not finite":              func(m *Net) { m.W[1] = append([]float32(nil), m.W[1]...); m.W[1][2] = float32(math.Inf(-1)) },
+		"a network reads float32": func(m *Net) { m.Spec.Game.Encoding = env.Compact },
+		"layer 0 has 3 weights":   func(m *Net) { m.W = append([][]float32{m.W[0][:3]}, m.W[1:]...) },
+		"3 weight and 1 bias layers, the specification has 3": func(m *Net) { m.B = m.B[:1] },
 	} {
 		m := *n
 		spoil(&m)

@@ -422,6 +422,10 @@ func checkPolicyRow(p *policySummary) error {
 	if p.Policy == "" || p.Spec == "" {
 		return errors.New("a policy without its name or spec")
 	}
+	if _, err := hex.DecodeString(p.Checkpoint); err != nil || (p.Checkpoint != "" && len(p.Checkpoint) != 64) {
+		// Written to the tables as it is: a SHA-256 or nothing.
+		return fmt.Errorf("a policy whose checkpoint_sha256 is not 64 hex digits (%q)", printable.Cut(p.Checkpoint, 80))
+	}
 	return nil
 }
 
@@ -624,7 +628,7 @@ func writeResultRows(w io.Writer, list []resultsRow, out outputFlags) (bool, err
 				csvText(r.Policy), csvText(r.Spec), strconv.Itoa(r.Games), strconv.Itoa(r.Wins), csvFloat(r.WinRate), csvFloat(r.WinLo), csvFloat(r.WinHi),
 				csvFloat(r.Score), csvFloat(float64(r.ScoreHalf)), csvFloat(r.Runs), csvFloat(float64(r.RunsHalf)), csvFloat(r.Moves),
 				strconv.Itoa(r.Failures), csvText(r.Program), csvText(r.File),
-				strconv.Itoa(r.Nodes), strconv.Itoa(r.MoveMs), strconv.FormatUint(r.Draw, 10), r.Checkpoint})
+				strconv.Itoa(r.Nodes), strconv.Itoa(r.MoveMs), strconv.FormatUint(r.Draw, 10), csvText(r.Checkpoint)})
 		}
 		return cells
 	})

@@ -204,6 +204,13 @@ func TestResultsTable(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &hashedRows); code != 0 || err != nil || len(hashedRows) != 2 || hashedRows[0].Checkpoint != strings.Repeat("cd", 32) || hashedRows[1].Checkpoint != "" {
 		t.Errorf("--json of a network's report: exit %d (%s), %v: %+v", code, errs, err, hashedRows)
 	}
+	// Anything else there is refused: the tables write it as it is.
+	for i, bad := range []string{`=HYPERLINK("http://x","click")`, "\x1b[31mred", strings.Repeat("cd", 31)} {
+		forged := editReport(t, filepath.Join(dir, "dev-a.json"), dir, fmt.Sprintf("forged-hash-%d.json", i), func(_, first map[string]any) { first["checkpoint_sha256"] = bad })
+		if code, out, errs := runMain("results", "--csv", forged); code == 0 || !strings.Contains(errs, "checkpoint_sha256 is not 64 hex digits") {
+			t.Errorf("checkpoint_sha256 %q: exit %d, %q, %s", bad, code, errs, out)
+		}
+	}
 	if code, _, errs := runMain("results", "--update", md, "--json", files[0]); code != 2 || !strings.Contains(errs, "drop --json and --csv") {
 		t.Errorf("--update with --json: exit %d, %s", code, errs)
 	}

@@ -358,7 +358,10 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 			prog, wrote = newProgress(stderr), false // a new phase: time it from here
 			return
 		}
-		if prog == nil || !prog.due(done, total) {
+		if prog == nil || (phase == "ppo" && time.Since(prog.start) < progressEvery) || !prog.due(done, total) {
+			// An iteration's updates take seconds at the defaults: on a
+			// terminal too, they draw a line only once they have run as
+			// long as a plain line waits, or every iteration would leave one.
 			return
 		}
 		if (phase == "validate" || phase == "ppo") && done == total && !wrote {

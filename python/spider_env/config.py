@@ -25,7 +25,7 @@ class SpiderConfig:
 
     ``rules``: ``"classic"`` or ``"cardems"``. ``suits``: 1, 2 or 4.
     ``max_steps``: actions before an episode is truncated (negative: no
-    limit). ``time_per_action_ms``: classic's simulated clock.
+    limit, though a game is still truncated at 2^30 actions). ``time_per_action_ms``: classic's simulated clock.
     ``face_up_slots``: observation slots per column, 1 to 104. ``obs``: the
     observation encoding, ``"compact"`` (uint8) or ``"float32"``.
     ``shaping``: ``"none"`` or ``"progress"``, potential-based reward

@@ -793,6 +793,9 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
                 raise RuntimeError("a step is in flight: recv (or step_wait) it before a reset of some games")
             chosen = [int(i) for i in np.flatnonzero(reset_mask)]
         seeds: list[int | None] | None = None
+        if isinstance(seed, (str, bytes, bytearray, memoryview)):
+            # Sequences too, of characters or bytes: never seeds.
+            raise TypeError(f"a seed must be an integer or a sequence of them, not {type(seed).__name__}")
         if isinstance(seed, (Sequence, np.ndarray)):
             if len(seed) != self.num_envs:
                 raise ValueError(f"{len(seed)} seeds for {self.num_envs} games")

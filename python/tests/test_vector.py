@@ -387,6 +387,10 @@ def test_seeds_follow_gymnasium(server):
         for seeds in (range(5, 9), np.arange(5, 9), (5, 6, 7, 8)):
             again, _ = venv.reset(seed=seeds)
             assert (again == by_list).all(), seeds
+        # Sequences of characters or bytes are not seeds (bytes index as ints).
+        for bad in ("abcd", b"\x05\x06\x07\x08", bytearray(4), memoryview(b"1234")):
+            with pytest.raises(TypeError, match="a seed must be an integer"):
+                venv.reset(seed=bad)
     finally:
         venv.close()
         sync.close()
