@@ -65,10 +65,9 @@ type replaySummary struct {
 }
 
 // turningPoint is where a game that was not won stopped being winnable
-// for the oracle (search seeing the hidden cards): the last move after
-// which the oracle, playing on from the position it left, no longer wins.
-// It is found by bisection, so with an oracle that is not perfect it is
-// a move where winning turned to losing, not necessarily the first.
+// for the oracle (search seeing the hidden cards): the move after the
+// last position from which the oracle, playing on, still wins
+// (findTurningPoint).
 type turningPoint struct {
 	// OracleWinsDeal says whether the oracle wins the deal from the
 	// start; when it does not, the rest is empty.
@@ -84,11 +83,13 @@ type turningPoint struct {
 	Action      string     `json:"action,omitempty"`
 	Before      *replayRow `json:"before,omitempty"`
 	OracleMoves int        `json:"oracle_moves,omitempty"`
-	// Games is how many oracle games the bisection played, and Nodes the
-	// oracle's budget a plan (--nodes, the default filled in), which the
-	// answer depends on.
-	Games int `json:"games"`
-	Nodes int `json:"nodes"`
+	// Games is how many oracle games the search played, DeadEnds how many
+	// positions it passed over without one, since no card could ever be
+	// turned from them (deadEnd), and Nodes the oracle's budget a plan
+	// (--nodes, the default filled in), which the answer depends on.
+	Games    int `json:"games"`
+	DeadEnds int `json:"dead_ends"`
+	Nodes    int `json:"nodes"`
 }
 
 var replayHeader = []string{"move", "action", "score", "runs", "face_down", "stock_left", "empty_columns", "status"}
@@ -126,7 +127,7 @@ func replayCommand(fs *pflag.FlagSet) func(context.Context, []string, io.Reader,
 	fs.StringVar(&o.gif, "gif", "", "also write the game to this file as an animated GIF, a frame per move")
 	fs.StringVar(&o.frames, "frames", "", "also write a PNG picture of every position into this folder (0000.png is the deal)")
 	fs.DurationVar(&o.delay, "delay", o.delay, "how long the GIF shows each move (the deal at least 1s, the end at least 3s)")
-	fs.BoolVar(&o.turning, "turning-point", false, "for a game not won, find by bisection the move after which the oracle (search seeing the hidden cards) no longer wins (within what is left of the step limit, and within 1000 moves of each position)")
+	fs.BoolVar(&o.turning, "turning-point", false, "for a game not won, find the move after the last position from which the oracle (search seeing the hidden cards) still wins (within what is left of the step limit, and within 1000 moves of each position), playing it from every position, the last first, but dead ends (no card can ever be turned)")
 	fs.IntVar(&o.nodes, "nodes", 0, "with --turning-point, the oracle's budget: positions explored per plan (0: 20000; at most 1048576)")
 	o.out.register(fs)
 	return func(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
@@ -337,12 +338,19 @@ func shown(every, i, n int) bool {
 // for years from a position it cannot win.
 const oracleHorizon = 1000
 
-// findTurningPoint bisects the positions of a game that was not won, and
-// whose record replays, for the last one from which the oracle, playing on
-// (within what is left of the step limit, and within oracleHorizon moves
-// of the position), still wins. Position 0 is the deal and position
+// findTurningPoint finds, in a game that was not won and whose record
+// replays, the last position from which the oracle, playing on (within
+// what is left of the step limit, and within oracleHorizon moves of the
+// position), still wins: it plays the oracle from every position, the
+// last first, until one wins. Position 0 is the deal and position
 // len(g.Actions) the final one, which is not won; when the oracle wins
-// from it (a game stopped before its end), nothing turned the game.
+// from it (a game stopped before its end), nothing turned the game. A
+// bisection would play a few dozen games, but the oracle's search is
+// bounded, so it can lose from a position and win from a later one: a
+// bisection named moves after which it still won (s76: 4 of 7 lost deals
+// scanned). Positions from which no card can ever be turned (deadEnd) cost
+// no game, so a game that jammed costs one for each position between its
+// last winnable one and the jam.
 func findTurningPoint(ctx context.Context, g record.Game, nodes int, stderr io.Writer) (*turningPoint, error) {
 	tp := &turningPoint{Nodes: cmp.Or(nodes, agents.DefaultNodes)}
 	r, err := g.RulesOf()
@@ -350,14 +358,31 @@ func findTurningPoint(ctx context.Context, g record.Game, nodes int, stderr io.W
 		return nil, err
 	}
 	n := len(g.Actions)
-	// position replays the first i actions from the deal: the bisection
-	// needs a few dozen positions, and keeping every one (1.2 KB each)
-	// would let a long record claim gigabytes.
-	position := func(i int) env.State {
-		s := env.NewGame(r, g.Seed)
-		for _, a := range g.Actions[:i] {
-			s.Step(env.Action(a)) // legal: the record replayed whole before
+	// Every checkpointEvery-th position is kept, and a position replays
+	// from the one before it: keeping every one (1.2 KB each) would let a
+	// long record claim gigabytes, and replaying each from the deal would
+	// take its length squared.
+	const checkpointEvery = 1024
+	var marks []env.State
+	s := env.NewGame(r, g.Seed)
+	for i, a := range g.Actions {
+		if i%checkpointEvery == 0 {
+			marks = append(marks, s)
 		}
+		s.Step(env.Action(a)) // legal: the record replayed whole before
+	}
+	raw := func(i int) env.State {
+		s := marks[i/checkpointEvery]
+		for _, a := range g.Actions[i/checkpointEvery*checkpointEvery : i] {
+			s.Step(env.Action(a))
+		}
+		return s
+	}
+	if n%checkpointEvery == 0 {
+		marks = append(marks, s) // position n, which raw reaches from it
+	}
+	position := func(i int) env.State {
+		s := raw(i)
 		if r.MaxSteps() < 0 || r.MaxSteps()-i > oracleHorizon {
 			// A game without a step limit (spider play records such
 			// games), or with a distant one: the oracle, which plays on
@@ -376,7 +401,7 @@ func findTurningPoint(ctx context.Context, g record.Game, nodes int, stderr io.W
 	wins := func(i int) (agents.Result, error) {
 		// PlayFrom stops at once on a stopped ctx; its game then counts for nothing.
 		stop := heartbeat(stderr, func() string { return fmt.Sprintf("turning point: still playing the oracle from move %d of %d", i, n) })
-		res := agents.PlayFrom(ctx, position(i), g.Seed, &agents.Search{Nodes: nodes, Peek: true})
+		res := playOracle(ctx, position(i), g.Seed, nodes)
 		stop()
 		if err := ctx.Err(); err != nil {
 			return agents.Result{}, err
@@ -390,32 +415,31 @@ func findTurningPoint(ctx context.Context, g record.Game, nodes int, stderr io.W
 		return tp, err
 	}
 	tp.OracleWinsDeal = true
-	// The bisection needs a last position the oracle does not win: a game
-	// stopped before its end may not be one (nor a record of no moves).
-	if n == 0 {
-		tp.OracleWinsEnd = true
-		return tp, nil
-	}
-	if res, err := wins(n); err != nil {
-		return nil, err
-	} else if res.Won {
-		tp.OracleWinsEnd = true
-		return tp, nil
-	}
-	lo, hi, loMoves := 0, n, res.Moves // the oracle wins from lo, not from hi
-	for hi-lo > 1 {
-		mid := (lo + hi) / 2
-		res, err := wins(mid)
+	lo, loMoves := 0, res.Moves // the last position the oracle wins from, so far
+	known := map[uint64]bool{}  // positions deadEnd found dead, closures shared
+	for i := n; i > 0; i-- {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if s := raw(i); deadEnd(&s, known) {
+			tp.DeadEnds++
+			continue
+		}
+		res, err := wins(i)
 		if err != nil {
 			return nil, err
 		}
 		if res.Won {
-			lo, loMoves = mid, res.Moves
-		} else {
-			hi = mid
+			lo, loMoves = i, res.Moves
+			break
 		}
 	}
-	tp.Move, tp.Action, tp.OracleMoves = hi, env.Action(g.Actions[lo]).String(), loMoves
+	if lo == n {
+		// A game stopped before its end (or a record of no moves).
+		tp.OracleWinsEnd = true
+		return tp, nil
+	}
+	tp.Move, tp.Action, tp.OracleMoves = lo+1, env.Action(g.Actions[lo]).String(), loMoves
 	before := position(lo)
 	row := newReplayRow(lo, "", &before)
 	tp.Before = &row
@@ -423,6 +447,78 @@ func findTurningPoint(ctx context.Context, g record.Game, nodes int, stderr io.W
 		tp.Before.Action = env.Action(g.Actions[lo-1]).String()
 	}
 	return tp, nil
+}
+
+// playOracle plays the oracle from s to its end: a variable, so that a test
+// can stand in an oracle whose wins it chooses.
+var playOracle = func(ctx context.Context, s env.State, seed uint64, nodes int) agents.Result {
+	return agents.PlayFrom(ctx, s, seed, &agents.Search{Nodes: nodes, Peek: true})
+}
+
+// deadEndLimit bounds the positions deadEnd walks before it gives up (and
+// an oracle game decides): the lost games of docs/results.md jam in 1 to
+// 69,900 (s73), and each position walked is kept (1.2 KB).
+const deadEndLimit = 50_000
+
+// deadEnd reports whether no card can ever be turned from s: its stock is
+// dealt, cards lie face down, and no position that moves reach without
+// turning one (tried up to deadEndLimit, with no step limit) has a move
+// that turns one. Nobody wins from such a position, the oracle included:
+// a win needs every card face up. A game over is one too. known holds the
+// keys of positions found dead before (a dead position's reach is dead)
+// and gains the ones walked; positions that differ only in hidden cards
+// share a key, and moves that turn nothing reveal none, so a key decides.
+func deadEnd(s *env.State, known map[uint64]bool) bool {
+	if s.Over() {
+		return true
+	}
+	down := s.TotalFaceDown()
+	if s.StockLeft() > 0 || down == 0 {
+		return false
+	}
+	if known[s.Key()] {
+		return true
+	}
+	o := s.Rules().Options()
+	o.MaxSteps = -1
+	h, err := env.NewRules(o)
+	if err != nil {
+		return false
+	}
+	start, err := s.Reframe(h)
+	if err != nil {
+		return false
+	}
+	seen := map[uint64]bool{start.Key(): true}
+	stack := []env.State{start}
+	var legal []env.Action
+	for len(stack) > 0 {
+		p := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		legal = p.AppendLegal(legal[:0])
+		for _, a := range legal {
+			q := p
+			if _, err := q.Step(a); err != nil {
+				return false
+			}
+			if q.TotalFaceDown() < down {
+				return false // a card turned
+			}
+			k := q.Key()
+			if seen[k] || known[k] {
+				continue
+			}
+			if len(seen) >= deadEndLimit {
+				return false
+			}
+			seen[k] = true
+			stack = append(stack, q)
+		}
+	}
+	for k := range seen {
+		known[k] = true
+	}
+	return true
 }
 
 // pictures draws the positions of a replay into an animated GIF and PNG

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -745,6 +746,75 @@ func TestTextOutputThatCannotBeWrittenFails(t *testing.T) {
 		stderr.Reset()
 		if code := Main(args, strings.NewReader(""), brokenWriter{}, &stderr); code != 1 || !strings.Contains(stderr.String(), "writing the output: no space left on device") {
 			t.Errorf("%v: exit %d, %q", args, code, stderr.String())
+		}
+	}
+}
+
+// TestTurningPointIsTheLastWinnablePosition: the oracle's search is
+// bounded, so it can lose from a position and win from a later one; the
+// turning point is the move after the last position it wins from. An
+// oracle that wins from positions 0-5 and 8-9 of a 12-move game stands in
+// (a bisection named move 6, after which it still won; s76 found this in
+// 4 of 7 lost deals of docs/results.md).
+func TestTurningPointIsTheLastWinnablePosition(t *testing.T) {
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	if code := Main([]string{"eval", "--policies", "greedy", "--seeds", "3", "--max-steps", "12", "--record", dir}, strings.NewReader(""), &stdout, &stderr); code != 0 {
+		t.Fatalf("eval: exit %d: %s", code, stderr.String())
+	}
+	g, err := record.Load(filepath.Join(dir, "greedy-max-steps12-3.spider"))
+	if err != nil || len(g.Actions) != 12 {
+		t.Fatalf("%d actions, %v", len(g.Actions), err)
+	}
+	real := playOracle
+	t.Cleanup(func() { playOracle = real })
+	var played []int
+	playOracle = func(_ context.Context, s env.State, _ uint64, _ int) agents.Result {
+		i := s.Steps()
+		played = append(played, i)
+		return agents.Result{Won: i <= 5 || i == 8 || i == 9, Moves: 100 - i}
+	}
+	tp, err := findTurningPoint(context.Background(), g, 10, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tp.Move != 10 || tp.Action != env.Action(g.Actions[9]).String() || tp.OracleMoves != 91 || tp.Before.Move != 9 {
+		t.Fatalf("turning point %+v; want move 10, after position 9", tp)
+	}
+	// Every position after it was played, the last first, and none before
+	// it but the deal; the last position, at the step limit, is a dead
+	// end (the stock is not dealt: no other is).
+	if want := []int{0, 11, 10, 9}; !slices.Equal(played, want) || tp.Games != len(want) || tp.DeadEnds != 1 {
+		t.Fatalf("oracle games from %v (%d counted, %d dead ends), want %v", played, tp.Games, tp.DeadEnds, want)
+	}
+}
+
+// TestDeadEnd: a position from which no card can ever be turned is a dead
+// end, however its cards move; one move more room, and it is not.
+func TestDeadEnd(t *testing.T) {
+	r := env.MustRules(env.Options{Suits: 1})
+	var kings strings.Builder
+	for c := 1; c <= 9; c++ {
+		fmt.Fprintf(&kings, "%d: 5s | Ks\n", c)
+	}
+	for _, tc := range []struct {
+		last string
+		dead bool
+	}{
+		{"10: | Ks Qs", true}, // the queen moves between the kings, nothing more
+		{"10: | Qs", false},   // the queen moved leaves a column for a king: a card turns
+		{"10: | Qs\nstock: 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s", false},
+	} {
+		s, err := env.ParseState(r, kings.String()+tc.last)
+		if err != nil {
+			t.Fatal(err)
+		}
+		known := map[uint64]bool{}
+		if got := deadEnd(&s, known); got != tc.dead {
+			t.Errorf("%q: dead end %v, want %v", tc.last, got, tc.dead)
+		}
+		if tc.dead && (len(known) != 10 || !known[s.Key()]) {
+			t.Errorf("%q: %d positions known dead, want the queen on each of the 10 kings", tc.last, len(known))
 		}
 	}
 }
