@@ -167,9 +167,9 @@ type Rules struct {
 	slots    uint8
 	encoding Encoding
 	maxSteps int32
-	stepCap  int32 // where a game is truncated: maxSteps, or maxStepLimit without one
 	tick     time.Duration
 	shaping  Shaping
+	stepCap  int32 // where a game is truncated: maxSteps, or maxStepLimit without one (beside shaping, so Rules stays 32 bytes)
 	gamma    float64
 }
 
