@@ -365,11 +365,14 @@ func findTurningPoint(ctx context.Context, g record.Game, nodes int, stderr io.W
 	const checkpointEvery = 1024
 	var marks []env.State
 	s := env.NewGame(r, g.Seed)
-	for i, a := range g.Actions {
+	for i := 0; ; i++ {
 		if i%checkpointEvery == 0 {
 			marks = append(marks, s)
 		}
-		s.Step(env.Action(a)) // legal: the record replayed whole before
+		if i == n {
+			break
+		}
+		s.Step(env.Action(g.Actions[i])) // legal: the record replayed whole before
 	}
 	raw := func(i int) env.State {
 		s := marks[i/checkpointEvery]
@@ -378,11 +381,8 @@ func findTurningPoint(ctx context.Context, g record.Game, nodes int, stderr io.W
 		}
 		return s
 	}
-	if n%checkpointEvery == 0 {
-		marks = append(marks, s) // position n, which raw reaches from it
-	}
-	position := func(i int) env.State {
-		s := raw(i)
+	// framed is position i (s) as the oracle plays it.
+	framed := func(i int, s env.State) env.State {
 		if r.MaxSteps() < 0 || r.MaxSteps()-i > oracleHorizon {
 			// A game without a step limit (spider play records such
 			// games), or with a distant one: the oracle, which plays on
@@ -398,10 +398,11 @@ func findTurningPoint(ctx context.Context, g record.Game, nodes int, stderr io.W
 		}
 		return s
 	}
-	wins := func(i int) (agents.Result, error) {
+	// wins plays the oracle from position i, which s is.
+	wins := func(i int, s env.State) (agents.Result, error) {
 		// PlayFrom stops at once on a stopped ctx; its game then counts for nothing.
 		stop := heartbeat(stderr, func() string { return fmt.Sprintf("turning point: still playing the oracle from move %d of %d", i, n) })
-		res := playOracle(ctx, position(i), g.Seed, nodes)
+		res := playOracle(ctx, framed(i, s), g.Seed, nodes)
 		stop()
 		if err := ctx.Err(); err != nil {
 			return agents.Result{}, err
@@ -410,7 +411,7 @@ func findTurningPoint(ctx context.Context, g record.Game, nodes int, stderr io.W
 		fmt.Fprintf(stderr, "turning point: the oracle from move %d of %d %s\n", i, n, map[bool]string{true: "wins", false: "does not win"}[res.Won])
 		return res, nil
 	}
-	res, err := wins(0)
+	res, err := wins(0, raw(0))
 	if err != nil || !res.Won {
 		return tp, err
 	}
@@ -421,11 +422,12 @@ func findTurningPoint(ctx context.Context, g record.Game, nodes int, stderr io.W
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if s := raw(i); deadEnd(&s, known) {
+		s := raw(i)
+		if deadEnd(&s, known) {
 			tp.DeadEnds++
 			continue
 		}
-		res, err := wins(i)
+		res, err := wins(i, s)
 		if err != nil {
 			return nil, err
 		}
@@ -440,7 +442,7 @@ func findTurningPoint(ctx context.Context, g record.Game, nodes int, stderr io.W
 		return tp, nil
 	}
 	tp.Move, tp.Action, tp.OracleMoves = lo+1, env.Action(g.Actions[lo]).String(), loMoves
-	before := position(lo)
+	before := framed(lo, raw(lo))
 	row := newReplayRow(lo, "", &before)
 	tp.Before = &row
 	if lo > 0 {
