@@ -32,7 +32,7 @@ test: lint
 	@echo "BLAS: $(if $(TAGS),OpenBLAS,pure Go (no libopenblas; see make openblas))"
 	$(GO) test $(GOTAGS) -count=1 ./...
 	$(if $(TAGS),$(GO) test -count=1 ./agents/nn/ ./train/)
-	$(GO) test -race -short -count=1 ./env/ ./server/
+	$(GO) test -race -short -count=1 ./env/ ./server/ ./agents/remote/
 	$(MAKE) pytest
 
 # The Python client: a virtual environment in .venv with the package and

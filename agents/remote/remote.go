@@ -68,20 +68,26 @@ const (
 )
 
 // Agent is a connection to a remote agent. It is an agents.BatchAgent;
-// its ActBatch may be called by one goroutine at a time. Make one with
-// Dial: the zero Agent has no connection, and its ActBatch and Close
-// panic.
+// its ActBatch may be called by one goroutine at a time (list it once
+// in an evaluation, which plays a batch agent in one goroutine). Close
+// may be called from any goroutine, during an ActBatch too (a Ctrl-C
+// handler): that call then returns ErrClosed at once, and so does every
+// later one. Make an Agent with Dial: the zero Agent has no connection,
+// and its ActBatch and Close panic.
 type Agent struct {
-	o       Options
-	conn    net.Conn
-	w       *bufio.Writer
-	name    string
-	board   bool
-	id      int64
-	frames  chan frame
-	closed  chan struct{}
-	once    sync.Once
-	lost    error // set once the connection cannot be used any more
+	o      Options
+	conn   net.Conn
+	w      *bufio.Writer
+	name   string
+	board  bool
+	id     int64
+	frames chan frame
+	closed chan struct{}
+	once   sync.Once
+	// mu is held by ActBatch for its whole call, and by Close's goodbye,
+	// which must not write id, buf or the connection beside a request.
+	mu      sync.Mutex
+	lost    error // set once the connection cannot be used any more; under mu
 	buf     bytes.Buffer
 	obsU8   []uint8
 	obsF32  []float32
@@ -168,17 +174,25 @@ func (a *Agent) Name() string { return a.name }
 // Width returns the most games per request.
 func (a *Agent) Width() int { return a.o.Width }
 
-// Close says goodbye and closes the connection.
+// ErrClosed is what ActBatch returns once Close was called.
+var ErrClosed = errors.New("remote: the agent was closed")
+
+// Close says goodbye and closes the connection. With an ActBatch in
+// flight on another goroutine it closes the connection without a
+// goodbye, which ends that call with ErrClosed.
 func (a *Agent) Close() error {
 	var err error
 	a.once.Do(func() {
 		close(a.closed)
-		if a.lost == nil {
-			a.id++
-			// Best effort, and brief: the agent may be gone, or not reading.
-			ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
-			a.send(ctx, map[string]any{"op": "close", "id": a.id}, 0)
-			cancel()
+		if a.mu.TryLock() {
+			if a.lost == nil {
+				a.id++
+				// Best effort, and brief: the agent may be gone, or not reading.
+				ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+				a.send(ctx, map[string]any{"op": "close", "id": a.id}, 0)
+				cancel()
+			}
+			a.mu.Unlock()
 		}
 		err = a.conn.Close()
 	})
@@ -268,8 +282,17 @@ func (a *Agent) wait(ctx context.Context, id int64, n int) (reply, error) {
 			return reply{}, ctx.Err()
 		case <-timer.C:
 			return reply{}, fmt.Errorf("timed out: no answer within %v", a.o.Timeout)
+		case <-a.closed:
+			// Close closed the connection: the reader stops without
+			// handing on its error, so waiting on would last the timeout.
+			return reply{}, ErrClosed
 		case f := <-a.frames:
 			if f.err != nil {
+				select {
+				case <-a.closed:
+					return reply{}, ErrClosed // the error is Close's own
+				default:
+				}
 				var bad badFrame
 				switch {
 				case errors.As(f.err, &bad):
@@ -350,6 +373,13 @@ func (a *Agent) hello(ctx context.Context) error {
 // must be played under Options.Rules, whose observation the agent was
 // told of at Dial: it returns an error, and sends nothing, if one is not.
 func (a *Agent) ActBatch(ctx context.Context, games []agents.BatchGame, actions []env.Action) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	select {
+	case <-a.closed:
+		return ErrClosed
+	default:
+	}
 	if a.lost != nil {
 		return a.lost
 	}
@@ -406,6 +436,11 @@ func (a *Agent) ActBatch(ctx context.Context, games []agents.BatchGame, actions 
 		msg["boards"] = boards
 	}
 	if err := a.send(ctx, msg, requestBytes(len(obs), n, len(boards))); err != nil {
+		select {
+		case <-a.closed:
+			return ErrClosed // Close closed the connection under this write
+		default:
+		}
 		a.lost = fmt.Errorf("agent disconnected: %v", err)
 		if ctx.Err() != nil {
 			return ctx.Err()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -729,5 +730,61 @@ func TestAgentNameIsCut(t *testing.T) {
 		if want := strings.Repeat("a", 61) + "..."; err != nil || rep.name != want {
 			t.Errorf("a name of %d bytes: %q, %v; want %q", len(name), rep.name, err, want)
 		}
+	}
+}
+
+// TestRemoteCloseDuringActBatch: Close from another goroutine (a Ctrl-C
+// handler) while ActBatch waits for an answer that will not come ends that
+// call at once with ErrClosed, not after the timeout, writes nothing beside
+// it (the race detector watched this in make test), and every later call
+// says ErrClosed too.
+func TestRemoteCloseDuringActBatch(t *testing.T) {
+	f := &fakeAgent{}
+	waiting := make(chan struct{})
+	f.misbehave = func(req int64, id any, actions []uint16, conn net.Conn) bool {
+		if req == 3 {
+			close(waiting)
+			return false // no answer: the call waits
+		}
+		return req < 3
+	}
+	f.start(t)
+	r := rules(t, env.Options{Suits: 1, MaxSteps: 100})
+	a, err := Dial(context.Background(), f.addr, Options{Rules: r, Width: 4, Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type out struct {
+		ev  *agents.Evaluation
+		err error
+	}
+	done := make(chan out, 1)
+	go func() {
+		ev, err := agents.EvaluatePolicies(context.Background(), r, []agents.Policy{{Name: "remote", Batch: a}}, seedRange(1, 8), 1, nil)
+		done <- out{ev, err}
+	}()
+	<-waiting
+	a.Close()
+	var o out
+	select {
+	case o = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the evaluation went on waiting for the answer after Close")
+	}
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	var closed int
+	for _, res := range o.ev.Results[0] {
+		if strings.Contains(res.Failure, ErrClosed.Error()) {
+			closed++
+		}
+	}
+	if closed == 0 {
+		t.Errorf("no game failed with %q: %+v", ErrClosed, o.ev.Results[0])
+	}
+	g := env.NewGame(r, 1)
+	if err := a.ActBatch(context.Background(), []agents.BatchGame{{View: agents.NewView(&g, g.AppendLegal(nil), 0, false)}}, make([]env.Action, 1)); !errors.Is(err, ErrClosed) {
+		t.Errorf("ActBatch after Close: %v, want ErrClosed", err)
 	}
 }
