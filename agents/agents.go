@@ -119,7 +119,9 @@ type Agent interface {
 	Act(v View) Decision
 }
 
-// Maker builds an agent; each worker gets its own.
+// Maker builds an agent; each worker gets its own, and evaluations call
+// it from several goroutines at once (so a Maker that sets something up
+// on its first call needs a lock or sync.Once).
 type Maker func() Agent
 
 // MaxNodes is the largest search budget NewWith takes, 2^20 positions a

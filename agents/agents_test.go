@@ -1020,9 +1020,10 @@ func TestEvaluateFailsTheGamesOfAFaultyAgent(t *testing.T) {
 					t.Errorf("seed %d: first's game %+v", seeds[i], ev.Results[0][i])
 				}
 			}
-			// One for the check of its rules and one for the worker; a
-			// panicking agent is replaced after each of its 4 games.
-			if wantMade := map[string]int32{"illegal": 2, "nil": 5, "panic": 5}[kind]; made.Load() != wantMade {
+			// Two for the checks of its rules and that it makes a new
+			// agent each call, and one for the worker; a panicking agent
+			// is replaced after each of its 4 games.
+			if wantMade := map[string]int32{"illegal": 3, "nil": 6, "panic": 6}[kind]; made.Load() != wantMade {
 				t.Errorf("%d agents made; want %d", made.Load(), wantMade)
 			}
 		})
@@ -1049,13 +1050,13 @@ func TestEvaluateRefusesOrFailsBadMakers(t *testing.T) {
 	}
 	made := 0
 	counted := func() Agent { made++; return first() }
-	if _, err := EvaluateWith(context.Background(), r, []string{"first"}, []Maker{counted}, []uint64{1, 2, 3}, 1, nil); err != nil || made != 2 {
-		t.Errorf("one worker, three deals: the Maker ran %d times (%v), want 2: once to check the rules, once for the worker", made, err)
+	if _, err := EvaluateWith(context.Background(), r, []string{"first"}, []Maker{counted}, []uint64{1, 2, 3}, 1, nil); err != nil || made != 3 {
+		t.Errorf("one worker, three deals: the Maker ran %d times (%v), want 3: twice to check the rules and that each call makes a new agent, once for the worker", made, err)
 	}
 	calls := 0
 	flaky := func() Agent {
 		calls++
-		if calls == 2 { // the first worker's: the rules check made the first
+		if calls == 3 { // the first worker's: the checks made the first two
 			panic("flaky maker")
 		}
 		return First{}
@@ -1125,4 +1126,69 @@ func TestPlayFromTheZeroStatePanics(t *testing.T) {
 		t.Fatal(err)
 	}
 	PlayFrom(context.Background(), env.State{}, 7, first())
+}
+
+// countingFirst is a batch agent with state: it counts its calls, so one
+// value called from two goroutines would race.
+type countingFirst struct{ calls int }
+
+func (*countingFirst) Name() string { return "counting first" }
+func (*countingFirst) Width() int   { return 4 }
+func (c *countingFirst) ActBatch(ctx context.Context, games []BatchGame, actions []env.Action) error {
+	c.calls++
+	for i, g := range games {
+		actions[i] = g.View.Legal()[0]
+	}
+	return nil
+}
+
+// TestEvaluateRefusesSharedAgents: evaluations play a Maker's agents on
+// several workers at once and each batch agent in a goroutine of its own,
+// so a Maker that returns one agent every call, or one batch agent listed
+// twice, would mix games' state silently (the games differ from fresh
+// agents', with no error): both are refused before any game. Stateless
+// values of zero size, which Go may give one address, and a batch agent
+// listed once with a Maker beside it, are not.
+func TestEvaluateRefusesSharedAgents(t *testing.T) {
+	r := env.MustRules(env.Options{Suits: 1, MaxSteps: 20})
+	ctx := context.Background()
+	shared := &Greedy{}
+	_, err := EvaluateWith(ctx, r, []string{"greedy"}, []Maker{func() Agent { return shared }}, []uint64{1}, 2, nil)
+	if err == nil || !strings.Contains(err.Error(), "policy greedy: its Maker returns the same agent every call") {
+		t.Errorf("a Maker returning one *Greedy: %v", err)
+	}
+	b := &countingFirst{}
+	_, err = EvaluatePolicies(ctx, r, []Policy{{Name: "a", Batch: b}, {Name: "b", Batch: b}}, []uint64{1, 2}, 1, nil)
+	if err == nil || !strings.Contains(err.Error(), "policies a and b are one batch agent") {
+		t.Errorf("one batch agent listed twice: %v", err)
+	}
+	if b.calls != 0 {
+		t.Errorf("the refused evaluation called the batch agent %d times", b.calls)
+	}
+	first, _ := New("first")
+	zero := &struct{ First }{}
+	ev, err := EvaluatePolicies(ctx, r, []Policy{{Name: "a", Batch: b}, {Name: "b", Batch: &countingFirst{}}, {Name: "first", Maker: first}, {Name: "zero", Maker: func() Agent { return zero }}}, []uint64{1, 2}, 2, nil)
+	if err != nil {
+		t.Fatalf("two batch agents, a fresh Maker and a zero-size shared one: %v", err)
+	}
+	for p, rs := range ev.Results {
+		for _, res := range rs {
+			if res.Failure != "" || res.Moves == 0 {
+				t.Errorf("%s seed %d: %d moves, failure %q", ev.Policies[p], res.Seed, res.Moves, res.Failure)
+			}
+		}
+	}
+	// The second call of the check panics: no panic reaches the caller,
+	// and the workers' agents play.
+	calls := 0
+	second := func() Agent {
+		if calls++; calls == 2 {
+			panic("the second call")
+		}
+		return &Greedy{}
+	}
+	ev, err = EvaluateWith(ctx, r, []string{"second"}, []Maker{second}, []uint64{1, 2}, 1, nil)
+	if err != nil || ev.Results[0][0].Failure != "" || ev.Results[0][1].Failure != "" {
+		t.Errorf("a Maker that panics on its second call: %v, %+v", err, ev)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -77,10 +78,14 @@ func EvaluatePolicies(ctx context.Context, r env.Rules, ps []Policy, seeds []uin
 // millions of games does not hold every move list (about 2 KB a game at a
 // step limit of 1000). Calls for different games may run at once.
 //
-// Before any game it calls each Maker once, to check that its agent plays
-// r (CheckRules), and drops that agent; each worker then makes its own.
+// Before any game it calls each Maker twice, to check that its agent plays
+// r (CheckRules) and that the Maker does not return one agent every call
+// (a pointer it returned before; a panic in the second call is left to
+// the workers, whose games it fails), and drops those agents; each worker
+// then makes its own, and workers may call a Maker at the same time.
 // Each policy needs a name of its own, since results, tables and records
-// are told apart by it.
+// are told apart by it, and a batch agent may be listed once (it is
+// called from one goroutine).
 func EvaluateEach(ctx context.Context, r env.Rules, ps []Policy, seeds []uint64, workers int, progress func(done, total int), each func(p, g int, res *Result)) (*Evaluation, error) {
 	if r.Suits() == 0 {
 		return nil, errors.New("agents: an evaluation with zero Rules; make them with env.NewRules")
@@ -106,7 +111,20 @@ func EvaluateEach(ctx context.Context, r env.Rules, ps []Policy, seeds []uint64,
 			if err := CheckRules(a, r); err != nil {
 				return nil, fmt.Errorf("%s: %v", p.Name, err)
 			}
+			// Workers play their games at once, so one agent handed to
+			// two of them mixes their games' state without a word.
+			// (A panic or nil in this call is left to the workers'
+			// calls, which fail their games for it.)
+			if b, _ := makeGuarded(p.Maker); samePointer(a, b) {
+				return nil, fmt.Errorf("agents: policy %s: its Maker returns the same agent every call; each worker needs one of its own (make a new one in each call)", p.Name)
+			}
 			local = append(local, i)
+		case p.Batch != nil:
+			for _, q := range ps[:i] {
+				if q.Batch != nil && samePointer(p.Batch, q.Batch) {
+					return nil, fmt.Errorf("agents: policies %s and %s are one batch agent, which would be called from two goroutines at once; list it once", q.Name, p.Name)
+				}
+			}
 		}
 	}
 	if workers <= 0 {
@@ -226,4 +244,12 @@ func (ev *Evaluation) only(finished [][]bool) *Evaluation {
 		}
 	}
 	return out
+}
+
+// samePointer reports whether a and b are one pointer to a value that
+// can hold state: not one of zero size, since Go may give every such
+// value the same address.
+func samePointer(a, b any) bool {
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	return va.Kind() == reflect.Pointer && vb.Kind() == reflect.Pointer && va.Type() == vb.Type() && va.Type().Elem().Size() > 0 && va.Pointer() == vb.Pointer()
 }

@@ -160,7 +160,8 @@ func DefaultOptions() Options { return MustRules(Options{}).Options() }
 // Rules is an immutable configuration: the rule set, the number of suits,
 // the limits and the observation layout. Every size a trainer needs (the
 // number of actions, the observation length and bounds) is known from a
-// Rules value alone, before any game exists. Copying a Rules is cheap.
+// Rules value alone, before any game exists. Copying a Rules is cheap,
+// and goroutines may share one: nothing changes it.
 type Rules struct {
 	ruleSet  RuleSet
 	suits    uint8

@@ -53,8 +53,9 @@ type Config struct {
 	Workers int
 	Log     *log.Logger // where connection errors are logged (default: discarded)
 	// Hint makes the agent that answers hint requests, one per connection
-	// (default: greedy). A trained network (agents "nn:PATH") answers only
-	// for games of the configuration it was trained for.
+	// (default: greedy), called from connections' goroutines at once. A
+	// trained network (agents "nn:PATH") answers only for games of the
+	// configuration it was trained for.
 	Hint agents.Maker
 	// HintBytes is the memory one hint agent may hold, reserved from
 	// MaxMemory when a connection asks its first hint.
@@ -163,7 +164,8 @@ func New(cfg Config) *Server {
 	return &Server{cfg: cfg.withDefaults(), open: map[net.Conn]struct{}{}, peers: map[string]int{}, freeOS: make(chan struct{}, 1)}
 }
 
-// Games returns the number of games held by all connections now.
+// Games returns the number of games held by all connections now. Games,
+// Conns and Memory may be called from any goroutine while Serve runs.
 func (s *Server) Games() int { return int(s.games.Load()) }
 
 // Conns returns the number of connections being served now.

@@ -16,7 +16,9 @@ import (
 // games, random streams, counters and metrics) goes into a checkpoint, so
 // a resumed run continues exactly as if it had not stopped. Make one with
 // New or Resume: the zero Trainer has no network or games, and its Run,
-// Save and Close panic.
+// Save and Close panic. Run writes Net's weights as it goes: read Net
+// (evaluate or save it) only between Runs or in Run's callbacks, which
+// run between updates.
 type Trainer struct {
 	Config  Config
 	Net     *nn.Net

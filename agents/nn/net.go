@@ -88,7 +88,9 @@ func (s Spec) Check(r env.Rules) error {
 // over every action id and a value. It is a multilayer perceptron over the
 // observation (Spec.Arch MLP) or reads the game column by column (Columns;
 // see ColumnSpecFor). Weights are row-major (in x out) float32 slices,
-// which a trainer updates in place.
+// which a trainer updates in place. Forward only reads a Net, so
+// goroutines may share one while nothing writes its weights (a trainer's
+// Net is written while its Run runs), each with a Scratch of its own.
 type Net struct {
 	Spec Spec // what the network was trained for, and its shape
 	// W[i] and B[i] are layer i's weights and biases, sized by
@@ -166,7 +168,7 @@ func New(spec Spec, seed uint64) (*Net, error) {
 }
 
 // Scratch holds the forward pass's activations for up to Rows rows, so that
-// Forward allocates nothing.
+// Forward allocates nothing. A Scratch serves one goroutine at a time.
 type Scratch struct {
 	Rows int // the most rows one Forward may take
 	h    [][]float32
