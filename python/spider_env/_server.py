@@ -31,7 +31,7 @@ import time
 import weakref
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, NoReturn
 
 from ._client import SpiderError, check_seconds
 from ._version import __version__
@@ -383,6 +383,11 @@ class SpiderServer:
 
     @property
     def running(self) -> bool:
+        """Whether this process's server runs: False in a forked child,
+        which does not own its parent's server (and cannot wait on it:
+        asking would record a made-up exit) and starts its own."""
+        if os.getpid() != self._owner:
+            return False
         return self.proc.poll() is None
 
     def close(self) -> None:
@@ -399,6 +404,18 @@ class SpiderServer:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def __getstate__(self) -> NoReturn:
+        # Pickled, it would be a second owner of one process; the default
+        # error named a file object ("cannot pickle '_io.BufferedRandom'").
+        raise TypeError(
+            "a SpiderServer cannot be pickled or copied: it owns its server process; to share one "
+            "server with other processes (a spawn or forkserver worker, SB3's SubprocVecEnv), pass "
+            "its address string, address=server.address, instead of the object"
+        )
+
     def __repr__(self) -> str:
-        state = "running" if self.running else f"exited {self.proc.returncode}"
+        if os.getpid() != self._owner:
+            state = f"owned by process {self._owner}"
+        else:
+            state = "running" if self.running else f"exited {self.proc.returncode}"
         return f"SpiderServer(pid={self.pid}, address={self.address!r}, {state})"

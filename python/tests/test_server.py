@@ -475,3 +475,53 @@ def test_long_temporary_folder_puts_the_socket_in_tmp(tmp_path, monkeypatch):
         assert srv.socket_path is not None and os.path.dirname(srv.socket_path) == "/tmp"
         c.make(n=1)
     assert not os.path.exists(srv.socket_path)
+
+
+def test_a_server_says_how_to_share_it_instead_of_pickling(spider_bin):
+    """A SpiderServer owns its process, so it is not pickled or copied
+    (a spawn worker's factory that captured it would be a second owner):
+    the error says to pass its address instead, and that address works."""
+    import copy
+    import pickle
+
+    srv = SpiderServer(spider_bin)
+    try:
+        for how in (pickle.dumps, copy.deepcopy, copy.copy):
+            with pytest.raises(TypeError, match=r"cannot be pickled or copied.*address=server\.address"):
+                how(srv)
+        env = SpiderEnv(address=pickle.loads(pickle.dumps(srv.address)))
+        try:
+            _, info = env.reset(seed=1)
+            assert info["action_mask"].any()
+        finally:
+            env.close()
+        assert srv.running
+    finally:
+        srv.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_does_not_report_its_parents_server_exited(spider_bin):
+    """A forked child cannot wait on its parent's server: asking Popen
+    there recorded a made-up exit status 0, and repr said "exited 0" of a
+    server that runs. The child says whose it is, and the parent's server
+    runs on."""
+    srv = SpiderServer(spider_bin)
+    try:
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child
+            try:
+                os.write(w, f"{srv.running}|{srv!r}".encode())
+            finally:
+                os._exit(0)
+        os.close(w)
+        os.waitpid(pid, 0)
+        running, text = os.read(r, 1000).decode().split("|", 1)
+        os.close(r)
+        assert running == "False"
+        assert f"owned by process {os.getpid()}" in text and "exited" not in text
+        assert srv.running and "running" in repr(srv)
+    finally:
+        srv.close()
+    assert not srv.running and "exited" in repr(srv)
