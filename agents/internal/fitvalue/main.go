@@ -15,6 +15,9 @@
 // not kept: docs/results.md "A second round"). -csv also writes the
 // positions (seed, move, won, features), and -from fits on such files
 // instead of playing, to fit on the games of several players or rounds.
+// -draw plays another draw of search's samples (agents.Search.Draw), so
+// that the same deals played in several draws give games of one deal
+// that part, won and lost (the within-deal fit of docs/results.md, Tried).
 //
 //	go run ./agents/internal/fitvalue -seeds 2001-2398,3001-3405 -every 2   # today's one-suit weights
 //	go run ./agents/internal/fitvalue -suits 2 -seeds 2001-2400  # today's two-suit weights
@@ -50,6 +53,7 @@ func main() {
 	from := flag.String("from", "", "fit on the positions of these comma-separated CSV files (written by -csv) instead of playing games")
 	suits := flag.Int("suits", 1, "suits of the classic games played: 1, 2 or 4 (with -from it only names the printed weights)")
 	nodes := flag.Int("nodes", 0, "search's positions a plan (0: its default)")
+	draw := flag.Uint64("draw", 0, "the draw of search's samples (agents.Search.Draw; 0: the draw every eval reports)")
 	flag.Parse()
 	list, err := parseSeeds(*seeds)
 	if err == nil && (*every < 1 || *workers < 1 || *l2 < 0 || *nodes < 0) {
@@ -80,7 +84,7 @@ func main() {
 			os.Exit(1)
 		}
 	} else {
-		x, y, at = play(list, *suits, *nodes, *every, *workers, *player == "search-hand")
+		x, y, at = play(list, *suits, *nodes, *draw, *every, *workers, *player == "search-hand")
 	}
 	if *csvPath != "" {
 		if err := writeCSV(*csvPath, x, y, at); err != nil {
@@ -128,7 +132,7 @@ func parseSeeds(s string) ([]uint64, error) {
 // play plays search (with the hand-set value alone when handOnly) on every
 // seed and returns the features of every n-th position and the games'
 // outcomes, in seed order, with each position's seed and move number.
-func play(seeds []uint64, suits, nodes, every, workers int, handOnly bool) ([][agents.NumValueFeatures]float64, []float64, [][2]uint64) {
+func play(seeds []uint64, suits, nodes int, draw uint64, every, workers int, handOnly bool) ([][agents.NumValueFeatures]float64, []float64, [][2]uint64) {
 	r, err := env.NewRules(env.Options{Suits: suits})
 	if err != nil {
 		panic(err)
@@ -155,7 +159,7 @@ func play(seeds []uint64, suits, nodes, every, workers int, handOnly bool) ([][a
 				if i >= len(seeds) {
 					return
 				}
-				res := agents.Play(r, seeds[i], &agents.Search{HandOnly: handOnly, Nodes: nodes})
+				res := agents.Play(r, seeds[i], &agents.Search{HandOnly: handOnly, Nodes: nodes, Draw: draw})
 				won := 0.0
 				if res.Won {
 					won = 1

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -88,7 +89,7 @@ func TestPlaySuitsAndNodes(t *testing.T) {
 	}
 	r4 := env.MustRules(env.Options{Suits: 4})
 	want := agents.Play(r4, 7, &agents.Search{HandOnly: true, Nodes: 200})
-	x, y, at := play([]uint64{7}, 4, 200, 1, 1, true)
+	x, y, at := play([]uint64{7}, 4, 200, 0, 1, 1, true)
 	if len(x) != len(want.Actions) || len(y) != len(x) || len(at) != len(x) {
 		t.Fatalf("%d positions (%d outcomes, %d places) of a game of %d moves", len(x), len(y), len(at), len(want.Actions))
 	}
@@ -102,5 +103,34 @@ func TestPlaySuitsAndNodes(t *testing.T) {
 	one := agents.Play(env.MustRules(env.Options{Suits: 1}), 7, &agents.Search{HandOnly: true, Nodes: 200})
 	if len(one.Actions) == len(want.Actions) {
 		t.Fatalf("the one-suit game of seed 7 has as many moves (%d): the test cannot tell the two apart", len(one.Actions))
+	}
+}
+
+// TestPlayDraw: -draw reaches search (agents.Search.Draw): the game
+// play records at draw 3 is the one agents.Play plays with that draw, and
+// not draw 0's.
+func TestPlayDraw(t *testing.T) {
+	if testing.Short() {
+		t.Skip("plays two games of search")
+	}
+	r4 := env.MustRules(env.Options{Suits: 4})
+	want := agents.Play(r4, 7, &agents.Search{HandOnly: true, Nodes: 200, Draw: 3})
+	other := agents.Play(r4, 7, &agents.Search{HandOnly: true, Nodes: 200})
+	if reflect.DeepEqual(want.Actions, other.Actions) {
+		t.Fatal("draws 0 and 3 play the same game: the test cannot tell them apart")
+	}
+	x, _, _ := play([]uint64{7}, 4, 200, 3, 1, 1, true)
+	if len(x) != len(want.Actions) {
+		t.Fatalf("%d positions at draw 3; its game has %d moves (draw 0's %d)", len(x), len(want.Actions), len(other.Actions))
+	}
+	s := env.NewGame(r4, 7)
+	buf := make([]env.Card, env.NumCards)
+	for i, a := range want.Actions {
+		var f [agents.NumValueFeatures]float64
+		agents.ValueFeatures(&f, &s, -1, 0, buf)
+		if x[i] != f {
+			t.Fatalf("position %d is not draw 3's", i)
+		}
+		s.Step(a)
 	}
 }
