@@ -144,7 +144,12 @@ func (b *Batch) N() int { return b.opts.N }
 func (b *Batch) Ended(i int) bool { return b.pending[i] || b.ended[i] }
 
 // State returns a copy of game i, its hidden cards included, as Env.State
-// does: a search on it peeks.
+// does: a search on it peeks. After a forfeit (LoseIllegal) under
+// NextStep or Disabled autoreset it is the position the illegal action
+// was tried in, the try counted in its steps, which the rules may still
+// call playing (or truncated, at the step limit): the forfeit is the
+// batch's, and Ended and Terminated say so (SameStep has dealt the next
+// game).
 func (b *Batch) State(i int) State { return b.states[i] }
 
 // EpisodeSeed returns the deal seed of episode k of game i in a batch reset
