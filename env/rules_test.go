@@ -303,6 +303,26 @@ func TestRuleCardemsDealNeedsTenStockCards(t *testing.T) {
 	refused(t, &stuck, "deal", gameLost)
 }
 
+// TestRuleClassicHandBuiltStockDealsTens: a classic stock built by hand
+// with a size no game has (RULES.md, The stock) deals while ten cards or
+// more are left: 12 give one deal and leave 2, which cannot be dealt.
+func TestRuleClassicHandBuiltStockDealsTens(t *testing.T) {
+	cols := "1: | 5s\n2: | 5s\n3: | 5s\n4: | 5s\n5: | 5s\n6: | 5s\n7: | 5s\n8: | 5s\n9: | 5s\n10: | 5s\n"
+	s := pos(t, env.Classic, 1, cols+"stock: 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s")
+	if _, err := s.Step(env.Deal); err != nil {
+		t.Fatalf("a classic stock of 12 should deal once: %v", err)
+	}
+	// Two cards left and no move: lost with cards in the stock.
+	if s.StockLeft() != 2 || s.Status() != env.Lost {
+		t.Fatalf("%d cards left in the stock, status %v; want 2, lost", s.StockLeft(), s.Status())
+	}
+	refused(t, &s, "deal", gameLost)
+	nine := pos(t, env.Classic, 1, cols+"stock: 2s 2s 2s 2s 2s 2s 2s 2s 2s")
+	if nine.Status() != env.Lost {
+		t.Fatalf("a classic stock of 9 with no move: status %v, want lost", nine.Status())
+	}
+}
+
 func TestRuleCardemsDealOntoNoColumnIsNotADeal(t *testing.T) {
 	s := pos(t, env.Cardems, 1, "stock: 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s\nruns: s s s s s")
 	if s.Legal(env.Deal) {
