@@ -58,7 +58,7 @@ func (discardConn) SetWriteDeadline(time.Time) error { return nil }
 // replies nowhere, after hello and the make request mk.
 func testConn(t testing.TB, cfg Config, mk map[string]any) *conn {
 	t.Helper()
-	cn := &conn{s: New(cfg), c: discardConn{}, w: bufio.NewWriterSize(discardConn{}, 1<<16)}
+	cn := &conn{s: New(cfg), c: discardConn{}, w: bufio.NewWriterSize(discardConn{}, 1<<16), since: time.Now()}
 	t.Cleanup(cn.release)
 	cn.call(t, map[string]any{"op": "hello", "version": Version})
 	cn.call(t, mk)

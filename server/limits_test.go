@@ -218,7 +218,7 @@ func TestRefusalsInABurst(t *testing.T) {
 
 // TestSetupTimeout closes a connection that says hello over and over but
 // never makes a batch, with a reply that names the flag, and leaves one
-// that made a batch alone.
+// that made a batch alone, its close answered too.
 func TestSetupTimeout(t *testing.T) {
 	_, addr := start(t, Config{SetupTimeout: 300 * time.Millisecond, IdleTimeout: time.Minute})
 	player := dial(t, addr)
@@ -242,6 +242,14 @@ func TestSetupTimeout(t *testing.T) {
 		t.Fatalf("closed after %v; the setup timeout is 300ms", since)
 	}
 	player.ok(map[string]any{"op": "reset", "seed": 1})
+	// The timeout bounds a connection until it makes a batch, not after:
+	// close drops the batch before its reply, which a reply bounded by
+	// the setup timeout (and its second of grace) then never got to, on
+	// a connection older than that.
+	time.Sleep(1500 * time.Millisecond)
+	if r := player.ok(map[string]any{"op": "close", "id": 7}); fmt.Sprint(r["id"]) != "7" {
+		t.Fatalf("close reply %v, want id 7", r)
+	}
 }
 
 // TestMemoryLimitRefusesMake fills MaxMemory with batches: the make that
@@ -688,5 +696,77 @@ func TestRefusedRequestsHoldNoMemory(t *testing.T) {
 	refused(cn, map[string]any{"op": "hint", "game": 0}, "bad_config")
 	if cn.hint != nil {
 		t.Fatal("the refused hint request kept its agent")
+	}
+}
+
+// TestSetupTimeoutHoldsForClientsThatDoNotRead: a connection without a
+// batch keeps its place no longer than the setup timeout (and its second
+// of grace), however it reads: one that sends hellos and never reads a
+// reply blocked the server's write for the idle timeout (a minute here,
+// 5 by default), and one that wrote thousands of hellos at once and read
+// them slowly was answered from the server's read buffer long past it.
+// On a Unix socket, whose buffers hold a few hundred replies (each is a
+// write of its own), so that the server waits on the reader soon.
+func TestSetupTimeoutHoldsForClientsThatDoNotRead(t *testing.T) {
+	ln, err := net.Listen("unix", filepath.Join(t.TempDir(), "s"))
+	if err != nil {
+		t.Skipf("no Unix socket: %v", err)
+	}
+	srv := New(Config{SetupTimeout: 300 * time.Millisecond, IdleTimeout: time.Minute})
+	serveOn(t, srv, ln)
+	connect := func() *client {
+		c, err := net.Dial("unix", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		c.SetDeadline(time.Now().Add(20 * time.Second))
+		return &client{t: t, c: c}
+	}
+	hellos := bytes.Repeat(frame(must(msgpack.Marshal(map[string]any{"op": "hello", "version": Version}))), 4096)
+
+	// Never reads: writes until the server stops reading.
+	deaf := connect()
+	began := time.Now()
+	go func(began time.Time) {
+		for time.Since(began) < 10*time.Second {
+			deaf.c.SetWriteDeadline(time.Now().Add(200 * time.Millisecond))
+			if _, err := deaf.c.Write(hellos[:16<<10]); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+				return
+			}
+		}
+	}(began)
+	for srv.Conns() == 0 && time.Since(began) < 10*time.Second {
+		time.Sleep(time.Millisecond) // until the server has taken it
+	}
+	for srv.Conns() > 0 && time.Since(began) < 10*time.Second {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if took := time.Since(began); srv.Conns() != 0 || took > 3*time.Second {
+		t.Fatalf("a connection that never reads was still open after %v (%d open); the setup timeout is 300ms", took, srv.Conns())
+	}
+
+	// Writes every hello at once, then reads 64 replies every 50 ms: the
+	// replies stop soon after the setup timeout with the limit reply,
+	// not at the end of what the server had read (about 2,800 hellos,
+	// 2.2 s of reading).
+	slow := connect()
+	began = time.Now()
+	go slow.c.Write(hellos)
+	var last map[string]any
+	replies := 0
+	for {
+		if last = slow.recv(); last == nil || last["ok"] != true {
+			break
+		}
+		if replies++; replies%64 == 0 {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if last == nil || last["code"] != "limit" || !strings.Contains(fmt.Sprint(last["error"]), "--setup-timeout") {
+		t.Fatalf("after %d replies in %v: %v, want the setup timeout's limit reply", replies, time.Since(began), last)
+	}
+	if took := time.Since(began); took > 3*time.Second || replies >= 2000 {
+		t.Fatalf("%d of 4096 hellos answered over %v; the setup timeout is 300ms", replies, took)
 	}
 }

@@ -298,6 +298,7 @@ type conn struct {
 	req       request
 	frame     []byte // the last frame read; req's views point into it
 	closing   bool   // close was answered
+	made      bool   // a batch was made (close drops it, and then batch is nil)
 	hello     bool
 	batch     *env.Batch
 	ready     bool // the batch has been reset
@@ -353,6 +354,16 @@ func (s *Server) handle(c net.Conn, peer string) {
 	}()
 	setupEnds := cn.since.Add(s.cfg.SetupTimeout)
 	for !cn.closing {
+		if cn.batch == nil && !time.Now().Before(setupEnds) {
+			// Requests already read into the buffer must not keep a
+			// connection that made no batch past its setup timeout (a
+			// client that writes many and reads slowly).
+			cn.en.failure(nil, setupOver(s.cfg.SetupTimeout))
+			if err := cn.flush(); err != nil && !peerGone(err) && !errors.Is(err, net.ErrClosed) {
+				s.cfg.Log.Printf("spider serve: %v: %v", c.RemoteAddr(), err)
+			}
+			return
+		}
 		deadline := time.Now().Add(s.cfg.IdleTimeout)
 		if cn.batch == nil && setupEnds.Before(deadline) {
 			deadline = setupEnds
@@ -368,7 +379,7 @@ func (s *Server) handle(c net.Conn, peer string) {
 			if !errors.As(err, &re) && cn.batch == nil && errors.Is(err, os.ErrDeadlineExceeded) && !time.Now().Before(setupEnds) {
 				// Say why, so that a client that comes back finds the
 				// reason in its next reply.
-				re = fail(codeLimit, "no batch was made within %v of connecting (the server's --setup-timeout): a connection keeps its place only to play", s.cfg.SetupTimeout)
+				re = setupOver(s.cfg.SetupTimeout)
 			}
 			if re != nil {
 				cn.en.failure(nil, re)
@@ -390,6 +401,17 @@ func (s *Server) handle(c net.Conn, peer string) {
 	}
 }
 
+// setupOver is the failure a connection gets when it made no batch within
+// the setup timeout d.
+func setupOver(d time.Duration) *replyError {
+	return fail(codeLimit, "no batch was made within %v of connecting (the server's --setup-timeout): a connection keeps its place only to play", d)
+}
+
+// setupGrace is how long past its setup timeout a connection without a
+// batch may take to read a reply, the last one (which says why it is
+// closed) included.
+const setupGrace = time.Second
+
 // serve answers one request: its handler's reply, or the failure.
 func (cn *conn) serve(payload []byte) error {
 	q := &cn.req
@@ -407,7 +429,14 @@ func (cn *conn) serve(payload []byte) error {
 // carries the segment's descriptors, which are then closed here (the
 // mapping stays).
 func (cn *conn) flush() error {
-	cn.c.SetWriteDeadline(time.Now().Add(cn.s.cfg.IdleTimeout))
+	deadline := time.Now().Add(cn.s.cfg.IdleTimeout)
+	if end := cn.since.Add(cn.s.cfg.SetupTimeout + setupGrace); !cn.made && end.Before(deadline) {
+		// A client that does not read its replies would otherwise hold
+		// a place without a batch for the idle timeout, not the setup
+		// timeout.
+		deadline = end
+	}
+	cn.c.SetWriteDeadline(deadline)
 	if sg := cn.seg; sg != nil && sg.fds[0] >= 0 {
 		defer sg.closeFDs()
 		if err := cn.w.Flush(); err != nil {

@@ -412,7 +412,8 @@ func TestShmStepAllocatesNothing(t *testing.T) {
 		t.Cleanup(func() { c.Close() })
 	}
 	go io.Copy(io.Discard, ends[1]) // the client's end: replies are read and dropped
-	cn := &conn{s: New(Config{}), c: ends[0], w: bufio.NewWriterSize(ends[0], 1<<16)}
+	// since: flush bounds a reply before a batch by the setup timeout.
+	cn := &conn{s: New(Config{}), c: ends[0], w: bufio.NewWriterSize(ends[0], 1<<16), since: time.Now()}
 	t.Cleanup(cn.release)
 	cn.call(t, map[string]any{"op": "hello", "version": Version})
 	cn.call(t, map[string]any{"op": "make", "n": 64, "illegal": "noop", "autoreset": "same-step", "shm": true, "legal": true})
