@@ -337,7 +337,7 @@ func (cn *conn) opMake(q *request) *replyError {
 	cn.held.batch, cn.held.reply = need, reply
 	cn.en.dropRefs() // the last reply's views into the old batch
 	cn.en.buf = make([]byte, 0, reply)
-	cn.batch, cn.games, cn.ready, cn.bits, cn.made = b, int64(bo.N), false, bits, true
+	cn.batch, cn.games, cn.ready, cn.bits = b, int64(bo.N), false, bits
 	cn.actions = make([]env.Action, bo.N)
 	cn.ids = make([]int32, bo.N)
 	cn.resetMask = make([]bool, bo.N)

@@ -298,7 +298,6 @@ type conn struct {
 	req       request
 	frame     []byte // the last frame read; req's views point into it
 	closing   bool   // close was answered
-	made      bool   // a batch was made (close drops it, and then batch is nil)
 	hello     bool
 	batch     *env.Batch
 	ready     bool // the batch has been reset
@@ -354,24 +353,21 @@ func (s *Server) handle(c net.Conn, peer string) {
 	}()
 	setupEnds := cn.since.Add(s.cfg.SetupTimeout)
 	for !cn.closing {
+		var payload []byte
+		var err error
 		if cn.batch == nil && !time.Now().Before(setupEnds) {
 			// Requests already read into the buffer must not keep a
 			// connection that made no batch past its setup timeout (a
 			// client that writes many and reads slowly).
-			cn.en.failure(nil, setupOver(s.cfg.SetupTimeout))
-			if err := cn.flush(); err != nil && !peerGone(err) && !errors.Is(err, net.ErrClosed) {
-				s.cfg.Log.Printf("spider serve: %v: %v", c.RemoteAddr(), err)
+			err = setupOver(s.cfg.SetupTimeout)
+		} else {
+			deadline := time.Now().Add(s.cfg.IdleTimeout)
+			if cn.batch == nil && setupEnds.Before(deadline) {
+				deadline = setupEnds
 			}
-			return
+			c.SetReadDeadline(deadline)
+			payload, cn.frame, err = readFrame(cn.r, cn.frame, s.cfg.MaxFrame, cn)
 		}
-		deadline := time.Now().Add(s.cfg.IdleTimeout)
-		if cn.batch == nil && setupEnds.Before(deadline) {
-			deadline = setupEnds
-		}
-		c.SetReadDeadline(deadline)
-		var payload []byte
-		var err error
-		payload, cn.frame, err = readFrame(cn.r, cn.frame, s.cfg.MaxFrame, cn)
 		if err != nil {
 			// After a bad frame the stream cannot be trusted: answer it
 			// (echoing no id, since no request was read) and close.
@@ -430,10 +426,11 @@ func (cn *conn) serve(payload []byte) error {
 // mapping stays).
 func (cn *conn) flush() error {
 	deadline := time.Now().Add(cn.s.cfg.IdleTimeout)
-	if end := cn.since.Add(cn.s.cfg.SetupTimeout + setupGrace); !cn.made && end.Before(deadline) {
+	if end := cn.since.Add(cn.s.cfg.SetupTimeout + setupGrace); cn.batch == nil && !cn.closing && end.Before(deadline) {
 		// A client that does not read its replies would otherwise hold
 		// a place without a batch for the idle timeout, not the setup
-		// timeout.
+		// timeout. (Close drops the batch before its reply, which this
+		// bound must not cut short.)
 		deadline = end
 	}
 	cn.c.SetWriteDeadline(deadline)

@@ -177,6 +177,16 @@ func (a *Agent) Width() int { return a.o.Width }
 // ErrClosed is what ActBatch returns once Close was called.
 var ErrClosed = errors.New("remote: the agent was closed")
 
+// isClosed reports whether Close was called.
+func (a *Agent) isClosed() bool {
+	select {
+	case <-a.closed:
+		return true
+	default:
+		return false
+	}
+}
+
 // Close says goodbye and closes the connection. With an ActBatch in
 // flight on another goroutine it closes the connection without a
 // goodbye, which ends that call with ErrClosed.
@@ -288,10 +298,8 @@ func (a *Agent) wait(ctx context.Context, id int64, n int) (reply, error) {
 			return reply{}, ErrClosed
 		case f := <-a.frames:
 			if f.err != nil {
-				select {
-				case <-a.closed:
+				if a.isClosed() {
 					return reply{}, ErrClosed // the error is Close's own
-				default:
 				}
 				var bad badFrame
 				switch {
@@ -375,10 +383,8 @@ func (a *Agent) hello(ctx context.Context) error {
 func (a *Agent) ActBatch(ctx context.Context, games []agents.BatchGame, actions []env.Action) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	select {
-	case <-a.closed:
+	if a.isClosed() {
 		return ErrClosed
-	default:
 	}
 	if a.lost != nil {
 		return a.lost
@@ -436,10 +442,8 @@ func (a *Agent) ActBatch(ctx context.Context, games []agents.BatchGame, actions 
 		msg["boards"] = boards
 	}
 	if err := a.send(ctx, msg, requestBytes(len(obs), n, len(boards))); err != nil {
-		select {
-		case <-a.closed:
+		if a.isClosed() {
 			return ErrClosed // Close closed the connection under this write
-		default:
 		}
 		a.lost = fmt.Errorf("agent disconnected: %v", err)
 		if ctx.Err() != nil {
