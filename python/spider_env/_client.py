@@ -25,7 +25,7 @@ import socket
 import struct
 import time
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, TypeAlias, TypedDict, cast
 
 import msgpack
@@ -920,7 +920,7 @@ class Client:
 
     def make(
         self,
-        config: SpiderConfig | None = None,
+        config: SpiderConfig | Mapping[str, Any] | None = None,
         *,
         n: int | None = None,
         autoreset: str | None = None,

@@ -31,7 +31,7 @@ import time
 import weakref
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, NoReturn
+from typing import IO, Any, NoReturn
 
 from ._client import SpiderError, check_seconds
 from ._version import __version__
@@ -218,7 +218,10 @@ class SpiderServer:
     object is garbage collected or Python exits, and stops itself when
     Python is killed. Its connections are not closed for being idle (a
     paused notebook, an evaluation env between evaluations) unless
-    ``args`` sets ``--idle-timeout``.
+    ``args`` sets ``--idle-timeout``. A copy (``copy.copy``,
+    ``copy.deepcopy``: what gymnasium does to a spec that names it as an
+    env's address) is the same server; pickling it raises TypeError, since
+    another process cannot own it: pass :attr:`address` there instead.
     """
 
     def __init__(
@@ -404,11 +407,21 @@ class SpiderServer:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def __copy__(self) -> SpiderServer:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> SpiderServer:
+        # A copy in this process is the server itself, as a Logger's is:
+        # gymnasium deep-copies an env's spec (its checker's spec, make
+        # from a spec, check_env), whose kwargs hold the server given as
+        # the address, and the copy means the same server.
+        return self
+
     def __getstate__(self) -> NoReturn:
         # Pickled, it would be a second owner of one process; the default
         # error named a file object ("cannot pickle '_io.BufferedRandom'").
         raise TypeError(
-            "a SpiderServer cannot be pickled or copied: it owns its server process; to share one "
+            "a SpiderServer cannot be pickled: it owns its server process; to share one "
             "server with other processes (a spawn or forkserver worker, SB3's SubprocVecEnv), pass "
             "its address string, address=server.address, instead of the object"
         )

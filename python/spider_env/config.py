@@ -71,14 +71,18 @@ class SpiderConfig:
         return cls(**{f.name: spec[f.name] for f in dataclasses.fields(cls) if f.name in spec})
 
     @classmethod
-    def resolve(cls, config: SpiderConfig | None = None, **game: Any) -> SpiderConfig:
+    def resolve(cls, config: SpiderConfig | Mapping[str, Any] | None = None, **game: Any) -> SpiderConfig:
         """``config`` with the keyword arguments ``game`` laid over it.
 
         What the environments and :meth:`Client.make` do with their
         ``config`` and ``**game`` arguments: a keyword given replaces that
         field of ``config`` (``dataclasses.replace``); an unknown keyword
-        raises TypeError naming it.
+        raises TypeError naming it. ``config`` may also be a mapping of the
+        fields (``dataclasses.asdict``'s form, which a gymnasium spec read
+        back from JSON holds), checked as keywords are.
         """
+        if isinstance(config, Mapping):
+            config = cls.resolve(None, **config)
         names = [f.name for f in dataclasses.fields(cls)]
         unknown = sorted(set(game) - set(names))
         if unknown:
@@ -89,7 +93,9 @@ class SpiderConfig:
         if config is None:
             return cls(**game)
         if not isinstance(config, cls):
-            raise TypeError(f"config must be a SpiderConfig or None, got {type(config).__name__}")
+            raise TypeError(
+                f"config must be a SpiderConfig, a mapping of its fields or None, got {type(config).__name__}"
+            )
         return dataclasses.replace(config, **game) if game else config
 
 

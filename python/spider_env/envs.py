@@ -6,8 +6,9 @@
 server when no ``address`` is given and stop it on ``close()`` (or when
 garbage collected, or at exit).
 
-The game is a :class:`SpiderConfig`, given as ``config`` or as its fields'
-keyword arguments (or both: the keywords replace those fields of
+The game is a :class:`SpiderConfig`, given as ``config`` (or a dict of
+its fields, as a gymnasium spec read back from JSON holds it) or as its
+fields' keyword arguments (or both: the keywords replace those fields of
 ``config``), and sent as it is: the server's defaults fill in what is not
 given. The other arguments (``illegal``, ``mask``, ``address``, ...) belong
 to the environment, not to the game.
@@ -268,7 +269,7 @@ class SpiderEnv(gym.Env[NDArray[Any], np.int64]):
 
     def __init__(
         self,
-        config: SpiderConfig | None = None,
+        config: SpiderConfig | Mapping[str, Any] | None = None,
         *,
         illegal: IllegalPolicy = "noop",
         illegal_penalty: float = 0.0,
@@ -629,7 +630,7 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
     def __init__(
         self,
         num_envs: int = 1,
-        config: SpiderConfig | None = None,
+        config: SpiderConfig | Mapping[str, Any] | None = None,
         *,
         illegal: IllegalPolicy = "noop",
         illegal_penalty: float = 0.0,
@@ -655,11 +656,12 @@ class SpiderVectorEnv(gym.vector.VectorEnv[NDArray[Any], NDArray[Any], NDArray[A
                 f"batch_size={batch_size}: only EnvPool's synchronous mode is offered (batch_size = num_envs = "
                 f"{num_envs}); send(actions, env_ids) and recv() step some games while the policy works on the others"
             )
+        config = SpiderConfig.resolve(config)  # a mapping of its fields too
         if max_episode_steps is not None:
             # gymnasium.make_vec passes a spec's or caller's horizon to the
             # vector entry point, where sync mode would add a TimeLimit:
             # here it is the server's step limit, which truncates the same way.
-            given = game.get("max_steps", config.max_steps if config is not None else None)
+            given = game.get("max_steps", config.max_steps)
             if given is not None and given != max_episode_steps:
                 raise ValueError(
                     f"max_episode_steps={max_episode_steps} and max_steps={given} disagree: "

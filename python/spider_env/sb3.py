@@ -179,7 +179,7 @@ class SpiderVecEnv(VecEnv):  # type: ignore[misc, unused-ignore]
     def __init__(
         self,
         num_envs: int = 1,
-        config: SpiderConfig | None = None,
+        config: SpiderConfig | Mapping[str, Any] | None = None,
         *,
         illegal: IllegalPolicy = "noop",
         illegal_penalty: float = 0.0,

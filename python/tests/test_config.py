@@ -153,6 +153,16 @@ def test_spider_config():
     assert SpiderConfig.resolve(c, suits=4) == SpiderConfig(rules="cardems", suits=4)
     assert SpiderConfig.resolve(None) == SpiderConfig()
     assert SpiderConfig.resolve(c) is c
+    # A mapping of the fields stands for the config it names (a gymnasium
+    # spec read back from JSON holds one), unknown keys refused by name.
+    assert SpiderConfig.resolve({"rules": "cardems", "suits": 2}) == c
+    assert SpiderConfig.resolve({"suits": 2}, suits=4) == SpiderConfig(suits=4)
+    with pytest.raises(TypeError, match="'suit'"):
+        SpiderConfig.resolve({"suit": 2})
+    with pytest.raises(TypeError, match="suits"):
+        SpiderConfig.resolve({"suits": "2"})
+    with pytest.raises(TypeError, match="config must be a SpiderConfig, a mapping of its fields or None"):
+        SpiderConfig.resolve([("suits", 2)])  # type: ignore[arg-type]
     # Every field is optional, a str, an int or a float, with None the default.
     hints = typing.get_type_hints(SpiderConfig)
     for f in dataclasses.fields(SpiderConfig):

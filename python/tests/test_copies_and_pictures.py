@@ -9,6 +9,7 @@ import pickle
 import subprocess
 import sys
 import textwrap
+import warnings
 from pathlib import Path
 
 import gymnasium as gym
@@ -16,7 +17,7 @@ import numpy as np
 import pytest
 
 from conftest import REPO, masked_random
-from spider_env import SpiderEnv, SpiderVectorEnv
+from spider_env import SpiderConfig, SpiderEnv, SpiderVectorEnv
 
 
 def test_rgb_array_render(server):
@@ -88,6 +89,62 @@ def test_copies_keep_the_spec(server, how, given):
             assert twin.spec.kwargs["max_steps"] == 30
             assert twin.spec.kwargs["address"] == (server.address if given == "address" else None)
             assert twin.spec.kwargs.keys() == inner.spec.kwargs.keys()
+        finally:
+            twin.close()
+    finally:
+        env.close()
+
+
+def test_a_shared_server_goes_through_gymnasiums_copies(server):
+    """A SpiderServer given as the address (python/README.md: "or a
+    SpiderServer to share one server") goes through what gymnasium copies:
+    the spec its checker hands out (it was None, with a warning), a remake
+    from the spec and check_env's remakes (TypeError: cannot be pickled),
+    each on the same server."""
+    from gymnasium.utils.env_checker import check_env
+
+    env = gym.make("Spider-v0", address=server, max_steps=30)
+    venv = gym.make_vec("Spider-v0", num_envs=2, vectorization_mode="vector_entry_point", address=server)
+    made = []
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # the checker's "an exception occurred while copying the spec"
+            spec = env.spec
+        assert spec is not None and spec.kwargs["address"] is server
+        check_env(env.unwrapped, skip_render_check=True)
+        made += [gym.make(env.spec), gym.make_vec(venv.spec)]
+        for twin in made:
+            assert twin.unwrapped.spider_spec["config"].max_steps in (30, 1000)
+            twin.reset(seed=1)
+        assert made[0].unwrapped.spider_spec["config"].max_steps == 30
+        assert server.running
+    finally:
+        for e in [env, venv, *made]:
+            e.close()
+    assert server.running  # the envs close their connections, not the server
+
+
+@pytest.mark.parametrize("vector", [False, True])
+def test_a_spec_with_a_config_goes_through_json(server, vector):
+    """EnvSpec.to_json turns a SpiderConfig given as config into a dict
+    (dataclasses.asdict); the env made from EnvSpec.from_json takes it back
+    as the same game (it raised TypeError: config must be a SpiderConfig)."""
+    from gymnasium.envs.registration import EnvSpec
+
+    given = SpiderConfig(suits=2, max_steps=40)
+    if vector:
+        env = gym.make_vec(
+            "Spider-v0", num_envs=2, vectorization_mode="vector_entry_point", address=server.address, config=given
+        )
+    else:
+        env = gym.make("Spider-v0", address=server.address, config=given)
+    try:
+        spec = EnvSpec.from_json(env.spec.to_json())
+        assert isinstance(spec.kwargs["config"], dict)
+        twin = gym.make_vec(spec) if vector else gym.make(spec)
+        try:
+            assert twin.unwrapped.config == env.unwrapped.config
+            assert twin.unwrapped.config.suits == 2 and twin.unwrapped.config.max_steps == 40
         finally:
             twin.close()
     finally:
