@@ -1006,10 +1006,19 @@ class Client:
         self._shared = shared
         if shared is None and self._sock is not None:
             # A receive buffer that holds a whole step reply: it arrives in
-            # fewer pieces, each of which wakes this process.
-            row = obs_len * dtype.itemsize + spec["mask_row_bytes"] + 32
+            # fewer pieces, each of which wakes this process. Never a
+            # smaller one than the kernel gave (setting one turns off its
+            # growth): a reply longer than a receive window smaller than
+            # the loopback's 64 KiB segment waits out TCP's 200 ms persist
+            # timer for each piece past the window. Sized for the longest
+            # step reply (same-step adds a final observation a game), and
+            # twice that, as the kernel keeps about half for its own
+            # bookkeeping.
+            rows = 2 if spec["autoreset"] == "same-step" else 1
+            longest = 4096 + self._n * (rows * obs_len * dtype.itemsize + spec["mask_row_bytes"] + 64)
             try:
-                self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, min(self._n * row, _MAX_RCVBUF))
+                if self._sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) < 2 * longest:
+                    self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, min(2 * longest, _MAX_RCVBUF))
             except OSError:
                 pass
         return spec

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -254,6 +255,42 @@ def test_tcp_transport():
         env = SpiderEnv(address=srv.address)
         env.reset(seed=1)
         env.close()
+
+
+@pytest.mark.parametrize("n", [3, 4, 1024])
+@pytest.mark.parametrize("autoreset", ["same-step", "next-step"])
+def test_tcp_receive_buffer_holds_every_step_reply(monkeypatch, n, autoreset):
+    """Over TCP the client's receive buffer holds its longest step reply
+    twice over (the kernel keeps about half for itself), and is never made
+    smaller than the kernel's own. It was sized without same-step's final
+    observations and below the default: a 3- or 4-game same-step batch's
+    replies outgrew the window, and each step waited out TCP's 200 ms
+    persist timer on the loopback (0.1 ms on a Unix socket)."""
+    from spider_env import _client
+
+    frames: list[int] = []
+    decode = _client.decode_frame
+
+    def record(mv):  # type: ignore[no-untyped-def]
+        frames.append(len(mv))
+        return decode(mv)
+
+    try:
+        with open("/proc/sys/net/core/rmem_max") as f:
+            rmem_max = int(f.read())  # what setsockopt grants at most, before doubling
+    except OSError:
+        pytest.skip("needs Linux's /proc/sys/net/core/rmem_max")
+    monkeypatch.setattr(_client, "decode_frame", record)
+    with SpiderServer(transport="tcp") as srv, Client(srv.address) as c:
+        default = c._sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+        c.make(n=n, autoreset=autoreset, mask="bits", max_steps=10)
+        r = c.reset(seed=7)
+        frames.clear()
+        for _ in range(25):  # past the step limit: final observations in same-step
+            r = c.step(r["masks"].reshape(n, -1).argmax(axis=1))
+        held = c._sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+        assert held >= default
+        assert held >= min(2 * max(frames), 2 * rmem_max), (held, max(frames))
 
 
 def test_stderr_without_pread(monkeypatch):
