@@ -33,6 +33,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from ._client import _seed
 from ._server import SpiderServer
 from .config import SpiderConfig
 from .envs import SpiderEnv, SpiderVectorEnv
@@ -96,9 +97,19 @@ def _release_server(server: SpiderServer) -> None:
 _RUNNERS = 1 << 16
 
 
-def _spread(seed: int, k: int, i: int) -> int:
-    """Seed i of k drawn from ``seed``: distinct for every (seed, i), i < k."""
-    return (int(seed) * k + i) % (1 << 63)
+def _spread(seed: int | np.integer[Any], k: int, i: int) -> int:
+    """Seed i of k drawn from ``seed``, seed * k + i: distinct for every
+    (seed, i), i < k. A seed that is not one the envs take, or whose
+    spread could pass 2**64-1 (the largest seed they take) for some i < k,
+    raises ValueError: it wrapped at 2**63, where other seeds' games were
+    dealt again."""
+    s = _seed(seed)
+    if s * k + k - 1 >= 1 << 64:
+        raise ValueError(
+            f"seed {s}: the RLlib envs deal seed * {k} + i (i < {k}), which must stay within 2**64-1: "
+            f"use a seed of at most {((1 << 64) - k) // k}"
+        )
+    return s * k + i
 
 
 class _SharedServerEnv(MaskInObservation):
@@ -207,7 +218,9 @@ def env_creator(env_config: Mapping[str, Any]) -> gym.Env[Any, Any] | gym.vector
     R + E - 1 streams). The envs made here spread them: a batch's game i
     gets seed * num_envs + i, and a single env (sync mode) whose
     ``env_config`` names its ``worker_index`` gets seed * 65536 +
-    worker_index. Every game of every runner then has its own stream.
+    worker_index. Every game of every runner then has its own stream. A
+    seed whose spread would pass 2**64-1, the largest seed a game takes
+    (2**64 / num_envs, or 2**48 for a single env), raises ValueError.
 
     An unknown key raises TypeError.
     """

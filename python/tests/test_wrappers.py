@@ -158,6 +158,38 @@ def test_env_creator_spreads_runners_seeds(server):
     assert len(deals) == 4
 
 
+def test_env_creator_refuses_seeds_its_spread_would_wrap(server):
+    """The spread seed * k + i wrapped at 2**63: seeds 0 and 2**62 dealt a
+    batch of 2 the same games, and seeds no other env takes (2**64 + 7,
+    2**70) were played. Now the largest seed whose spread fits plays, the
+    next is refused, and distinct seeds deal distinct games."""
+    cfg = {"suits": 1, "address": server.address}
+    venv = env_creator({**cfg, "num_envs": 2})
+    try:
+        a, _ = venv.reset(seed=0)
+        b, _ = venv.reset(seed=2**62)
+        assert not np.array_equal(a["observations"], b["observations"])
+        top = (2**64 - 2) // 2
+        venv.reset(seed=top)  # games 2**64-2 and 2**64-1
+        for bad in (top + 1, 2**64 + 7, -1):
+            with pytest.raises(ValueError, match=r"2\*\*64-1|outside 0 to"):
+                venv.reset(seed=bad)
+    finally:
+        venv.close()
+    env = env_creator(_EnvContext(cfg, 3))
+    try:
+        p, _ = env.reset(seed=0)
+        q, _ = env.reset(seed=2**47)
+        assert not np.array_equal(p["observations"], q["observations"])
+        env.reset(seed=(2**64 - 2**16) // 2**16)
+        with pytest.raises(ValueError, match="at most"):
+            env.reset(seed=2**48)
+        with pytest.raises(ValueError, match="outside 0 to"):
+            env.reset(seed=2**70)
+    finally:
+        env.close()
+
+
 def test_log_episode_metrics_counts_a_step_once():
     """An episode cut into chunks (RLlib's sample) repeats the boundary
     step's info at the start of the next chunk: an illegal move there was
