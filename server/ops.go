@@ -366,13 +366,19 @@ func (cn *conn) opMake(q *request) *replyError {
 // kernel bounds it further (net.core.wmem_max).
 const maxSendBuffer = 8 << 20
 
+// minSendBuffer is the least a batch asks for: setting a send buffer
+// turns off the kernel's growing of it, and one of a few kilobytes (a
+// small batch's step reply) sent a 921,600-byte picture in pieces that
+// each waited for a delayed ACK: seconds a picture over TCP's loopback.
+const minSendBuffer = 4 << 20
+
 // setSendBuffer asks the kernel for a send buffer that holds a whole step
 // reply of size bytes, so that the reply leaves in one go rather than in
 // pieces of the default size, each waking the client. It is the kernel's
 // memory, used while a reply is in flight, and best effort.
 func setSendBuffer(c net.Conn, size int64) {
 	if wb, ok := c.(interface{ SetWriteBuffer(int) error }); ok {
-		wb.SetWriteBuffer(int(min(size, maxSendBuffer)))
+		wb.SetWriteBuffer(int(min(max(size, minSendBuffer), maxSendBuffer)))
 	}
 }
 

@@ -59,6 +59,11 @@ _HDR = struct.Struct(">I")
 # further (net.core.rmem_max).
 _MAX_RCVBUF = 8 << 20
 
+# The smallest: a window many loopback segments (64 KiB) wide, so that a
+# reply longer than it (a picture of 921,600 bytes a game) streams rather
+# than waiting on TCP's timers for each piece.
+_MIN_RCVBUF = 4 << 20
+
 # The largest reply taken before a batch is made, and beside a batch's own
 # replies after: hello, make (two observations' bounds), errors, render's
 # picture (921,600 bytes) and hint. A batch's step replies add their arrays
@@ -1016,9 +1021,10 @@ class Client:
             # bookkeeping.
             rows = 2 if spec["autoreset"] == "same-step" else 1
             longest = 4096 + self._n * (rows * obs_len * dtype.itemsize + spec["mask_row_bytes"] + 64)
+            want = min(max(2 * longest, _MIN_RCVBUF), _MAX_RCVBUF)
             try:
-                if self._sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) < 2 * longest:
-                    self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, min(2 * longest, _MAX_RCVBUF))
+                if self._sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) < want:
+                    self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, want)
             except OSError:
                 pass
         return spec
