@@ -329,6 +329,8 @@ class PolicyServer:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._conns = threading.BoundedSemaphore(_MAX_CONNS)
+        self._live: set[socket.socket] = set()  # the connections being served, which close() ends
+        self._live_lock = threading.Lock()  # not _lock, which a policy call holds (and may close() under)
         self._budget = _Budget(_MAX_BUFFERED)
         self._thread: threading.Thread | None = None
         self.hello: dict[str, Any] | None = None
@@ -361,18 +363,34 @@ class PolicyServer:
             if not self._conns.acquire(blocking=False):
                 conn.close()  # over _MAX_CONNS: eval sees its connection closed
                 continue
+            with self._live_lock:
+                self._live.add(conn)
             try:
                 threading.Thread(target=self._serve_conn, args=(conn,), daemon=True).start()
             except RuntimeError:  # no thread to be had
+                with self._live_lock:
+                    self._live.discard(conn)
                 conn.close()
                 self._conns.release()
 
     def close(self) -> None:
-        """Stop accepting and remove the socket file."""
+        """Stop accepting, end the connections being served (a call of the
+        policy under way finishes, its answer not sent; none is made after),
+        and remove the socket file."""
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
         self._sock.close()
+        with self._live_lock:
+            live = list(self._live)
+        for conn in live:
+            # Their threads wait in a read, which this ends; closing the
+            # socket here instead would leave the read waiting out its
+            # timeout (up to 5 minutes) and free the descriptor under it.
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # already gone
         if self._path is not None:
             try:
                 os.unlink(self._path)
@@ -411,8 +429,8 @@ class PolicyServer:
                         conn.settimeout(_IDLE_TIMEOUT)  # for the reply's send
                     else:
                         msg = _read_msg(conn, limit, deadline, self._budget, held)
-                    if msg is None:
-                        return
+                    if msg is None or self._stop.is_set():
+                        return  # the peer is done, or close() ended the connection
                     op, rid = msg.get("op"), msg.get("id")
                     if op == "hello":
                         if msg.get("version") != POLICY_PROTOCOL_VERSION:
@@ -444,6 +462,8 @@ class PolicyServer:
                 return
             finally:
                 self._budget.give(held[0])
+                with self._live_lock:
+                    self._live.discard(conn)
                 self._conns.release()
 
     def _act(self, msg: dict[str, Any], rid: Any, obs_dtype: npt.DTypeLike, obs_len: int) -> dict[str, Any]:

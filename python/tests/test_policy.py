@@ -629,6 +629,42 @@ def test_a_request_sent_a_byte_at_a_time_is_dropped_in_time(monkeypatch: Any) ->
             assert _trickled_out(c) < 4
 
 
+def test_close_ends_the_connections_it_serves() -> None:
+    """close() ends the connections being served as well as the accepting:
+    an idle peer kept its thread and descriptor for the 5-minute idle
+    timeout, and a peer that went on asking was served, the policy called,
+    for as long as it asked."""
+    calls = [0]
+
+    def policy(obs: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        calls[0] += 1
+        return masks.argmax(axis=1)
+
+    before = threading.active_count()
+    srv = spider_env.PolicyServer(policy, "127.0.0.1:0").start()
+    host, port = srv.address.rsplit(":", 1)
+    idle = socket.create_connection((host, int(port)), timeout=10)
+    busy = socket.create_connection((host, int(port)), timeout=10)
+    try:
+        for c in (idle, busy):
+            assert _hello(c)["ok"]
+        _send_msg(busy, _act_frame(1))
+        assert _read_msg(busy)["ok"]
+        srv.close()
+        assert _dropped(idle)
+        _send_msg(busy, _act_frame(1))  # to a closed agent: refused, not played
+        assert _dropped(busy)
+        assert calls[0] == 1
+        deadline = time.monotonic() + 5
+        while threading.active_count() > before and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert threading.active_count() == before  # the accept loop and both connections' threads
+    finally:
+        idle.close()
+        busy.close()
+        srv.close()  # a second close does nothing
+
+
 def test_act_before_hello_is_refused() -> None:
     """An act before the hello is refused and the connection dropped: the
     callable was called on observations of no width."""
