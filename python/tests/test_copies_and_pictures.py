@@ -41,6 +41,43 @@ def test_rgb_array_render(server):
         venv.close()
 
 
+def test_the_moves_kept_for_copies_are_small(server):
+    """A SpiderEnv keeps its episode's moves, to replay them in a copy: a
+    list of ints took about 40 bytes a step, which an episode without a
+    step limit (max_steps=-1, up to 2**30 steps) grows for ever. Now two;
+    a copy still replays them."""
+    import gc
+    import tracemalloc
+
+    env = SpiderEnv(address=server, max_steps=-1)
+    try:
+        _, info = env.reset(seed=1)
+        illegal = int(np.flatnonzero(info["action_mask"] == 0)[-1])  # noop: the game stays as it is
+        for _ in range(200):
+            env.step(illegal)
+        gc.collect()
+        tracemalloc.start()
+        try:
+            base = tracemalloc.get_traced_memory()[0]
+            for _ in range(5_000):
+                env.step(illegal)
+            gc.collect()
+            grown = tracemalloc.get_traced_memory()[0] - base
+        finally:
+            tracemalloc.stop()
+        assert grown < 5_000 * 4, f"{grown / 5_000:.1f} bytes a step"
+        legal = int(np.flatnonzero(info["action_mask"])[0])
+        obs, *_ = env.step(legal)
+        twin = copy.deepcopy(env)
+        try:
+            assert (twin.action_masks() == env.action_masks()).all()
+            assert twin.step(legal)[0].tobytes() == env.step(legal)[0].tobytes()
+        finally:
+            twin.close()
+    finally:
+        env.close()
+
+
 @pytest.mark.parametrize("how", ["deepcopy", "pickle"])
 def test_copies_play_on_alike(server, how):
     """A copy replays to the same position, in its own game, and plays on
