@@ -17,8 +17,11 @@ import (
 // BatchBuffers. Results do not depend on the number of workers: game i's
 // deals come from the seed stream of seed+i and its episode number (see
 // EpisodeSeed). Step and Reset allocate nothing in steady state. A Batch is not
-// safe for concurrent use; Close stops its workers. The zero Batch is a
-// closed one (Step returns ErrClosed, Reset panics): make it with NewBatch.
+// safe for concurrent use; Close stops its workers. A Batch never closed
+// keeps its workers, and through them its games and buffers, until the
+// process exits: the garbage collector cannot take it while they wait. The
+// zero Batch is a closed one (Step returns ErrClosed, Reset panics): make
+// it with NewBatch.
 type Batch struct {
 	BatchBuffers
 	rules Rules
