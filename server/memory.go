@@ -372,10 +372,37 @@ func (s *Server) gaveBack(n int64) {
 	}
 }
 
+// requestStarts counts a request being answered, until requestEnds.
+func (s *Server) requestStarts() { s.busy.Add(1) }
+
+// requestEnds counts a request answered, and when.
+func (s *Server) requestEnds() {
+	s.lastDone.Store(sinceStart()) // before busy falls: quiet reads them in the other order
+	s.busy.Add(-1)
+}
+
+// processStart is what sinceStart counts from.
+var processStart = time.Now()
+
+// sinceStart returns the nanoseconds since the process started, on the
+// monotonic clock.
+func sinceStart() int64 { return int64(time.Since(processStart)) }
+
+// quietFor is how long no request must have been answered before memory
+// given back is returned to the system: the forced collection that
+// returns it stops every goroutine, for tens of milliseconds on a heap
+// just freed of a large batch, and returned at once it held up every
+// other connection's steps 10-240 ms each time one closed a large batch.
+const quietFor = 100 * time.Millisecond
+
 // returnMemoryLoop returns memory to the system when gaveBack asks, until
 // ctx ends. It waits a moment first, so that the goroutines of a closed
 // connection's batch workers have let go of it, and a burst of closing
-// connections costs one collection.
+// connections costs one collection; then until the server is quiet
+// (quietFor). While connections are answered without such a pause the
+// memory stays in the process, where the heap reuses it; what
+// --max-memory bounds is kept by reserve and roomOutsideHeap, which
+// collect when a reservation needs the room, quiet or not.
 func (s *Server) returnMemoryLoop(ctx context.Context) {
 	for {
 		select {
@@ -383,10 +410,22 @@ func (s *Server) returnMemoryLoop(ctx context.Context) {
 			return
 		case <-s.freeOS:
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(50 * time.Millisecond):
+		wait := 50 * time.Millisecond
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			if s.busy.Load() != 0 {
+				wait = quietFor
+				continue
+			}
+			idle := time.Duration(sinceStart() - s.lastDone.Load())
+			if idle >= quietFor {
+				break
+			}
+			wait = quietFor - idle
 		}
 		s.collect(true)
 	}

@@ -153,6 +153,9 @@ type Server struct {
 	garbage atomic.Int64 // bytes given back in large pieces and perhaps not yet collected
 	gcMu    sync.Mutex   // one collect at a time
 
+	busy     atomic.Int64 // requests being answered now (requestStarts)
+	lastDone atomic.Int64 // when the last answer ended, in sinceStart's nanoseconds
+
 	mu    sync.Mutex
 	open  map[net.Conn]struct{}
 	peers map[string]int // connections per peer
@@ -298,6 +301,7 @@ type conn struct {
 	req       request
 	frame     []byte // the last frame read; req's views point into it
 	closing   bool   // close was answered
+	serving   bool   // a request is being answered (Server.requestStarts)
 	hello     bool
 	batch     *env.Batch
 	ready     bool // the batch has been reset
@@ -339,6 +343,9 @@ func (s *Server) handle(c net.Conn, peer string) {
 		if p := recover(); p != nil {
 			// A bug must cost one connection, never the server.
 			s.cfg.Log.Printf("spider serve: %v: panic: %v", c.RemoteAddr(), p)
+		}
+		if cn.serving {
+			s.requestEnds() // its answer panicked
 		}
 		cn.release()
 		c.Close()
@@ -387,7 +394,12 @@ func (s *Server) handle(c net.Conn, peer string) {
 			}
 			return
 		}
-		if err := cn.serve(payload); err != nil {
+		s.requestStarts()
+		cn.serving = true
+		err = cn.serve(payload)
+		cn.serving = false
+		s.requestEnds()
+		if err != nil {
 			if !peerGone(err) && !errors.Is(err, net.ErrClosed) {
 				s.cfg.Log.Printf("spider serve: %v: %v", c.RemoteAddr(), err)
 			}
