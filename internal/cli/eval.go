@@ -762,7 +762,7 @@ func saveRecords(ctx context.Context, dir string, ev *agents.Evaluation, rep eva
 				s.Step(a)
 			}
 			name := filepath.Join(dir, fmt.Sprintf("%s-%d.spider", names[p], res.Seed))
-			player := ev.Policies[p] + budgetNote(ev.Policies[p], rep)
+			player := agents.Label(ev.Policies[p]) + budgetNote(ev.Policies[p], rep) // as the tables name it
 			if err := saveRecord(name, record.New(ev.Rules, res.Seed, player, res.Actions, &s)); err != nil {
 				return err
 			}

@@ -500,24 +500,26 @@ func TestEvalHashesCheckpoints(t *testing.T) {
 // TestEvalRecordsNameTheBudget: records of search played away from its
 // defaults say so in their player and file names, so that two draws
 // saved into one folder keep each other's games; the default's keep
-// their plain names.
+// their plain names. An oracle's record says that it sees the hidden
+// cards, as every table does (its player was "oracle").
 func TestEvalRecordsNameTheBudget(t *testing.T) {
 	rec := t.TempDir()
 	for _, args := range [][]string{{}, {"--draw", "1", "--nodes", "300"}} {
 		var stdout, stderr bytes.Buffer
-		if code := Main(append([]string{"eval", "--policies", "greedy,search", "--seeds", "3", "--max-steps", "30", "--record", rec}, args...), nil, &stdout, &stderr); code != 0 {
+		if code := Main(append([]string{"eval", "--policies", "greedy,search,oracle", "--seeds", "3", "--max-steps", "30", "--record", rec}, args...), nil, &stdout, &stderr); code != 0 {
 			t.Fatalf("%v: exit %d: %s", args, code, stderr.String())
 		}
 	}
 	for name, player := range map[string]string{
 		"greedy-max-steps30-3.spider": "greedy", "search-max-steps30-3.spider": "search", "search-n300-draw1-max-steps30-3.spider": "search (300 nodes, draw 1)",
+		"oracle-max-steps30-3.spider": "oracle (sees hidden cards)", "oracle-n300-max-steps30-3.spider": "oracle (sees hidden cards) (300 nodes)",
 	} {
 		g, err := record.Load(filepath.Join(rec, name))
 		if err != nil || g.Player != player {
 			t.Errorf("%s: player %q, want %q (%v)", name, g.Player, player, err)
 		}
 	}
-	if names, err := os.ReadDir(rec); err != nil || len(names) != 3 {
+	if names, err := os.ReadDir(rec); err != nil || len(names) != 5 {
 		t.Errorf("%d records: %v", len(names), err)
 	}
 }
