@@ -77,8 +77,10 @@ func TestCancelStopsTheWarmStartMidGame(t *testing.T) {
 // TestCancelDuringValidationKeepsThePhase cancels a run as the validation
 // after its warm start begins: the warm start is kept without its
 // validation (after sees it, with ValGames 0), the trainer is consistent,
-// and a run resumed from the checkpoint saved there ends with the weights
-// of a run never stopped.
+// and a run resumed from the checkpoint saved there, which runs the
+// validation cut short first (Revalidate), ends with the weights and the
+// validations of a run never stopped: without it the warm start was never
+// validated, and the best network was another.
 func TestCancelDuringValidationKeepsThePhase(t *testing.T) {
 	c := tinyConfig()
 	c.ValEvery, c.ValGames = 1, 50
@@ -107,6 +109,12 @@ func TestCancelDuringValidationKeepsThePhase(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resumed.Close()
+	if ran, err := resumed.Revalidate(context.Background()); !ran || err != nil {
+		t.Fatalf("Revalidate after a cut validation: ran %v, %v", ran, err)
+	}
+	if ran, err := resumed.Revalidate(context.Background()); ran || err != nil {
+		t.Fatalf("Revalidate a second time: ran %v, %v; want nothing to do", ran, err)
+	}
 	if err := resumed.Run(context.Background(), until(2), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -120,6 +128,15 @@ func TestCancelDuringValidationKeepsThePhase(t *testing.T) {
 	}
 	if !slices.Equal(weights(straight.Net), weights(resumed.Net)) {
 		t.Fatal("the run resumed after a cancelled validation ends with other weights than the uninterrupted run")
+	}
+	if len(straight.History) != len(resumed.History) {
+		t.Fatalf("%d phases resumed, %d straight", len(resumed.History), len(straight.History))
+	}
+	for i, m := range straight.History {
+		r := resumed.History[i]
+		if m.ValGames != r.ValGames || m.ValWinRate != r.ValWinRate || m.ValRuns != r.ValRuns {
+			t.Errorf("phase %d (%s): validation %d deals, %v won, %v runs resumed; %d, %v, %v straight", i, m.Phase, r.ValGames, r.ValWinRate, r.ValRuns, m.ValGames, m.ValWinRate, m.ValRuns)
+		}
 	}
 }
 

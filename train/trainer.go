@@ -166,6 +166,35 @@ func (t *Trainer) EnvSteps() int64 { return t.steps }
 // metrics say ValGames 0), calls after, and returns ctx's error: the
 // validation only reads the network, so a run resumed from there goes on
 // as the uninterrupted one would.
+// Revalidate runs the validation that a stop cut short after the last
+// phase in History (Run keeps such a phase without it: its metrics say
+// ValGames 0 where a validation was due) and fills it in, reporting
+// whether it ran one. Called on a resumed trainer before Run, it makes
+// the history, and with it the best validation, the uninterrupted run's:
+// the validation reads only the network, which the checkpoint saved after
+// the phase holds. Stopped by ctx again, it changes nothing and returns
+// ctx's error.
+func (t *Trainer) Revalidate(ctx context.Context) (bool, error) {
+	c := t.Config
+	if len(t.History) == 0 || t.dirty || c.ValEvery <= 0 {
+		return false, nil
+	}
+	m := &t.History[len(t.History)-1]
+	if m.ValGames > 0 || m.Phase == "ppo" && m.Iter%c.ValEvery != 0 {
+		return false, nil
+	}
+	start := time.Now()
+	winRate, runs, err := t.validate(ctx)
+	if err != nil {
+		return false, err
+	}
+	m.ValWinRate, m.ValRuns, m.ValGames = winRate, runs, c.ValGames
+	m.ValSeconds = time.Since(start).Seconds()
+	t.elapsed += m.ValSeconds
+	m.ElapsedSecond = t.elapsed
+	return true, nil
+}
+
 func (t *Trainer) Run(ctx context.Context, stop func(iter int, steps int64) bool, after func(m Metrics) error) error {
 	if stop == nil {
 		stop = func(int, int64) bool { return false }

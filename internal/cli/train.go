@@ -428,6 +428,47 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 		return (o.iterations > 0 && iter >= o.iterations) || (o.steps > 0 && steps >= o.steps) ||
 			(o.budget > 0 && time.Since(start) >= o.budget)
 	}
+	// writeFromCheckpoint writes the network the checkpoint holds as
+	// warmstart.spider, after an imitation phase (the network the
+	// reinforcement learning starts from), and as best.spider, when its
+	// validation is the best.
+	writeFromCheckpoint := func(imitated, improved bool) error {
+		if imitated {
+			if err := saveAs(warm); err != nil {
+				return fmt.Errorf("saving %s: %w", warm, err)
+			}
+		}
+		if improved {
+			if err := saveAs(best); err != nil {
+				return fmt.Errorf("saving %s: %w", best, err)
+			}
+		}
+		return nil
+	}
+	if o.resume {
+		// A stop inside the validation after the checkpoint's last phase
+		// kept the phase without it: run it now, so that the history and
+		// the best network are the uninterrupted run's. A stop between the
+		// checkpoint and warmstart.spider or best.spider left those behind
+		// it: the checkpoint holds their network, written again here.
+		ran, verr := t.Revalidate(ctx)
+		if verr != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("interrupted while validating the checkpoint's last phase (a stop had cut its validation short); %s is unchanged (continue with --resume --out %s)", ckpt, o.out)
+			}
+			return verr
+		}
+		if n := len(t.History); n > 0 {
+			if err := writeFromCheckpoint(t.History[n-1].Phase != "ppo", train.NewBest(t.History)); err != nil {
+				return err
+			}
+		}
+		if ran {
+			if err := save(); err != nil {
+				return err
+			}
+		}
+	}
 	since := 0
 	abandoned, err = runPhases(ctx, t, stop, func(m train.Metrics) error {
 		if prog != nil {
@@ -442,20 +483,18 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 				fmt.Fprintf(stderr, "train: DAgger round %d: the network won %.0f%% of %d deals (%.2f runs), played %s's move %.0f%% of the time; %d labels in all (%.0f s labelling): cross-entropy %.3f, %.1f updates/s\n",
 					m.Round, 100*m.WinRate, m.Finished, m.MeanRuns, t.Config.TeacherName(), 100*m.Agreement, m.Labels, m.LabelSeconds, m.PolicyLoss, m.UpdatesPerS)
 			}
-			// warmstart.spider is the network after the last imitation
-			// phase: the one the reinforcement learning starts from.
-			if err := saveAs(warm); err != nil {
-				return fmt.Errorf("saving %s: %w", warm, err)
-			}
 		} else {
 			fmt.Fprintf(stderr, "train: iter %d  steps %d  episodes %d  return %.1f  runs %.2f  won %.0f%%  entropy %.2f  %.0f steps/s  %.1f updates/s  (env %.1fs, act %.1fs, learn %.1fs)\n",
 				m.Iter, m.EnvSteps, m.Episodes, m.MeanReturn, m.MeanRuns, 100*m.WinRate, m.Entropy, m.EnvStepsPerS, m.UpdatesPerS,
 				m.EnvSeconds, m.ActSeconds, m.LearnSeconds)
 		}
-		// A new best is saved as the checkpoint first and then as
-		// best.spider, so a resumed run's history always knows the
-		// validation best.spider holds (or a better one): a later, worse
-		// network never replaces it.
+		// The checkpoint is saved first, then warmstart.spider and
+		// best.spider from the same network: a run stopped between them
+		// resumes from that checkpoint, which writes them again
+		// (writeFromCheckpoint). Written before it, a stop left a
+		// best.spider the resumed history did not know (stale or
+		// missing for good), or before the first checkpoint a folder that
+		// neither a new run nor --resume takes.
 		improved := train.NewBest(t.History)
 		if since++; improved || since >= o.every || m.Phase != "ppo" {
 			since = 0
@@ -463,11 +502,11 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 				return err
 			}
 		}
+		if err := writeFromCheckpoint(m.Phase != "ppo", improved); err != nil {
+			return err
+		}
 		note := ""
 		if improved {
-			if err := saveAs(best); err != nil {
-				return fmt.Errorf("saving %s: %w", best, err)
-			}
 			note = ", the best so far: " + best
 		}
 		if m.ValGames > 0 {

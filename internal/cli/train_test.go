@@ -280,6 +280,50 @@ func TestTrainKeepsWarmStartAndBestCheckpoints(t *testing.T) {
 	}
 }
 
+// TestTrainResumeWritesWhatAStopLeftBehind stops a run just after the
+// checkpoint that follows its warm start's validation and takes away the
+// files written after that checkpoint, as a kill there would: the resumed
+// run writes warmstart.spider and best.spider again from the checkpoint,
+// and ends with the uninterrupted run's. Written before the checkpoint
+// (warmstart.spider was), such a stop left them missing or stale for good,
+// or before the first checkpoint a folder neither a new run nor --resume
+// took.
+func TestTrainResumeWritesWhatAStopLeftBehind(t *testing.T) {
+	dir := t.TempDir()
+	straight, broken := filepath.Join(dir, "straight"), filepath.Join(dir, "broken")
+	tiny := func(out string) trainOptions {
+		o := tinyTrain(out, 2)
+		o.cfg.ValEvery, o.cfg.ValGames, o.cfg.ValStart = 1, 4, 77
+		return o
+	}
+	if err := runTrain(context.Background(), tiny(straight), &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &cancelOn{text: "train: validation on 4 deals", cancel: cancel}
+	if err := runTrain(ctx, tiny(broken), &bytes.Buffer{}, w); err == nil || !strings.Contains(err.Error(), "interrupted after iteration 0") {
+		t.Fatalf("interrupted run: %v", err)
+	}
+	for _, f := range []string{"warmstart.spider", "best.spider"} {
+		if err := os.Remove(filepath.Join(broken, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := tiny(broken)
+	o.resume = true
+	if err := runTrain(context.Background(), o, &bytes.Buffer{}, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"checkpoint.spider", "warmstart.spider", "best.spider"} {
+		if _, err := os.Stat(filepath.Join(broken, f)); err != nil {
+			t.Fatalf("after the resumed run: %v", err)
+		}
+		if !slices.Equal(netWeights(t, filepath.Join(straight, f)), netWeights(t, filepath.Join(broken, f))) {
+			t.Errorf("%s: the resumed run's holds another network than the uninterrupted run's", f)
+		}
+	}
+}
+
 // TestTrainExportsThePolicy exports a run's checkpoint: the file holds the
 // same network and specification without the trainer's state, is smaller,
 // and plays as nn:FILE.
