@@ -22,6 +22,7 @@ import (
 	"io"
 	"math"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -157,6 +158,13 @@ func Dial(ctx context.Context, addr string, o Options) (*Agent, error) {
 		// Wrapped: a socket file that is not there is a missing file
 		// (errors.Is fs.ErrNotExist), which eval calls a usage error.
 		return nil, fmt.Errorf("remote agent %s: %w", addr, err)
+	}
+	if uid, ok := peerUID(conn); ok && uid != os.Getuid() && uid != 0 {
+		// Before the hello, which tells the agent the game: a socket of
+		// another user's, made reachable or taken at a shared path such
+		// as /tmp/agent.sock, would have its agent played as this one.
+		conn.Close()
+		return nil, fmt.Errorf("remote agent %s: it runs as user %d, not this user (%d): refused, since another user's agent would be played as yours", addr, uid, os.Getuid())
 	}
 	a := &Agent{o: o, conn: conn, w: bufio.NewWriterSize(conn, 64<<10), frames: make(chan frame, 1), closed: make(chan struct{}),
 		mask: make([]uint8, env.NumActions)}

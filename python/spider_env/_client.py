@@ -358,6 +358,35 @@ def check_seconds(name: str, t: object, *, optional: bool = True) -> None:
         raise ValueError(f"{name} must be a positive number of seconds (or None for no timeout), got {t!r}")
 
 
+def peer_ids(sock: socket.socket, path: str) -> tuple[int | None, int]:
+    """The process id (None where the platform does not say) and user id of
+    the process listening at the other end of a connected Unix socket:
+    SO_PEERCRED where there is one (Linux), else the owner of the socket's
+    file."""
+    if hasattr(socket, "SO_PEERCRED"):
+        pid, uid, _ = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+        return pid, uid
+    return None, os.stat(path).st_uid
+
+
+def _check_peer_user(sock: socket.socket, path: str, address: Address) -> None:
+    """Refuse a Unix socket's server run by another user (root aside). The
+    server makes its socket owner-only, so another user's is one made
+    reachable on purpose, or taken first at the path this user's server
+    was to listen on: its server would see every action and write every
+    observation and reward."""
+    if not hasattr(os, "getuid"):
+        return
+    _, uid = peer_ids(sock, path)
+    if uid not in (os.getuid(), 0):
+        raise SpiderError(
+            "connection",
+            f"the server at {address} runs as user {uid}, not this user ({os.getuid()}): refused, "
+            "since another user's server would see every action and write every observation and reward; "
+            "start your own (without an address the env does)",
+        )
+
+
 def parse_address(address: Address) -> tuple[int, str | tuple[str, int]]:
     """Return (socket family, socket address) for an address.
 
@@ -693,6 +722,12 @@ class Client:
                 f"cannot connect to the spider server at {address}: {e} "
                 "(is `spider serve` running there? without an address the env starts its own)",
             ) from e
+        if family == socket.AF_UNIX:
+            try:
+                _check_peer_user(sock, str(addr), address)
+            except BaseException:
+                sock.close()
+                raise
         self._sock = sock
         self._pid = os.getpid()
         _clients.add(self)

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
-from ._client import SpiderError, check_seconds
+from ._client import SpiderError, check_seconds, peer_ids
 from ._version import __version__
 
 __all__ = ["SpiderServer", "find_binary"]
@@ -378,6 +378,18 @@ class SpiderServer:
         try:
             s.settimeout(1.0)
             s.connect(target)
+            if sock_path is not None:
+                # The socket's name is on the server's command line, which
+                # every user can read: another could bind it first, and
+                # this server would fail to start while the env played on
+                # theirs. Only the process started here will do.
+                pid, uid = peer_ids(s, sock_path)
+                if (pid is not None and pid != self.proc.pid) or (hasattr(os, "getuid") and uid != os.getuid()):
+                    raise SpiderError(
+                        "unavailable",
+                        f"another process (pid {pid}, user {uid}) listens at {sock_path}, where the spider "
+                        f"server this started (pid {self.proc.pid}) was to listen: refused",
+                    )
         except OSError:
             return None
         finally:

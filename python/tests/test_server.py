@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -292,6 +294,69 @@ def test_tcp_receive_buffer_holds_every_step_reply(monkeypatch, n, autoreset):
         held = c._sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
         assert held >= default
         assert held >= 2 * min(max(max(frames), 4 << 20), rmem_max), (held, max(frames))
+
+
+@pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="needs Unix sockets")
+def test_a_server_started_here_is_not_taken_for_another_at_its_path(monkeypatch, spider_bin):
+    """The server's socket name is on its command line, which every user
+    can read: another process that binds the path first must not be taken
+    for the server started here (the env played on the other's, which saw
+    every action and wrote every reward, while this one failed to start)."""
+    import secrets as _secrets
+    import tempfile
+
+    monkeypatch.setattr(_secrets, "token_hex", lambda n: "ab" * n)
+    path = os.path.join(tempfile.gettempdir(), f"spider-{os.getpid()}-{_server._host_tag()}-{'ab' * 6}.sock")
+    if len(path.encode()) > 80:
+        path = os.path.join("/tmp", os.path.basename(path))
+    squatter = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        squatter.bind(path)
+        squatter.listen(8)
+        with pytest.raises(SpiderError) as e:
+            SpiderServer(spider_bin).close()
+        assert e.value.code == "unavailable", e.value
+    finally:
+        squatter.close()
+        with contextlib.suppress(FileNotFoundError):  # the server's close removes its path's socket
+            os.unlink(path)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root, to listen as another user")
+def test_a_client_refuses_another_users_unix_socket(tmp_path):
+    """A Unix socket's server run by another user (one whose socket was made
+    reachable, or who took the path first) is refused before the hello: it
+    would see every action and write every observation and reward."""
+    import tempfile
+
+    folder = tempfile.mkdtemp(dir="/tmp")
+    os.chmod(folder, 0o777)
+    path = os.path.join(folder, "other.sock")
+    ready_r, ready_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the other user: listens, answers nothing
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.bind(path)
+            os.chmod(path, 0o777)
+            s.listen(1)
+            os.write(ready_w, b"1")
+            time.sleep(10)
+        finally:
+            os._exit(0)
+    try:
+        os.close(ready_w)
+        assert os.read(ready_r, 1) == b"1"
+        with pytest.raises(SpiderError) as e:
+            Client("unix:" + path, timeout=3).close()
+        assert e.value.code == "connection" and "runs as user 65534" in str(e.value), e.value
+    finally:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        os.close(ready_r)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_stderr_without_pread(monkeypatch):
