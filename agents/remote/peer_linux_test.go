@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"bufio"
 	"context"
 	"os"
 	"os/exec"
@@ -51,9 +52,8 @@ print("ready", flush=True); time.sleep(20)`, path)
 		cmd.Process.Kill()
 		cmd.Wait()
 	}()
-	buf := make([]byte, 6)
-	if n, err := out.Read(buf); err != nil || string(buf[:n]) != "ready\n" {
-		t.Fatalf("the other user's listener: %q, %v", buf[:n], err)
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("the other user's listener: %q, %v", line, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
