@@ -322,7 +322,10 @@ def test_a_server_started_here_is_not_taken_for_another_at_its_path(monkeypatch,
             os.unlink(path)
 
 
-@pytest.mark.skipif(not hasattr(os, "fork") or not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root, to listen as another user")
+@pytest.mark.skipif(
+    not hasattr(os, "fork") or not hasattr(os, "geteuid") or os.geteuid() != 0,
+    reason="needs root, to listen as another user",
+)
 def test_a_client_refuses_another_users_unix_socket(tmp_path):
     """A Unix socket's server run by another user (one whose socket was made
     reachable, or who took the path first) is refused before the hello: it
