@@ -3,6 +3,8 @@ package server
 import (
 	"net"
 	"strconv"
+
+	"github.com/spiderenv/spider/internal/peercred"
 )
 
 // peerOf names who is at the other end of c, for the limit on connections
@@ -14,7 +16,7 @@ import (
 func peerOf(c net.Conn) string {
 	switch a := c.RemoteAddr().(type) {
 	case *net.UnixAddr:
-		if uid, ok := unixPeerUID(c); ok {
+		if uid, ok := peercred.UnixUID(c); ok {
 			return "user " + strconv.Itoa(uid)
 		}
 		return "the Unix socket's peer"

@@ -12,27 +12,6 @@ import (
 	"syscall"
 )
 
-// unixPeerUID returns the uid of the process at the other end of a Unix
-// socket, which the kernel recorded when it connected.
-func unixPeerUID(c net.Conn) (int, bool) {
-	sc, ok := c.(syscall.Conn)
-	if !ok {
-		return 0, false
-	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
-		return 0, false
-	}
-	var cred *syscall.Ucred
-	var credErr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, credErr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
-	}); err != nil || credErr != nil {
-		return 0, false
-	}
-	return int(cred.Uid), true
-}
-
 // tcpPeerUID returns the uid that owns the client's end of a loopback TCP
 // connection from remote to local. It fails when the client has already
 // closed its end. It asks the kernel for that one socket over netlink

@@ -35,21 +35,7 @@ func TestTCPPeerUID(t *testing.T) {
 			if network == "tcp6" {
 				host = "[::1]:0"
 			}
-			ln, err := net.Listen(network, host)
-			if err != nil {
-				t.Skipf("no %s loopback here: %v", network, err)
-			}
-			defer ln.Close()
-			client, err := net.Dial(network, ln.Addr().String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer client.Close()
-			c, err := ln.Accept()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
+			client, c := loopbackPair(t, network, host)
 			remote, local := c.RemoteAddr().(*net.TCPAddr), c.LocalAddr().(*net.TCPAddr)
 			// The fallback first, which a machine without netlink uses.
 			if uid, ok := procUID(remote, local); !ok || uid != os.Getuid() {
@@ -112,4 +98,27 @@ func gone(t *testing.T, remote, local *net.TCPAddr, find func(remote, local *net
 			t.Fatalf("a closed client's end still names an owner, uid %d", uid)
 		}
 	}
+}
+
+// loopbackPair returns both ends of a TCP connection over network's
+// loopback at host, or skips the test where there is none; both are
+// closed when the test ends.
+func loopbackPair(t *testing.T, network, host string) (client, server net.Conn) {
+	t.Helper()
+	ln, err := net.Listen(network, host)
+	if err != nil {
+		t.Skipf("no %s loopback here: %v", network, err)
+	}
+	defer ln.Close()
+	client, err = net.Dial(network, ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	server, err = ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { server.Close() })
+	return client, server
 }

@@ -34,6 +34,7 @@ import (
 	"github.com/spiderenv/spider/agents"
 	"github.com/spiderenv/spider/env"
 	"github.com/spiderenv/spider/internal/msgpackcheck"
+	"github.com/spiderenv/spider/internal/peercred"
 	"github.com/spiderenv/spider/internal/printable"
 )
 
@@ -159,7 +160,7 @@ func Dial(ctx context.Context, addr string, o Options) (*Agent, error) {
 		// (errors.Is fs.ErrNotExist), which eval calls a usage error.
 		return nil, fmt.Errorf("remote agent %s: %w", addr, err)
 	}
-	if uid, ok := peerUID(conn); ok && uid != os.Getuid() && uid != 0 {
+	if uid, ok := peercred.UnixUID(conn); ok && uid != os.Getuid() && uid != 0 {
 		// Before the hello, which tells the agent the game: a socket of
 		// another user's, made reachable or taken at a shared path such
 		// as /tmp/agent.sock, would have its agent played as this one.
