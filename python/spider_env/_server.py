@@ -161,6 +161,24 @@ def _stale_socket(path: str) -> bool:
     return False
 
 
+def _descends(pid: int, ancestor: int) -> bool:
+    """Whether process pid is ancestor or runs under it (a SPIDER_BIN that
+    is a wrapper may start the server as its child), by /proc's parent
+    links; where there is no /proc, only pid itself."""
+    for _ in range(32):
+        if pid == ancestor:
+            return True
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                stat = f.read()
+            pid = int(stat[stat.rindex(b")") + 2 :].split()[1])  # after the name, which may hold ")"
+        except (OSError, ValueError, IndexError):
+            return False
+        if pid <= 1:
+            return False
+    return False
+
+
 def _host_tag() -> str:
     """8 hex digits naming this host in socket and folder names: a pid means
     nothing in a temporary folder that other hosts share (NFS), where a
@@ -384,7 +402,9 @@ class SpiderServer:
                 # this server would fail to start while the env played on
                 # theirs. Only the process started here will do.
                 pid, uid = peer_ids(s, sock_path)
-                if (pid is not None and pid != self.proc.pid) or (hasattr(os, "getuid") and uid != os.getuid()):
+                if (pid is not None and not _descends(pid, self.proc.pid)) or (
+                    hasattr(os, "getuid") and uid != os.getuid()
+                ):
                     raise SpiderError(
                         "unavailable",
                         f"another process (pid {pid}, user {uid}) listens at {sock_path}, where the spider "

@@ -322,6 +322,18 @@ def test_a_server_started_here_is_not_taken_for_another_at_its_path(monkeypatch,
             os.unlink(path)
 
 
+@pytest.mark.skipif(not os.path.exists("/bin/sh"), reason="needs a shell")
+def test_a_server_started_by_a_wrapper_is_its_own(tmp_path, spider_bin):
+    """A SPIDER_BIN that is a wrapper starting the server as its child (not
+    by exec) starts a server that is taken for this one's: the process at
+    the socket runs under the one started here."""
+    wrapper = tmp_path / "spider-wrapper"
+    wrapper.write_text(f'#!/bin/sh\n"{spider_bin}" "$@"\n')
+    wrapper.chmod(0o755)
+    with SpiderServer(str(wrapper)) as srv, Client(srv.address) as c:
+        assert c.server_info["version"] == 1
+
+
 @pytest.mark.skipif(
     not hasattr(os, "fork") or not hasattr(os, "geteuid") or os.geteuid() != 0,
     reason="needs root, to listen as another user",
