@@ -5,8 +5,10 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestSendBufferIsNeverSmall checks that a batch's socket send buffer is
@@ -44,5 +46,34 @@ func TestSendBufferIsNeverSmall(t *testing.T) {
 		if got < want {
 			t.Errorf("setSendBuffer(%d): SO_SNDBUF %d, want at least %d", size, got, want)
 		}
+	}
+}
+
+// TestUnreadRepliesDoNotKeepTheServerBusy: a client that sends requests
+// and does not read the replies leaves its connection blocked in a write
+// until the idle timeout (5 minutes by default, a year from Python);
+// counted as a request being answered all that time, it kept every
+// connection's freed memory from going back to the system.
+func TestUnreadRepliesDoNotKeepTheServerBusy(t *testing.T) {
+	var returns atomic.Int64
+	old := returnToSystem
+	returnToSystem = func() { returns.Add(1) }
+	t.Cleanup(func() { returnToSystem = old }) // after the server's own cleanup, registered later
+	srv, path := startUnix(t, Config{MaxMemory: 1 << 30})
+	cl := dialNet(t, "unix", path)
+	hello(cl)
+	cl.ok(map[string]any{"op": "make", "n": 1})
+	cl.ok(map[string]any{"op": "reset", "seed": 1})
+	for i := range 64 { // 64 pictures of 921,600 bytes, never read: far past the sockets' buffers
+		cl.send(map[string]any{"op": "render", "id": 100 + i, "game": 0, "mode": "rgb_array"})
+	}
+	time.Sleep(300 * time.Millisecond) // the connection is blocked in its write
+	srv.gaveBack(64 << 20)
+	deadline := time.Now().Add(3 * time.Second)
+	for returns.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if returns.Load() == 0 {
+		t.Fatalf("no memory returned in 3 s while a client left its replies unread (%d requests counted as being answered)", srv.busy.Load())
 	}
 }

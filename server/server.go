@@ -394,12 +394,7 @@ func (s *Server) handle(c net.Conn, peer string) {
 			}
 			return
 		}
-		s.requestStarts()
-		cn.serving = true
-		err = cn.serve(payload)
-		cn.serving = false
-		s.requestEnds()
-		if err != nil {
+		if err := cn.serve(payload); err != nil {
 			if !peerGone(err) && !errors.Is(err, net.ErrClosed) {
 				s.cfg.Log.Printf("spider serve: %v: %v", c.RemoteAddr(), err)
 			}
@@ -422,6 +417,11 @@ const setupGrace = time.Second
 
 // serve answers one request: its handler's reply, or the failure.
 func (cn *conn) serve(payload []byte) error {
+	// Counted as answered before the reply is written: a client that
+	// does not read its replies must not keep the server from ever being
+	// quiet (returnMemoryLoop) while its write waits out the idle timeout.
+	cn.s.requestStarts()
+	cn.serving = true
 	q := &cn.req
 	re := decodeRequest(payload, q)
 	if re == nil {
@@ -430,6 +430,8 @@ func (cn *conn) serve(payload []byte) error {
 	if re != nil {
 		cn.en.failure(q, re)
 	}
+	cn.serving = false
+	cn.s.requestEnds()
 	return cn.flush()
 }
 

@@ -150,22 +150,6 @@ func (t *Trainer) Iterations() int { return t.iter }
 // EnvSteps returns the number of environment steps taken in PPO.
 func (t *Trainer) EnvSteps() int64 { return t.steps }
 
-// Run trains until stop says so (checked before each phase: the warm
-// start, a DAgger round or an iteration, with the iterations and
-// environment steps done; a nil stop never says so) or ctx ends. The warm start, if configured and
-// not done yet, runs first, then the DAgger rounds. After each phase, and
-// its validation when one is due (ValEvery),
-// Run appends the phase's metrics to History and calls after (if not nil)
-// with them; after may return an error to stop the run (a checkpoint that
-// failed to save, say). ctx is checked at every step of a rollout, every
-// minibatch, every move of an imitation game and every validation game, so
-// a cancelled run returns within about one forward pass over the batch; a
-// run stopped by ctx inside a phase is left inconsistent (Consistent is
-// false), the phase abandoned. Stopped during the validation after a
-// phase, whose learning is done, the run keeps the phase without it (its
-// metrics say ValGames 0), calls after, and returns ctx's error: the
-// validation only reads the network, so a run resumed from there goes on
-// as the uninterrupted one would.
 // Revalidate runs the validation that a stop cut short after the last
 // phase in History (Run keeps such a phase without it: its metrics say
 // ValGames 0 where a validation was due) and fills it in, reporting
@@ -195,6 +179,22 @@ func (t *Trainer) Revalidate(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
+// Run trains until stop says so (checked before each phase: the warm
+// start, a DAgger round or an iteration, with the iterations and
+// environment steps done; a nil stop never says so) or ctx ends. The warm start, if configured and
+// not done yet, runs first, then the DAgger rounds. After each phase, and
+// its validation when one is due (ValEvery),
+// Run appends the phase's metrics to History and calls after (if not nil)
+// with them; after may return an error to stop the run (a checkpoint that
+// failed to save, say). ctx is checked at every step of a rollout, every
+// minibatch, every move of an imitation game and every validation game, so
+// a cancelled run returns within about one forward pass over the batch; a
+// run stopped by ctx inside a phase is left inconsistent (Consistent is
+// false), the phase abandoned. Stopped during the validation after a
+// phase, whose learning is done, the run keeps the phase without it (its
+// metrics say ValGames 0), calls after, and returns ctx's error: the
+// validation only reads the network, so a run resumed from there goes on
+// as the uninterrupted one would.
 func (t *Trainer) Run(ctx context.Context, stop func(iter int, steps int64) bool, after func(m Metrics) error) error {
 	if stop == nil {
 		stop = func(int, int64) bool { return false }

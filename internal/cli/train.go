@@ -458,13 +458,14 @@ func runTrain(ctx context.Context, o trainOptions, stdout, stderr io.Writer) err
 			}
 			return verr
 		}
-		if n := len(t.History); n > 0 {
-			if err := writeFromCheckpoint(t.History[n-1].Phase != "ppo", train.NewBest(t.History)); err != nil {
+		if ran {
+			// The checkpoint first, as after every phase.
+			if err := save(); err != nil {
 				return err
 			}
 		}
-		if ran {
-			if err := save(); err != nil {
+		if n := len(t.History); n > 0 {
+			if err := writeFromCheckpoint(t.History[n-1].Phase != "ppo", train.NewBest(t.History)); err != nil {
 				return err
 			}
 		}

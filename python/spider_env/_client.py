@@ -364,7 +364,10 @@ def peer_ids(sock: socket.socket, path: str) -> tuple[int | None, int]:
     SO_PEERCRED where there is one (Linux), else the owner of the socket's
     file."""
     if hasattr(socket, "SO_PEERCRED"):
-        pid, uid, _ = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+        # struct ucred: pid_t, then uid_t and gid_t, which are unsigned (a uid
+        # of 2**31 or more read as a signed one was another user's).
+        cred = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("iII"))
+        pid, uid, _ = struct.unpack("iII", cred)
         return pid, uid
     return None, os.stat(path).st_uid
 

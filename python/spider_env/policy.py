@@ -365,6 +365,15 @@ class PolicyServer:
                 continue
             with self._live_lock:
                 self._live.add(conn)
+            if self._stop.is_set():
+                # close() ran while this was accepted (serve_forever on the
+                # caller's thread, which close does not join): its shutdown
+                # of the live connections may have missed this one.
+                with self._live_lock:
+                    self._live.discard(conn)
+                conn.close()
+                self._conns.release()
+                return
             try:
                 threading.Thread(target=self._serve_conn, args=(conn,), daemon=True).start()
             except RuntimeError:  # no thread to be had
@@ -475,6 +484,9 @@ class PolicyServer:
             boards: list[Any] = msg.get("boards") or [None] * n
             fn = cast(Callable[..., Any], self.fn)  # board says which of PolicyFn's two it is
             with self._lock:
+                if self._stop.is_set():
+                    # close() ran after this request was read: no call after it.
+                    return {"ok": False, "id": rid, "error": "the agent was closed"}
                 if self.batch:
                     out = fn(obs, masks, boards) if self.board else fn(obs, masks)
                 elif self.board:

@@ -296,7 +296,7 @@ def test_tcp_receive_buffer_holds_every_step_reply(monkeypatch, n, autoreset):
         assert held >= 2 * min(max(max(frames), 4 << 20), rmem_max), (held, max(frames))
 
 
-@pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="needs Unix sockets")
+@pytest.mark.skipif(not hasattr(socket, "SO_PEERCRED"), reason="needs SO_PEERCRED, which names the process")
 def test_a_server_started_here_is_not_taken_for_another_at_its_path(monkeypatch, spider_bin):
     """The server's socket name is on its command line, which every user
     can read: another process that binds the path first must not be taken
@@ -332,6 +332,45 @@ def test_a_server_started_by_a_wrapper_is_its_own(tmp_path, spider_bin):
     wrapper.chmod(0o755)
     with SpiderServer(str(wrapper)) as srv, Client(srv.address) as c:
         assert c.server_info["version"] == 1
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "fork") or not hasattr(socket, "SO_PEERCRED") or not hasattr(os, "geteuid") or os.geteuid() != 0,
+    reason="needs root and SO_PEERCRED, to listen as a user of a large id",
+)
+def test_peer_ids_reads_a_large_uid_unsigned():
+    """A uid is unsigned: one of 2**31 or more read as a signed number was
+    another user's, so such a user's own server was refused."""
+    import tempfile
+
+    from spider_env._client import peer_ids
+
+    folder = tempfile.mkdtemp(dir="/tmp")
+    os.chmod(folder, 0o777)
+    path = os.path.join(folder, "big.sock")
+    ready_r, ready_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setuid(3_000_000_000)
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.bind(path)
+            s.listen(1)
+            os.write(ready_w, b"1")
+            time.sleep(10)
+        finally:
+            os._exit(0)
+    try:
+        os.close(ready_w)
+        assert os.read(ready_r, 1) == b"1"
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as c:
+            c.connect(path)
+            assert peer_ids(c, path) == (pid, 3_000_000_000)
+    finally:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        os.close(ready_r)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.mark.skipif(
