@@ -334,64 +334,22 @@ def test_a_server_started_by_a_wrapper_is_its_own(tmp_path, spider_bin):
         assert c.server_info["version"] == 1
 
 
-@pytest.mark.skipif(
-    not hasattr(os, "fork") or not hasattr(socket, "SO_PEERCRED") or not hasattr(os, "geteuid") or os.geteuid() != 0,
-    reason="needs root and SO_PEERCRED, to listen as a user of a large id",
-)
-def test_peer_ids_reads_a_large_uid_unsigned():
-    """A uid is unsigned: one of 2**31 or more read as a signed number was
-    another user's, so such a user's own server was refused."""
+@contextlib.contextmanager
+def _listening_as(uid: int):
+    """A forked child that listens, as user uid, on a Unix socket in a fresh
+    folder of /tmp, answering nothing: yields its pid and the socket's path.
+    Needs root."""
     import tempfile
-
-    from spider_env._client import peer_ids
 
     folder = tempfile.mkdtemp(dir="/tmp")
     os.chmod(folder, 0o777)
-    path = os.path.join(folder, "big.sock")
+    path = os.path.join(folder, "peer.sock")
     ready_r, ready_w = os.pipe()
     pid = os.fork()
     if pid == 0:
         try:
-            os.setuid(3_000_000_000)
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            s.bind(path)
-            s.listen(1)
-            os.write(ready_w, b"1")
-            time.sleep(10)
-        finally:
-            os._exit(0)
-    try:
-        os.close(ready_w)
-        assert os.read(ready_r, 1) == b"1"
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as c:
-            c.connect(path)
-            assert peer_ids(c, path) == (pid, 3_000_000_000)
-    finally:
-        os.kill(pid, 9)
-        os.waitpid(pid, 0)
-        os.close(ready_r)
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-@pytest.mark.skipif(
-    not hasattr(os, "fork") or not hasattr(os, "geteuid") or os.geteuid() != 0,
-    reason="needs root, to listen as another user",
-)
-def test_a_client_refuses_another_users_unix_socket(tmp_path):
-    """A Unix socket's server run by another user (one whose socket was made
-    reachable, or who took the path first) is refused before the hello: it
-    would see every action and write every observation and reward."""
-    import tempfile
-
-    folder = tempfile.mkdtemp(dir="/tmp")
-    os.chmod(folder, 0o777)
-    path = os.path.join(folder, "other.sock")
-    ready_r, ready_w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the other user: listens, answers nothing
-        try:
             os.setgid(65534)
-            os.setuid(65534)
+            os.setuid(uid)
             s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             s.bind(path)
             os.chmod(path, 0o777)
@@ -403,14 +361,37 @@ def test_a_client_refuses_another_users_unix_socket(tmp_path):
     try:
         os.close(ready_w)
         assert os.read(ready_r, 1) == b"1"
-        with pytest.raises(SpiderError) as e:
-            Client("unix:" + path, timeout=3).close()
-        assert e.value.code == "connection" and "runs as user 65534" in str(e.value), e.value
+        yield pid, path
     finally:
         os.kill(pid, 9)
         os.waitpid(pid, 0)
         os.close(ready_r)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+_ROOT = hasattr(os, "fork") and hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+@pytest.mark.skipif(not _ROOT or not hasattr(socket, "SO_PEERCRED"), reason="needs root and SO_PEERCRED")
+def test_peer_ids_reads_a_large_uid_unsigned():
+    """A uid is unsigned: one of 2**31 or more read as a signed number was
+    another user's, so such a user's own server was refused."""
+    from spider_env._client import peer_ids
+
+    with _listening_as(3_000_000_000) as (pid, path), socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as c:
+        c.connect(path)
+        assert peer_ids(c, path) == (pid, 3_000_000_000)
+
+
+@pytest.mark.skipif(not _ROOT, reason="needs root, to listen as another user")
+def test_a_client_refuses_another_users_unix_socket():
+    """A Unix socket's server run by another user (one whose socket was made
+    reachable, or who took the path first) is refused before the hello: it
+    would see every action and write every observation and reward."""
+    with _listening_as(65534) as (_, path):
+        with pytest.raises(SpiderError) as e:
+            Client("unix:" + path, timeout=3).close()
+        assert e.value.code == "connection" and "runs as user 65534" in str(e.value), e.value
 
 
 def test_stderr_without_pread(monkeypatch):
