@@ -369,18 +369,19 @@ class PolicyServer:
                 # close() ran while this was accepted (serve_forever on the
                 # caller's thread, which close does not join): its shutdown
                 # of the live connections may have missed this one.
-                with self._live_lock:
-                    self._live.discard(conn)
-                conn.close()
-                self._conns.release()
+                self._drop(conn)
                 return
             try:
                 threading.Thread(target=self._serve_conn, args=(conn,), daemon=True).start()
             except RuntimeError:  # no thread to be had
-                with self._live_lock:
-                    self._live.discard(conn)
-                conn.close()
-                self._conns.release()
+                self._drop(conn)
+
+    def _drop(self, conn: socket.socket) -> None:
+        """Close a connection accepted and not served, giving back its place."""
+        with self._live_lock:
+            self._live.discard(conn)
+        conn.close()
+        self._conns.release()
 
     def close(self) -> None:
         """Stop accepting, end the connections being served (a call of the
