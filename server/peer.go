@@ -10,7 +10,7 @@ import (
 // peerOf names who is at the other end of c, for the limit on connections
 // per peer (Config.MaxPeerConns): the local user, by uid, for a Unix socket
 // (SO_PEERCRED) and, on Linux, for TCP over loopback (the owner of the
-// client's socket, tcpPeerUID); otherwise the remote address. Every
+// client's socket, peercred.TCPPeerUID); otherwise the remote address. Every
 // local user reaches a loopback server from the same address, so without
 // the uid one user's connections would count against everyone's.
 func peerOf(c net.Conn) string {
@@ -21,12 +21,8 @@ func peerOf(c net.Conn) string {
 		}
 		return "the Unix socket's peer"
 	case *net.TCPAddr:
-		if a.IP.IsLoopback() {
-			if l, ok := c.LocalAddr().(*net.TCPAddr); ok {
-				if uid, ok := tcpPeerUID(a, l); ok {
-					return "user " + strconv.Itoa(uid)
-				}
-			}
+		if uid, ok := peercred.TCPPeerUID(c); ok {
+			return "user " + strconv.Itoa(uid)
 		}
 		return "address " + a.IP.String()
 	case nil:

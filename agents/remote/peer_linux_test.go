@@ -3,6 +3,7 @@ package remote
 import (
 	"bufio"
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,14 +21,6 @@ import (
 // tell it the game, rather than played as this user's. It needs root, to
 // listen as another user, and python3, which does.
 func TestDialRefusesAnotherUsersAgent(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root, to listen as another user")
-	}
-	// The system's: a python3 under root's home (pyenv) is not the other user's to run.
-	python := "/usr/bin/python3"
-	if _, err := os.Stat(python); err != nil {
-		t.Skip("needs /usr/bin/python3:", err)
-	}
 	dir, err := os.MkdirTemp("", "agent-")
 	if err != nil {
 		t.Fatal(err)
@@ -37,9 +30,46 @@ func TestDialRefusesAnotherUsersAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "agent.sock")
-	cmd := exec.Command(python, "-c", `import os, socket, sys, time
+	listenAsAnotherUser(t, `import os, socket, sys, time
 s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o777); s.listen(1)
 print("ready", flush=True); time.sleep(20)`, path)
+	dialRefused(t, "unix:"+path)
+}
+
+// TestDialRefusesAnotherUsersTCPAgent: over loopback TCP, where any local
+// user can listen at a free port (the one an agent was to take), an agent
+// whose port another user listens at is refused before the hello too. The
+// listener never accepts, as one need not before a connection is made.
+func TestDialRefusesAnotherUsersTCPAgent(t *testing.T) {
+	for _, host := range []string{"127.0.0.1", "::1"} {
+		t.Run(host, func(t *testing.T) {
+			family := "AF_INET"
+			if host == "::1" {
+				family = "AF_INET6"
+			}
+			port := listenAsAnotherUser(t, `import socket, sys, time
+s = socket.socket(socket.`+family+`); s.bind((sys.argv[1], 0)); s.listen(1)
+print(s.getsockname()[1], flush=True); time.sleep(20)`, host)
+			dialRefused(t, net.JoinHostPort(host, port))
+		})
+	}
+}
+
+// listenAsAnotherUser runs script in python3 as user 65534 with args, and
+// returns the first line it prints (without its newline) once it has, or
+// skips the test where it cannot run as another user. The process is
+// killed when the test ends.
+func listenAsAnotherUser(t *testing.T, script string, args ...string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to listen as another user")
+	}
+	// The system's: a python3 under root's home (pyenv) is not the other user's to run.
+	python := "/usr/bin/python3"
+	if _, err := os.Stat(python); err != nil {
+		t.Skip("needs /usr/bin/python3:", err)
+	}
+	cmd := exec.Command(python, append([]string{"-c", script}, args...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -48,16 +78,24 @@ print("ready", flush=True); time.sleep(20)`, path)
 	if err := cmd.Start(); err != nil {
 		t.Skip("cannot run python3 as user 65534:", err)
 	}
-	defer func() {
+	t.Cleanup(func() {
 		cmd.Process.Kill()
 		cmd.Wait()
-	}()
-	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+	})
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || len(line) < 2 {
 		t.Fatalf("the other user's listener: %q, %v", line, err)
 	}
+	return strings.TrimSuffix(line, "\n")
+}
+
+// dialRefused dials the agent at addr and wants it refused as another
+// user's.
+func dialRefused(t *testing.T, addr string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	a, err := Dial(ctx, "unix:"+path, Options{Rules: env.MustRules(env.Options{}), Timeout: 3 * time.Second})
+	a, err := Dial(ctx, addr, Options{Rules: env.MustRules(env.Options{}), Timeout: 3 * time.Second})
 	if err == nil {
 		a.Close()
 		t.Fatal("an agent of user 65534 was dialled")

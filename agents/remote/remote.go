@@ -160,7 +160,14 @@ func Dial(ctx context.Context, addr string, o Options) (*Agent, error) {
 		// (errors.Is fs.ErrNotExist), which eval calls a usage error.
 		return nil, fmt.Errorf("remote agent %s: %w", addr, err)
 	}
-	if uid, ok := peercred.UnixUID(conn); ok && uid != os.Getuid() && uid != 0 {
+	uid, ok := peercred.UnixUID(conn)
+	if !ok {
+		// Over loopback TCP, the owner of the listening socket: any local
+		// user can listen at a free port, the one an agent was to take
+		// among them, before it starts or after it stops.
+		uid, ok = peercred.TCPListenerUID(conn)
+	}
+	if ok && uid != os.Getuid() && uid != 0 {
 		// Before the hello, which tells the agent the game: a socket of
 		// another user's, made reachable or taken at a shared path such
 		// as /tmp/agent.sock, would have its agent played as this one.

@@ -34,6 +34,7 @@ type fakeAgent struct {
 	seenKeys  map[string]bool
 	misbehave func(req int64, id any, actions []uint16, conn net.Conn) bool
 	board     bool
+	tcp       string // listen over TCP at this loopback host:port, not on a Unix socket
 }
 
 func writeFrame(w io.Writer, v any) error {
@@ -78,7 +79,16 @@ func listenAgent(t *testing.T) (net.Listener, string) {
 func (f *fakeAgent) start(t *testing.T) {
 	t.Helper()
 	var ln net.Listener
-	ln, f.addr = listenAgent(t)
+	if f.tcp != "" {
+		var err error
+		if ln, err = net.Listen("tcp", f.tcp); err != nil {
+			t.Skipf("no loopback at %s here: %v", f.tcp, err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		f.addr = ln.Addr().String()
+	} else {
+		ln, f.addr = listenAgent(t)
+	}
 	f.seenKeys = map[string]bool{}
 	go func() {
 		for {
@@ -190,6 +200,30 @@ func TestRemoteFirstPlaysTheSameGames(t *testing.T) {
 	for _, enc := range []env.Encoding{env.Compact, env.Float32} {
 		f := &fakeAgent{board: enc == env.Float32}
 		f.start(t)
+		testFirstPlaysTheSameGames(t, f, enc)
+	}
+}
+
+// TestRemoteOverTCP: an agent of this user's over loopback TCP, IPv4 and
+// IPv6, plays as it does on a Unix socket. (s78's check of the agent's
+// user read SO_PEERCRED of the TCP connection, which Linux answers with
+// uid 4294967295, and refused every such agent as another user's.)
+func TestRemoteOverTCP(t *testing.T) {
+	for _, host := range []string{"127.0.0.1:0", "[::1]:0"} {
+		t.Run(host, func(t *testing.T) {
+			f := &fakeAgent{tcp: host}
+			f.start(t)
+			testFirstPlaysTheSameGames(t, f, env.Compact)
+		})
+	}
+}
+
+// testFirstPlaysTheSameGames plays 20 two-suit deals with f, which plays
+// the first legal action, and the built-in "first", and wants the same
+// games.
+func testFirstPlaysTheSameGames(t *testing.T, f *fakeAgent, enc env.Encoding) {
+	t.Helper()
+	{
 		r := rules(t, env.Options{Suits: 2, MaxSteps: 300, Encoding: enc})
 		ev := evalBoth(t, f, Options{Rules: r, Width: 7}, seedRange(100001, 20))
 		for i := range ev.Seeds {

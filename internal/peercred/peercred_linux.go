@@ -1,6 +1,7 @@
-// Package peercred says which user is at the other end of a Unix socket,
-// for the server (which counts connections per user) and for eval's
-// remote agents (which must be this user's).
+// Package peercred says which user is at the other end of a Unix socket
+// or of a loopback TCP connection, for the server (which counts
+// connections per user) and for eval's remote agents (which must be this
+// user's).
 package peercred
 
 import (
@@ -13,6 +14,11 @@ import (
 // (SO_PEERCRED), or false for another kind of connection or where the
 // kernel does not say.
 func UnixUID(c net.Conn) (int, bool) {
+	if _, unix := c.LocalAddr().(*net.UnixAddr); !unix {
+		// Linux answers SO_PEERCRED on any socket: on a TCP one with uid
+		// 4294967295, which names no user.
+		return 0, false
+	}
 	sc, ok := c.(syscall.Conn)
 	if !ok {
 		return 0, false

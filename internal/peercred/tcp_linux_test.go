@@ -1,8 +1,9 @@
-package server
+package peercred
 
 import (
 	"net"
 	"os"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -52,6 +53,7 @@ func TestTCPPeerUID(t *testing.T) {
 				"diagUID":    func(r, l *net.TCPAddr) (int, bool) { return diagUID(r, l) },
 				"procUID":    procUID,
 				"tcpPeerUID": tcpPeerUID,
+				"TCPPeerUID": func(*net.TCPAddr, *net.TCPAddr) (int, bool) { return TCPPeerUID(c) },
 			} {
 				if uid, ok := find(remote, local); !ok || uid != os.Getuid() {
 					t.Errorf("%s = %d, %v; want %d, true", name, uid, ok, os.Getuid())
@@ -84,6 +86,88 @@ func TestTCPPeerUID(t *testing.T) {
 		})
 	}
 }
+
+// TestTCPListenerUID finds the owner of the socket a loopback client
+// dialled, by netlink and from /proc/net/tcp, whether the listener is bound
+// to the loopback address or to every address (dual-stack for "tcp"),
+// before the server has accepted the connection (when the server's end of
+// it names no user yet), and no owner once nothing listens at the port.
+func TestTCPListenerUID(t *testing.T) {
+	for _, tc := range []struct{ network, listen, dial string }{
+		{"tcp4", "127.0.0.1:0", "127.0.0.1"},
+		{"tcp6", "[::1]:0", "::1"},
+		{"tcp", ":0", "127.0.0.1"}, // dual-stack: an IPv6 socket takes the IPv4 connection
+		{"tcp", ":0", "::1"},
+		{"tcp4", "0.0.0.0:0", "127.0.0.1"},
+	} {
+		t.Run(tc.network+" "+tc.listen+" from "+tc.dial, func(t *testing.T) {
+			ln, err := net.Listen(tc.network, tc.listen)
+			if err != nil {
+				t.Skipf("no %s listener at %s here: %v", tc.network, tc.listen, err)
+			}
+			defer ln.Close()
+			port := ln.Addr().(*net.TCPAddr).Port
+			client, err := net.Dial("tcp", net.JoinHostPort(tc.dial, strconv.Itoa(port)))
+			if err != nil {
+				t.Skipf("cannot dial %s here: %v", tc.dial, err)
+			}
+			defer client.Close()
+			remote := client.RemoteAddr().(*net.TCPAddr)
+			if uid, ok := procListenerUID(remote); !ok || uid != os.Getuid() {
+				t.Errorf("procListenerUID = %d, %v; want %d, true", uid, ok, os.Getuid())
+			}
+			if uid, ok := TCPListenerUID(client); !ok || uid != os.Getuid() {
+				t.Errorf("TCPListenerUID = %d, %v; want %d, true", uid, ok, os.Getuid())
+			}
+			if diagWorks {
+				if uid, ok := diagListenerUID(remote); !ok || uid != os.Getuid() {
+					t.Errorf("diagListenerUID = %d, %v; want %d, true", uid, ok, os.Getuid())
+				}
+			}
+			ln.Close()
+			for name, find := range map[string]func(*net.TCPAddr) (int, bool){
+				"procListenerUID": procListenerUID, "diagListenerUID": diagListenerUID,
+			} {
+				if uid, ok := find(remote); ok {
+					t.Errorf("%s found user %d at a port nothing listens at", name, uid)
+				}
+			}
+		})
+	}
+}
+
+// TestConnectionsOfOtherKinds: UnixUID does not answer for a TCP
+// connection, nor either TCP lookup for a pipe or for a TCP connection that
+// is not over loopback.
+func TestConnectionsOfOtherKinds(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	// Linux answers SO_PEERCRED on a TCP socket too, with uid 4294967295.
+	client, server := loopbackPair(t, "tcp4", "127.0.0.1:0")
+	for _, c := range []net.Conn{client, server} {
+		if uid, ok := UnixUID(c); ok {
+			t.Errorf("UnixUID of a TCP connection = %d", uid)
+		}
+	}
+	for name, find := range map[string]func(net.Conn) (int, bool){"TCPPeerUID": TCPPeerUID, "TCPListenerUID": TCPListenerUID} {
+		if uid, ok := find(a); ok {
+			t.Errorf("%s of a pipe = %d", name, uid)
+		}
+		if uid, ok := find(fakeConn{remote: &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 80}, local: &net.TCPAddr{IP: net.IPv4(192, 0, 2, 2), Port: 4000}}); ok {
+			t.Errorf("%s of a connection to another machine = %d", name, uid)
+		}
+	}
+}
+
+// fakeConn is a connection with only addresses.
+type fakeConn struct {
+	net.Conn
+	remote, local net.Addr
+}
+
+func (f fakeConn) RemoteAddr() net.Addr { return f.remote }
+func (f fakeConn) LocalAddr() net.Addr  { return f.local }
 
 // gone waits up to 5 s for find to name no owner of the closed client's
 // end from remote to local.

@@ -1,4 +1,4 @@
-package server
+package peercred
 
 import (
 	"bufio"
@@ -11,6 +11,47 @@ import (
 	"sync"
 	"syscall"
 )
+
+// TCPPeerUID returns the uid that owns the other end of c, a loopback TCP
+// connection a server accepted: the client's socket. It fails for a
+// connection of another kind or not over loopback, and when the client has
+// already closed its end.
+func TCPPeerUID(c net.Conn) (int, bool) {
+	remote, local, ok := loopback(c)
+	if !ok {
+		return 0, false
+	}
+	return tcpPeerUID(remote, local)
+}
+
+// TCPListenerUID returns the uid that owns the socket listening at the
+// address c, a loopback TCP connection this process dialled, reached: the
+// server's. It asks for the listener rather than the server's end of c,
+// which the kernel makes before the server accepts it and which names no
+// user until then. It fails for a connection of another kind or not over
+// loopback, and when nothing listens there any more.
+func TCPListenerUID(c net.Conn) (int, bool) {
+	remote, local, ok := loopback(c)
+	if !ok {
+		return 0, false
+	}
+	diagOnce.Do(func() { _, diagWorks = diagUID(local, remote) })
+	if !diagWorks {
+		return procListenerUID(remote)
+	}
+	return diagListenerUID(remote)
+}
+
+// loopback returns c's remote and local addresses when c is a TCP
+// connection over loopback.
+func loopback(c net.Conn) (remote, local *net.TCPAddr, ok bool) {
+	remote, ok1 := c.RemoteAddr().(*net.TCPAddr)
+	local, ok2 := c.LocalAddr().(*net.TCPAddr)
+	if !ok1 || !ok2 || !remote.IP.IsLoopback() {
+		return nil, nil, false
+	}
+	return remote, local, true
+}
 
 // tcpPeerUID returns the uid that owns the client's end of a loopback TCP
 // connection from remote to local. It fails when the client has already
@@ -63,19 +104,13 @@ func diagSocket(src, dst *net.TCPAddr) (uid int, inode uint32, ok bool) {
 	if src.Port < 0 || src.Port > 0xFFFF || dst.Port < 0 || dst.Port > 0xFFFF {
 		return 0, 0, false
 	}
-	fd, err := syscall.Socket(syscall.AF_NETLINK, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, syscall.NETLINK_INET_DIAG)
-	if err != nil {
+	fd, ok := diagOpen()
+	if !ok {
 		return 0, 0, false
 	}
 	defer syscall.Close(fd)
-	// The kernel answers at once; the timeout is insurance that an accept
-	// never waits on it.
-	tv := syscall.Timeval{Sec: 1}
-	if syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv) != nil {
-		return 0, 0, false
-	}
 	if a, b := src.IP.To4(), dst.IP.To4(); a != nil && b != nil {
-		if uid, inode, ok = diagAsk(fd, 1, syscall.AF_INET, src.Port, dst.Port, a, b); ok {
+		if uid, inode, ok = diagAsk(fd, 1, syscall.AF_INET, src.Port, dst.Port, a, b, false); ok {
 			return uid, inode, true
 		}
 	}
@@ -83,13 +118,63 @@ func diagSocket(src, dst *net.TCPAddr) (uid int, inode uint32, ok bool) {
 	if a == nil || b == nil {
 		return 0, 0, false
 	}
-	return diagAsk(fd, 2, syscall.AF_INET6, src.Port, dst.Port, a, b)
+	return diagAsk(fd, 2, syscall.AF_INET6, src.Port, dst.Port, a, b, false)
 }
+
+// diagListenerUID returns the uid that owns the TCP socket listening at
+// addr, on its address or on every address of its port, asking the kernel
+// by netlink: a lookup with no remote end finds no connection, and the
+// kernel then looks among the listeners, as it does for an incoming
+// connection. An IPv4 address is looked for among IPv4 listeners (which
+// finds a dual-stack one too), then among IPv6 ones as a mapped address.
+func diagListenerUID(addr *net.TCPAddr) (int, bool) {
+	if addr.Port < 0 || addr.Port > 0xFFFF {
+		return 0, false
+	}
+	fd, ok := diagOpen()
+	if !ok {
+		return 0, false
+	}
+	defer syscall.Close(fd)
+	if a := addr.IP.To4(); a != nil {
+		if uid, _, ok := diagAsk(fd, 1, syscall.AF_INET, addr.Port, 0, a, net.IPv4zero.To4(), true); ok {
+			return uid, true
+		}
+	}
+	a := addr.IP.To16()
+	if a == nil {
+		return 0, false
+	}
+	uid, _, ok := diagAsk(fd, 2, syscall.AF_INET6, addr.Port, 0, a, net.IPv6zero, true)
+	return uid, ok
+}
+
+// diagOpen opens a netlink socket for sock_diag, or fails where there is
+// none (a sandbox without it).
+func diagOpen() (int, bool) {
+	fd, err := syscall.Socket(syscall.AF_NETLINK, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, syscall.NETLINK_INET_DIAG)
+	if err != nil {
+		return 0, false
+	}
+	// The kernel answers at once; the timeout is insurance that an accept
+	// or a dial never waits on it.
+	tv := syscall.Timeval{Sec: 1}
+	if syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv) != nil {
+		syscall.Close(fd)
+		return 0, false
+	}
+	return fd, true
+}
+
+// tcpListen is TCP_LISTEN, a socket's state while it listens.
+const tcpListen = 10
 
 // diagAsk sends one sock_diag request for the socket of the given family
 // from src:sport to dst:dport on the netlink socket fd, and reads its
-// answer.
-func diagAsk(fd int, seq uint32, family, sport, dport int, src, dst net.IP) (uid int, inode uint32, ok bool) {
+// answer. With listener, it asks for the socket listening at src:sport
+// (dst:dport all zero), which may be of either family (a dual-stack one
+// answers an IPv4 request) and bound to every address of the port.
+func diagAsk(fd int, seq uint32, family, sport, dport int, src, dst net.IP, listener bool) (uid int, inode uint32, ok bool) {
 	var req [syscall.NLMSG_HDRLEN + diagReqBytes]byte
 	ne := binary.NativeEndian
 	ne.PutUint32(req[0:], uint32(len(req)))
@@ -119,7 +204,14 @@ func diagAsk(fd int, seq uint32, family, sport, dport int, src, dst net.IP) (uid
 		return 0, 0, false // NLMSG_ERROR: no such socket, or no sock_diag here
 	}
 	body := msg[syscall.NLMSG_HDRLEN:]
-	if len(body) < diagInode+4 || body[0] != byte(family) || [36]byte(body[4:40]) != [36]byte(id[:36]) {
+	if len(body) < diagInode+4 {
+		return 0, 0, false
+	}
+	if listener {
+		if body[1] != tcpListen || [2]byte(body[4:6]) != [2]byte(id[0:2]) {
+			return 0, 0, false // not a listener at that port
+		}
+	} else if body[0] != byte(family) || [36]byte(body[4:40]) != [36]byte(id[:36]) {
 		return 0, 0, false // not the socket asked for
 	}
 	if inode = ne.Uint32(body[diagInode:]); inode == 0 {
@@ -158,6 +250,49 @@ func procUID(remote, local *net.TCPAddr) (int, bool) {
 	return 0, false
 }
 
+// procListenerUID returns the uid that owns the TCP socket listening at
+// addr, on its address or on every address of its port, from
+// /proc/net/tcp and tcp6 (an IPv4 address as itself or mapped, since a
+// dual-stack listener takes IPv4 connections).
+func procListenerUID(addr *net.TCPAddr) (int, bool) {
+	port := fmt.Sprintf(":%04X", addr.Port)
+	want := map[string]bool{strings.Repeat("0", 8) + port: true, strings.Repeat("0", 32) + port: true}
+	if v4 := addr.IP.To4(); v4 != nil {
+		want[procAddr(addr)] = true
+		want[procHex(append(net.IPv4zero.To16()[:12:12], v4...))+port] = true // ::ffff:a.b.c.d
+	} else {
+		want[procAddr(addr)] = true
+	}
+	for _, file := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		if uid, ok := procListener(file, want); ok {
+			return uid, true
+		}
+	}
+	return 0, false
+}
+
+// procListener returns the uid of the first listener in file whose local
+// address is one of want.
+func procListener(file string, want map[string]bool) (int, bool) {
+	f, err := os.Open(file)
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 10 || fields[3] != "0A" || !want[fields[1]] || fields[9] == "0" {
+			continue
+		}
+		if uid, err := strconv.Atoi(fields[7]); err == nil {
+			return uid, true
+		}
+	}
+	return 0, false
+}
+
 // procAddr writes an address as /proc/net/tcp does: the IP as the words
 // the kernel holds in network order, each printed as a native (here
 // little-endian) 32-bit hex number, then the port in hex.
@@ -166,10 +301,14 @@ func procAddr(a *net.TCPAddr) string {
 	if ip == nil {
 		ip = a.IP.To16()
 	}
+	return procHex(ip) + fmt.Sprintf(":%04X", a.Port)
+}
+
+// procHex writes the 4 or 16 bytes of an IP as /proc/net/tcp does.
+func procHex(ip net.IP) string {
 	var b strings.Builder
 	for i := 0; i+4 <= len(ip); i += 4 {
 		fmt.Fprintf(&b, "%08X", binary.NativeEndian.Uint32(ip[i:]))
 	}
-	fmt.Fprintf(&b, ":%04X", a.Port)
 	return b.String()
 }
