@@ -14,6 +14,7 @@ a new buffer and never overwrites them.
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import itertools
 import math
 import mmap
@@ -23,6 +24,7 @@ import os
 import selectors
 import socket
 import struct
+import sys
 import time
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
@@ -372,22 +374,65 @@ def peer_ids(sock: socket.socket, path: str) -> tuple[int | None, int]:
     return None, os.stat(path).st_uid
 
 
-def _check_peer_user(sock: socket.socket, path: str, address: Address) -> None:
-    """Refuse a Unix socket's server run by another user (root aside). The
-    server makes its socket owner-only, so another user's is one made
-    reachable on purpose, or taken first at the path this user's server
-    was to listen on: its server would see every action and write every
-    observation and reward."""
+def _check_peer_user(sock: socket.socket, family: int, path: str, address: Address) -> None:
+    """Refuse a server run by another user (root aside), who would see every
+    action and write every observation and reward. On a Unix socket, the
+    process at the other end: the server makes its socket owner-only, so
+    another user's is one made reachable on purpose, or taken first at the
+    path this user's server was to listen on. Over loopback TCP, the owner
+    of the socket listening at the port (where /proc says): any local user
+    can listen at a free port, the one a server was to take among them,
+    before it starts or after it stops."""
     if not hasattr(os, "getuid"):
         return
-    _, uid = peer_ids(sock, path)
-    if uid not in (os.getuid(), 0):
+    uid = peer_ids(sock, path)[1] if family == socket.AF_UNIX else tcp_listener_uid(sock)
+    if uid is not None and uid not in (os.getuid(), 0):
         raise SpiderError(
             "connection",
             f"the server at {address} runs as user {uid}, not this user ({os.getuid()}): refused, "
             "since another user's server would see every action and write every observation and reward; "
             "start your own (without an address the env does)",
         )
+
+
+def tcp_listener_uid(sock: socket.socket) -> int | None:
+    """The user id that owns the socket listening at the loopback address
+    ``sock`` is connected to, from /proc/net/tcp and tcp6 (Linux): the
+    listener's own address, the port's wildcard, or (for IPv4) the address
+    mapped into IPv6, since a dual-stack listener takes IPv4 connections.
+    None where it is not known: not over loopback, no /proc, or no such
+    listener any more."""
+    try:
+        peer = sock.getpeername()
+        ip = ipaddress.ip_address(peer[0].split("%")[0])
+        port = int(peer[1])
+    except (OSError, ValueError, TypeError, IndexError):
+        return None
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    if not ip.is_loopback:
+        return None
+
+    def proc(packed: bytes) -> str:
+        # Each 32-bit word of the address in network order, printed as a
+        # number of the machine's byte order.
+        return "".join(f"{int.from_bytes(packed[i : i + 4], sys.byteorder):08X}" for i in range(0, len(packed), 4))
+
+    tail = f":{port:04X}"
+    want = {"0" * 8 + tail, "0" * 32 + tail, proc(ip.packed) + tail}
+    if ip.version == 4:
+        want.add(proc(b"\0" * 10 + b"\xff\xff" + ip.packed) + tail)
+    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(name) as f:
+                for line in f:
+                    # sl local_address rem_address st ... uid timeout inode
+                    fields = line.split()
+                    if len(fields) >= 10 and fields[3] == "0A" and fields[1] in want and fields[9] != "0":
+                        return int(fields[7])
+        except (OSError, ValueError):
+            continue
+    return None
 
 
 def parse_address(address: Address) -> tuple[int, str | tuple[str, int]]:
@@ -725,12 +770,11 @@ class Client:
                 f"cannot connect to the spider server at {address}: {e} "
                 "(is `spider serve` running there? without an address the env starts its own)",
             ) from e
-        if family == socket.AF_UNIX:
-            try:
-                _check_peer_user(sock, str(addr), address)
-            except BaseException:
-                sock.close()
-                raise
+        try:
+            _check_peer_user(sock, family, str(addr), address)
+        except BaseException:
+            sock.close()
+            raise
         self._sock = sock
         self._pid = os.getpid()
         _clients.add(self)

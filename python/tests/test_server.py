@@ -335,10 +335,11 @@ def test_a_server_started_by_a_wrapper_is_its_own(tmp_path, spider_bin):
 
 
 @contextlib.contextmanager
-def _listening_as(uid: int):
+def _listening_as(uid: int, tcp: str = ""):
     """A forked child that listens, as user uid, on a Unix socket in a fresh
-    folder of /tmp, answering nothing: yields its pid and the socket's path.
-    Needs root."""
+    folder of /tmp (or over TCP at the loopback host tcp, on a free port),
+    answering nothing: yields its pid and the socket's path (or
+    "host:port"). Needs root."""
     import tempfile
 
     folder = tempfile.mkdtemp(dir="/tmp")
@@ -350,18 +351,22 @@ def _listening_as(uid: int):
         try:
             os.setgid(65534)
             os.setuid(uid)
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            s.bind(path)
-            os.chmod(path, 0o777)
+            if tcp:
+                s = socket.socket(socket.AF_INET6 if ":" in tcp else socket.AF_INET, socket.SOCK_STREAM)
+                s.bind((tcp, 0))
+            else:
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.bind(path)
+                os.chmod(path, 0o777)
             s.listen(1)
-            os.write(ready_w, b"1")
+            os.write(ready_w, b"%d\n" % (s.getsockname()[1] if tcp else 0))
             time.sleep(10)
         finally:
             os._exit(0)
     try:
         os.close(ready_w)
-        assert os.read(ready_r, 1) == b"1"
-        yield pid, path
+        port = int(os.read(ready_r, 32))
+        yield pid, (f"[{tcp}]:{port}" if ":" in tcp else f"{tcp}:{port}") if tcp else path
     finally:
         os.kill(pid, 9)
         os.waitpid(pid, 0)
@@ -392,6 +397,58 @@ def test_a_client_refuses_another_users_unix_socket():
         with pytest.raises(SpiderError) as e:
             Client("unix:" + path, timeout=3).close()
         assert e.value.code == "connection" and "runs as user 65534" in str(e.value), e.value
+
+
+@pytest.mark.skipif(not _ROOT or not os.path.exists("/proc/net/tcp"), reason="needs root and /proc/net/tcp")
+@pytest.mark.parametrize("host", ["127.0.0.1", "::1"])
+def test_a_client_refuses_another_users_tcp_port(host):
+    """Over loopback TCP, a server whose port another user listens at (one
+    who took the port first) is refused before the hello, as on a Unix
+    socket. The listener never accepts: the check reads who listens."""
+    if host == "::1" and not socket.has_ipv6:
+        pytest.skip("no IPv6")
+    with _listening_as(65534, tcp=host) as (_, address):
+        with pytest.raises(SpiderError) as e:
+            Client(address, timeout=3).close()
+        assert e.value.code == "connection" and "runs as user 65534" in str(e.value), e.value
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/net/tcp"), reason="needs /proc/net/tcp")
+@pytest.mark.parametrize(
+    "family,bind,dial",
+    [
+        (socket.AF_INET, "127.0.0.1", "127.0.0.1"),
+        (socket.AF_INET, "0.0.0.0", "127.0.0.1"),
+        (socket.AF_INET6, "::1", "::1"),
+        (socket.AF_INET6, "::", "127.0.0.1"),  # dual-stack: the IPv4 connection is the IPv6 listener's
+    ],
+)
+def test_tcp_listener_uid_finds_this_users_listener(family, bind, dial):
+    """tcp_listener_uid names the owner of the listener a loopback client
+    reached, bound to the address or to every address, and nothing once no
+    one listens there."""
+    from spider_env._client import tcp_listener_uid
+
+    try:
+        ln = socket.socket(family, socket.SOCK_STREAM)
+        if family == socket.AF_INET6:
+            ln.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        ln.bind((bind, 0))
+    except OSError as e:
+        pytest.skip(f"no {bind} here: {e}")
+    with ln:
+        ln.listen(1)
+        c = socket.create_connection((dial, ln.getsockname()[1]), timeout=5)
+    with c:
+        # The connection stays (unaccepted, its listener gone).
+        assert tcp_listener_uid(c) is None
+    with socket.socket(family, socket.SOCK_STREAM) as ln:
+        if family == socket.AF_INET6:
+            ln.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        ln.bind((bind, 0))
+        ln.listen(1)
+        with socket.create_connection((dial, ln.getsockname()[1]), timeout=5) as c:
+            assert tcp_listener_uid(c) == os.getuid()
 
 
 def test_stderr_without_pread(monkeypatch):
