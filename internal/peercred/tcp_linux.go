@@ -229,25 +229,12 @@ func procUID(remote, local *net.TCPAddr) (int, bool) {
 	if remote.IP.To4() != nil && local.IP.To4() != nil {
 		file = "/proc/net/tcp"
 	}
-	f, err := os.Open(file)
-	if err != nil {
-		return 0, false
+	fields := procLine(file, func(f []string) bool { return f[1] == want[0] && f[2] == want[1] })
+	if fields == nil || fields[9] == "0" {
+		return 0, false // none, or no inode: no process holds it (diagInode)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid ...
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 8 || fields[1] != want[0] || fields[2] != want[1] {
-			continue
-		}
-		if len(fields) < 10 || fields[9] == "0" {
-			return 0, false // no inode: no process holds it (diagInode)
-		}
-		uid, err := strconv.Atoi(fields[7])
-		return uid, err == nil
-	}
-	return 0, false
+	uid, err := strconv.Atoi(fields[7])
+	return uid, err == nil
 }
 
 // procListenerUID returns the uid that owns the TCP socket listening at
@@ -256,34 +243,13 @@ func procUID(remote, local *net.TCPAddr) (int, bool) {
 // dual-stack listener takes IPv4 connections).
 func procListenerUID(addr *net.TCPAddr) (int, bool) {
 	port := fmt.Sprintf(":%04X", addr.Port)
-	want := map[string]bool{strings.Repeat("0", 8) + port: true, strings.Repeat("0", 32) + port: true}
+	want := map[string]bool{strings.Repeat("0", 8) + port: true, strings.Repeat("0", 32) + port: true, procAddr(addr): true}
 	if v4 := addr.IP.To4(); v4 != nil {
-		want[procAddr(addr)] = true
 		want[procHex(append(net.IPv4zero.To16()[:12:12], v4...))+port] = true // ::ffff:a.b.c.d
-	} else {
-		want[procAddr(addr)] = true
 	}
 	for _, file := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		if uid, ok := procListener(file, want); ok {
-			return uid, true
-		}
-	}
-	return 0, false
-}
-
-// procListener returns the uid of the first listener in file whose local
-// address is one of want.
-func procListener(file string, want map[string]bool) (int, bool) {
-	f, err := os.Open(file)
-	if err != nil {
-		return 0, false
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 10 || fields[3] != "0A" || !want[fields[1]] || fields[9] == "0" {
+		fields := procLine(file, func(f []string) bool { return f[3] == "0A" && want[f[1]] && f[9] != "0" })
+		if fields == nil {
 			continue
 		}
 		if uid, err := strconv.Atoi(fields[7]); err == nil {
@@ -291,6 +257,24 @@ func procListener(file string, want map[string]bool) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// procLine returns the fields of the first line of file, a table of TCP
+// sockets in /proc/net, that match says is the one, or nil.
+func procLine(file string, match func(fields []string) bool) []string {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode ...
+		if fields := strings.Fields(sc.Text()); len(fields) >= 10 && match(fields) {
+			return fields
+		}
+	}
+	return nil
 }
 
 // procAddr writes an address as /proc/net/tcp does: the IP as the words
