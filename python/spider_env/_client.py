@@ -820,13 +820,28 @@ class Client:
             self.close(err.message)
             raise err from e
         except OSError as e:
-            err = SpiderError("connection", f"the connection to the spider server broke: {e}")
+            err = self._refusal(sock) or SpiderError("connection", f"the connection to the spider server broke: {e}")
             self.close(err.message)
             raise err from e
         except BaseException as e:
             self.close(f"{type(e).__name__} while sending {req.get('op')!r}")  # perhaps cut off mid-frame
             raise
         self._pending = (rid, str(req.get("op")))
+
+    def _refusal(self, sock: socket.socket) -> SpiderError | None:
+        """The error the server sent before it closed the connection, if it
+        did: a server that refuses a connection at once (over
+        ``--max-conns-per-peer``, say) says why and closes, and a Unix
+        socket's send then fails with "broken pipe" while the reason waits
+        to be read."""
+        try:
+            sock.settimeout(1.0)  # the server has closed: what it sent is here, or nothing is
+            reply = self._read_frame(sock, None, time.monotonic() + 1.0)
+        except Exception:
+            return None
+        if not isinstance(reply, dict) or reply.get("ok") is not False:
+            return None
+        return SpiderError(str(reply.get("code", "unknown")), str(reply.get("error", "the server gave no message")))
 
     @property
     def pending(self) -> bool:

@@ -77,7 +77,9 @@ class SpiderConfig:
         What the environments and :meth:`Client.make` do with their
         ``config`` and ``**game`` arguments: a keyword given replaces that
         field of ``config`` (``dataclasses.replace``); an unknown keyword
-        raises TypeError naming it. ``config`` may also be a mapping of the
+        raises TypeError naming it as Python does ("got an unexpected
+        keyword argument 'x'"), which tools that pass an optional argument
+        test for. ``config`` may also be a mapping of the
         fields (``dataclasses.asdict``'s form, which a gymnasium spec read
         back from JSON holds), checked as keywords are.
         """
@@ -86,8 +88,14 @@ class SpiderConfig:
         names = [f.name for f in dataclasses.fields(cls)]
         unknown = sorted(set(game) - set(names))
         if unknown:
+            # Python's own wording for the first, which tools test for to
+            # drop an argument an env does not take (TorchRL's GymEnv passes
+            # frameskip, and drops it on "unexpected keyword argument
+            # 'frameskip'").
+            more = f" (and {', '.join(map(repr, unknown[1:]))})" if len(unknown) > 1 else ""
             raise TypeError(
-                f"unknown game option{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
+                f"got an unexpected keyword argument {unknown[0]!r}{more}: "
+                f"unknown game option{'s' if len(unknown) > 1 else ''}; "
                 f"the game options (SpiderConfig's fields) are {', '.join(names)}"
             )
         if config is None:

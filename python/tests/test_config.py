@@ -138,6 +138,24 @@ def test_unknown_game_option(server, monkeypatch, maker):
     assert not started
 
 
+def test_unknown_option_is_named_as_python_names_it(monkeypatch):
+    """An unknown keyword is refused in Python's own words, which tools test
+    for: TorchRL's GymEnv passes frameskip to gymnasium.make and drops it
+    when the TypeError says "unexpected keyword argument 'frameskip'";
+    before, GymEnv("Spider-v0") failed for every user."""
+    import gymnasium as gym
+
+    started = []
+    monkeypatch.setattr(envs, "SpiderServer", lambda *a, **k: started.append(1))
+    with pytest.raises(TypeError) as e:
+        gym.make("Spider-v0", frameskip=1)
+    assert "unexpected keyword argument 'frameskip'" in str(e.value) and "suits" in str(e.value), e.value
+    with pytest.raises(TypeError) as e:
+        SpiderConfig.resolve(None, zz=1, aa=2)
+    assert "unexpected keyword argument 'aa' (and 'zz'): unknown game options" in str(e.value), e.value
+    assert not started
+
+
 def test_spider_config():
     c = SpiderConfig(rules="cardems", suits=np.int64(2))
     assert c.to_request() == {"rules": "cardems", "suits": 2} and type(c.suits) is int

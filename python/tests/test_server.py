@@ -451,6 +451,32 @@ def test_tcp_listener_uid_finds_this_users_listener(family, bind, dial):
             assert tcp_listener_uid(c) == os.getuid()
 
 
+@pytest.mark.parametrize("transport", ["unix", "tcp"])
+def test_a_refused_connection_says_why(transport, monkeypatch):
+    """A connection over the server's per-user cap is refused with the
+    reason: on a Unix socket the hello's send found the connection closed,
+    and the client said only "broken pipe" while the reason waited to be
+    read (the 33rd env sharing one server, a SyncVectorEnv of 33). The
+    hello waits here until the server has surely closed."""
+    import spider_env._client as client_mod
+
+    check = client_mod._check_peer_user
+
+    def slow_check(*a: object) -> None:
+        check(*a)
+        time.sleep(0.3)
+
+    with (
+        SpiderServer(transport=transport, args=["--max-conns-per-peer", "2"]) as srv,
+        Client(srv.address),
+        Client(srv.address),
+    ):
+        monkeypatch.setattr(client_mod, "_check_peer_user", slow_check)
+        with pytest.raises(SpiderError) as e:
+            Client(srv.address, timeout=5)
+        assert e.value.code == "limit" and "--max-conns-per-peer" in str(e.value), e.value
+
+
 def test_stderr_without_pread(monkeypatch):
     """Where os.pread is missing (Windows), the server's stderr goes to a
     named file, which the TCP transport reads for its port and close

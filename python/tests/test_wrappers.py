@@ -66,8 +66,56 @@ def test_mask_in_observation_is_made_again_from_its_spec(server):
         env.close()
         again.close()
     venv = VectorMaskInObservation(SpiderVectorEnv(2, address=server.address), float32=True)
-    assert isinstance(venv, gym.utils.RecordConstructorArgs) and venv._saved_kwargs == {"float32": True}
+    assert isinstance(venv, gym.utils.RecordConstructorArgs) and venv._saved_kwargs == {
+        "float32": True,
+        "layout": "rllib",
+    }
     venv.close()
+
+
+@pytest.mark.filterwarnings("ignore:.*is different from the unwrapped version")
+def test_tianshou_layout(server):
+    """layout="tianshou" gives {"obs": obs, "mask": bool mask}, what
+    Tianshou's masked policies read as batch.obs.obs and batch.obs.mask;
+    the default's keys and float32 mask did not fit them, though the
+    module's docstring said they did. Recorded in the spec, so the wrapped
+    env is made again the same."""
+    env = MaskInObservation(gym.make("Spider-v0", max_steps=6, address=server.address), layout="tianshou")
+    space = env.observation_space
+    assert set(space.spaces) == {"obs", "mask"} and space["mask"] == gym.spaces.Box(0, 1, (NUM_ACTIONS,), np.bool_)
+    obs, info = env.reset(seed=4)
+    rng = np.random.default_rng(0)
+    for _ in range(8):
+        assert space.contains(obs) and obs["mask"].dtype == np.bool_
+        np.testing.assert_array_equal(obs["mask"], info["action_mask"] != 0)
+        obs, _, terminated, truncated, info = env.step(int(masked_sample(rng, obs["mask"][None])[0]))
+        if terminated or truncated:
+            assert obs["mask"].all()
+            obs, info = env.reset()
+    again = gym.make(env.spec)
+    try:
+        assert isinstance(again, MaskInObservation) and again.observation_space == space
+        check_env(env, skip_render_check=True)
+    finally:
+        env.close()
+        again.close()
+    inner = SpiderVectorEnv(2, max_steps=2, autoreset_mode="same-step", address=server.address)
+    envs = VectorMaskInObservation(inner, layout="tianshou")
+    obs, infos = envs.reset(seed=3)
+    assert obs["mask"].dtype == np.bool_ and obs["obs"].shape[0] == 2
+    np.testing.assert_array_equal(obs["mask"], infos["action_mask"] != 0)
+    for _ in range(2):
+        obs, _, terminated, truncated, infos = envs.step(masked_sample(np.random.default_rng(0), obs["mask"]))
+        assert envs.observation_space.contains(obs)
+    assert (terminated | truncated).all()
+    for o in infos["final_obs"]:
+        assert envs.single_observation_space.contains(o) and o["mask"].all(), o
+    envs.close()
+    plain = SpiderEnv(address=server.address)
+    for bad in ("torchrl", None, 1):
+        with pytest.raises(ValueError, match="layout must be one of 'rllib', 'tianshou'"):
+            MaskInObservation(plain, layout=bad)  # type: ignore[arg-type]
+    plain.close()
 
 
 def test_env_creator_env_copies_and_opens_after_close():
@@ -314,7 +362,7 @@ def test_env_creator_takes_a_spider_config(server):
         venv = env_creator({"config": {"suits": 4}, "num_envs": 2, "address": server.address})
         made.append(venv)
         assert venv.unwrapped.config.suits == 4 and venv.unwrapped.config.obs == "float32"
-        with pytest.raises(TypeError, match="unknown game option 'suit'"):
+        with pytest.raises(TypeError, match="unexpected keyword argument 'suit': unknown game option"):
             env_creator({"config": {"suit": 2}})
         with pytest.raises(TypeError, match='"config" must be a SpiderConfig'):
             env_creator({"config": "suits=2"})
