@@ -162,10 +162,11 @@ func Dial(ctx context.Context, addr string, o Options) (*Agent, error) {
 	}
 	uid, ok := peercred.UnixUID(conn)
 	if !ok {
-		// Over loopback TCP, the owner of the listening socket: any local
-		// user can listen at a free port, the one an agent was to take
-		// among them, before it starts or after it stops.
-		uid, ok = peercred.TCPListenerUID(conn)
+		// Over loopback TCP, the owner of the agent's end (or, before it
+		// accepts, of the listening socket): any local user can listen at
+		// a free port, the one an agent was to take among them, before it
+		// starts or after it stops.
+		uid, ok = peercred.TCPServerUID(conn)
 	}
 	if ok && uid != os.Getuid() && uid != 0 {
 		// Before the hello, which tells the agent the game: a socket of

@@ -14,5 +14,5 @@ func UnixUID(net.Conn) (int, bool) { return 0, false }
 // TCPPeerUID is known on Linux only: elsewhere it says nothing.
 func TCPPeerUID(net.Conn) (int, bool) { return 0, false }
 
-// TCPListenerUID is known on Linux only: elsewhere it says nothing.
-func TCPListenerUID(net.Conn) (int, bool) { return 0, false }
+// TCPServerUID is known on Linux only: elsewhere it says nothing.
+func TCPServerUID(net.Conn) (int, bool) { return 0, false }

@@ -24,18 +24,22 @@ func TCPPeerUID(c net.Conn) (int, bool) {
 	return tcpPeerUID(remote, local)
 }
 
-// TCPListenerUID returns the uid that owns the socket listening at the
-// address c, a loopback TCP connection this process dialled, reached: the
-// server's. It asks for the listener rather than the server's end of c,
-// which the kernel makes before the server accepts it and which names no
-// user until then. It fails for a connection of another kind or not over
-// loopback, and when nothing listens there any more.
-func TCPListenerUID(c net.Conn) (int, bool) {
+// TCPServerUID returns the uid that owns the server's side of c, a
+// loopback TCP connection this process dialled: the server's end of c once
+// the server has accepted it (the process that answers), else the socket
+// listening at the address c reached (the server's end names no user
+// until it is accepted). So a server that accepts and then closes its
+// listener is still named. It fails for a connection of another kind or
+// not over loopback, and when neither is found (a server in another
+// network namespace, behind a forwarded port).
+func TCPServerUID(c net.Conn) (int, bool) {
 	remote, local, ok := loopback(c)
 	if !ok {
 		return 0, false
 	}
-	diagOnce.Do(func() { _, diagWorks = diagUID(local, remote) })
+	if uid, ok := tcpPeerUID(remote, local); ok {
+		return uid, true
+	}
 	if !diagWorks {
 		return procListenerUID(remote)
 	}
@@ -53,9 +57,10 @@ func loopback(c net.Conn) (remote, local *net.TCPAddr, ok bool) {
 	return remote, local, true
 }
 
-// tcpPeerUID returns the uid that owns the client's end of a loopback TCP
-// connection from remote to local. It fails when the client has already
-// closed its end. It asks the kernel for that one socket over netlink
+// tcpPeerUID returns the uid that owns the other end of a loopback TCP
+// connection from remote to local (the client's end, seen from a server).
+// It fails when its owner has already closed it, or has not accepted it
+// yet. It asks the kernel for that one socket over netlink
 // (sock_diag, a hash lookup: diagUID); only where that cannot be used does
 // it read /proc/net/tcp (procUID), whose cost grows with every TCP socket
 // on the machine, TIME_WAIT ones included: 30 ms a connection with 30,000
@@ -125,8 +130,7 @@ func diagSocket(src, dst *net.TCPAddr) (uid int, inode uint32, ok bool) {
 // addr, on its address or on every address of its port, asking the kernel
 // by netlink: a lookup with no remote end finds no connection, and the
 // kernel then looks among the listeners, as it does for an incoming
-// connection. An IPv4 address is looked for among IPv4 listeners (which
-// finds a dual-stack one too), then among IPv6 ones as a mapped address.
+// connection.
 func diagListenerUID(addr *net.TCPAddr) (int, bool) {
 	if addr.Port < 0 || addr.Port > 0xFFFF {
 		return 0, false
@@ -136,10 +140,12 @@ func diagListenerUID(addr *net.TCPAddr) (int, bool) {
 		return 0, false
 	}
 	defer syscall.Close(fd)
+	// Only the family of the address: an IPv4 lookup finds a dual-stack
+	// listener too, and an IPv6 one for an IPv4 address could find only an
+	// IPv6-only listener, which takes no IPv4 connection.
 	if a := addr.IP.To4(); a != nil {
-		if uid, _, ok := diagAsk(fd, 1, syscall.AF_INET, addr.Port, 0, a, net.IPv4zero.To4(), true); ok {
-			return uid, true
-		}
+		uid, _, ok := diagAsk(fd, 1, syscall.AF_INET, addr.Port, 0, a, net.IPv4zero.To4(), true)
+		return uid, ok
 	}
 	a := addr.IP.To16()
 	if a == nil {
@@ -169,6 +175,10 @@ func diagOpen() (int, bool) {
 // tcpListen is TCP_LISTEN, a socket's state while it listens.
 const tcpListen = 10
 
+// loopbackIndex is the loopback interface's index, the same in every
+// network namespace (LOOPBACK_IFINDEX).
+const loopbackIndex = 1
+
 // diagAsk sends one sock_diag request for the socket of the given family
 // from src:sport to dst:dport on the netlink socket fd, and reads its
 // answer. With listener, it asks for the socket listening at src:sport
@@ -189,6 +199,10 @@ func diagAsk(fd int, seq uint32, family, sport, dport int, src, dst net.IP, list
 	binary.BigEndian.PutUint16(id[2:], uint16(dport))
 	copy(id[4:20], src)
 	copy(id[20:36], dst)
+	// The loopback interface: a socket bound to it (SO_BINDTODEVICE, which
+	// any user may set) is found only by a lookup on it, and one bound to
+	// no device by any.
+	ne.PutUint32(id[36:], loopbackIndex)
 	ne.PutUint32(id[40:], diagNoCookie)
 	ne.PutUint32(id[44:], diagNoCookie)
 	if syscall.Sendto(fd, req[:], 0, &syscall.SockaddrNetlink{Family: syscall.AF_NETLINK}) != nil {
@@ -225,16 +239,31 @@ func diagAsk(fd int, seq uint32, family, sport, dport int, src, dst net.IP, list
 // whose local address is the client's and whose remote address is the
 // server's.
 func procUID(remote, local *net.TCPAddr) (int, bool) {
-	file, want := "/proc/net/tcp6", [2]string{procAddr(remote), procAddr(local)}
-	if remote.IP.To4() != nil && local.IP.To4() != nil {
-		file = "/proc/net/tcp"
+	match := func(src, dst string) func([]string) bool {
+		return func(f []string) bool { return f[1] == src && f[2] == dst }
 	}
-	fields := procLine(file, func(f []string) bool { return f[1] == want[0] && f[2] == want[1] })
+	var fields []string
+	if a, b := remote.IP.To4(), local.IP.To4(); a != nil && b != nil {
+		fields = procLine("/proc/net/tcp", match(procAddr(remote), procAddr(local)))
+		if fields == nil {
+			// An IPv6 socket's, the addresses mapped: the end a dual-stack
+			// listener accepted.
+			fields = procLine("/proc/net/tcp6", match(procMapped(a, remote.Port), procMapped(b, local.Port)))
+		}
+	} else {
+		fields = procLine("/proc/net/tcp6", match(procAddr(remote), procAddr(local)))
+	}
 	if fields == nil || fields[9] == "0" {
 		return 0, false // none, or no inode: no process holds it (diagInode)
 	}
 	uid, err := strconv.Atoi(fields[7])
 	return uid, err == nil
+}
+
+// procMapped writes the IPv4 address v4 mapped into IPv6 (::ffff:a.b.c.d),
+// and port, as /proc/net/tcp6 does.
+func procMapped(v4 net.IP, port int) string {
+	return procHex(append(net.IPv4zero.To16()[:12:12], v4...)) + fmt.Sprintf(":%04X", port)
 }
 
 // procListenerUID returns the uid that owns the TCP socket listening at
@@ -243,12 +272,26 @@ func procUID(remote, local *net.TCPAddr) (int, bool) {
 // dual-stack listener takes IPv4 connections).
 func procListenerUID(addr *net.TCPAddr) (int, bool) {
 	port := fmt.Sprintf(":%04X", addr.Port)
-	want := map[string]bool{strings.Repeat("0", 8) + port: true, strings.Repeat("0", 32) + port: true, procAddr(addr): true}
+	v6 := map[string]bool{strings.Repeat("0", 32) + port: true}
+	tables := []struct {
+		file string
+		want map[string]bool
+	}{{"/proc/net/tcp6", v6}}
 	if v4 := addr.IP.To4(); v4 != nil {
-		want[procHex(append(net.IPv4zero.To16()[:12:12], v4...))+port] = true // ::ffff:a.b.c.d
+		// An IPv4 listener first, which takes the connection before an
+		// IPv6 one could; then a dual-stack one, as the address mapped.
+		v4want := map[string]bool{strings.Repeat("0", 8) + port: true, procAddr(addr): true}
+		v6[procMapped(v4, addr.Port)] = true
+		tables = append([]struct {
+			file string
+			want map[string]bool
+		}{{"/proc/net/tcp", v4want}}, tables...)
+	} else {
+		// Only IPv6 listeners take a connection to an IPv6 address.
+		v6[procAddr(addr)] = true
 	}
-	for _, file := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		fields := procLine(file, func(f []string) bool { return f[3] == "0A" && want[f[1]] && f[9] != "0" })
+	for _, t := range tables {
+		fields := procLine(t.file, func(f []string) bool { return f[3] == "0A" && t.want[f[1]] && f[9] != "0" })
 		if fields == nil {
 			continue
 		}

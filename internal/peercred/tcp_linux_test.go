@@ -1,9 +1,14 @@
 package peercred
 
 import (
+	"bufio"
+	"fmt"
+	"io"
 	"net"
 	"os"
+	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -87,12 +92,14 @@ func TestTCPPeerUID(t *testing.T) {
 	}
 }
 
-// TestTCPListenerUID finds the owner of the socket a loopback client
-// dialled, by netlink and from /proc/net/tcp, whether the listener is bound
-// to the loopback address or to every address (dual-stack for "tcp"),
-// before the server has accepted the connection (when the server's end of
-// it names no user yet), and no owner once nothing listens at the port.
-func TestTCPListenerUID(t *testing.T) {
+// TestTCPServerUID finds the owner of the server's side of a loopback
+// connection, by netlink and from /proc/net/tcp, whether the listener is
+// bound to the loopback address or to every address (dual-stack for
+// "tcp"): the listener before the server has accepted the connection
+// (when the server's end names no user yet), the server's end once it has,
+// even after the listener is closed (a server that closed it to hide was
+// let through), and no owner once both are gone.
+func TestTCPServerUID(t *testing.T) {
 	for _, tc := range []struct{ network, listen, dial string }{
 		{"tcp4", "127.0.0.1:0", "127.0.0.1"},
 		{"tcp6", "[::1]:0", "::1"},
@@ -112,17 +119,24 @@ func TestTCPListenerUID(t *testing.T) {
 				t.Skipf("cannot dial %s here: %v", tc.dial, err)
 			}
 			defer client.Close()
-			remote := client.RemoteAddr().(*net.TCPAddr)
-			if uid, ok := procListenerUID(remote); !ok || uid != os.Getuid() {
-				t.Errorf("procListenerUID = %d, %v; want %d, true", uid, ok, os.Getuid())
-			}
-			if uid, ok := TCPListenerUID(client); !ok || uid != os.Getuid() {
-				t.Errorf("TCPListenerUID = %d, %v; want %d, true", uid, ok, os.Getuid())
-			}
-			if diagWorks {
-				if uid, ok := diagListenerUID(remote); !ok || uid != os.Getuid() {
-					t.Errorf("diagListenerUID = %d, %v; want %d, true", uid, ok, os.Getuid())
+			remote, local := client.RemoteAddr().(*net.TCPAddr), client.LocalAddr().(*net.TCPAddr)
+			want := func(name string, uid int, ok bool) {
+				t.Helper()
+				if !ok || uid != os.Getuid() {
+					t.Errorf("%s = %d, %v; want %d, true", name, uid, ok, os.Getuid())
 				}
+			}
+			uid, ok := procListenerUID(remote)
+			want("procListenerUID", uid, ok)
+			uid, ok = TCPServerUID(client)
+			want("TCPServerUID before the accept", uid, ok)
+			if diagWorks {
+				uid, ok = diagListenerUID(remote)
+				want("diagListenerUID", uid, ok)
+			}
+			server, err := ln.Accept()
+			if err != nil {
+				t.Fatal(err)
 			}
 			ln.Close()
 			for name, find := range map[string]func(*net.TCPAddr) (int, bool){
@@ -132,8 +146,129 @@ func TestTCPListenerUID(t *testing.T) {
 					t.Errorf("%s found user %d at a port nothing listens at", name, uid)
 				}
 			}
+			uid, ok = TCPServerUID(client)
+			want("TCPServerUID after the accept, the listener closed", uid, ok)
+			uid, ok = procUID(remote, local)
+			want("procUID of the server's end", uid, ok)
+			server.Close()
+			gone(t, remote, local, procUID)
+			if uid, ok := TCPServerUID(client); ok {
+				t.Errorf("TCPServerUID = %d with the server's end and listener closed", uid)
+			}
 		})
 	}
+}
+
+// TestTCPServerUIDOfAnotherUser names another user's server however it
+// listens: on a socket bound to the loopback device (SO_BINDTODEVICE,
+// which any user may set, and which a lookup on no interface missed), and
+// after it accepted and closed its listener. And where another user
+// listens at 0.0.0.0:P, this user's [::1]:P is named for a connection to
+// [::1]:P (the IPv4 listener, read first, was named). Needs root, to run
+// python3 as user 65534.
+func TestTCPServerUIDOfAnotherUser(t *testing.T) {
+	in, out := asAnotherUser(t, `import socket, sys
+s = socket.socket(socket.AF_INET)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, b"lo")
+s.bind(("127.0.0.1", 0)); s.listen(1)
+print(s.getsockname()[1], flush=True)
+sys.stdin.readline()
+c, _ = s.accept(); s.close()
+print("accepted", flush=True)
+sys.stdin.readline()`)
+	port := readLine(t, out)
+	client, err := net.Dial("tcp", "127.0.0.1:"+port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	remote, local := client.RemoteAddr().(*net.TCPAddr), client.LocalAddr().(*net.TCPAddr)
+	want := func(name string, uid int, ok bool) {
+		t.Helper()
+		if !ok || uid != 65534 {
+			t.Errorf("%s = %d, %v; want 65534, true", name, uid, ok)
+		}
+	}
+	uid, ok := TCPServerUID(client)
+	want("TCPServerUID of a listener bound to lo", uid, ok)
+	uid, ok = procListenerUID(remote)
+	want("procListenerUID", uid, ok)
+	if diagWorks {
+		uid, ok = diagListenerUID(remote)
+		want("diagListenerUID", uid, ok)
+	}
+	fmt.Fprintln(in, "accept")
+	if line := readLine(t, out); line != "accepted" {
+		t.Fatalf("the other user's server: %q", line)
+	}
+	uid, ok = TCPServerUID(client)
+	want("TCPServerUID once it accepted and closed its listener", uid, ok)
+	uid, ok = procUID(remote, local)
+	want("procUID of its end", uid, ok)
+
+	// An IPv4 wildcard of another user's beside this user's [::1] on one port.
+	_, out4 := asAnotherUser(t, `import socket, sys
+s = socket.socket(socket.AF_INET); s.bind(("0.0.0.0", 0)); s.listen(1)
+print(s.getsockname()[1], flush=True); sys.stdin.readline()`)
+	port = readLine(t, out4)
+	ln, err := net.Listen("tcp6", "[::1]:"+port)
+	if err != nil {
+		t.Skip("no [::1] here:", err)
+	}
+	defer ln.Close()
+	c6, err := net.Dial("tcp6", "[::1]:"+port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c6.Close()
+	if uid, ok := procListenerUID(c6.RemoteAddr().(*net.TCPAddr)); !ok || uid != os.Getuid() {
+		t.Errorf("procListenerUID of [::1]:%s = %d, %v; want this user's %d", port, uid, ok, os.Getuid())
+	}
+	if uid, ok := TCPServerUID(c6); !ok || uid != os.Getuid() {
+		t.Errorf("TCPServerUID of [::1]:%s = %d, %v; want this user's %d", port, uid, ok, os.Getuid())
+	}
+}
+
+// asAnotherUser runs script in python3 as user 65534, or skips the test
+// where it cannot; it is killed when the test ends.
+func asAnotherUser(t *testing.T, script string) (io.Writer, *bufio.Reader) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to run as another user")
+	}
+	python := "/usr/bin/python3" // the system's: one under root's home is not the other user's to run
+	if _, err := os.Stat(python); err != nil {
+		t.Skip("needs /usr/bin/python3:", err)
+	}
+	cmd := exec.Command(python, "-c", script)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Skip("cannot run python3 as user 65534:", err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	return in, bufio.NewReader(out)
+}
+
+// readLine reads a line the other user's script printed, without its
+// newline.
+func readLine(t *testing.T, r *bufio.Reader) string {
+	t.Helper()
+	line, err := r.ReadString('\n')
+	if err != nil {
+		t.Fatalf("the other user's script: %q, %v", line, err)
+	}
+	return strings.TrimSuffix(line, "\n")
 }
 
 // TestConnectionsOfOtherKinds: UnixUID does not answer for a TCP
@@ -150,7 +285,7 @@ func TestConnectionsOfOtherKinds(t *testing.T) {
 			t.Errorf("UnixUID of a TCP connection = %d", uid)
 		}
 	}
-	for name, find := range map[string]func(net.Conn) (int, bool){"TCPPeerUID": TCPPeerUID, "TCPListenerUID": TCPListenerUID} {
+	for name, find := range map[string]func(net.Conn) (int, bool){"TCPPeerUID": TCPPeerUID, "TCPServerUID": TCPServerUID} {
 		if uid, ok := find(a); ok {
 			t.Errorf("%s of a pipe = %d", name, uid)
 		}

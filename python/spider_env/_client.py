@@ -380,12 +380,12 @@ def _check_peer_user(sock: socket.socket, family: int, path: str, address: Addre
     process at the other end: the server makes its socket owner-only, so
     another user's is one made reachable on purpose, or taken first at the
     path this user's server was to listen on. Over loopback TCP, the owner
-    of the socket listening at the port (where /proc says): any local user
-    can listen at a free port, the one a server was to take among them,
-    before it starts or after it stops."""
+    of the server's end or of the socket listening at the port (where /proc
+    says): any local user can listen at a free port, the one a server was
+    to take among them, before it starts or after it stops."""
     if not hasattr(os, "getuid"):
         return
-    uid = peer_ids(sock, path)[1] if family == socket.AF_UNIX else tcp_listener_uid(sock)
+    uid = peer_ids(sock, path)[1] if family == socket.AF_UNIX else tcp_server_uid(sock)
     if uid is not None and uid not in (os.getuid(), 0):
         raise SpiderError(
             "connection",
@@ -395,43 +395,79 @@ def _check_peer_user(sock: socket.socket, family: int, path: str, address: Addre
         )
 
 
-def tcp_listener_uid(sock: socket.socket) -> int | None:
-    """The user id that owns the socket listening at the loopback address
-    ``sock`` is connected to, from /proc/net/tcp and tcp6 (Linux): the
-    listener's own address, the port's wildcard, or (for IPv4) the address
-    mapped into IPv6, since a dual-stack listener takes IPv4 connections.
-    None where it is not known: not over loopback, no /proc, or no such
-    listener any more."""
+def tcp_server_uid(sock: socket.socket) -> int | None:
+    """The user id that owns the server's side of ``sock``, a TCP connection
+    to a loopback address, from /proc/net/tcp and tcp6 (Linux): the
+    server's end of the connection once the server has accepted it (a
+    server that then closed its listener is still named), else the socket
+    listening at the address (its own, the port's wildcard, or for IPv4 the
+    address mapped into IPv6, since a dual-stack listener takes IPv4
+    connections). None where it is not known: not over loopback, no /proc,
+    or neither found."""
     try:
-        peer = sock.getpeername()
-        ip = ipaddress.ip_address(peer[0].split("%")[0])
-        port = int(peer[1])
+        peer, me = sock.getpeername(), sock.getsockname()
+        rip = ipaddress.ip_address(peer[0].split("%")[0])
+        lip = ipaddress.ip_address(me[0].split("%")[0])
+        rport, lport = int(peer[1]), int(me[1])
     except (OSError, ValueError, TypeError, IndexError):
         return None
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    if not ip.is_loopback:
+    if isinstance(rip, ipaddress.IPv6Address) and rip.ipv4_mapped is not None:
+        rip = rip.ipv4_mapped
+    if isinstance(lip, ipaddress.IPv6Address) and lip.ipv4_mapped is not None:
+        lip = lip.ipv4_mapped
+    if not rip.is_loopback or rip.version != lip.version:
         return None
 
-    def proc(packed: bytes) -> str:
+    def proc(packed: bytes, port: int) -> str:
         # Each 32-bit word of the address in network order, printed as a
-        # number of the machine's byte order.
-        return "".join(f"{int.from_bytes(packed[i : i + 4], sys.byteorder):08X}" for i in range(0, len(packed), 4))
+        # number of the machine's byte order, then the port.
+        words = (int.from_bytes(packed[i : i + 4], sys.byteorder) for i in range(0, len(packed), 4))
+        return "".join(f"{w:08X}" for w in words) + f":{port:04X}"
 
-    tail = f":{port:04X}"
-    want = {"0" * 8 + tail, "0" * 32 + tail, proc(ip.packed) + tail}
-    if ip.version == 4:
-        want.add(proc(b"\0" * 10 + b"\xff\xff" + ip.packed) + tail)
-    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+    def mapped(ip: ipaddress.IPv4Address | ipaddress.IPv6Address, port: int) -> str:
+        return proc(b"\0" * 10 + b"\xff\xff" + ip.packed, port)
+
+    def find(name: str, end: tuple[str, str] | None = None, listen: set[str] | None = None) -> list[str] | None:
+        # The line of the socket from end[0] to end[1], or of a listener at
+        # one of listen.
         try:
             with open(name) as f:
                 for line in f:
                     # sl local_address rem_address st ... uid timeout inode
                     fields = line.split()
-                    if len(fields) >= 10 and fields[3] == "0A" and fields[1] in want and fields[9] != "0":
-                        return int(fields[7])
-        except (OSError, ValueError):
-            continue
+                    if len(fields) < 10:
+                        continue
+                    if end is not None and (fields[1], fields[2]) == end:
+                        return fields
+                    if listen is not None and fields[3] == "0A" and fields[1] in listen and fields[9] != "0":
+                        return fields
+        except OSError:
+            pass
+        return None
+
+    if rip.version == 4:
+        # An IPv4 socket's, else an IPv6 one's with the addresses mapped.
+        ends = [
+            ("/proc/net/tcp", proc(rip.packed, rport), proc(lip.packed, lport)),
+            ("/proc/net/tcp6", mapped(rip, rport), mapped(lip, lport)),
+        ]
+        listeners = [
+            ("/proc/net/tcp", {"0" * 8 + f":{rport:04X}", proc(rip.packed, rport)}),
+            ("/proc/net/tcp6", {"0" * 32 + f":{rport:04X}", mapped(rip, rport)}),
+        ]
+    else:  # only IPv6 sockets take a connection to an IPv6 address
+        ends = [("/proc/net/tcp6", proc(rip.packed, rport), proc(lip.packed, lport))]
+        listeners = [("/proc/net/tcp6", {"0" * 32 + f":{rport:04X}", proc(rip.packed, rport)})]
+    for name, src, dst in ends:
+        end = find(name, end=(src, dst))
+        if end is not None:
+            if end[9] != "0":
+                return int(end[7])
+            break  # not accepted yet (no inode): the listener holds it
+    for name, want in listeners:
+        ln = find(name, listen=want)
+        if ln is not None:
+            return int(ln[7])
     return None
 
 
@@ -820,8 +856,11 @@ class Client:
             self.close(err.message)
             raise err from e
         except OSError as e:
-            err = self._refusal(sock) or SpiderError("connection", f"the connection to the spider server broke: {e}")
-            self.close(err.message)
+            err = SpiderError("connection", f"the connection to the spider server broke: {e}")
+            try:
+                err = self._refusal(sock) or err
+            finally:
+                self.close(err.message)  # a Ctrl-C while the refusal is read closes it too
             raise err from e
         except BaseException as e:
             self.close(f"{type(e).__name__} while sending {req.get('op')!r}")  # perhaps cut off mid-frame

@@ -17,14 +17,14 @@ gymnasium is needed.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, SupportsFloat, TypedDict, cast
+from typing import TYPE_CHECKING, Any, Literal, SupportsFloat, TypedDict, cast
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 from numpy.typing import NDArray
 
-__all__ = ["MaskInObservation", "VectorMaskInObservation"]
+__all__ = ["Layout", "MaskInObservation", "VectorMaskInObservation"]
 
 
 class MaskedObs(TypedDict):
@@ -43,6 +43,9 @@ else:  # not subscriptable at run time before gymnasium 1.3
     _VectorWrapper = gym.vector.VectorWrapper
 
 
+Layout = Literal["rllib", "tianshou"]
+"""The observation layouts the wrappers offer."""
+
 # LAYOUTS names the observation's two keys and the mask's dtype for each
 # layout the wrappers offer.
 LAYOUTS: dict[str, tuple[str, str, type[np.generic]]] = {
@@ -51,7 +54,7 @@ LAYOUTS: dict[str, tuple[str, str, type[np.generic]]] = {
 }
 
 
-def _layout(layout: str, what: str) -> tuple[str, str, type[np.generic]]:
+def _layout(layout: object, what: str) -> tuple[str, str, type[np.generic]]:
     if not isinstance(layout, str) or layout not in LAYOUTS:
         raise ValueError(f"{what}: layout must be one of {', '.join(map(repr, LAYOUTS))}, got {layout!r}")
     return LAYOUTS[layout]
@@ -92,7 +95,7 @@ class MaskInObservation(gym.ObservationWrapper[MaskedObs, Any, NDArray[Any]], gy
     until the reset, so a masked sampler never meets an empty mask.
     """
 
-    def __init__(self, env: gym.Env[NDArray[Any], Any], *, float32: bool = False, layout: str = "rllib"):
+    def __init__(self, env: gym.Env[NDArray[Any], Any], *, float32: bool = False, layout: Layout = "rllib"):
         self._obs_key, self._mask_key, self._mask_dtype = _layout(layout, "MaskInObservation")
         # Recorded in env.spec, so that gymnasium.make(env.spec) and
         # check_env can build the wrapped env again, as Gymnasium's own.
@@ -147,7 +150,7 @@ class VectorMaskInObservation(_VectorWrapper, gym.utils.RecordConstructorArgs):
     ones: the server sends no final masks, and a learner only values that
     observation."""
 
-    def __init__(self, env: gym.vector.VectorEnv[Any, Any, Any], *, float32: bool = False, layout: str = "rllib"):
+    def __init__(self, env: gym.vector.VectorEnv[Any, Any, Any], *, float32: bool = False, layout: Layout = "rllib"):
         self._obs_key, self._mask_key, self._mask_dtype = _layout(layout, "VectorMaskInObservation")
         gym.utils.RecordConstructorArgs.__init__(self, float32=float32, layout=layout)
         _VectorWrapper.__init__(self, env)

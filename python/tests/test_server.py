@@ -413,6 +413,13 @@ def test_a_client_refuses_another_users_tcp_port(host):
         assert e.value.code == "connection" and "runs as user 65534" in str(e.value), e.value
 
 
+def _v6_listener(family: int) -> socket.socket:
+    ln = socket.socket(family, socket.SOCK_STREAM)
+    if family == socket.AF_INET6:
+        ln.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+    return ln
+
+
 @pytest.mark.skipif(not os.path.exists("/proc/net/tcp"), reason="needs /proc/net/tcp")
 @pytest.mark.parametrize(
     "family,bind,dial",
@@ -423,32 +430,92 @@ def test_a_client_refuses_another_users_tcp_port(host):
         (socket.AF_INET6, "::", "127.0.0.1"),  # dual-stack: the IPv4 connection is the IPv6 listener's
     ],
 )
-def test_tcp_listener_uid_finds_this_users_listener(family, bind, dial):
-    """tcp_listener_uid names the owner of the listener a loopback client
-    reached, bound to the address or to every address, and nothing once no
-    one listens there."""
-    from spider_env._client import tcp_listener_uid
+def test_tcp_server_uid_finds_this_users_server(family, bind, dial):
+    """tcp_server_uid names the owner of the server's side of a loopback
+    connection: its listener before the accept, its end of the connection
+    after it, even once the listener is closed (a server that closed it to
+    hide was let through), and nothing once both are gone."""
+    from spider_env._client import tcp_server_uid
 
     try:
-        ln = socket.socket(family, socket.SOCK_STREAM)
-        if family == socket.AF_INET6:
-            ln.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        ln = _v6_listener(family)
         ln.bind((bind, 0))
     except OSError as e:
         pytest.skip(f"no {bind} here: {e}")
     with ln:
         ln.listen(1)
         c = socket.create_connection((dial, ln.getsockname()[1]), timeout=5)
+        assert tcp_server_uid(c) == os.getuid()
+        end, _ = ln.accept()
     with c:
-        # The connection stays (unaccepted, its listener gone).
-        assert tcp_listener_uid(c) is None
-    with socket.socket(family, socket.SOCK_STREAM) as ln:
-        if family == socket.AF_INET6:
-            ln.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-        ln.bind((bind, 0))
-        ln.listen(1)
-        with socket.create_connection((dial, ln.getsockname()[1]), timeout=5) as c:
-            assert tcp_listener_uid(c) == os.getuid()
+        with end:
+            assert tcp_server_uid(c) == os.getuid()
+        deadline = time.monotonic() + 5
+        while tcp_server_uid(c) is not None:
+            assert time.monotonic() < deadline, "a closed server end still names an owner"
+            time.sleep(0.01)
+
+
+def _as_user_65534(script: str) -> subprocess.Popen[str]:
+    """python3 running script as user 65534, its stdin and stdout piped."""
+    return subprocess.Popen(
+        ["/usr/bin/python3", "-c", script],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        user=65534,
+        group=65534,
+        extra_groups=[],
+    )
+
+
+@pytest.mark.skipif(
+    not _ROOT or not os.path.exists("/proc/net/tcp") or not os.path.exists("/usr/bin/python3"),
+    reason="needs root, /proc/net/tcp and /usr/bin/python3",
+)
+def test_tcp_server_uid_names_another_users_server():
+    """Another user's server is named once it has accepted and closed its
+    listener; and this user's [::1]:P is named for a connection to it when
+    another user listens at 0.0.0.0:P (an IPv4 listener, which takes no
+    connection to ::1, was named and this user's own server refused)."""
+    from spider_env._client import tcp_server_uid
+
+    p = _as_user_65534(
+        "import socket, sys\n"
+        "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(1)\n"
+        "print(s.getsockname()[1], flush=True)\n"
+        "c, _ = s.accept(); s.close(); print('accepted', flush=True); sys.stdin.readline()\n"
+    )
+    try:
+        assert p.stdout is not None
+        port = int(p.stdout.readline())
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as c:
+            assert p.stdout.readline() == "accepted\n"
+            assert tcp_server_uid(c) == 65534
+    finally:
+        p.kill()
+        p.wait()
+    if not socket.has_ipv6:
+        return
+    p = _as_user_65534(
+        "import socket, sys\n"
+        "s = socket.socket(); s.bind(('0.0.0.0', 0)); s.listen(1)\n"
+        "print(s.getsockname()[1], flush=True); sys.stdin.readline()\n"
+    )
+    try:
+        assert p.stdout is not None
+        port = int(p.stdout.readline())
+        with socket.socket(socket.AF_INET6) as ln:
+            try:
+                ln.bind(("::1", port))
+            except OSError as e:
+                pytest.skip(f"no [::1]:{port} here: {e}")
+            ln.listen(1)
+            with socket.create_connection(("::1", port), timeout=5) as c:
+                assert tcp_server_uid(c) == os.getuid()
+    finally:
+        p.kill()
+        p.wait()
 
 
 @pytest.mark.parametrize("transport", ["unix", "tcp"])
@@ -457,7 +524,9 @@ def test_a_refused_connection_says_why(transport, monkeypatch):
     reason: on a Unix socket the hello's send found the connection closed,
     and the client said only "broken pipe" while the reason waited to be
     read (the 33rd env sharing one server, a SyncVectorEnv of 33). The
-    hello waits here until the server has surely closed."""
+    hello waits here until the server has surely closed. Over TCP the
+    send still succeeds and the reply is read as the hello's: both
+    transports must say why."""
     import spider_env._client as client_mod
 
     check = client_mod._check_peer_user
