@@ -1,18 +1,16 @@
 package remote
 
 import (
-	"bufio"
 	"context"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/spiderenv/spider/env"
+	"github.com/spiderenv/spider/internal/otheruser"
 )
 
 // TestDialRefusesAnotherUsersAgent: an agent listening on a Unix socket as
@@ -30,9 +28,10 @@ func TestDialRefusesAnotherUsersAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "agent.sock")
-	listenAsAnotherUser(t, `import os, socket, sys, time
+	_, out := otheruser.Python(t, `import os, socket, sys, time
 s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o777); s.listen(1)
 print("ready", flush=True); time.sleep(20)`, path)
+	otheruser.ReadLine(t, out)
 	dialRefused(t, "unix:"+path)
 }
 
@@ -47,46 +46,13 @@ func TestDialRefusesAnotherUsersTCPAgent(t *testing.T) {
 			if host == "::1" {
 				family = "AF_INET6"
 			}
-			port := listenAsAnotherUser(t, `import socket, sys, time
+			_, out := otheruser.Python(t, `import socket, sys, time
 s = socket.socket(socket.`+family+`); s.bind((sys.argv[1], 0)); s.listen(1)
 print(s.getsockname()[1], flush=True); time.sleep(20)`, host)
+			port := otheruser.ReadLine(t, out)
 			dialRefused(t, net.JoinHostPort(host, port))
 		})
 	}
-}
-
-// listenAsAnotherUser runs script in python3 as user 65534 with args, and
-// returns the first line it prints (without its newline) once it has, or
-// skips the test where it cannot run as another user. The process is
-// killed when the test ends.
-func listenAsAnotherUser(t *testing.T, script string, args ...string) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root, to listen as another user")
-	}
-	// The system's: a python3 under root's home (pyenv) is not the other user's to run.
-	python := "/usr/bin/python3"
-	if _, err := os.Stat(python); err != nil {
-		t.Skip("needs /usr/bin/python3:", err)
-	}
-	cmd := exec.Command(python, append([]string{"-c", script}, args...)...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Skip("cannot run python3 as user 65534:", err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || len(line) < 2 {
-		t.Fatalf("the other user's listener: %q, %v", line, err)
-	}
-	return strings.TrimSuffix(line, "\n")
 }
 
 // dialRefused dials the agent at addr and wants it refused as another

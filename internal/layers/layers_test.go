@@ -19,7 +19,7 @@ const module = "github.com/spiderenv/spider/"
 // tier gives each package its layer; a package may import only packages of
 // a lower layer (so agents/nn, which agents imports, sits below it).
 var tier = map[string]int{
-	"internal/rng": 0, "internal/stats": 0, "internal/atomicfile": 0, "internal/msgpackcheck": 0, "internal/alloccount": 0, "internal/bytesize": 0, "internal/printable": 0, "internal/peercred": 0,
+	"internal/rng": 0, "internal/stats": 0, "internal/atomicfile": 0, "internal/msgpackcheck": 0, "internal/alloccount": 0, "internal/bytesize": 0, "internal/printable": 0, "internal/peercred": 0, "internal/otheruser": 0,
 	"env": 1, "env/envtest": 2, "picture": 2,
 	"agents/suites": 2, "agents/nn": 3, "agents": 4, "agents/remote": 5,
 	"server": 5, "train": 5, "record": 5, "agents/internal/fitvalue": 5,

@@ -1,17 +1,15 @@
 package peercred
 
 import (
-	"bufio"
 	"fmt"
-	"io"
 	"net"
 	"os"
-	"os/exec"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/spiderenv/spider/internal/otheruser"
 )
 
 // TestProcAddr checks the address format of /proc/net/tcp and tcp6.
@@ -120,12 +118,7 @@ func TestTCPServerUID(t *testing.T) {
 			}
 			defer client.Close()
 			remote, local := client.RemoteAddr().(*net.TCPAddr), client.LocalAddr().(*net.TCPAddr)
-			want := func(name string, uid int, ok bool) {
-				t.Helper()
-				if !ok || uid != os.Getuid() {
-					t.Errorf("%s = %d, %v; want %d, true", name, uid, ok, os.Getuid())
-				}
-			}
+			want := func(name string, uid int, ok bool) { t.Helper(); wantUID(t, name, uid, ok, os.Getuid()) }
 			uid, ok := procListenerUID(remote)
 			want("procListenerUID", uid, ok)
 			uid, ok = TCPServerUID(client)
@@ -167,7 +160,7 @@ func TestTCPServerUID(t *testing.T) {
 // [::1]:P (the IPv4 listener, read first, was named). Needs root, to run
 // python3 as user 65534.
 func TestTCPServerUIDOfAnotherUser(t *testing.T) {
-	in, out := asAnotherUser(t, `import socket, sys
+	in, out := otheruser.Python(t, `import socket, sys
 s = socket.socket(socket.AF_INET)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, b"lo")
 s.bind(("127.0.0.1", 0)); s.listen(1)
@@ -176,19 +169,14 @@ sys.stdin.readline()
 c, _ = s.accept(); s.close()
 print("accepted", flush=True)
 sys.stdin.readline()`)
-	port := readLine(t, out)
+	port := otheruser.ReadLine(t, out)
 	client, err := net.Dial("tcp", "127.0.0.1:"+port)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer client.Close()
 	remote, local := client.RemoteAddr().(*net.TCPAddr), client.LocalAddr().(*net.TCPAddr)
-	want := func(name string, uid int, ok bool) {
-		t.Helper()
-		if !ok || uid != 65534 {
-			t.Errorf("%s = %d, %v; want 65534, true", name, uid, ok)
-		}
-	}
+	want := func(name string, uid int, ok bool) { t.Helper(); wantUID(t, name, uid, ok, otheruser.UID) }
 	uid, ok := TCPServerUID(client)
 	want("TCPServerUID of a listener bound to lo", uid, ok)
 	uid, ok = procListenerUID(remote)
@@ -198,7 +186,7 @@ sys.stdin.readline()`)
 		want("diagListenerUID", uid, ok)
 	}
 	fmt.Fprintln(in, "accept")
-	if line := readLine(t, out); line != "accepted" {
+	if line := otheruser.ReadLine(t, out); line != "accepted" {
 		t.Fatalf("the other user's server: %q", line)
 	}
 	uid, ok = TCPServerUID(client)
@@ -207,10 +195,10 @@ sys.stdin.readline()`)
 	want("procUID of its end", uid, ok)
 
 	// An IPv4 wildcard of another user's beside this user's [::1] on one port.
-	_, out4 := asAnotherUser(t, `import socket, sys
+	_, out4 := otheruser.Python(t, `import socket, sys
 s = socket.socket(socket.AF_INET); s.bind(("0.0.0.0", 0)); s.listen(1)
 print(s.getsockname()[1], flush=True); sys.stdin.readline()`)
-	port = readLine(t, out4)
+	port = otheruser.ReadLine(t, out4)
 	ln, err := net.Listen("tcp6", "[::1]:"+port)
 	if err != nil {
 		t.Skip("no [::1] here:", err)
@@ -229,46 +217,12 @@ print(s.getsockname()[1], flush=True); sys.stdin.readline()`)
 	}
 }
 
-// asAnotherUser runs script in python3 as user 65534, or skips the test
-// where it cannot; it is killed when the test ends.
-func asAnotherUser(t *testing.T, script string) (io.Writer, *bufio.Reader) {
+// wantUID fails the test unless a lookup found want.
+func wantUID(t *testing.T, name string, uid int, ok bool, want int) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root, to run as another user")
+	if !ok || uid != want {
+		t.Errorf("%s = %d, %v; want %d, true", name, uid, ok, want)
 	}
-	python := "/usr/bin/python3" // the system's: one under root's home is not the other user's to run
-	if _, err := os.Stat(python); err != nil {
-		t.Skip("needs /usr/bin/python3:", err)
-	}
-	cmd := exec.Command(python, "-c", script)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Skip("cannot run python3 as user 65534:", err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	return in, bufio.NewReader(out)
-}
-
-// readLine reads a line the other user's script printed, without its
-// newline.
-func readLine(t *testing.T, r *bufio.Reader) string {
-	t.Helper()
-	line, err := r.ReadString('\n')
-	if err != nil {
-		t.Fatalf("the other user's script: %q, %v", line, err)
-	}
-	return strings.TrimSuffix(line, "\n")
 }
 
 // TestConnectionsOfOtherKinds: UnixUID does not answer for a TCP

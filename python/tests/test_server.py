@@ -456,9 +456,12 @@ def test_tcp_server_uid_finds_this_users_server(family, bind, dial):
             time.sleep(0.01)
 
 
-def _as_user_65534(script: str) -> subprocess.Popen[str]:
-    """python3 running script as user 65534, its stdin and stdout piped."""
-    return subprocess.Popen(
+@contextlib.contextmanager
+def _as_user_65534(script: str):
+    """python3 running script as user 65534, its stdin and stdout piped:
+    yields the process and the first line it printed, as an int (a port);
+    kills it at the end."""
+    p = subprocess.Popen(
         ["/usr/bin/python3", "-c", script],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -467,6 +470,12 @@ def _as_user_65534(script: str) -> subprocess.Popen[str]:
         group=65534,
         extra_groups=[],
     )
+    try:
+        assert p.stdout is not None
+        yield p, int(p.stdout.readline())
+    finally:
+        p.kill()
+        p.wait()
 
 
 @pytest.mark.skipif(
@@ -480,42 +489,30 @@ def test_tcp_server_uid_names_another_users_server():
     connection to ::1, was named and this user's own server refused)."""
     from spider_env._client import tcp_server_uid
 
-    p = _as_user_65534(
+    accepts = (
         "import socket, sys\n"
         "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(1)\n"
         "print(s.getsockname()[1], flush=True)\n"
         "c, _ = s.accept(); s.close(); print('accepted', flush=True); sys.stdin.readline()\n"
     )
-    try:
-        assert p.stdout is not None
-        port = int(p.stdout.readline())
-        with socket.create_connection(("127.0.0.1", port), timeout=5) as c:
-            assert p.stdout.readline() == "accepted\n"
-            assert tcp_server_uid(c) == 65534
-    finally:
-        p.kill()
-        p.wait()
+    with _as_user_65534(accepts) as (p, port), socket.create_connection(("127.0.0.1", port), timeout=5) as c:
+        assert p.stdout is not None and p.stdout.readline() == "accepted\n"
+        assert tcp_server_uid(c) == 65534
     if not socket.has_ipv6:
         return
-    p = _as_user_65534(
+    listens = (
         "import socket, sys\n"
         "s = socket.socket(); s.bind(('0.0.0.0', 0)); s.listen(1)\n"
         "print(s.getsockname()[1], flush=True); sys.stdin.readline()\n"
     )
-    try:
-        assert p.stdout is not None
-        port = int(p.stdout.readline())
-        with socket.socket(socket.AF_INET6) as ln:
-            try:
-                ln.bind(("::1", port))
-            except OSError as e:
-                pytest.skip(f"no [::1]:{port} here: {e}")
-            ln.listen(1)
-            with socket.create_connection(("::1", port), timeout=5) as c:
-                assert tcp_server_uid(c) == os.getuid()
-    finally:
-        p.kill()
-        p.wait()
+    with _as_user_65534(listens) as (_, port), socket.socket(socket.AF_INET6) as ln:
+        try:
+            ln.bind(("::1", port))
+        except OSError as e:
+            pytest.skip(f"no [::1]:{port} here: {e}")
+        ln.listen(1)
+        with socket.create_connection(("::1", port), timeout=5) as c:
+            assert tcp_server_uid(c) == os.getuid()
 
 
 @pytest.mark.parametrize("transport", ["unix", "tcp"])
