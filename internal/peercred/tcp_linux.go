@@ -8,7 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -40,7 +40,7 @@ func TCPServerUID(c net.Conn) (int, bool) {
 	if uid, ok := tcpPeerUID(remote, local); ok {
 		return uid, true
 	}
-	if !diagWorks {
+	if !useDiag(remote, local) {
 		return procListenerUID(remote)
 	}
 	return diagListenerUID(remote)
@@ -66,16 +66,45 @@ func loopback(c net.Conn) (remote, local *net.TCPAddr, ok bool) {
 // on the machine, TIME_WAIT ones included: 30 ms a connection with 30,000
 // of them, which any local user could open to slow every accept.
 func tcpPeerUID(remote, local *net.TCPAddr) (int, bool) {
-	diagOnce.Do(func() { _, diagWorks = diagUID(local, remote) })
-	if !diagWorks {
+	if !useDiag(remote, local) {
 		return procUID(remote, local)
 	}
 	return diagUID(remote, local)
 }
 
-var (
-	diagOnce  sync.Once
-	diagWorks bool // sock_diag found the server's own end of the first connection
+// useDiag reports whether sock_diag answers here, probing with the
+// connection's own end (from local to remote), which this process holds.
+// Only a conclusive probe is kept for the life of the process: the own end
+// found (netlink works), or missed by netlink while /proc lists it (it does
+// not, as in a sandbox without it). A connection already gone decides
+// nothing and is looked up by netlink, which fails at once: a client that
+// connects and resets at once, which any user can make a server's first,
+// turned netlink off for good, and every later accept read /proc.
+func useDiag(remote, local *net.TCPAddr) bool {
+	switch diagState.Load() {
+	case diagYes:
+		return true
+	case diagNo:
+		return false
+	}
+	if _, ok := diagUID(local, remote); ok {
+		diagState.Store(diagYes)
+		return true
+	}
+	if _, ok := procUID(local, remote); ok {
+		diagState.Store(diagNo)
+		return false
+	}
+	return true
+}
+
+// diagState is what useDiag has found: diagUnknown until a probe decides.
+var diagState atomic.Int32
+
+const (
+	diagUnknown = iota
+	diagYes
+	diagNo
 )
 
 // Netlink's sock_diag, from linux/sock_diag.h and linux/inet_diag.h.
