@@ -119,14 +119,7 @@ func TestTCPServerUID(t *testing.T) {
 			defer client.Close()
 			remote, local := client.RemoteAddr().(*net.TCPAddr), client.LocalAddr().(*net.TCPAddr)
 			want := func(name string, uid int, ok bool) { t.Helper(); wantUID(t, name, uid, ok, os.Getuid()) }
-			uid, ok := procListenerUID(remote)
-			want("procListenerUID", uid, ok)
-			uid, ok = TCPServerUID(client)
-			want("TCPServerUID before the accept", uid, ok)
-			if diagState.Load() == diagYes {
-				uid, ok = diagListenerUID(remote)
-				want("diagListenerUID", uid, ok)
-			}
+			wantListener(t, client, os.Getuid())
 			server, err := ln.Accept()
 			if err != nil {
 				t.Fatal(err)
@@ -139,7 +132,7 @@ func TestTCPServerUID(t *testing.T) {
 					t.Errorf("%s found user %d at a port nothing listens at", name, uid)
 				}
 			}
-			uid, ok = TCPServerUID(client)
+			uid, ok := TCPServerUID(client)
 			want("TCPServerUID after the accept, the listener closed", uid, ok)
 			uid, ok = procUID(remote, local)
 			want("procUID of the server's end", uid, ok)
@@ -183,19 +176,12 @@ sys.stdin.readline()`)
 	defer client.Close()
 	remote, local := client.RemoteAddr().(*net.TCPAddr), client.LocalAddr().(*net.TCPAddr)
 	want := func(name string, uid int, ok bool) { t.Helper(); wantUID(t, name, uid, ok, otheruser.UID) }
-	uid, ok := TCPServerUID(client)
-	want("TCPServerUID of a listener bound to lo", uid, ok)
-	uid, ok = procListenerUID(remote)
-	want("procListenerUID", uid, ok)
-	if diagState.Load() == diagYes {
-		uid, ok = diagListenerUID(remote)
-		want("diagListenerUID", uid, ok)
-	}
+	wantListener(t, client, otheruser.UID) // bound to lo
 	fmt.Fprintln(in, "accept")
 	if line := otheruser.ReadLine(t, out); line != "accepted" {
 		t.Fatalf("the other user's server: %q", line)
 	}
-	uid, ok = TCPServerUID(client)
+	uid, ok := TCPServerUID(client)
 	want("TCPServerUID once it accepted and closed its listener", uid, ok)
 	uid, ok = procUID(remote, local)
 	want("procUID of its end", uid, ok)
@@ -220,6 +206,22 @@ print(s.getsockname()[1], flush=True); sys.stdin.readline()`)
 	}
 	if uid, ok := TCPServerUID(c6); !ok || uid != os.Getuid() {
 		t.Errorf("TCPServerUID of [::1]:%s = %d, %v; want this user's %d", port, uid, ok, os.Getuid())
+	}
+}
+
+// wantListener fails the test unless every lookup names want as the
+// owner of the server's side of client before the server accepts it: the
+// listener, read from /proc and (where it works) by netlink.
+func wantListener(t *testing.T, client net.Conn, want int) {
+	t.Helper()
+	remote := client.RemoteAddr().(*net.TCPAddr)
+	uid, ok := TCPServerUID(client)
+	wantUID(t, "TCPServerUID before the accept", uid, ok, want)
+	uid, ok = procListenerUID(remote)
+	wantUID(t, "procListenerUID", uid, ok, want)
+	if diagState.Load() == diagYes {
+		uid, ok = diagListenerUID(remote)
+		wantUID(t, "diagListenerUID", uid, ok, want)
 	}
 }
 
