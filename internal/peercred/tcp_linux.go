@@ -124,9 +124,8 @@ const (
 // diagUID returns the uid that owns the TCP socket whose local address is
 // src and whose remote one is dst, asking the kernel for it by netlink
 // (what ss does). It fails when there is no such socket, or when netlink
-// cannot be used (a sandbox without it), and then tcpPeerUID falls back
-// on /proc for good: it probes with the server's own end first, which
-// exists. An IPv4 pair is looked for among IPv4 sockets, then among IPv6
+// cannot be used (a sandbox without it; useDiag then sends the lookups to
+// /proc). An IPv4 pair is looked for among IPv4 sockets, then among IPv6
 // ones as mapped addresses (a dual-stack listener's end is one).
 func diagUID(src, dst *net.TCPAddr) (int, bool) {
 	uid, _, ok := diagSocket(src, dst)

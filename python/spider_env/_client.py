@@ -471,6 +471,13 @@ def tcp_server_uid(sock: socket.socket) -> int | None:
     return None
 
 
+def _reply_error(reply: dict[str, Any]) -> SpiderError:
+    """The SpiderError an error reply ({"ok": false, ...}) stands for."""
+    code = str(reply.get("code", "unknown"))
+    kind = SpiderValueError if code == "bad_config" else SpiderError
+    return kind(code, str(reply.get("error", "the server gave no message")))
+
+
 def parse_address(address: Address) -> tuple[int, str | tuple[str, int]]:
     """Return (socket family, socket address) for an address.
 
@@ -880,7 +887,7 @@ class Client:
             return None
         if not isinstance(reply, dict) or reply.get("ok") is not False:
             return None
-        return SpiderError(str(reply.get("code", "unknown")), str(reply.get("error", "the server gave no message")))
+        return _reply_error(reply)
 
     @property
     def pending(self) -> bool:
@@ -956,9 +963,7 @@ class Client:
             self.close(err.message)
             raise err
         if not reply["ok"]:
-            code = reply.get("code", "unknown")
-            kind = SpiderValueError if code == "bad_config" else SpiderError
-            err = kind(str(code), str(reply.get("error", "the server gave no message")))
+            err = _reply_error(reply)
             if "id" in reply and reply["id"] != rid:
                 # A refusal of another request: the stream is out of step.
                 # (One without an id is the server's own, or of a request
@@ -966,7 +971,7 @@ class Client:
                 err = SpiderError("protocol", f"reply id {reply['id']!r} does not match request id {rid}: {err}")
                 self.close(err.message)
                 raise err
-            if code == "bad_frame":
+            if err.code == "bad_frame":
                 # The server may close the connection after bad_frame.
                 self.close(err.message)
             raise err

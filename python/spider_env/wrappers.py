@@ -89,8 +89,9 @@ class MaskInObservation(gym.ObservationWrapper[MaskedObs, Any, NDArray[Any]], gy
     ``observations`` is the wrapped env's observation (its Box space; with
     ``float32=True`` cast to float32, e.g. the compact uint8 encoding for a
     model that wants floats). ``action_mask`` is 1081 float32 of 0.0 and
-    1.0 (bool under ``layout="tianshou"``), taken from ``info["action_mask"]`` after every reset and step (or
-    from the env's ``action_masks()`` when the info has none). A
+    1.0 (bool under ``layout="tianshou"``), taken from
+    ``info["action_mask"]`` after every reset and step (or from the env's
+    ``action_masks()`` when the info has none). A
     :class:`~spider_env.SpiderEnv` whose episode ended gives all ones there
     until the reset, so a masked sampler never meets an empty mask.
     """
